@@ -1,0 +1,217 @@
+"""Corpus readers: files, folders or stdin -> a stream of records, one at a time.
+
+Formats: JSON lines, CSV, TSV (a header row names the fields), plain text (a
+document per line; in a folder, a document per file). Compression (gzip, bzip2,
+xz, zstd with the ``zstandard`` package) is recognised by its magic bytes, so
+``corpus.jsonl.gz`` and a gzipped stdin both work. Nothing is read whole: memory
+stays flat however large the input.
+
+A record that cannot be used is still yielded, with ``error`` saying why, so callers
+keep input order and can account for every record: read = used + rejected.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import json
+import lzma
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from .fingerprint import parse_hex
+
+FORMATS = ("auto", "jsonl", "csv", "tsv", "lines", "file")
+_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+_BAD_UTF8 = re.compile("[\udc80-\udcff]")
+csv.field_size_limit(1 << 30)
+
+
+@dataclass
+class Record:
+    """One input document, or why it could not be read (``error``)."""
+
+    source: str
+    line: int
+    id: str | None = None
+    text: str | None = None
+    simhash: int | None = None
+    title: str | None = None
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Which input fields hold the id, the text, the simhash and the title."""
+
+    id: str = "id"
+    text: str = "text"
+    simhash: str = "simhash"
+    title: str = "title"
+
+
+def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Fields(),
+                 stdin: IO[bytes] | None = None) -> Iterator[Record]:
+    """Records of every path in turn; ``-`` is stdin, a folder is walked in name order."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    for path in paths:
+        if path == "-":
+            yield from _read_stream(_decompress(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
+        elif Path(path).is_dir():
+            yield from _read_folder(Path(path), fmt, fields)
+        elif Path(path).exists():
+            yield from _read_file(Path(path), str(path), fmt, fields)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+
+
+def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        name = str(path.relative_to(folder))
+        structured = _format_of(path) in ("jsonl", "csv", "tsv")
+        yield from _read_file(path, str(path), fmt if fmt != "auto" or structured else "file",
+                              fields, doc_id=name)
+
+
+def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | None = None):
+    with open(path, "rb") as raw:
+        stream = _decompress(raw)
+        if fmt == "auto":
+            fmt = _format_of(path)
+        if fmt == "file":
+            yield _whole_file(stream, source, doc_id or path.name)
+        else:
+            yield from _read_stream(stream, source, fmt, fields)
+
+
+def _format_of(path: Path) -> str:
+    suffixes = [s for s in path.suffixes if s not in _COMPRESSED]
+    return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
+
+
+def _decompress(raw: IO[bytes]) -> IO[bytes]:
+    stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
+    magic = stream.peek(6)[:6]
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=stream)
+    if magic.startswith(b"BZh"):
+        return bz2.BZ2File(stream)
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.LZMAFile(stream)
+    if magic.startswith(b"\x28\xb5\x2f\xfd"):
+        try:
+            import zstandard
+        except ImportError:
+            raise ValueError("zstd input needs the zstandard package: pip install zstandard") from None
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(stream))
+    return stream
+
+
+def _text(stream: IO[bytes]) -> IO[str]:
+    # surrogateescape keeps bad bytes as lone surrogates, so the one bad record is
+    # rejected and reading goes on.
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields) -> Iterator[Record]:
+    if fmt == "auto":  # stdin: sniff
+        head = stream.peek(64)[:64].lstrip() if hasattr(stream, "peek") else b""
+        fmt = "jsonl" if head.startswith(b"{") else "lines"
+    text = _text(stream)
+    if fmt == "jsonl":
+        yield from _jsonl(text, source, fields)
+    elif fmt in ("csv", "tsv"):
+        yield from _table(text, source, fields, "," if fmt == "csv" else "\t")
+    elif fmt == "lines":
+        yield from _lines(text, source)
+    else:
+        yield _whole_file(stream, source, source)
+
+
+def _jsonl(text: IO[str], source: str, fields: Fields) -> Iterator[Record]:
+    for number, line in enumerate(text, 1):
+        if not line.strip():
+            continue
+        if _BAD_UTF8.search(line):
+            yield Record(source, number, error="invalid UTF-8")
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield Record(source, number, error=f"malformed JSON: {e.msg} at column {e.colno}")
+            continue
+        if not isinstance(obj, dict):
+            yield Record(source, number, error=f"a JSON line must be an object, not {type(obj).__name__}")
+            continue
+        yield _from_fields(obj, source, number, fields)
+
+
+def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterator[Record]:
+    reader = csv.DictReader(text, delimiter=delimiter)
+    try:
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                yield Record(source, line, error=f"{len(row[None])} more fields than the header has")
+            elif any(v is not None and _BAD_UTF8.search(v) for v in row.values()):
+                yield Record(source, line, error="invalid UTF-8")
+            else:
+                yield _from_fields(row, source, line, fields)
+    except csv.Error as e:
+        yield Record(source, reader.line_num, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
+
+
+def _lines(text: IO[str], source: str) -> Iterator[Record]:
+    name = Path(source).name
+    for number, line in enumerate(text, 1):
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        if _BAD_UTF8.search(line):
+            yield Record(source, number, id=f"{name}:{number}", error="invalid UTF-8")
+        else:
+            yield Record(source, number, id=f"{name}:{number}", text=line)
+
+
+def _whole_file(stream: IO[bytes], source: str, doc_id: str) -> Record:
+    try:
+        return Record(source, 1, id=doc_id, text=stream.read().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        return Record(source, 1, id=doc_id, error=f"invalid UTF-8 at byte {e.start}")
+
+
+def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) -> Record:
+    record = Record(source, line)
+    doc_id = obj.get(fields.id)
+    if doc_id is None or doc_id == "" or isinstance(doc_id, (dict, list, bool)):
+        record.error = f"no {fields.id!r} field" if doc_id is None else f"bad {fields.id!r}: {doc_id!r}"
+        return record
+    record.id = str(doc_id)
+    title = obj.get(fields.title)
+    record.title = title if isinstance(title, str) else None
+    text, simhash = obj.get(fields.text), obj.get(fields.simhash)
+    if simhash not in (None, ""):
+        try:
+            record.simhash = parse_hex(str(simhash))
+        except ValueError as e:
+            record.error = f"bad {fields.simhash!r}: {e}"
+            return record
+    if text is not None and not isinstance(text, str):
+        record.error = f"{fields.text!r} is not a string"
+    elif text is not None:
+        record.text = text
+    elif record.simhash is None:
+        record.error = f"no {fields.text!r} field (nor {fields.simhash!r})"
+    return record

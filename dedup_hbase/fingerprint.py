@@ -1,0 +1,103 @@
+"""64-bit weighted SimHash over weighted features, and the helpers around it.
+
+Every feature (a word or a character shingle, as text) is hashed with
+``mmh3.hash64(feature.encode("utf-8"), seed, signed=False)[0]`` (seed 0 by default;
+the seed is part of the index metadata). Bit i of the fingerprint is 1 when the
+features whose hash has bit i set weigh more than the features whose hash has it
+clear. Weights are integers, so the sums are exact and the fingerprint does not
+depend on summation order, CPU or process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import mmh3
+import numpy as np
+
+from .errors import EmptyDocument
+
+DEFAULT_SEED = 0
+_CACHE_LIMIT = 1 << 20
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two 64-bit fingerprints."""
+    return (a ^ b).bit_count()
+
+
+def to_hex(simhash: int) -> str:
+    """16 lower-case hex digits."""
+    return f"{simhash:016x}"
+
+
+def parse_hex(text: str) -> int:
+    """Parse exactly 16 hex digits (an optional ``0x`` is allowed) into an int."""
+    digits = text.strip().lower().removeprefix("0x")
+    if len(digits) != 16 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(f"a simhash is 16 hex digits, not {text!r}")
+    return int(digits, 16)
+
+
+def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """SimHash of feature hashes (uint64) with integer weights (int64), vectorised."""
+    if len(hashes) == 0:
+        raise EmptyDocument("no features")
+    # Row j of `bits` holds the 64 bits of hash j, most significant first.
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)
+    set_weight = weights @ bits
+    ones = 2 * set_weight > int(weights.sum())
+    return int.from_bytes(np.packbits(ones).tobytes(), "big")
+
+
+class Hasher:
+    """Feature hashing with a per-instance cache of token hashes (no module state)."""
+
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        if not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise ValueError(f"seed must be an unsigned 32-bit integer, not {seed!r}")
+        self.seed = seed
+        self._cache: dict[str, int] = {}
+
+    def hash(self, feature: str) -> int:
+        value = self._cache.get(feature)
+        if value is None:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            value = mmh3.hash64(feature.encode("utf-8"), self.seed, signed=False)[0]
+            self._cache[feature] = value
+        return value
+
+    def simhash(self, weighted: Mapping[str, int]) -> int:
+        """Fingerprint of ``{feature: integer weight}``; raises EmptyDocument if empty."""
+        if not weighted:
+            raise EmptyDocument("no features")
+        hashes = np.fromiter((self.hash(f) for f in weighted), np.uint64, len(weighted))
+        weights = np.fromiter(weighted.values(), np.int64, len(weighted))
+        return simhash_of_hashes(hashes, weights)
+
+
+class Fingerprinter:
+    """Text -> 64-bit SimHash, for one featurizer and one hash seed.
+
+    ``spec`` identifies the pair; indexes store it and refuse any other.
+    """
+
+    def __init__(self, featurizer, seed: int = DEFAULT_SEED) -> None:
+        self.featurizer = featurizer
+        self.hasher = Hasher(seed)
+
+    @property
+    def spec(self) -> dict:
+        return {**self.featurizer.spec, "seed": self.hasher.seed}
+
+    def fingerprint(self, text: str) -> int:
+        """SimHash of ``text``; raises EmptyDocument when it has no features."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        weighted = self.featurizer.features(text)
+        if not weighted:
+            raise EmptyDocument(
+                "empty text" if not text.strip()
+                else "no features (only punctuation, white space or stop words)")
+        return self.hasher.simhash(weighted)

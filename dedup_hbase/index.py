@@ -1,0 +1,236 @@
+"""The near-duplicate index: documents in, near-duplicates out, over any store.
+
+Tables (see schema/tables.json):
+
+* ``index``: key = 13-byte row key (layout.py) + document id; empty value. One row per
+  fingerprint and flag, one column per document id.
+* ``docs``: key = document id; value = 8-byte big-endian simhash + JSON metadata.
+  Lets ``delete`` find a document's index rows and results show metadata without
+  fingerprinting the text again.
+* ``meta``: key ``config``; value = JSON of scheme, k and the fingerprinter spec.
+
+Writes go index rows first, document row last, all idempotent: a write cut off at
+any point is completed by writing the same documents again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .errors import DedupError, IndexMismatch, IndexNotFound
+from .features import featurizer_from_spec, make_featurizer
+from .fingerprint import Fingerprinter, hamming, to_hex
+from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
+from .schema import load_schema
+from .stores.base import Store
+
+FORMAT = 1
+MAX_ID_BYTES = 1024
+_CONFIG_KEY = b"config"
+
+
+class Match(NamedTuple):
+    id: str
+    simhash: int
+    distance: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
+
+
+@dataclass
+class Document:
+    """A document as indexed: id, fingerprint and free-form metadata."""
+
+    id: str
+    simhash: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def encode_id(doc_id: str) -> bytes:
+    if not isinstance(doc_id, str) or not doc_id:
+        raise ValueError(f"a document id is a non-empty string, not {doc_id!r}")
+    raw = doc_id.encode("utf-8")
+    if len(raw) > MAX_ID_BYTES:
+        raise ValueError(f"document id longer than {MAX_ID_BYTES} bytes: {doc_id[:40]!r}...")
+    return raw
+
+
+def _doc_value(doc: Document) -> bytes:
+    meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
+    return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
+
+
+def _parse_doc(doc_id: str, value: bytes) -> Document:
+    meta = json.loads(value[8:]) if len(value) > 8 else {}
+    return Document(doc_id, int.from_bytes(value[:8], "big"), meta)
+
+
+class Index:
+    """Near-duplicate lookups over a store. Open with ``Index.create`` or ``Index.open``.
+
+    The index checks arguments before it touches the store; it holds no state beyond
+    its configuration, so several processes may write one HBase index at once.
+    """
+
+    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter):
+        self.store = store
+        self.scheme = scheme
+        self.k = scheme.check_k(k)
+        self.fingerprinter = fingerprinter
+
+    # -- opening -------------------------------------------------------------
+
+    @classmethod
+    def create(cls, store: Store, scheme: Scheme | str | int = 4, k: int = 3,
+               fingerprinter: Fingerprinter | None = None, regions: int | None = None) -> "Index":
+        """Create the tables and metadata of a new, empty index in ``store``."""
+        scheme = scheme if isinstance(scheme, Scheme) else Scheme.parse(scheme)
+        fingerprinter = fingerprinter or Fingerprinter(make_featurizer("jieba"))
+        index = cls(store, scheme, k, fingerprinter)
+        if store.exists():
+            raise DedupError(f"{store.url} already holds an index; open it, or pick another store")
+        store.create(load_schema(regions))
+        config = {"format": FORMAT, "scheme": scheme.name, "k": k,
+                  "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
+        return index
+
+    @classmethod
+    def open(cls, store: Store, fingerprinter: Fingerprinter | None = None) -> "Index":
+        """Open the index in ``store``; refuse one built with another fingerprinter.
+
+        Without ``fingerprinter`` the index's own (as recorded at creation) is used.
+        """
+        config = cls.read_config(store)
+        if config.get("format") != FORMAT:
+            raise IndexMismatch(f"{store.url}: index format {config.get('format')}, expected {FORMAT}")
+        spec = config["fingerprint"]
+        if fingerprinter is None:
+            fingerprinter = Fingerprinter(featurizer_from_spec(spec), spec.get("seed", 0))
+        elif fingerprinter.spec != spec:
+            raise IndexMismatch(
+                f"{store.url} was built with featurizer {_describe(spec)}, not "
+                f"{_describe(fingerprinter.spec)}: fingerprints from different featurizers "
+                "are not comparable")
+        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter)
+
+    @staticmethod
+    def read_config(store: Store) -> dict[str, Any]:
+        if not store.exists():
+            raise IndexNotFound(f"no index at {store.url}: create one with `dedup-hbase init`")
+        (raw,) = store.get("meta", [_CONFIG_KEY])
+        if raw is None:
+            raise IndexNotFound(f"{store.url} has tables but no index metadata: run `dedup-hbase init`")
+        return json.loads(raw)
+
+    # -- writing ---------------------------------------------------------------
+
+    def fingerprint(self, text: str) -> int:
+        return self.fingerprinter.fingerprint(text)
+
+    def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
+            meta: Mapping[str, Any] | None = None) -> int:
+        """Index one document from its text or its simhash; returns the simhash."""
+        if (text is None) == (simhash is None):
+            raise TypeError("give exactly one of text and simhash")
+        if simhash is None:
+            simhash = self.fingerprint(text)
+        self.add_many([Document(doc_id, simhash, dict(meta or {}))])
+        return simhash
+
+    def add_many(self, docs: Sequence[Document]) -> int:
+        """Index documents; re-adding an id replaces its old fingerprint. Returns how many
+        ids were new. Does not deduplicate near-duplicates: every document is indexed."""
+        latest = {encode_id(d.id): d for d in docs}
+        for d in latest.values():
+            if not isinstance(d.simhash, int) or not 0 <= d.simhash < 1 << 64:
+                raise ValueError(f"document {d.id!r}: simhash must be an unsigned 64-bit int")
+        ids = list(latest)
+        old = self.store.get("docs", ids)
+        stale, new = [], 0
+        for raw_id, value in zip(ids, old):
+            if value is None:
+                new += 1
+            elif int.from_bytes(value[:8], "big") != latest[raw_id].simhash:
+                stale.extend(k + raw_id for k in self.scheme.row_keys(int.from_bytes(value[:8], "big")))
+        if stale:
+            self.store.delete("index", sorted(stale))
+        rows = sorted(k + raw_id for raw_id, d in latest.items() for k in self.scheme.row_keys(d.simhash))
+        self.store.put("index", ((key, b"") for key in rows))
+        self.store.put("docs", sorted((raw_id, _doc_value(d)) for raw_id, d in latest.items()))
+        return new
+
+    def delete(self, doc_ids: Iterable[str]) -> list[str]:
+        """Remove documents and their index rows; returns the ids that were present."""
+        ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
+        values = self.store.get("docs", ids)
+        found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
+        keys = sorted(k + raw for raw, v in found
+                      for k in self.scheme.row_keys(int.from_bytes(v[:8], "big")))
+        self.store.delete("index", keys)
+        self.store.delete("docs", [raw for raw, _ in found])
+        return [raw.decode() for raw, _ in found]
+
+    # -- reading ---------------------------------------------------------------
+
+    def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
+        """The stored documents (fingerprint and metadata), None for unknown ids."""
+        values = self.store.get("docs", [encode_id(i) for i in doc_ids])
+        return [None if v is None else _parse_doc(i, v) for i, v in zip(doc_ids, values)]
+
+    def query(self, simhash: int, k: int | None = None) -> list[Match]:
+        """Every indexed document within ``k`` bits of ``simhash`` (default: the index's k),
+        sorted by distance, then id."""
+        return self.query_many([simhash], k)[0]
+
+    def query_many(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Match]]:
+        """``query`` for many fingerprints at once: the prefixes of all of them are
+        deduplicated and scanned in key order, one store call in all."""
+        k = self.k if k is None else self.scheme.check_k(k)
+        for s in simhashes:
+            if not isinstance(s, int) or not 0 <= s < 1 << 64:
+                raise ValueError(f"a simhash is an unsigned 64-bit int, not {s!r}")
+        per_query = [self.scheme.prefixes(s) for s in simhashes]
+        unique = sorted({p for prefixes in per_query for p in prefixes})
+        scanned = dict(zip(unique, self.store.scan("index", unique, values=False)))
+        results = []
+        for s, prefixes in zip(simhashes, per_query):
+            found: dict[bytes, Match] = {}
+            for p in prefixes:
+                for key, _ in scanned[p]:
+                    candidate = int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")
+                    distance = hamming(candidate, s)
+                    if distance <= k:
+                        raw_id = key[KEY_BYTES:]
+                        found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
+            results.append(sorted(found.values(), key=lambda m: (m.distance, m.id)))
+        return results
+
+    def stats(self) -> dict[str, Any]:
+        """Counts from a full read of the keys (exact; takes time on a big index)."""
+        config = self.read_config(self.store)
+        documents = sum(1 for _ in self.store.iterate("docs"))
+        rows, cells, per_flag, last = 0, 0, Counter(), b""
+        for key, _ in self.store.iterate("index"):
+            cells += 1
+            row = key[:KEY_BYTES]
+            if row != last:
+                rows += 1
+                per_flag[row[4]] += 1
+                last = row
+        return {"store": self.store.url, "documents": documents, "index_rows": rows,
+                "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
+                "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
+                "featurizer": config["fingerprint"], "created": config.get("created"),
+                "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
+
+
+def _describe(spec: Mapping[str, Any]) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in spec.get("params", {}).items())
+    return f"{spec['name']} v{spec.get('version')} ({params}; seed {spec.get('seed', 0)})"

@@ -1,0 +1,163 @@
+"""The row-key layout: how a 64-bit fingerprint becomes index rows and prefix scans.
+
+The idea, explained once (Manku, Jain, Das Sarma, WWW 2007)
+-------------------------------------------------------------
+
+Cut the 64 bits of a fingerprint into B blocks. Two fingerprints that differ in at
+most k bits can disagree in at most k blocks, so when k <= B - m, at least m blocks
+agree exactly (pigeonhole). Store one copy of every fingerprint per combination of
+m blocks, keyed by those blocks; a lookup then reads, for every combination, the
+copies whose chosen blocks equal the query's. That is one prefix scan per
+combination, and every fingerprint within k bits is among the candidates. A final
+XOR + popcount keeps the true matches.
+
+::
+
+    simhash  |  a (16)  |  b (16)  |  c (16)  |  d (16)  |      4 blocks, m = 1
+    flag 1   |  a  ...                                         segment = a << 16
+    flag 2   |  b  ...                                         segment = b << 16
+    ...
+    simhash  | a (13) | b (13) | c (13) | d (13) | e (12) |    5 blocks, m = 2
+    flag 1   | a  b  ...                                       segment = (a,b) << 6
+    flag 4   | a  e  ...                                       segment = (a,e) << 7
+
+Row key, 13 bytes, all big-endian::
+
+    segment (4 bytes) | flag (1 byte) | simhash (8 bytes)
+    '---- scan prefix: 5 bytes ----'
+
+The *segment* holds the chosen blocks' bits concatenated in block order and
+left-aligned in a 32-bit word (low bits zero), so the first key byte is uniformly
+spread and regions pre-split on it share the load. Blocks are taken from the most
+significant end; when 64 does not divide evenly, the first blocks get the extra bit
+(5 blocks: 13, 13, 13, 13, 12 bits). Flags number the block combinations from 1 in
+lexicographic order (5 blocks, m = 2: ab, ac, ad, ae, bc, bd, be, cd, ce, de).
+
+This module does no I/O and knows nothing about stores.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from itertools import combinations
+from math import comb
+
+KEY_BYTES = 13
+PREFIX_BYTES = 5
+SEGMENT_BITS = 32
+_KEY = struct.Struct(">IBQ")
+_PREFIX = struct.Struct(">IB")
+_U64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """B blocks taken m at a time; guarantees every match within ``max_k`` bits.
+
+    ``Scheme(4, 1)`` is the 4-split (flags 1-4), ``Scheme(5, 2)`` the 5-split
+    (flags 1-10). Construction checks the parameters; it does not touch a store.
+    """
+
+    blocks: int
+    take: int
+    widths: tuple[int, ...] = field(init=False, repr=False)
+    shifts: tuple[int, ...] = field(init=False, repr=False)
+    flags: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.blocks <= 64:
+            raise ValueError(f"blocks must be between 2 and 64, not {self.blocks}")
+        if not 1 <= self.take < self.blocks:
+            raise ValueError(f"take must be between 1 and blocks - 1, not {self.take}")
+        if comb(self.blocks, self.take) > 255:
+            raise ValueError(
+                f"{self.blocks} blocks taken {self.take} at a time need "
+                f"{comb(self.blocks, self.take)} flags; a flag is one byte (at most 255)")
+        base, extra = divmod(64, self.blocks)
+        widths = tuple(base + (1 if i < extra else 0) for i in range(self.blocks))
+        shifts, top = [], 64
+        for width in widths:
+            top -= width
+            shifts.append(top)
+        flags = tuple(combinations(range(self.blocks), self.take))
+        widest = max(sum(widths[i] for i in combo) for combo in flags)
+        if widest > SEGMENT_BITS:
+            raise ValueError(
+                f"{self.blocks} blocks taken {self.take} at a time make {widest}-bit "
+                f"segments; a segment holds at most {SEGMENT_BITS} bits")
+        object.__setattr__(self, "widths", widths)
+        object.__setattr__(self, "shifts", tuple(shifts))
+        object.__setattr__(self, "flags", flags)
+
+    # -- naming --------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """``"4"`` and ``"5"`` for the two classic schemes, else ``"B/m"``."""
+        if (self.blocks, self.take) in ((4, 1), (5, 2)):
+            return str(self.blocks)
+        return f"{self.blocks}/{self.take}"
+
+    @classmethod
+    def parse(cls, text: str | int) -> "Scheme":
+        """``4`` -> 4 blocks taken 1; ``5`` -> 5 blocks taken 2; ``"B/m"`` general."""
+        text = str(text).strip()
+        if text == "4":
+            return cls(4, 1)
+        if text == "5":
+            return cls(5, 2)
+        blocks, sep, take = text.partition("/")
+        if sep and blocks.isdigit() and take.isdigit():
+            return cls(int(blocks), int(take))
+        raise ValueError(f"unknown scheme {text!r}: use 4, 5 or BLOCKS/TAKE such as 6/3")
+
+    @property
+    def max_k(self) -> int:
+        """The largest Hamming distance for which every match is found."""
+        return self.blocks - self.take
+
+    def segment_bits(self, flag: int) -> int:
+        return sum(self.widths[i] for i in self.flags[flag - 1])
+
+    def check_k(self, k: int) -> int:
+        """Return ``k`` if this scheme finds every match within ``k`` bits, else raise."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"k must be a whole number >= 0, not {k!r}")
+        if k > self.max_k:
+            raise ValueError(
+                f"k={k} is more than scheme {self.name} can guarantee: {self.blocks} blocks "
+                f"taken {self.take} at a time find every match within {self.max_k} bits")
+        return k
+
+    # -- keys ----------------------------------------------------------------
+
+    def segment(self, simhash: int, flag: int) -> int:
+        """The 32-bit segment of ``simhash`` for ``flag`` (1-based)."""
+        value, bits = 0, 0
+        for i in self.flags[flag - 1]:
+            width = self.widths[i]
+            value = (value << width) | ((simhash >> self.shifts[i]) & ((1 << width) - 1))
+            bits += width
+        return value << (SEGMENT_BITS - bits)
+
+    def prefixes(self, simhash: int) -> list[bytes]:
+        """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
+        return [_PREFIX.pack(self.segment(simhash, f), f) for f in range(1, len(self.flags) + 1)]
+
+    def row_keys(self, simhash: int) -> list[bytes]:
+        """The 13-byte index row keys of ``simhash``, one per flag, in flag order."""
+        if not 0 <= simhash <= _U64:
+            raise ValueError(f"a simhash is an unsigned 64-bit number, not {simhash!r}")
+        return [_KEY.pack(self.segment(simhash, f), f, simhash)
+                for f in range(1, len(self.flags) + 1)]
+
+
+def split_key(key: bytes) -> tuple[int, int, int]:
+    """``(segment, flag, simhash)`` of a 13-byte row key."""
+    return _KEY.unpack(key[:KEY_BYTES])
+
+
+def key_simhash(key: bytes) -> int:
+    """The simhash stored in bytes 5..12 of a row key."""
+    return int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")

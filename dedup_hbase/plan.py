@@ -1,0 +1,70 @@
+"""The space/time trade-off of each scheme for a corpus of N documents (no I/O).
+
+Expected candidates assume uniformly spread fingerprints: each flag's prefix scan
+returns N / 2^(segment bits) rows on average. Real fingerprints are not uniform, so
+measure bucket skew on a real index (``dedup-hbase stats``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+from .layout import KEY_BYTES, Scheme
+
+# One prefix scan (a seek) costs about as much as reading this many candidate rows.
+SEEK_COST = 100
+# An HBase KeyValue: key length 4 + value length 4 + row length 2 + row + family
+# length 1 + family 1 + qualifier + timestamp 8 + type 1, before encoding/compression.
+HBASE_CELL_OVERHEAD = 21
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    scheme: str
+    blocks: int
+    take: int
+    max_k: int
+    flags: int
+    index_rows: int
+    key_bytes: int
+    hbase_bytes: int
+    candidates: float
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def plan(scheme: Scheme, docs: int, id_bytes: int = 16) -> PlanRow:
+    flags = len(scheme.flags)
+    rows = docs * flags
+    candidates = sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, flags + 1))
+    return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows,
+                   rows * (KEY_BYTES + id_bytes),
+                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates)
+
+
+def schemes_for(k: int) -> list[Scheme]:
+    """The classic 4- and 5-split where they suffice, and every B blocks taken m at a
+    time with B - m = k that fits the row key (flags <= 255, segments <= 32 bits)."""
+    found = [Scheme(4, 1), Scheme(5, 2)] if k <= 3 else []
+    for blocks in range(k + 1, 65):
+        take = blocks - k
+        if comb(blocks, take) > 255:
+            continue
+        try:
+            scheme = Scheme(blocks, take)
+        except ValueError:
+            continue
+        if scheme not in found:
+            found.append(scheme)
+    return found
+
+
+def best_scheme(k: int, docs: int = 10**9) -> Scheme:
+    """The scheme for ``k`` with the least work per lookup at ``docs`` documents
+    (candidates + SEEK_COST per prefix scan): what ``init --k K`` picks for k > 3."""
+    options = schemes_for(k)
+    if not options:
+        raise ValueError(f"no scheme on a 13-byte row key guarantees k={k}")
+    return min(options, key=lambda s: (plan(s, docs).candidates + SEEK_COST * len(s.flags), len(s.flags)))
