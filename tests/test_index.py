@@ -1,0 +1,104 @@
+"""Exactness: lookups return exactly the brute-force set, for every k the scheme allows."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dedup_hbase import Document, Index, IndexMismatch, IndexNotFound, Scheme, open_store
+from dedup_hbase.features import make_featurizer
+from dedup_hbase.fingerprint import Fingerprinter, hamming
+
+SCHEMES = [Scheme(4, 1), Scheme(5, 2), Scheme(2, 1), Scheme(4, 2), Scheme(7, 3), Scheme(8, 4)]
+
+
+def flip(value, bits):
+    for b in bits:
+        value ^= 1 << b
+    return value
+
+
+def brute_force(docs, query, k):
+    return sorted(((hamming(f, query), i) for i, f in docs.items() if hamming(f, query) <= k))
+
+
+@st.composite
+def corpus(draw):
+    query = draw(st.integers(0, 2**64 - 1))
+    planted = {}
+    for n, distance in enumerate(draw(st.lists(st.integers(0, 4), min_size=1, max_size=25))):
+        bits = draw(st.lists(st.integers(0, 63), min_size=distance, max_size=distance, unique=True))
+        planted[f"p{n}"] = flip(query, bits)
+    rnd = random.Random(draw(st.integers(0, 2**32)))
+    planted.update({f"r{n}": rnd.getrandbits(64) for n in range(draw(st.integers(0, 200)))})
+    return query, planted
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: s.name)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=corpus())
+def test_lookup_equals_brute_force(scheme, data):
+    query, docs = data
+    index = Index.create(open_store("memory:"), scheme, scheme.max_k)
+    index.add_many([Document(i, f) for i, f in docs.items()])
+    for k in range(scheme.max_k + 1):
+        got = [(m.distance, m.id) for m in index.query(query, k)]
+        assert got == brute_force(docs, query, k)
+        assert all(m.simhash == docs[m.id] for m in index.query(query, k))
+    many = index.query_many([query, docs["p0"]])
+    assert many[0] == index.query(query) and many[1] == index.query(docs["p0"])
+
+
+def test_k_above_guarantee_is_refused():
+    index = Index.create(open_store("memory:"), 4, 3)
+    with pytest.raises(ValueError, match="k=4 is more than scheme 4 can guarantee"):
+        index.query(0, k=4)
+    with pytest.raises(ValueError, match="k=4 is more than scheme 5"):
+        Index.create(open_store("memory:"), 5, 4)
+
+
+def test_identical_fingerprints_share_rows_and_delete():
+    store = open_store("memory:")
+    index = Index.create(store, 4, 3)
+    index.add_many([Document("a", 42), Document("b", 42), Document("c", 43)])
+    stats = index.stats()
+    assert (stats["documents"], stats["index_rows"], stats["index_cells"]) == (3, 8, 12)
+    assert [m.id for m in index.query(42, 0)] == ["a", "b"]
+    assert index.delete(["a", "zz"]) == ["a"]
+    assert [m.id for m in index.query(42, 1)] == ["b", "c"]
+    assert index.stats()["index_cells"] == 8
+
+
+def test_re_adding_an_id_replaces_its_fingerprint():
+    index = Index.create(open_store("memory:"), 5, 3)
+    index.add("x", simhash=0)
+    assert index.add_many([Document("x", 2**64 - 1, {"title": "new"})]) == 0
+    assert index.query(0) == []
+    assert [m.id for m in index.query(2**64 - 1)] == ["x"]
+    assert index.get(["x", "y"]) == [Document("x", 2**64 - 1, {"title": "new"}), None]
+    assert index.stats()["index_cells"] == 10
+
+
+def test_metadata_checked_on_open():
+    store = open_store("memory:")
+    with pytest.raises(IndexNotFound, match="no index at memory:"):
+        Index.open(store)
+    Index.create(store, 5, 2, Fingerprinter(make_featurizer("shingles", n=3)))
+    index = Index.open(store)
+    assert (index.scheme, index.k, index.fingerprinter.spec["params"]) == (Scheme(5, 2), 2, {"n": 3})
+    with pytest.raises(IndexMismatch, match=r"built with featurizer shingles v1 \(n=3; seed 0\), "
+                                            r"not jieba v1 \(hmm=True; seed 0\)"):
+        Index.open(store, Fingerprinter(make_featurizer("jieba")))
+    with pytest.raises(IndexMismatch, match="seed 9"):
+        Index.open(store, Fingerprinter(make_featurizer("shingles", n=3), seed=9))
+
+
+def test_bad_documents_refused_before_any_write():
+    store = open_store("memory:")
+    index = Index.create(store, 4, 3)
+    with pytest.raises(ValueError, match="unsigned 64-bit"):
+        index.add_many([Document("ok", 1), Document("bad", 2**64)])
+    with pytest.raises(ValueError, match="non-empty string"):
+        index.add_many([Document("", 1)])
+    assert index.stats()["documents"] == 0

@@ -1,0 +1,77 @@
+"""The store contract: every store gives the same answers to the same calls."""
+
+import random
+
+import pytest
+
+from dedup_hbase.errors import StoreError
+from dedup_hbase.schema import load_schema
+from dedup_hbase.stores import open_store
+from dedup_hbase.stores.base import prefix_end
+
+
+@pytest.fixture
+def store(store_url):
+    s = open_store(store_url, create=True)
+    assert not s.exists()
+    s.create(load_schema(regions=4))
+    assert s.exists()
+    yield s
+    s.close()
+
+
+def index_key(segment: int, flag: int, simhash: int, doc: str) -> bytes:
+    return segment.to_bytes(4, "big") + bytes([flag]) + simhash.to_bytes(8, "big") + doc.encode()
+
+
+def test_put_get_overwrite_delete(store):
+    store.put("docs", [(b"a", b"1"), (b"b", b"\x00\xff"), ("é".encode(), b"")])
+    assert store.get("docs", [b"b", b"zz", b"a", "é".encode()]) == [b"\x00\xff", None, b"1", b""]
+    store.put("docs", [(b"a", b"2")])
+    store.delete("docs", [b"b", b"never"])
+    assert store.get("docs", [b"a", b"b"]) == [b"2", None]
+    assert store.get("docs", []) == []
+
+
+def test_index_keys_scan_by_prefix_in_key_order(store):
+    rnd = random.Random(5)
+    keys = {index_key(rnd.choice([0, 0x00010000, 0xFFFF0000, 0x80000000]), rnd.randint(1, 4),
+                      rnd.getrandbits(64), f"doc{rnd.randint(0, 50)}") for _ in range(400)}
+    # identical fingerprint, several documents: one row, several columns
+    keys |= {index_key(0x12340000, 1, 7, d) for d in ("x", "y", "z")}
+    store.put("index", [(k, b"") for k in keys])
+    prefixes = sorted({k[:5] for k in keys}) + [b"\x55\x55\x00\x00\x01", b"\xff\xff\xff\xff\xff"]
+    got = store.scan("index", prefixes, values=False)
+    assert got == [[(k, b"") for k in sorted(keys) if k.startswith(p)] for p in prefixes]
+    assert [k for k, _ in store.scan("index", [bytes.fromhex("1234000001")])[0]] == [
+        index_key(0x12340000, 1, 7, d) for d in ("x", "y", "z")]
+
+
+def test_scan_prefix_edges(store):
+    keys = [b"a", b"a\x00", b"a\xff", b"a\xff\xff", b"b", b"\xff", b"\xff\xff"]
+    store.put("docs", [(k, k) for k in keys])
+    assert store.scan("docs", [b"a", b"a\xff", b"\xff", b"c"]) == [
+        [(k, k) for k in keys[:4]], [(b"a\xff", b"a\xff"), (b"a\xff\xff", b"a\xff\xff")],
+        [(b"\xff", b"\xff"), (b"\xff\xff", b"\xff\xff")], []]
+
+
+def test_scan_range_pages_and_iterate(store):
+    keys = [f"k{i:04d}".encode() for i in range(2500)]
+    store.put("docs", [(k, k[1:]) for k in keys])
+    assert store.scan_range("docs", b"k0010", b"k0013", 100) == [(k, k[1:]) for k in keys[10:13]]
+    assert store.scan_range("docs", b"k", None, 5) == [(k, k[1:]) for k in keys[:5]]
+    assert [k for k, _ in store.iterate("docs", b"k1", page=300)] == [k for k in keys if k.startswith(b"k1")]
+    assert sum(1 for _ in store.iterate("docs", page=1000)) == 2500
+
+
+def test_tables_are_separate_and_create_twice_fails(store):
+    store.put("meta", [(b"config", b"{}")])
+    assert store.get("docs", [b"config"]) == [None]
+    with pytest.raises(StoreError, match="exist"):
+        store.create(load_schema())
+
+
+def test_prefix_end():
+    assert prefix_end(b"ab") == b"ac"
+    assert prefix_end(b"a\xff") == b"b"
+    assert prefix_end(b"\xff\xff") is None
