@@ -4,7 +4,7 @@ Two featurizers, both starting from the same normalisation (Unicode NFKC, then c
 folding):
 
 * ``jieba``: words from a ``jieba.Tokenizer`` owned by the featurizer (never jieba's
-  module-level one), punctuation, white space and stop words dropped, weight =
+  module-level one), punctuation, white space, bare numbers and stop words dropped, weight =
   term count x IDF from jieba's bundled table (unknown words get the table's median),
   with the IDF fixed to thousandths so the weight is an exact integer.
 * ``shingles``: overlapping character n-grams (default 4) of the letters and digits
@@ -39,7 +39,9 @@ def normalize(text: str) -> str:
 
 
 def _is_word(token: str) -> bool:
-    return any(ch.isalnum() for ch in token)
+    """Has a letter or digit, and is not a bare number (counters, dates, times, which
+    change between copies of the same text)."""
+    return any(ch.isalnum() for ch in token) and not token.isdecimal()
 
 
 class JiebaFeaturizer:

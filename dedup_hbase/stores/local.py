@@ -157,6 +157,7 @@ class LocalStore(Store):
         if self._db is not None:
             self._cfs.clear()
             self._handles = {}
+            self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
             self._db.close()
             self._db = None
 
