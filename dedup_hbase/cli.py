@@ -8,6 +8,8 @@ Errors a user can cause print one line and exit with code 1.
 from __future__ import annotations
 
 import functools
+from contextlib import ExitStack
+from contextvars import ContextVar
 import json
 import sys
 from typing import Annotated, Optional
@@ -41,16 +43,25 @@ TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
 Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
 
 
+# The resources (open stores) of the running command, closed when it ends.
+_resources: ContextVar[ExitStack] = ContextVar("resources")
+
+
 def _command(fn):
-    """Register ``fn`` as a command whose user errors print one line and exit 1."""
+    """Register ``fn`` as a command whose user errors print one line and exit 1,
+    and whose stores are closed when it ends, however it ends."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (DedupError, ValueError, OSError, KeyError) as e:
-            message = e.args[0] if isinstance(e, KeyError) and e.args else e
-            typer.echo(f"error: {message}", err=True)
-            raise typer.Exit(1) from None
+        with ExitStack() as resources:
+            token = _resources.set(resources)
+            try:
+                return fn(*args, **kwargs)
+            except (DedupError, ValueError, OSError, KeyError) as e:
+                message = e.args[0] if isinstance(e, KeyError) and e.args else e
+                typer.echo(f"error: {message}", err=True)
+                raise typer.Exit(1) from None
+            finally:
+                _resources.reset(token)
     return app.command()(wrapper)
 
 
@@ -58,8 +69,13 @@ def _out(obj) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False))
 
 
-def _open_index(store: str, fingerprinter: Fingerprinter | None = None) -> Index:
-    return Index.open(open_store(store), fingerprinter)
+def _store(url: str, create: bool = False):
+    """Open a store that is closed when the command ends, however it ends."""
+    return _resources.get().enter_context(open_store(url, create=create))
+
+
+def _open_index(url: str, fingerprinter: Fingerprinter | None = None) -> Index:
+    return Index.open(_store(url), fingerprinter)
 
 
 def _fingerprinter(featurizer: str | None, shingle_size: int | None, seed: int | None):
@@ -85,7 +101,7 @@ def init(store: Store = DEFAULT_URL,
     """Create an empty index: tables, scheme, k and featurizer."""
     chosen = Scheme.parse(scheme) if scheme else (Scheme(4, 1) if k <= 3 else planning.best_scheme(k))
     fingerprinter = _fingerprinter(featurizer, shingle_size, seed) or Fingerprinter(make_featurizer("jieba"))
-    index = Index.create(open_store(store, create=True), chosen, k, fingerprinter, regions)
+    index = Index.create(_store(store, create=True), chosen, k, fingerprinter, regions)
     config = Index.read_config(index.store)
     if json_:
         _out({"store": index.store.url, **config})
@@ -189,7 +205,7 @@ def fingerprint(text: Annotated[Optional[str], typer.Argument(help="Text to fing
     """Print fingerprints as 16 hex digits. Uses the featurizer of the index in --store
     when there is one (so the output can be loaded with load --fingerprints), else the options."""
     wanted = _fingerprinter(featurizer, shingle_size, seed)
-    store_obj = open_store(store)
+    store_obj = _store(store)
     if store_obj.exists():
         fp = Index.open(store_obj, wanted).fingerprinter
     else:
@@ -268,7 +284,7 @@ def schema(store: Store = DEFAULT_URL,
     if table_prefix is None:
         table_prefix = "dedup"
         if store.startswith("hbase://"):
-            table_prefix = open_store(store).table_prefix
+            table_prefix = _store(store).table_prefix
     typer.echo(hbase_shell_ddl(load_schema(regions), table_prefix), nl=False)
 
 
