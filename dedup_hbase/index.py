@@ -93,9 +93,11 @@ class Index:
         scheme = scheme if isinstance(scheme, Scheme) else Scheme.parse(scheme)
         fingerprinter = fingerprinter or Fingerprinter(make_featurizer("jieba"))
         index = cls(store, scheme, k, fingerprinter)
-        if store.exists():
+        if not store.exists():
+            store.create(load_schema(regions))
+        elif store.get("meta", [_CONFIG_KEY])[0] is not None:
             raise DedupError(f"{store.url} already holds an index; open it, or pick another store")
-        store.create(load_schema(regions))
+        # else: tables made beforehand (e.g. from `dedup-hbase schema` in the HBase shell)
         config = {"format": FORMAT, "scheme": scheme.name, "k": k,
                   "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])

@@ -41,7 +41,7 @@ def hbase_url():
     """Base URL of a running HBase Thrift gateway (``hbase://HOST:PORT/``)."""
     url = os.environ.get("DEDUP_HBASE_TEST_URL")
     if url:
-        yield url.rstrip("/") + "/"
+        yield url
         return
     launcher = ROOT / "scripts" / "hbase-local"
     if shutil.which("java") and shutil.which("mvn") and launcher.exists():
@@ -51,7 +51,8 @@ def hbase_url():
             result = subprocess.run([str(launcher), "start"], capture_output=True, text=True)
             if result.returncode != 0:
                 _require_or_skip(f"scripts/hbase-local start failed:\n{result.stdout}\n{result.stderr}")
-        yield f"hbase://127.0.0.1:{port}/"
+        admin = os.environ.get("DEDUP_HBASE_THRIFT2_PORT", "9091")
+        yield f"hbase://127.0.0.1:{port}/?admin_port={admin}"
         if started:
             subprocess.run([str(launcher), "stop"], capture_output=True)
         return

@@ -214,14 +214,16 @@ class HBaseStore(Store):
 
         def work(conn):
             out = []
-            for row, cells in self._table(conn, table).scan(row_start=row_start, row_stop=stop,
-                                                            columns=[_FAMILY], batch_size=min(limit, 1000),
-                                                            limit=limit):
-                for key, value in self._keys(row, cells):
-                    if key >= start and (stop is None or key < stop):
-                        out.append((key, value))
-                if len(out) >= limit:
-                    break
+            scanner = self._table(conn, table).scan(row_start=row_start, row_stop=stop, columns=[_FAMILY],
+                                                    batch_size=min(limit + 1, 1000))
+            try:
+                for row, cells in scanner:
+                    out.extend(item for item in self._keys(row, cells)
+                               if item[0] >= start and (stop is None or item[0] < stop))
+                    if len(out) >= limit:
+                        break
+            finally:
+                scanner.close()  # closes the server-side scanner on this same connection
             return out[:limit]
         return self._run(work)
 
