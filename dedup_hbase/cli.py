@@ -11,6 +11,7 @@ import functools
 from contextlib import ExitStack
 from contextvars import ContextVar
 import json
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -56,6 +57,9 @@ def _command(fn):
             token = _resources.set(resources)
             try:
                 return fn(*args, **kwargs)
+            except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise typer.Exit(0) from None
             except (DedupError, ValueError, OSError, KeyError) as e:
                 message = e.args[0] if isinstance(e, KeyError) and e.args else e
                 typer.echo(f"error: {message}", err=True)
