@@ -24,7 +24,9 @@ from typing import Any, NamedTuple
 
 from .errors import DedupError, IndexMismatch, IndexNotFound
 from .features import featurizer_from_spec, make_featurizer
-from .fingerprint import Fingerprinter, hamming, to_hex
+import numpy as np
+
+from .fingerprint import Fingerprinter, to_hex
 from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
 from .schema import load_schema
 from .stores.base import Store
@@ -32,6 +34,7 @@ from .stores.base import Store
 FORMAT = 1
 MAX_ID_BYTES = 1024
 _CONFIG_KEY = b"config"
+_NUMPY_FROM = 48  # candidates from which the vectorised XOR filter beats a Python loop
 
 
 class Match(NamedTuple):
@@ -203,16 +206,27 @@ class Index:
         scanned = dict(zip(unique, self.store.scan("index", unique, values=False)))
         results = []
         for s, prefixes in zip(simhashes, per_query):
-            found: dict[bytes, Match] = {}
-            for p in prefixes:
-                for key, _ in scanned[p]:
-                    candidate = int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")
-                    distance = hamming(candidate, s)
-                    if distance <= k:
-                        raw_id = key[KEY_BYTES:]
-                        found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
-            results.append(sorted(found.values(), key=lambda m: (m.distance, m.id)))
+            keys = [key for p in prefixes for key, _ in scanned[p]]
+            results.append(self._matches(s, keys, k))
         return results
+
+    @staticmethod
+    def _matches(simhash: int, keys: list[bytes], k: int) -> list[Match]:
+        """The keys whose simhash is within k bits, as matches (one per document id)."""
+        found: dict[bytes, Match] = {}
+        if len(keys) < _NUMPY_FROM:
+            for key in keys:
+                candidate = int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")
+                distance = (candidate ^ simhash).bit_count()
+                if distance <= k:
+                    found[key[KEY_BYTES:]] = Match(key[KEY_BYTES:].decode("utf-8"), candidate, distance)
+        else:
+            candidates = np.frombuffer(b"".join([key[PREFIX_BYTES:KEY_BYTES] for key in keys]), dtype=">u8")
+            distances = np.bitwise_count(candidates ^ np.uint64(simhash))
+            for i in np.flatnonzero(distances <= k).tolist():
+                raw_id = keys[i][KEY_BYTES:]
+                found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
+        return sorted(found.values(), key=lambda m: (m.distance, m.id))
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
