@@ -72,7 +72,8 @@ class Hasher:
         """Fingerprint of ``{feature: integer weight}``; raises EmptyDocument if empty."""
         if not weighted:
             raise EmptyDocument("no features")
-        hashes = np.fromiter((self.hash(f) for f in weighted), np.uint64, len(weighted))
+        cache = self._cache
+        hashes = np.array([cache.get(f) or self.hash(f) for f in weighted], dtype=np.uint64)
         weights = np.fromiter(weighted.values(), np.int64, len(weighted))
         return simhash_of_hashes(hashes, weights)
 
