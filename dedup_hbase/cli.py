@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import plan as planning
-from .corpus import FORMATS, Fields, Record, read_records
+from .corpus import FORMATS, Fields, Record, input_identity, read_records
 from .errors import DedupError
 from .features import make_featurizer
 from .fingerprint import DEFAULT_SEED, Fingerprinter, parse_hex, to_hex
@@ -120,31 +120,44 @@ def load(files: Annotated[list[str], typer.Argument(help="Files or folders; - fo
          store: Store = DEFAULT_URL, id_field: IdField = "id", text_field: TextField = "text",
          fmt: Format = "auto",
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
+         skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
+         groups: Annotated[Optional[str], typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
          rejects: Annotated[Optional[str], typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
-         batch_size: Annotated[int, typer.Option(help="Documents per write batch.")] = 2000,
+         workers: Annotated[Optional[int], typer.Option(help="Fingerprinting processes (default: one per core).")] = None,
+         batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
+         restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False) -> None:
-    """Bulk-load documents into the index. Bad records are reported and skipped;
-    loading the same documents again changes nothing."""
+    """Bulk-load documents into the index, on every core. Bad records are reported and
+    skipped. Interrupted? Run the same command again: it resumes where it stopped, and
+    once finished it does nothing."""
     from .progress import LoadProgress
 
     index = _open_index(store)
+    key = input_identity(files, fmt, id_field, text_field, fingerprints, skip_near_dups)
     records = read_records(files, fmt, Fields(id=id_field, text=text_field))
-    reject_file = open(rejects, "w", encoding="utf-8") if rejects else None
+    reject_file = open(rejects, "a" if key and not restart else "w", encoding="utf-8") if rejects else None
     try:
         with LoadProgress(enabled=not quiet and not json_) as bar:
             report = load_records(index, records, use_simhash=fingerprints, batch_size=batch_size,
-                                  rejects=reject_file, on_reject=None if quiet else bar.reject,
-                                  progress=bar.update)
+                                  workers=workers, skip_near_dups=skip_near_dups, groups=groups,
+                                  checkpoint=key, restart=restart, rejects=reject_file,
+                                  on_reject=None if quiet else bar.reject, progress=bar.update)
     finally:
         if reject_file:
             reject_file.close()
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
         return
+    if report.already_complete:
+        typer.echo(f"already loaded (read {report.read}, indexed {report.indexed}): nothing to do; "
+                   "--restart loads again", err=True)
+        return
     reasons = ", ".join(f"{n} {r}" for r, n in report.rejected_by_reason.most_common())
-    typer.echo(f"read {report.read}, indexed {report.indexed} ({report.new} new), rejected {report.rejected}"
-               f"{f' ({reasons})' if reasons else ''} in {report.elapsed_s:.1f} s: "
+    resumed = f"resumed after {report.resumed_after}; " if report.resumed_after else ""
+    skipped = f", skipped {report.near_duplicates_skipped} near-duplicates" if skip_near_dups else ""
+    typer.echo(f"{resumed}read {report.read}, indexed {report.indexed} ({report.new} new){skipped}, "
+               f"rejected {report.rejected}{f' ({reasons})' if reasons else ''} in {report.elapsed_s:.1f} s: "
                f"{report.docs_per_s:,.0f} docs/s, {report.mb_per_s:.2f} MB/s", err=True)
 
 

@@ -215,3 +215,19 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
     elif record.simhash is None:
         record.error = f"no {fields.text!r} field (nor {fields.simhash!r})"
     return record
+
+
+def input_identity(paths: Iterable[str], *settings: Any) -> str | None:
+    """A key naming these inputs as they are now (paths, sizes, modification times) and
+    the settings that shape the records; None when an input is stdin (it cannot be
+    read again, so a load from it cannot resume)."""
+    import hashlib
+
+    parts: list[Any] = [list(map(repr, settings))]
+    for path in paths:
+        if path == "-":
+            return None
+        p = Path(path).resolve()
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        parts.extend((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists())
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]

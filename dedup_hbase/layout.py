@@ -141,6 +141,19 @@ class Scheme:
             bits += width
         return value << (SEGMENT_BITS - bits)
 
+    def segments(self, simhashes: "np.ndarray", flag: int) -> "np.ndarray":
+        """``segment`` of every simhash of a uint64 array, vectorised (uint64 result)."""
+        import numpy as np
+
+        value = np.zeros(len(simhashes), dtype=np.uint64)
+        bits = 0
+        for i in self.flags[flag - 1]:
+            width = self.widths[i]
+            block = (simhashes >> np.uint64(self.shifts[i])) & np.uint64((1 << width) - 1)
+            value = (value << np.uint64(width)) | block
+            bits += width
+        return value << np.uint64(SEGMENT_BITS - bits)
+
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
         return [_PREFIX.pack(self.segment(simhash, f), f) for f in range(1, len(self.flags) + 1)]

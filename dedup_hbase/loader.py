@@ -1,9 +1,15 @@
 """Bulk jobs over a stream of records: ``load`` (index them) and ``check`` (look them up).
 
-Both take records from corpus.py in batches, fingerprint them, and account for
-every record: ``read == indexed + rejected``. A rejected record (no text, bad JSON,
-invalid UTF-8, featureless text, ...) is counted by reason, reported, and skipped;
-the job goes on.
+Both read records (corpus.py) in batches, fingerprint them on every core
+(workers.py) and account for every record: ``read == indexed + skipped + rejected``.
+A rejected record (no text, bad JSON, invalid UTF-8, featureless text, ...) is
+counted by reason, reported, and skipped; the job goes on.
+
+Resuming: writes are idempotent (the same document always makes the same keys), and
+after every written batch ``load`` records in the index's meta table how many input
+records are done, under a key derived from the inputs' identity. Run the same load
+again after a kill and it skips what was done and finishes the rest; run it once more
+and it does nothing.
 """
 
 from __future__ import annotations
@@ -12,14 +18,19 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from itertools import islice
+from pathlib import Path
 from typing import IO, Any
+
+import numpy as np
 
 from .corpus import Record
 from .errors import EmptyDocument
 from .fingerprint import to_hex
 from .index import Document, Index, encode_id
+from .neardup import batch_pairs, write_groups
+from .workers import FingerprintPool
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
 
@@ -29,10 +40,13 @@ class LoadReport:
     read: int = 0
     indexed: int = 0
     new: int = 0
+    near_duplicates_skipped: int = 0
     rejected: int = 0
     rejected_by_reason: Counter = field(default_factory=Counter)
     text_bytes: int = 0
     elapsed_s: float = 0.0
+    resumed_after: int = 0      # records done by earlier runs of the same load
+    already_complete: bool = False
 
     @property
     def docs_per_s(self) -> float:
@@ -43,37 +57,68 @@ class LoadReport:
         return self.text_bytes / 1e6 / self.elapsed_s if self.elapsed_s else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["rejected_by_reason"] = dict(self.rejected_by_reason)
         out["elapsed_s"] = round(self.elapsed_s, 3)
         out["docs_per_s"] = round(self.docs_per_s, 1)
         out["mb_per_s"] = round(self.mb_per_s, 3)
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LoadReport":
+        known = {f.name for f in fields(cls)}
+        report = cls(**{k: v for k, v in data.items() if k in known})
+        report.rejected_by_reason = Counter(report.rejected_by_reason)
+        return report
+
 
 def fingerprint_record(fingerprint: Callable[[str], int], record: Record,
                        use_simhash: bool = False) -> None:
     """Set ``record.simhash`` from its text (or keep the given one), or set ``record.error``."""
+    if _needs_text(record, use_simhash):
+        try:
+            record.simhash = fingerprint(record.text)
+        except EmptyDocument as e:
+            record.error = f"featureless text: {e}"
+
+
+def _needs_text(record: Record, use_simhash: bool) -> bool:
+    """Validate what can be checked without fingerprinting; True if the text must be
+    fingerprinted."""
     if record.error:
-        return
+        return False
     try:
         encode_id(record.id)
     except ValueError as e:
         record.error = str(e)
-        return
+        return False
     if use_simhash or record.text is None:
         if record.simhash is None:
             record.error = "no simhash" if use_simhash else "no text"
-        return
-    try:
-        record.simhash = fingerprint(record.text)
-    except EmptyDocument as e:
-        record.error = f"featureless text: {e}"
+        return False
+    return True
 
 
-def _batches(records: Iterable[Record], size: int) -> Iterator[list[Record]]:
-    it = iter(records)
-    while batch := list(islice(it, size)):
+def _fingerprinted(index: Index, records: Iterable[Record], use_simhash: bool, batch_size: int,
+                   pool: FingerprintPool) -> Iterator[list[Record]]:
+    """Batches of records with ``simhash`` or ``error`` set, in input order."""
+    def texts_of(batch: list[Record]) -> list[str]:
+        return [r.text for r in batch if _needs_text(r, use_simhash)]
+
+    def batches() -> Iterator[list[Record]]:
+        it = iter(records)
+        while batch := list(islice(it, batch_size)):
+            yield batch
+
+    for batch, results in pool.map(batches(), texts_of):
+        todo = iter(results)
+        for record in batch:
+            if not record.error and not (use_simhash or record.text is None):
+                result = next(todo)
+                if isinstance(result, str):
+                    record.error = result
+                else:
+                    record.simhash = result
         yield batch
 
 
@@ -81,58 +126,131 @@ def _reason(error: str) -> str:
     return error.split(":", 1)[0]
 
 
+class _Checkpoint:
+    """How far a load got, in the meta table under ``load:<key>``."""
+
+    def __init__(self, index: Index, key: str | None) -> None:
+        self.index, self.key = index, (b"load:" + key.encode()) if key else None
+
+    def read(self) -> dict[str, Any] | None:
+        if self.key is None:
+            return None
+        (raw,) = self.index.store.get("meta", [self.key])
+        return json.loads(raw) if raw else None
+
+    def save(self, report: LoadReport, complete: bool) -> None:
+        if self.key is not None:
+            state = {"records_done": report.read, "complete": complete, "report": report.to_dict()}
+            self.index.store.put("meta", [(self.key, json.dumps(state).encode())])
+
+
 def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
-         batch_size: int = 2000, rejects: IO[str] | None = None,
-         on_reject: Callable[[Record], None] | None = None,
+         batch_size: int = 2000, workers: int | None = None, skip_near_dups: bool = False,
+         groups: str | Path | None = None, checkpoint: str | None = None, restart: bool = False,
+         rejects: IO[str] | None = None, on_reject: Callable[[Record], None] | None = None,
          progress: Progress | None = None) -> LoadReport:
-    """Index every usable record; returns the accounting. Loading the same records again
-    changes nothing (writes are idempotent)."""
+    """Index every usable record and return the accounting.
+
+    ``skip_near_dups``: do not index a document within the index's k of one already
+    indexed or of an earlier one in the same batch. ``groups``: write the near-duplicate
+    groups there as JSON lines. ``checkpoint``: a key naming this load's inputs; with
+    it an interrupted load resumes and a finished one is not repeated (``restart``
+    ignores a previous run). Without it, loading the same records again rewrites the
+    same keys and changes nothing.
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, not {batch_size}")
-    report, started = LoadReport(), time.perf_counter()
-    for batch in _batches(records, batch_size):
-        docs = []
-        for record in batch:
-            fingerprint_record(index.fingerprint, record, use_simhash)
-            report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
-            if record.error:
-                report.rejected += 1
-                report.rejected_by_reason[_reason(record.error)] += 1
-                if rejects is not None:
-                    rejects.write(json.dumps({"source": record.source, "line": record.line, "id": record.id,
-                                              "reason": record.error}, ensure_ascii=False) + "\n")
-                if on_reject is not None:
-                    on_reject(record)
-                continue
-            meta = {"source": record.source, "line": record.line, "loaded": int(time.time())}
-            if record.title:
-                meta["title"] = record.title
-            if record.text is not None:
-                meta["length"] = len(record.text)
-            docs.append(Document(record.id, record.simhash, meta))
-        if docs:
-            report.new += index.add_many(docs)
-            report.indexed += len(docs)
-        report.read += len(batch)
-        if progress is not None:
-            progress(report.read, report.text_bytes)
+    marker = _Checkpoint(index, checkpoint)
+    state = None if restart else marker.read()
+    report = LoadReport.from_dict(state["report"]) if state else LoadReport()
+    if state and state["complete"]:
+        report.already_complete = True
+        return report
+    report.resumed_after = report.read
+    edges_path = Path(f"{groups}.edges") if groups else None
+    edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
+    started = time.perf_counter() - report.elapsed_s
+    try:
+        with FingerprintPool(index.fingerprinter, 1 if use_simhash else workers) as pool:
+            remaining = islice(records, report.read, None)
+            for batch in _fingerprinted(index, remaining, use_simhash, batch_size, pool):
+                good = []
+                for record in batch:
+                    report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
+                    if record.error:
+                        report.rejected += 1
+                        report.rejected_by_reason[_reason(record.error)] += 1
+                        if rejects is not None:
+                            rejects.write(json.dumps({"source": record.source, "line": record.line, "id": record.id,
+                                                      "reason": record.error}, ensure_ascii=False) + "\n")
+                        if on_reject is not None:
+                            on_reject(record)
+                    else:
+                        good.append(record)
+                duplicate_of = _near_duplicates(index, good, edges) if (skip_near_dups or edges) else {}
+                docs = []
+                for position, record in enumerate(good):
+                    if skip_near_dups and position in duplicate_of:
+                        report.near_duplicates_skipped += 1
+                        continue
+                    meta = {"source": record.source, "line": record.line, "loaded": int(time.time())}
+                    if record.title:
+                        meta["title"] = record.title
+                    if record.text is not None:
+                        meta["length"] = len(record.text)
+                    docs.append(Document(record.id, record.simhash, meta))
+                if docs:
+                    report.new += index.add_many(docs)
+                    report.indexed += len(docs)
+                report.read += len(batch)
+                report.elapsed_s = time.perf_counter() - started
+                marker.save(report, complete=False)
+                if progress is not None:
+                    progress(report.read, report.text_bytes)
+    finally:
+        if edges is not None:
+            edges.close()
     report.elapsed_s = time.perf_counter() - started
+    marker.save(report, complete=True)
+    if edges_path is not None:
+        with open(edges_path, encoding="utf-8") as f:
+            write_groups((tuple(json.loads(line)) for line in f), Path(groups))
+        edges_path.unlink()
     return report
 
 
-def check(index: Index, records: Iterable[Record], *, k: int | None = None,
-          use_simhash: bool = False, batch_size: int = 1000) -> Iterator[dict[str, Any]]:
+def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -> dict[int, str]:
+    """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
+    batch, or earlier in it); every pair found is written to ``edges``."""
+    found: dict[int, str] = {}
+    pairs: list[tuple[str, str]] = []
+    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch]))):
+        others = [m.id for m in matches if m.id != record.id]
+        if others:
+            found[position] = others[0]
+            pairs.extend((other, record.id) for other in others)
+    simhashes = np.array([r.simhash for r in batch], dtype=np.uint64)
+    for i, j in sorted(batch_pairs(simhashes, index.scheme, index.k), key=lambda p: (p[1], p[0])):
+        if batch[i].id != batch[j].id:
+            found.setdefault(j, batch[i].id)
+            pairs.append((batch[i].id, batch[j].id))
+    if edges is not None:
+        edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    return found
+
+
+def check(index: Index, records: Iterable[Record], *, k: int | None = None, use_simhash: bool = False,
+          batch_size: int = 1000, workers: int | None = 1) -> Iterator[dict[str, Any]]:
     """For every record, in input order: ``{"id", "simhash", "matches"}``, or
     ``{"id", "source", "line", "error"}`` when it could not be fingerprinted.
     Lookups are batched (``Index.query_many``); nothing is written."""
-    for batch in _batches(records, batch_size):
-        for record in batch:
-            fingerprint_record(index.fingerprint, record, use_simhash)
-        good = [r for r in batch if not r.error]
-        answers = iter(index.query_many([r.simhash for r in good], k))
-        for record in batch:
-            if record.error:
-                yield {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
-            else:
-                yield {"id": record.id, "simhash": to_hex(record.simhash),
-                       "matches": [m.to_dict() for m in next(answers)]}
+    with FingerprintPool(index.fingerprinter, workers) as pool:
+        for batch in _fingerprinted(index, records, use_simhash, batch_size, pool):
+            good = [r for r in batch if not r.error]
+            answers = iter(index.query_many([r.simhash for r in good], k))
+            for record in batch:
+                if record.error:
+                    yield {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
+                else:
+                    yield {"id": record.id, "simhash": to_hex(record.simhash),
+                           "matches": [m.to_dict() for m in next(answers)]}

@@ -114,7 +114,11 @@ def test_reload_changes_nothing(loaded, corpus):
     runner = CliRunner()
     before = json.loads(runner.invoke(app, ["stats", "--store", loaded, "--json"]).stdout)
     report = json.loads(runner.invoke(app, ["load", str(corpus), "--store", loaded, "--json"]).stdout)
-    assert (report["indexed"], report["new"]) == (4, 0)
+    assert report["already_complete"] is True and report["read"] == 4
+    again = runner.invoke(app, ["load", str(corpus), "--store", loaded])
+    assert again.stderr.startswith("already loaded (read 4, indexed 4): nothing to do")
+    report = json.loads(runner.invoke(app, ["load", str(corpus), "--store", loaded, "--json", "--restart"]).stdout)
+    assert (report["indexed"], report["new"], report["already_complete"]) == (4, 0, False)
     after = json.loads(runner.invoke(app, ["stats", "--store", loaded, "--json"]).stdout)
     assert {k: v for k, v in before.items()} == after
 

@@ -100,3 +100,16 @@ def test_byte_order_is_numeric_order():
     values = [0, 1, 0xFFFF, 0x10000, 2**63, 2**64 - 1]
     keys = [scheme.row_keys(v)[3] for v in values]  # flag 4: low block first, then simhash
     assert sorted(keys) == sorted(keys, key=lambda k: (k[:4], key_simhash(k)))
+
+
+def test_vectorised_segments_equal_scalar():
+    import random
+
+    import numpy as np
+
+    rnd = random.Random(2)
+    values = [FP, 0, 2**64 - 1] + [rnd.getrandbits(64) for _ in range(200)]
+    for scheme in (Scheme(4, 1), Scheme(5, 2), Scheme(7, 3)):
+        for flag in range(1, len(scheme.flags) + 1):
+            got = scheme.segments(np.array(values, dtype=np.uint64), flag).tolist()
+            assert got == [scheme.segment(v, flag) for v in values]
