@@ -140,3 +140,32 @@ def test_recovers_from_connections_the_server_dropped(hbase_url):
         assert [m.id for m in index.query_many([12345, 1])[0]] == ["x", "y"]
     finally:
         store.drop()
+
+
+def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
+    """The Thrift1 gateway is killed and restarted in the middle of a load: the load
+    finishes by itself with the right counts (retries in the store, idempotent writes)."""
+    launcher = ROOT / "scripts" / "hbase-local"
+    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
+        pytest.skip("needs the gateway of scripts/hbase-local, which is not running here")
+    n = 60_000
+    rnd = random.Random(9)
+    fps = tmp_path / "fps.jsonl"
+    fps.write_text("".join(json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n"
+                           for i in range(n)))
+    url = hbase_store_url(hbase_url)
+    subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
+    try:
+        load = subprocess.Popen(["dedup-hbase", "load", "--fingerprints", "--batch-size", "1000", "--json",
+                                 "--store", url, str(fps)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(6)
+        assert load.poll() is None, "the load finished before the restart; make it longer"
+        subprocess.run([str(launcher), "restart-thrift"], check=True, capture_output=True)
+        out, err = load.communicate(timeout=600)
+        assert load.returncode == 0, err
+        report = json.loads(out)
+        assert (report["read"], report["indexed"], report["rejected"]) == (n, n, 0)
+        stats = Index.open(open_store(url)).stats()
+        assert (stats["documents"], stats["index_cells"]) == (n, 4 * n)
+    finally:
+        open_store(url).drop()

@@ -10,7 +10,8 @@ URL options (all optional)::
     wal=true               false: bulk writes skip the write-ahead log (faster; a region server
                            crash before the next flush loses them: rerun the load, it is idempotent)
     timeout=60000          socket timeout in ms
-    retries=4              attempts per unit of work (connection dropped, server idle timeout)
+    retries=8              attempts per unit of work (connection dropped, server idle timeout,
+                           gateway restarting: about 20 s of back-off in all)
     admin_port=9091        the Thrift2 gateway, used only by ``create`` (split keys, bloom filter,
                            encoding, compression: Thrift1 cannot set them)
 
@@ -47,7 +48,7 @@ class HBaseStore(Store):
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9090, *, table_prefix: str = "dedup",
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
-                 batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 4,
+                 batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 8,
                  admin_port: int = 9091, url: str | None = None) -> None:
         if transport not in ("buffered", "framed"):
             raise ValueError(f"transport must be buffered or framed, not {transport!r}")
