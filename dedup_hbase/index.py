@@ -158,27 +158,30 @@ class Index:
                 raise ValueError(f"document {d.id!r}: simhash must be an unsigned 64-bit int")
         ids = list(latest)
         old = self.store.get("docs", ids)
-        stale, new = [], 0
-        for raw_id, value in zip(ids, old):
-            if value is None:
-                new += 1
-            elif int.from_bytes(value[:8], "big") != latest[raw_id].simhash:
-                stale.extend(k + raw_id for k in self.scheme.row_keys(int.from_bytes(value[:8], "big")))
-        if stale:
-            self.store.delete("index", sorted(stale))
-        rows = sorted(k + raw_id for raw_id, d in latest.items() for k in self.scheme.row_keys(d.simhash))
-        self.store.put("index", ((key, b"") for key in rows))
+        new = sum(value is None for value in old)
+        replaced = [(raw_id, int.from_bytes(value[:8], "big")) for raw_id, value in zip(ids, old)
+                    if value is not None and int.from_bytes(value[:8], "big") != latest[raw_id].simhash]
+        if replaced:
+            self.store.delete("index", self._index_keys([i for i, _ in replaced], [s for _, s in replaced]))
+        self.store.put("index", ((key, b"") for key in self._index_keys(ids, [latest[i].simhash for i in ids])))
         self.store.put("docs", sorted((raw_id, _doc_value(d)) for raw_id, d in latest.items()))
         return new
+
+    def _index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
+        """Sorted index keys (row key + document id) of documents, built vectorised."""
+        table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
+        keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + raw_ids[j // flags]
+                for j in range(len(raw_ids) * flags)]
+        keys.sort()
+        return keys
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their index rows; returns the ids that were present."""
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        keys = sorted(k + raw for raw, v in found
-                      for k in self.scheme.row_keys(int.from_bytes(v[:8], "big")))
-        self.store.delete("index", keys)
+        self.store.delete("index", self._index_keys([raw for raw, _ in found],
+                                                    [int.from_bytes(v[:8], "big") for _, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
         return [raw.decode() for raw, _ in found]
 
@@ -201,7 +204,9 @@ class Index:
         for s in simhashes:
             if not isinstance(s, int) or not 0 <= s < 1 << 64:
                 raise ValueError(f"a simhash is an unsigned 64-bit int, not {s!r}")
-        per_query = [self.scheme.prefixes(s) for s in simhashes]
+        table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
+        per_query = [[table[j * KEY_BYTES:j * KEY_BYTES + PREFIX_BYTES] for j in range(q * flags, (q + 1) * flags)]
+                     for q in range(len(simhashes))]
         unique = sorted({p for prefixes in per_query for p in prefixes})
         scanned = dict(zip(unique, self.store.scan("index", unique, values=False)))
         results = []

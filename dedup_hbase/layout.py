@@ -49,6 +49,7 @@ SEGMENT_BITS = 32
 _KEY = struct.Struct(">IBQ")
 _PREFIX = struct.Struct(">IB")
 _U64 = (1 << 64) - 1
+_KEY_DTYPE = [("segment", ">u4"), ("flag", "u1"), ("simhash", ">u8")]  # 13 bytes, packed
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,20 @@ class Scheme:
             value = (value << np.uint64(width)) | block
             bits += width
         return value << np.uint64(SEGMENT_BITS - bits)
+
+    def key_table(self, simhashes: "np.ndarray") -> bytes:
+        """The row keys of many simhashes at once, vectorised: for simhash i and flag f
+        (1-based), bytes ``[(i * flags + f - 1) * 13 : ... + 13]`` are ``row_keys(s_i)[f - 1]``.
+        The first 5 bytes of each are its scan prefix."""
+        import numpy as np
+
+        simhashes = np.asarray(simhashes, dtype=np.uint64)
+        table = np.empty((len(simhashes), len(self.flags)), dtype=_KEY_DTYPE)
+        for flag in range(1, len(self.flags) + 1):
+            table["segment"][:, flag - 1] = self.segments(simhashes, flag)
+            table["flag"][:, flag - 1] = flag
+            table["simhash"][:, flag - 1] = simhashes
+        return table.tobytes()
 
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""

@@ -113,3 +113,16 @@ def test_vectorised_segments_equal_scalar():
         for flag in range(1, len(scheme.flags) + 1):
             got = scheme.segments(np.array(values, dtype=np.uint64), flag).tolist()
             assert got == [scheme.segment(v, flag) for v in values]
+
+
+def test_key_table_equals_row_keys():
+    import random
+
+    rnd = random.Random(3)
+    values = [FP, 0, 2**64 - 1] + [rnd.getrandbits(64) for _ in range(100)]
+    for scheme in (Scheme(4, 1), Scheme(5, 2), Scheme(7, 3)):
+        table = scheme.key_table(values)
+        assert len(table) == len(values) * len(scheme.flags) * KEY_BYTES
+        assert [table[i:i + KEY_BYTES] for i in range(0, len(table), KEY_BYTES)] == [
+            key for v in values for key in scheme.row_keys(v)]
+    assert Scheme(5, 2).key_table([FP])[:13].hex() == FIVE[0]
