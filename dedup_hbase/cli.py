@@ -8,17 +8,17 @@ Errors a user can cause print one line and exit with code 1.
 from __future__ import annotations
 
 import functools
-from contextlib import ExitStack
-from contextvars import ContextVar
 import json
 import os
 import sys
+from contextlib import ExitStack
+from contextvars import ContextVar
 from typing import Annotated, Optional
 
 import typer
 
 from . import plan as planning
-from .corpus import FORMATS, Fields, Record, input_identity, read_records
+from .corpus import FORMATS, Fields, input_identity, read_records
 from .errors import DedupError
 from .features import make_featurizer
 from .fingerprint import DEFAULT_SEED, Fingerprinter, parse_hex, to_hex
@@ -317,4 +317,4 @@ def main() -> None:
     app(prog_name="dedup-hbase")
 
 
-__all__ = ["app", "main", "Record"]
+__all__ = ["app", "main"]

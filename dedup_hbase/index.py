@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .errors import DedupError, IndexMismatch, IndexNotFound
-from .features import featurizer_from_spec, make_featurizer
 import numpy as np
 
+from .features import featurizer_from_spec, make_featurizer
 from .fingerprint import Fingerprinter, to_hex
 from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
 from .schema import load_schema

@@ -42,6 +42,10 @@ import struct
 from dataclasses import dataclass, field
 from itertools import combinations
 from math import comb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KEY_BYTES = 13
 PREFIX_BYTES = 5

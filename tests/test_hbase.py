@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT, hbase_store_url
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.schema import load_schema, table_name
+from dedup_hbase.schema import table_name
 from dedup_hbase.stores.hbase_admin import _idl
 
 pytestmark = pytest.mark.hbase

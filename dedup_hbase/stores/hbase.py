@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from ..schema import TABLES, split_keys, table_name
+from ..schema import TABLES, table_name
 from .base import Item, Store, prefix_end
 
 logger = logging.getLogger(__name__)

@@ -16,12 +16,13 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions,
+                       SliceTransform, WriteBatch)
+
 from ..errors import StoreError
 from .base import Item, Store, prefix_end
 
 _MARKER = "dedup-hbase-store"
-
-
 CACHE_BYTES = 512 << 20
 
 
@@ -30,8 +31,6 @@ def _options(prefix_bytes: int | None, cache):
     (under 60 bytes per fingerprint), 4 KiB blocks, one shared block cache, and for the
     index a 5-byte prefix extractor so a prefix scan stops at the end of its prefix.
     No bloom filter: every prefix of a big index is populated, so it only costs space."""
-    from rocksdict import BlockBasedOptions, DBCompressionType, Options, SliceTransform
-
     opts = Options(raw_mode=True)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_bottommost_compression_type(DBCompressionType.zstd())
@@ -75,24 +74,18 @@ class LocalStore(Store):
         (self.path / _MARKER).write_text(json.dumps(tables) + "\n")
 
     def drop(self) -> None:
-        from rocksdict import Options, Rdict
-
         self.close()
         if self.path.exists():
             (self.path / _MARKER).unlink(missing_ok=True)
             Rdict.destroy(str(self.path), Options(raw_mode=True))
 
     def _open(self, tables: dict[str, int | None] | None = None, create: bool = False):
-        from rocksdict import Options, Rdict
-
         if self._db is not None:
             return self._db
         if not create and not self.exists():
             raise StoreError(f"no index at {self.url}: create one with `dedup-hbase init`")
         if tables is None:
             tables = json.loads((self.path / _MARKER).read_text())
-        from rocksdict import Cache, ReadOptions
-
         cache = Cache(CACHE_BYTES)
         opts = _options(None, cache)
         opts.create_if_missing(create)
@@ -123,8 +116,6 @@ class LocalStore(Store):
     # -- data ----------------------------------------------------------------
 
     def put(self, table: str, items: Iterable[Item]) -> None:
-        from rocksdict import WriteBatch
-
         self._cf(table)
         batch, handle = WriteBatch(raw_mode=True), self._handles[table]
         for key, value in items:
@@ -153,8 +144,6 @@ class LocalStore(Store):
 
     @staticmethod
     def _scan_one(cf, prefix: bytes, values: bool) -> list[Item]:
-        from rocksdict import ReadOptions
-
         total_order = ReadOptions()
         total_order.set_total_order_seek(True)
         it = cf.iter(total_order)
@@ -169,8 +158,6 @@ class LocalStore(Store):
         return found
 
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
-        from rocksdict import ReadOptions
-
         total_order = ReadOptions()
         total_order.set_total_order_seek(True)
         it = self._cf(table).iter(total_order)
@@ -185,8 +172,6 @@ class LocalStore(Store):
         return out
 
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
-        from rocksdict import WriteBatch
-
         self._cf(table)
         batch, handle = WriteBatch(raw_mode=True), self._handles[table]
         for key in keys:
