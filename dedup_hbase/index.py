@@ -34,7 +34,7 @@ from .stores.base import Store
 FORMAT = 1
 MAX_ID_BYTES = 1024
 _CONFIG_KEY = b"config"
-_NUMPY_FROM = 48  # candidates from which the vectorised XOR filter beats a Python loop
+_NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
 
 
 class Match(NamedTuple):
@@ -204,9 +204,12 @@ class Index:
         for s in simhashes:
             if not isinstance(s, int) or not 0 <= s < 1 << 64:
                 raise ValueError(f"a simhash is an unsigned 64-bit int, not {s!r}")
-        table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
-        per_query = [[table[j * KEY_BYTES:j * KEY_BYTES + PREFIX_BYTES] for j in range(q * flags, (q + 1) * flags)]
-                     for q in range(len(simhashes))]
+        if len(simhashes) < _NUMPY_FROM:  # numpy's per-call overhead outweighs its speed here
+            per_query = [self.scheme.prefixes(s) for s in simhashes]
+        else:
+            table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
+            per_query = [[table[j * KEY_BYTES:j * KEY_BYTES + PREFIX_BYTES] for j in range(q * flags, (q + 1) * flags)]
+                         for q in range(len(simhashes))]
         unique = sorted({p for prefixes in per_query for p in prefixes})
         scanned = dict(zip(unique, self.store.scan("index", unique, values=False)))
         results = []

@@ -14,8 +14,8 @@ import gzip
 import json
 import os
 import platform
-import resource
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -73,14 +73,18 @@ def fingerprint_stage(sample: int) -> list[tuple[str, float]]:
 
 
 def cli_load(store: str, corpus: Path, *extra: str) -> tuple[dict, float]:
-    """Run ``dedup-hbase init`` + ``load``; returns the load report and the peak RSS (MB)
-    of the load and its worker processes."""
-    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    result = subprocess.run(["dedup-hbase", "load", "--store", store, "--json", "-q", *extra, str(corpus)],
+    """``dedup-hbase init`` + ``load`` in a fresh Python parent; returns the load report and
+    the peak RSS (MB) of the largest process (the load or a worker). RUSAGE_CHILDREN keeps
+    the maximum over every child ever waited for, hence the fresh parent per run."""
+    wrapper = ("import json, resource, subprocess, sys;"
+               "subprocess.run(['dedup-hbase', 'init', '--store', sys.argv[1]], check=True, capture_output=True);"
+               "out = subprocess.run(['dedup-hbase', 'load', '--store', sys.argv[1], '--json', '-q', *sys.argv[3:],"
+               " sys.argv[2]], check=True, capture_output=True, text=True).stdout;"
+               "print(json.dumps([json.loads(out), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")
+    result = subprocess.run([sys.executable, "-c", wrapper, store, str(corpus), *extra],
                             check=True, capture_output=True, text=True)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return json.loads(result.stdout), max(peak, before) / 1024
+    report, peak_kb = json.loads(result.stdout)
+    return report, peak_kb / 1024
 
 
 def main() -> None:
@@ -121,18 +125,12 @@ def main() -> None:
 
     if args.memory:
         print("\nPeak memory as the corpus grows (embedded store, 2 workers; RSS of the largest process):\n")
-        print("| documents | MB of text | peak RSS MB |\n|---|---:|---:|")
+        print("| documents | MB of text | docs/s | peak RSS MB |\n|---|---:|---:|---:|")
         for docs in map(int, args.memory.split(",")):
             path = work / f"memory-{docs}.jsonl"
             size = write_corpus(path, docs)
-            # a fresh Python per size, so an earlier, larger child does not hide the peak
-            peak = subprocess.run(
-                ["python3", "-c", "import sys, resource, subprocess;"
-                 "subprocess.run(['dedup-hbase', 'init', '--store', sys.argv[1]], check=True, capture_output=True);"
-                 "subprocess.run(['dedup-hbase', 'load', '-q', '--store', sys.argv[1], sys.argv[2]], check=True);"
-                 "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
-                 str(work / f"memory-{docs}"), str(path)], check=True, capture_output=True, text=True).stdout
-            print(f"| {docs:,} | {size:,.0f} | {int(peak) / 1024:,.0f} |")
+            report, peak = cli_load(str(work / f"memory-{docs}"), path)
+            print(f"| {docs:,} | {size:,.0f} | {report['docs_per_s']:,.0f} | {peak:,.0f} |")
             path.unlink()
 
 

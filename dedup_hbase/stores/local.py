@@ -178,6 +178,13 @@ class LocalStore(Store):
             batch.delete(key, handle)
         self._db.write(batch)
 
+    def compact(self) -> None:
+        """Rewrite every table into its bottommost, zstd-compressed level: the smallest size
+        on disk. RocksDB compacts in the background anyway; this finishes it now (seconds per
+        million documents). Not part of the store contract."""
+        for cf in (self._open() and self._cfs).values():
+            cf.compact_range(None, None)
+
     def close(self) -> None:
         if self._db is not None:
             self._cfs.clear()
