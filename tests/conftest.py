@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
-def _require_or_skip(reason: str):
+def require_or_skip(reason: str):
+    """Skip, or fail when DEDUP_HBASE_REQUIRE=1 (CI): there, an HBase test must run."""
     if os.environ.get("DEDUP_HBASE_REQUIRE") == "1":
         pytest.fail(f"HBase is required (DEDUP_HBASE_REQUIRE=1) but unavailable: {reason}")
     pytest.skip(reason)
@@ -50,7 +51,7 @@ def hbase_url():
         if started:
             result = subprocess.run([str(launcher), "start"], capture_output=True, text=True)
             if result.returncode != 0:
-                _require_or_skip(f"scripts/hbase-local start failed:\n{result.stdout}\n{result.stderr}")
+                require_or_skip(f"scripts/hbase-local start failed:\n{result.stdout}\n{result.stderr}")
         admin = os.environ.get("DEDUP_HBASE_THRIFT2_PORT", "9091")
         yield f"hbase://127.0.0.1:{port}/?admin_port={admin}"
         if started:
@@ -64,7 +65,7 @@ def hbase_url():
             wait_for_logs(c, "Started ServerConnector", timeout=180)
             yield f"hbase://{c.get_container_host_ip()}:{c.get_exposed_port(9090)}/"
         return
-    _require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven "
+    require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven "
                      "(scripts/hbase-local), or run a Docker engine (testcontainers)")
 
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, hbase_store_url
+from conftest import ROOT, hbase_store_url, require_or_skip
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.schema import table_name
 from dedup_hbase.stores.hbase_admin import _idl
@@ -54,7 +54,7 @@ def test_init_creates_tables_as_the_schema_says(hbase_index_url):
 def test_describe_from_the_hbase_shell(hbase_index_url):
     launcher = ROOT / "scripts" / "hbase-local"
     if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
-        pytest.skip("the HBase shell runs from scripts/hbase-local, which is not running here")
+        require_or_skip("the HBase shell runs from scripts/hbase-local, which is not running here")
     Index.create(open_store(hbase_index_url), 5, 3)
     index_table = table_name(open_store(hbase_index_url).table_prefix, "index")
     out = subprocess.run([str(ROOT / "scripts" / "hbase-local"), "shell"], check=True, capture_output=True,
@@ -128,7 +128,7 @@ def test_recovers_from_connections_the_server_dropped(hbase_url):
     calls must still succeed (the store's one retry loop reconnects)."""
     idle_ms = int(os.environ.get("DEDUP_HBASE_THRIFT_READ_TIMEOUT_MS", "0"))
     if not idle_ms or idle_ms > 15000:
-        pytest.skip("needs a server started with DEDUP_HBASE_THRIFT_READ_TIMEOUT_MS <= 15000 (scripts/test does)")
+        require_or_skip("needs a server started with DEDUP_HBASE_THRIFT_READ_TIMEOUT_MS <= 15000 (scripts/test does)")
     store = open_store(hbase_store_url(hbase_url) + "&pool_size=3")
     try:
         index = Index.create(store, 4, 3)
@@ -147,7 +147,7 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
     finishes by itself with the right counts (retries in the store, idempotent writes)."""
     launcher = ROOT / "scripts" / "hbase-local"
     if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
-        pytest.skip("needs the gateway of scripts/hbase-local, which is not running here")
+        require_or_skip("needs the gateway of scripts/hbase-local, which is not running here")
     n = 60_000
     rnd = random.Random(9)
     fps = tmp_path / "fps.jsonl"
