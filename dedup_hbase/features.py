@@ -91,6 +91,7 @@ class JiebaFeaturizer:
     def __init__(self, hmm: bool = True, fast: bool = True) -> None:
         self.hmm = bool(hmm)
         self.fast = bool(fast)
+        self._weights: dict[str, int] = {}  # word -> its IDF, or 0 when it is not a feature
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -147,11 +148,6 @@ class JiebaFeaturizer:
             if weight:
                 out[word] = count * weight
         return out
-
-    @cached_property
-    def _weights(self) -> dict[str, int]:
-        """Per-word weight cache: the word's IDF, or 0 for a word that is not a feature."""
-        return {}
 
     def _weight(self, word: str) -> int:
         idf, median = self._idf

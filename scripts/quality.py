@@ -50,6 +50,7 @@ import numpy as np
 from dedup_hbase import Document, Fingerprinter, Index, Scheme, make_featurizer, open_store
 from dedup_hbase.errors import EmptyDocument
 from dedup_hbase.fingerprint import Hasher
+from dedup_hbase.features import _STOP_WORDS as V1_STOP_WORDS
 
 FP_JACCARD = 0.3          # below this 4-gram Jaccard a match is "clearly another document"
 FP_BUDGET = 0.005         # false positives per lookup allowed when picking the best k
@@ -537,14 +538,7 @@ def body_text(text: str, drop_boilerplate: bool = True, join: bool = True) -> st
     return _join_lines(lines) if join else "\n".join(lines)
 
 
-_STOP_WORDS = frozenset(
-    """的 了 和 是 在 也 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 她们 它们 这 那 之 其
-    以 于 为 对 把 被 让 从 向 等 但 并 很 则 又 所 这个 那个 这些 那些 这样 已经 以及 而且 因为
-    所以 如果 虽然 但是 还是 可以 就是 不是 什么 自己 他 她 它 我 你 啊 吧 呢 吗 哦 嗯 呀 个 地 得
-    a an the of is are was were be been being and or but if then so to in on at by for with
-    from as that this these those it its into than not no do does did have has had i you he
-    she we they them his her our their which who whom what when where how all can will would
-    should could may might must shall there here""".split())
+_STOP_WORDS = V1_STOP_WORDS  # the v1 list, shared, not copied
 
 
 class JiebaFeaturizerV2:
