@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 import time
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 from .errors import DedupError, IndexMismatch, IndexNotFound
@@ -30,11 +32,13 @@ from .fingerprint import Fingerprinter, to_hex
 from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
 from .schema import load_schema
 from .stores.base import Store
+from .stores.cells import Cells, ranges
 
 FORMAT = 1
 MAX_ID_BYTES = 1024
 _CONFIG_KEY = b"config"
 _NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
+_BATCH = 4096  # queries compared in one numpy pass (bounds memory)
 
 
 class Match(NamedTuple):
@@ -163,7 +167,9 @@ class Index:
                     if value is not None and int.from_bytes(value[:8], "big") != latest[raw_id].simhash]
         if replaced:
             self.store.delete("index", self._index_keys([i for i, _ in replaced], [s for _, s in replaced]))
-        self.store.put("index", ((key, b"") for key in self._index_keys(ids, [latest[i].simhash for i in ids])))
+        flags = len(self.scheme.flags)
+        self.store.put_cells("index", self.scheme.key_table([latest[i].simhash for i in ids]),
+                             [raw_id for raw_id in ids for _ in range(flags)])
         self.store.put("docs", sorted((raw_id, _doc_value(d)) for raw_id, d in latest.items()))
         return new
 
@@ -204,50 +210,74 @@ class Index:
         for s in simhashes:
             if not isinstance(s, int) or not 0 <= s < 1 << 64:
                 raise ValueError(f"a simhash is an unsigned 64-bit int, not {s!r}")
-        if len(simhashes) < _NUMPY_FROM:  # numpy's per-call overhead outweighs its speed here
-            per_query = [self.scheme.prefixes(s) for s in simhashes]
-        else:
-            table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
-            per_query = [[table[j * KEY_BYTES:j * KEY_BYTES + PREFIX_BYTES] for j in range(q * flags, (q + 1) * flags)]
-                         for q in range(len(simhashes))]
+        if len(simhashes) >= _NUMPY_FROM:
+            return [matches for start in range(0, len(simhashes), _BATCH)
+                    for matches in self._query_batch(simhashes[start:start + _BATCH], k)]
+        per_query = [self.scheme.prefixes(s) for s in simhashes]
         unique = sorted({p for prefixes in per_query for p in prefixes})
-        scanned = dict(zip(unique, self.store.scan("index", unique, values=False)))
-        results = []
-        for s, prefixes in zip(simhashes, per_query):
-            keys = [key for p in prefixes for key, _ in scanned[p]]
-            results.append(self._matches(s, keys, k))
-        return results
+        scanned = dict(zip(unique, self.store.scan_cells("index", unique)))
+        return [self._matches(s, [scanned[p] for p in prefixes], k)
+                for s, prefixes in zip(simhashes, per_query)]
+
+    def _query_batch(self, simhashes: Sequence[int], k: int) -> list[list[Match]]:
+        """``query_many`` vectorised: each distinct prefix read once, in key order, and
+        every (query, candidate) pair compared in one numpy pass."""
+        queries = np.asarray(simhashes, dtype=np.uint64)
+        unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
+        scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
+        sizes = np.fromiter(map(len, scanned), dtype=np.int64, count=len(scanned))
+        if not sizes.any():
+            return [[] for _ in simhashes]
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        candidates = Cells.all_rests(scanned)
+        inverse = inverse.ravel()
+        pair_sizes = sizes[inverse]
+        positions = ranges(starts[inverse], pair_sizes)
+        owners = np.repeat(np.arange(len(queries)).repeat(len(self.scheme.flags)), pair_sizes)
+        distances = np.bitwise_count(candidates[positions] ^ queries[owners])
+        found: list[dict[bytes, Match]] = [{} for _ in simhashes]
+        ends = np.cumsum(sizes).tolist()
+        for i in np.flatnonzero(distances <= k).tolist():
+            cell = int(positions[i])
+            j = bisect_right(ends, cell)
+            raw_id = scanned[j].qualifier(cell - int(starts[j]))
+            found[int(owners[i])][raw_id] = Match(raw_id.decode("utf-8"), int(candidates[cell]), int(distances[i]))
+        return [sorted(f.values(), key=lambda m: (m.distance, m.id)) for f in found]
 
     @staticmethod
-    def _matches(simhash: int, keys: list[bytes], k: int) -> list[Match]:
-        """The keys whose simhash is within k bits, as matches (one per document id)."""
+    def _matches(simhash: int, scanned: list[Cells], k: int) -> list[Match]:
+        """The cells whose simhash is within k bits, as matches (one per document id)."""
         found: dict[bytes, Match] = {}
-        if len(keys) < _NUMPY_FROM:
-            for key in keys:
-                candidate = int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")
-                distance = (candidate ^ simhash).bit_count()
-                if distance <= k:
-                    found[key[KEY_BYTES:]] = Match(key[KEY_BYTES:].decode("utf-8"), candidate, distance)
+        if sum(len(cells) for cells in scanned) < _NUMPY_FROM:
+            for cells in scanned:
+                for i, candidate in enumerate(cells.rest_list()):
+                    distance = (candidate ^ simhash).bit_count()
+                    if distance <= k:
+                        raw_id = cells.qualifier(i)
+                        found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
         else:
-            candidates = np.frombuffer(b"".join([key[PREFIX_BYTES:KEY_BYTES] for key in keys]), dtype=">u8")
+            candidates = Cells.all_rests(scanned)
             distances = np.bitwise_count(candidates ^ np.uint64(simhash))
-            for i in np.flatnonzero(distances <= k).tolist():
-                raw_id = keys[i][KEY_BYTES:]
-                found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
+            hits = np.flatnonzero(distances <= k).tolist()
+            if hits:
+                ends = list(accumulate(len(cells) for cells in scanned))
+                for i in hits:
+                    j = bisect_right(ends, i)
+                    raw_id = scanned[j].qualifier(i - (ends[j - 1] if j else 0))
+                    found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
         return sorted(found.values(), key=lambda m: (m.distance, m.id))
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
         config = self.read_config(self.store)
         documents = sum(1 for _ in self.store.iterate("docs"))
-        rows, cells, per_flag, last = 0, 0, Counter(), b""
-        for key, _ in self.store.iterate("index"):
-            cells += 1
-            row = key[:KEY_BYTES]
-            if row != last:
-                rows += 1
-                per_flag[row[4]] += 1
-                last = row
+        rows, cells, per_flag = 0, 0, Counter()
+        for prefix, found in self.store.iterate_cells("index", PREFIX_BYTES):
+            rests = found.rests  # in key order: a row's cells are neighbours
+            distinct = 1 + int(np.count_nonzero(rests[1:] != rests[:-1])) if len(rests) else 0
+            cells += len(rests)
+            rows += distinct
+            per_flag[prefix[PREFIX_BYTES - 1]] += distinct
         return {"store": self.store.url, "documents": documents, "index_rows": rows,
                 "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),

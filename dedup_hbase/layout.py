@@ -173,6 +173,15 @@ class Scheme:
             table["simhash"][:, flag - 1] = simhashes
         return table.tobytes()
 
+    def prefix_ids(self, simhashes: "np.ndarray") -> "np.ndarray":
+        """The scan prefixes of many simhashes as integers (segment << 8 | flag), vectorised:
+        shape (len(simhashes), flags), uint64; ``prefixes(s)`` are their 5-byte big-endian forms."""
+        import numpy as np
+
+        simhashes = np.asarray(simhashes, dtype=np.uint64)
+        return np.stack([(self.segments(simhashes, flag) << np.uint64(8)) | np.uint64(flag)
+                         for flag in range(1, len(self.flags) + 1)], axis=1)
+
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
         return [_PREFIX.pack(self.segment(simhash, f), f) for f in range(1, len(self.flags) + 1)]

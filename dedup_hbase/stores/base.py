@@ -15,6 +15,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 
+from .cells import Cells
+
 Item = tuple[bytes, bytes]
 
 
@@ -85,6 +87,41 @@ class Store(ABC):
 
     def close(self) -> None:
         """Release files or connections. Safe to call twice."""
+
+    # -- cells of a wide-row table, in bulk ------------------------------------
+    # The index's hot path. These defaults build one key per cell on top of put and
+    # scan; the embedded store overrides them with its packed records (packed.py).
+
+    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes]) -> None:
+        """Write cells with empty values: ``rows`` is the row keys concatenated, all of one
+        length, ``qualifiers[i]`` the column of row i. Same effect as ``put`` of
+        ``(row_i + qualifiers[i], b"")``; not atomic beyond what ``put`` is."""
+        if not qualifiers:
+            return
+        width, rest = divmod(len(rows), len(qualifiers))
+        if rest:
+            raise ValueError(f"{len(rows)} bytes of row keys do not split into {len(qualifiers)} rows")
+        keys = sorted(rows[i * width:(i + 1) * width] + q for i, q in enumerate(qualifiers))
+        self.put(table, ((key, b"") for key in keys))
+
+    def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
+        """For each prefix, the cells whose row key is that prefix plus 8 bytes, as ``Cells``
+        (those 8 bytes as uint64, and the qualifiers). Does not return values."""
+        return [Cells.from_keys([key for key, _ in items], len(prefix))
+                for prefix, items in zip(prefixes, self.scan(table, prefixes, values=False))]
+
+    def iterate_cells(self, table: str, prefix_bytes: int) -> Iterator[tuple[bytes, Cells]]:
+        """Every ``prefix_bytes``-long prefix of the table with its cells (row keys of the
+        prefix plus 8 bytes), in key order. Pages like ``iterate``."""
+        prefix, keys = None, []
+        for key, _ in self.iterate(table):
+            if key[:prefix_bytes] != prefix:
+                if keys:
+                    yield prefix, Cells.from_keys(keys, prefix_bytes)
+                prefix, keys = key[:prefix_bytes], []
+            keys.append(key)
+        if keys:
+            yield prefix, Cells.from_keys(keys, prefix_bytes)
 
     # -- conveniences built on the contract ------------------------------------
 

@@ -1,9 +1,12 @@
 """The embedded store: RocksDB (through rocksdict) in a folder, one column family per table.
 
 Why RocksDB: see docs/store-engine.md (measured against LMDB and SQLite). In short:
-smallest on disk (under 60 bytes per fingerprint), prefix scans that stop at
-the end of their 5-byte prefix by themselves, atomic write batches and a write-ahead log, so a process
-killed in the middle of a write reopens with every batch either whole or absent.
+smallest on disk (zstd), atomic write batches and a write-ahead log, so a process killed in
+the middle of a write reopens with every batch either whole or absent.
+
+The index table is packed: one record per 5-byte scan prefix (packed.py), so a lookup reads
+4 records (4-split) rather than iterating every candidate key through Python. The logical
+table, what ``scan`` and ``iterate`` return, is the design's key layout bit for bit.
 
 One process at a time: RocksDB locks the folder, and a second opener gets a clear
 StoreError. Opening happens on first use, not in the constructor.
@@ -16,21 +19,26 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rocksdict import (BlockBasedOptions, Cache, DBCompressionType, Options, Rdict, ReadOptions,
-                       SliceTransform, WriteBatch)
+from rocksdict import (BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
+                       Options, Rdict, ReadOptions, SliceTransform, WriteBatch)
 
 from ..errors import StoreError
 from .base import Item, Store, prefix_end
+from .cells import REST_BYTES, CellBatch, Cells
+from .packed import PackedTable
 
 _MARKER = "dedup-hbase-store"
+LAYOUT = 2  # 1: one RocksDB key per index cell; 2: the index packed per scan prefix
 CACHE_BYTES = 512 << 20
 
 
-def _options(prefix_bytes: int | None, cache):
+def _options(prefix_bytes: int | None, cache, bloom: bool = False):
     """Tuned by measurement (docs/store-engine.md): lz4 upper levels, zstd-9 bottommost
     (under 60 bytes per fingerprint), 4 KiB blocks, one shared block cache, and for the
     index a 5-byte prefix extractor so a prefix scan stops at the end of its prefix.
-    No bloom filter: every prefix of a big index is populated, so it only costs space."""
+    The index gets no bloom filter (every prefix of a big index is populated, so it would
+    only cost space); the document table gets a whole-key one (``bloom``), which answers
+    "is this id new?" for a load without reading a block."""
     opts = Options(raw_mode=True)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_bottommost_compression_type(DBCompressionType.zstd())
@@ -40,6 +48,8 @@ def _options(prefix_bytes: int | None, cache):
     table = BlockBasedOptions()
     table.set_block_size(4096)
     table.set_block_cache(cache)
+    if bloom:
+        table.set_bloom_filter(10, False)
     opts.set_block_based_table_factory(table)
     if prefix_bytes:
         opts.set_prefix_extractor(SliceTransform.create_fixed_prefix(prefix_bytes))
@@ -55,6 +65,7 @@ class LocalStore(Store):
         self._may_create = create
         self._db = None
         self._cfs: dict = {}
+        self._packed: dict[str, PackedTable] = {}
 
     # -- tables --------------------------------------------------------------
 
@@ -67,11 +78,15 @@ class LocalStore(Store):
         if self.path.exists() and any(self.path.iterdir()):
             raise StoreError(f"{self.url} exists and is not an empty folder; pick another path")
         self.path.mkdir(parents=True, exist_ok=True)
-        # Column family per table; the index's 5-byte scan prefix gets a bloom filter.
-        tables = {name: t.get("bloom_prefix_length") for name, t in schema["tables"].items()}
+        # A wide-row table whose row is its scan prefix + 8 bytes (the index) is packed:
+        # one record per prefix (packed.py). Every other table is plain keys and values.
+        tables = {}
+        for name, t in schema["tables"].items():
+            prefix, row = t.get("bloom_prefix_length"), t.get("row_key_bytes")
+            tables[name] = {"packed": prefix} if prefix and row == prefix + REST_BYTES else {}
         self._open(tables, create=True)
         # The marker is written last: a folder without it is an unfinished create.
-        (self.path / _MARKER).write_text(json.dumps(tables) + "\n")
+        (self.path / _MARKER).write_text(json.dumps({"layout": LAYOUT, "tables": tables}) + "\n")
 
     def drop(self) -> None:
         self.close()
@@ -79,31 +94,44 @@ class LocalStore(Store):
             (self.path / _MARKER).unlink(missing_ok=True)
             Rdict.destroy(str(self.path), Options(raw_mode=True))
 
-    def _open(self, tables: dict[str, int | None] | None = None, create: bool = False):
+    def _read_marker(self) -> dict:
+        marker = json.loads((self.path / _MARKER).read_text())
+        if marker.get("layout") != LAYOUT:
+            raise StoreError(f"{self.url} was made by an earlier dedup-hbase (one key per index cell); "
+                             "this version packs the index per scan prefix: build it again with "
+                             "`dedup-hbase init` and `load` into a new folder")
+        return marker["tables"]
+
+    def _open(self, tables: dict[str, dict] | None = None, create: bool = False):
         if self._db is not None:
             return self._db
         if not create and not self.exists():
             raise StoreError(f"no index at {self.url}: create one with `dedup-hbase init`")
         if tables is None:
-            tables = json.loads((self.path / _MARKER).read_text())
+            tables = self._read_marker()
         cache = Cache(CACHE_BYTES)
         opts = _options(None, cache)
         opts.create_if_missing(create)
         opts.create_missing_column_families(create)
         # Every family, "default" included, gets its options here: on reopen rocksdict
         # otherwise ignores the block cache and falls back to 8 MiB.
-        families = {"default": opts, **{name: _options(prefix, cache) for name, prefix in tables.items()}}
+        families = {"default": opts}
+        for name, t in tables.items():
+            if t.get("packed"):
+                for family, prefix in PackedTable.families(name).items():
+                    families[family] = _options(prefix, cache)
+            else:
+                families[name] = _options(None, cache, bloom=True)
         try:
             self._db = Rdict(str(self.path), opts, column_families=families)
         except Exception as e:  # rocksdict raises plain Exception for RocksDB errors
             if "LOCK" in str(e):
                 raise StoreError(f"{self.url} is in use by another process") from None
             raise StoreError(f"cannot open {self.url}: {e}") from None
-        self._prefix_len = {name: prefix for name, prefix in tables.items()}
-        self._same_prefix = ReadOptions()
-        self._same_prefix.set_prefix_same_as_start(True)
-        self._cfs = {name: self._db.get_column_family(name) for name in tables}
-        self._handles = {name: self._db.get_column_family_handle(name) for name in tables}
+        self._packed = {name: PackedTable(self._db, name, t["packed"])
+                        for name, t in tables.items() if t.get("packed")}
+        self._cfs = {name: self._db.get_column_family(name) for name in tables if name not in self._packed}
+        self._handles = {name: self._db.get_column_family_handle(name) for name in self._cfs}
         return self._db
 
     def _cf(self, table: str):
@@ -113,40 +141,57 @@ class LocalStore(Store):
         except KeyError:
             raise StoreError(f"{self.url}: no table {table!r}") from None
 
+    def _table(self, table: str):
+        """The packed table ``table``, or None for a plain one."""
+        self._open()
+        return self._packed.get(table)
+
     # -- data ----------------------------------------------------------------
 
     def put(self, table: str, items: Iterable[Item]) -> None:
+        if packed := self._table(table):
+            return packed.put(items)
         self._cf(table)
         batch, handle = WriteBatch(raw_mode=True), self._handles[table]
         for key, value in items:
             batch.put(key, value, handle)
         self._db.write(batch)
 
+    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes]) -> None:
+        if packed := self._table(table):
+            return packed.put_cells(CellBatch.from_rows(rows, qualifiers, packed.prefix_bytes))
+        super().put_cells(table, rows, qualifiers)
+
     def get(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
+        if packed := self._table(table):
+            present = {key for prefix in {k[:packed.prefix_bytes] for k in keys}
+                       for key in packed.scan(prefix)}
+            return [b"" if key in present else None for key in keys]
         return self._cf(table).get(list(keys))
 
     def scan(self, table: str, prefixes: Sequence[bytes], values: bool = True) -> list[list[Item]]:
+        if packed := self._table(table):
+            return [[(key, b"") for key in packed.scan(prefix)] for prefix in prefixes]
         cf = self._cf(table)
-        out = []
-        if not values and self._prefix_len.get(table):
-            # Keys of one extractor-sized prefix, collected inside RocksDB in one call.
-            same_prefix = self._same_prefix
-            size = self._prefix_len[table]
-            for prefix in prefixes:
-                if len(prefix) == size:
-                    out.append([(key, b"") for key in cf.keys(from_key=prefix, read_opt=same_prefix)])
-                else:
-                    out.append(self._scan_one(cf, prefix, values))
-            return out
         return [self._scan_one(cf, prefix, values) for prefix in prefixes]
+
+    def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
+        if packed := self._table(table):
+            return packed.scan_cells(prefixes)
+        return super().scan_cells(table, prefixes)
+
+    def iterate_cells(self, table: str, prefix_bytes: int):
+        packed = self._table(table)
+        if packed is None or prefix_bytes != packed.prefix_bytes:
+            yield from super().iterate_cells(table, prefix_bytes)
+            return
+        yield from packed.iterate_cells()
 
     @staticmethod
     def _scan_one(cf, prefix: bytes, values: bool) -> list[Item]:
-        total_order = ReadOptions()
-        total_order.set_total_order_seek(True)
-        it = cf.iter(total_order)
+        it = cf.iter(_total_order())
         found = []
         it.seek(prefix)
         while it.valid():
@@ -158,9 +203,9 @@ class LocalStore(Store):
         return found
 
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
-        total_order = ReadOptions()
-        total_order.set_total_order_seek(True)
-        it = self._cf(table).iter(total_order)
+        if packed := self._table(table):
+            return [(key, b"") for key in packed.scan_range(start, stop, limit)]
+        it = self._cf(table).iter(_total_order())
         it.seek(start)
         out = []
         while it.valid() and len(out) < limit:
@@ -172,6 +217,8 @@ class LocalStore(Store):
         return out
 
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
+        if packed := self._table(table):
+            return packed.delete(keys)
         self._cf(table)
         batch, handle = WriteBatch(raw_mode=True), self._handles[table]
         for key in keys:
@@ -179,19 +226,36 @@ class LocalStore(Store):
         self._db.write(batch)
 
     def compact(self) -> None:
-        """Rewrite every table into its bottommost, zstd-compressed level: the smallest size
-        on disk. RocksDB compacts in the background anyway; this finishes it now (seconds per
-        million documents). Not part of the store contract."""
-        for cf in (self._open() and self._cfs).values():
-            cf.compact_range(None, None)
+        """Merge the index's recent writes and rewrite every table into its bottommost,
+        zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
+        compacts in the background anyway; this finishes it now (seconds per million
+        documents)."""
+        self._open()
+        for packed in self._packed.values():
+            packed.merge()
+        force = CompactOptions()  # rewrite even files already at the bottom (a flush may have
+        force.set_bottommost_level_compaction(BottommostLevelCompaction.force())  # moved them there as lz4)
+        for name in [*self._cfs, *self._packed]:
+            self._db.get_column_family(name).compact_range(None, None, force)
 
     def close(self) -> None:
+        """Merge the index's recent writes (so the next open reads one record per prefix),
+        flush and close."""
         if self._db is not None:
+            for packed in self._packed.values():
+                packed.merge()
             self._cfs.clear()
             self._handles = {}
+            self._packed = {}
             self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
             self._db.close()
             self._db = None
+
+
+def _total_order() -> ReadOptions:
+    opts = ReadOptions()
+    opts.set_total_order_seek(True)
+    return opts
 
 
 __all__ = ["LocalStore", "prefix_end"]

@@ -1,0 +1,312 @@
+"""Cells of a wide-row table, in bulk: the index's rows without one Python object per cell.
+
+The index table's logical layout is the design's: row key = scan prefix (segment 4 B +
+flag 1 B) + an 8-byte remainder (the simhash), one column per document id. A lookup
+needs, per scan prefix, every remainder (to XOR with the query) and the qualifiers of the
+few that match. ``Cells`` is exactly that for one prefix, over one record; ``CellBatch`` is
+many cells of many prefixes as numpy columns, which the embedded store sorts, merges and
+packs into records without a Python loop per cell.
+
+Record of one prefix (how the embedded store keeps it on disk):
+
+    n        uint32 little-endian   number of cells
+    width    uint16 little-endian   the length w of every qualifier, if all have one length;
+                                    else 0xFFFF
+    rests    n x 8 bytes            row-key remainders, big-endian as in the key
+    then, for one length:
+    quals    w planes of n bytes    plane t holds byte t of every qualifier
+    else:
+    ends     n x uint32 LE          end offset of each qualifier within ``quals``
+    quals    bytes                  the qualifiers, concatenated
+
+Qualifiers of one length are stored transposed ("byte planes") because document ids such
+as ``news-0012345`` share most of their bytes position by position: a plane of equal bytes
+costs zstd almost nothing, the ids in a row cost several bytes each.
+
+Cells in a record are in logical key order (remainder, then qualifier) and unique.
+Nothing here touches a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+REST_BYTES = 8
+_HEADER = 6
+_VARIABLE = 0xFFFF
+_PACK_CELLS = 1 << 20  # cells packed per numpy pass
+
+
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s, s + n)`` for every (s, n), vectorised."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return shift + np.arange(total, dtype=np.int64)
+
+
+def _starts(lengths: np.ndarray) -> np.ndarray:
+    """Where each of consecutive pieces of ``lengths`` starts: the exclusive cumulative sum."""
+    return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+
+
+def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
+    if len(qlens) and len(quals) == len(qlens) * int(qlens[0]):  # all one length: rows of a 2-D array
+        return quals.reshape(len(qlens), -1)[order].ravel()
+    starts = np.concatenate(([0], np.cumsum(qlens)[:-1])).astype(np.int64)
+    raw = quals.tobytes()
+    return np.frombuffer(b"".join([raw[s:s + n] for s, n in zip(starts[order].tolist(), qlens[order].tolist())]),
+                         dtype=np.uint8)
+
+
+class Cells:
+    """The cells under one scan prefix, read-only, over one record: ``rests`` (the row key
+    after the prefix, uint64) and, by position, their qualifiers. Decodes lazily: a lookup
+    that matches nothing never touches the qualifiers."""
+
+    __slots__ = ("_record", "_n", "_width")
+
+    def __init__(self, record: bytes) -> None:
+        self._record = record
+        self._n = int.from_bytes(record[:4], "little") if record else 0
+        self._width = int.from_bytes(record[4:_HEADER], "little") if record else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def rests(self) -> np.ndarray:
+        return np.frombuffer(self._record, dtype=">u8", count=self._n, offset=_HEADER)
+
+    def _rest_bytes(self) -> bytes:
+        return self._record[_HEADER:_HEADER + REST_BYTES * self._n]
+
+    def rest_list(self) -> list[int]:
+        """``rests`` as Python ints (faster than numpy for a handful)."""
+        record = self._record
+        return [int.from_bytes(record[i:i + REST_BYTES], "big")
+                for i in range(_HEADER, _HEADER + REST_BYTES * self._n, REST_BYTES)]
+
+    def qualifier(self, i: int) -> bytes:
+        record, quals = self._record, _HEADER + REST_BYTES * self._n
+        if self._width != _VARIABLE:  # byte t of qualifier i is at quals + t * n + i
+            return record[quals + i:quals + self._width * self._n:self._n]
+        ends, quals = quals, quals + 4 * self._n
+        start = int.from_bytes(record[ends + 4 * i - 4:ends + 4 * i], "little") if i else 0
+        return record[quals + start:quals + int.from_bytes(record[ends + 4 * i:ends + 4 * i + 4], "little")]
+
+    def keys(self, prefix: bytes) -> list[bytes]:
+        """The logical keys (prefix + remainder + qualifier), in stored order."""
+        record = self._record
+        return [prefix + record[_HEADER + REST_BYTES * i:_HEADER + REST_BYTES * (i + 1)] + self.qualifier(i)
+                for i in range(self._n)]
+
+    @staticmethod
+    def all_rests(scanned: Sequence["Cells"]) -> np.ndarray:
+        """The ``rests`` of several ``Cells`` concatenated: one numpy array for all."""
+        return np.frombuffer(b"".join([c._rest_bytes() for c in scanned]), dtype=">u8")
+
+    @classmethod
+    def from_keys(cls, keys: Sequence[bytes], prefix_bytes: int) -> "Cells":
+        """From logical keys in key order (for stores that keep one key per cell)."""
+        row = prefix_bytes + REST_BYTES
+        batch = CellBatch.from_rows(b"".join([k[:row] for k in keys]), [k[row:] for k in keys], prefix_bytes)
+        return cls(batch.pack()[1][0]) if keys else cls.empty()
+
+    @classmethod
+    def empty(cls) -> "Cells":
+        return cls(b"")
+
+
+class CellBatch(NamedTuple):
+    """Cells of many prefixes as parallel columns: ``pids`` (the prefix as an integer),
+    ``rests`` (uint64), ``qlens`` (qualifier lengths) and ``quals`` (uint8, concatenated)."""
+
+    pids: np.ndarray
+    rests: np.ndarray
+    qlens: np.ndarray
+    quals: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.pids)
+
+    @classmethod
+    def from_rows(cls, rows: bytes, qualifiers: Sequence[bytes], prefix_bytes: int) -> "CellBatch":
+        """From row keys concatenated (each ``prefix_bytes + 8`` long) and one qualifier per row."""
+        width = prefix_bytes + REST_BYTES
+        table = np.frombuffer(rows, dtype=np.uint8).reshape(-1, width)
+        if len(table) != len(qualifiers):
+            raise ValueError(f"{len(table)} rows but {len(qualifiers)} qualifiers")
+        padded = np.zeros((len(table), 8), dtype=np.uint8)
+        padded[:, 8 - prefix_bytes:] = table[:, :prefix_bytes]
+        return cls(padded.view(">u8").ravel().astype(np.uint64),
+                   np.ascontiguousarray(table[:, prefix_bytes:]).view(">u8").ravel().astype(np.uint64),
+                   np.fromiter(map(len, qualifiers), dtype=np.int64, count=len(qualifiers)),
+                   np.frombuffer(b"".join(qualifiers), dtype=np.uint8))
+
+    @classmethod
+    def from_records(cls, pids: Sequence[int], records: Sequence[bytes]) -> "CellBatch":
+        """Decode records (``pids[i]`` the prefix of ``records[i]``), vectorised."""
+        if not records:
+            return cls.concat([])
+        sizes = np.fromiter(map(len, records), dtype=np.int64, count=len(records))
+        at = _starts(sizes)
+        buf = np.frombuffer(b"".join(records), dtype=np.uint8)
+        head = np.ascontiguousarray(buf[at[:, None] + np.arange(_HEADER)])
+        counts = head[:, :4].copy().view("<u4").ravel().astype(np.int64)
+        widths = head[:, 4:].copy().view("<u2").ravel().astype(np.int64)
+        n = int(counts.sum())
+        rec = np.repeat(np.arange(len(records)), counts)  # the record of each cell
+        local = np.arange(n) - np.repeat(_starts(counts), counts)  # its place in the record
+        size, body = counts[rec], at[rec] + _HEADER + REST_BYTES * counts[rec]  # body: after the rests
+        rests = buf[(at[rec] + _HEADER + REST_BYTES * local)[:, None] + np.arange(REST_BYTES)]
+        qlens = widths[rec]
+        variable = qlens == _VARIABLE
+        qstart = body + local  # fixed width: byte t of the qualifier is at qstart + t * size
+        if variable.any():
+            ends = buf[(body + 4 * local)[variable][:, None] + np.arange(4)].view("<u4").ravel().astype(np.int64)
+            previous = np.where(local[variable] == 0, 0, np.concatenate(([0], ends[:-1])))
+            qlens[variable] = ends - previous
+            qstart[variable] = body[variable] + 4 * size[variable] + previous
+        if not variable.any() and n and (qlens == qlens[0]).all():  # the usual case: one id length
+            quals = buf[qstart[:, None] + np.arange(int(qlens[0])) * size[:, None]].ravel()
+        else:
+            cell = np.repeat(np.arange(n), qlens)
+            t = np.arange(int(qlens.sum())) - np.repeat(_starts(qlens), qlens)
+            quals = buf[qstart[cell] + t * np.where(variable, 1, size)[cell]]
+        return cls(np.repeat(np.asarray(pids, dtype=np.uint64), counts),
+                   rests.view(">u8").ravel().astype(np.uint64), qlens, quals)
+
+    @classmethod
+    def concat(cls, batches: Sequence["CellBatch"]) -> "CellBatch":
+        if not batches:
+            return cls(np.zeros(0, np.uint64), np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint8))
+        if len(batches) == 1:
+            return batches[0]
+        return cls(*(np.concatenate(column) for column in zip(*batches)))
+
+    def encode(self) -> bytes:
+        """The whole batch as one record (count, then each column): how runs are kept."""
+        return b"".join((len(self).to_bytes(_HEADER, "little"), self.pids.astype("<u8").tobytes(),
+                         self.rests.astype("<u8").tobytes(), self.qlens.astype("<u4").tobytes(),
+                         self.quals.tobytes()))
+
+    @classmethod
+    def decode(cls, record: bytes) -> "CellBatch":
+        n = int.from_bytes(record[:_HEADER], "little")
+        pids = np.frombuffer(record, "<u8", n, _HEADER)
+        rests = np.frombuffer(record, "<u8", n, _HEADER + 8 * n)
+        qlens = np.frombuffer(record, "<u4", n, _HEADER + 16 * n).astype(np.int64)
+        return cls(pids, rests, qlens, np.frombuffer(record, np.uint8, offset=_HEADER + 20 * n))
+
+    def select(self, lo: int, hi: int, qoff: np.ndarray) -> "CellBatch":
+        """Cells ``lo`` to ``hi - 1``; ``qoff`` = the qualifier offsets, ``[0, *cumsum(qlens)]``."""
+        return CellBatch(self.pids[lo:hi], self.rests[lo:hi], self.qlens[lo:hi],
+                         self.quals[int(qoff[lo]):int(qoff[hi])])
+
+    def take(self, order: np.ndarray) -> "CellBatch":
+        return CellBatch(self.pids[order], self.rests[order], self.qlens[order],
+                         _gather(self.quals, self.qlens, order))
+
+    def sorted_unique(self, runs: bool = False) -> "CellBatch":
+        """The same cells in key order (prefix, remainder, qualifier), duplicates removed.
+
+        One stable sort on a 64-bit key: the prefix's rank in the high bits, the top bits of
+        the remainder below. Inputs that are concatenated sorted runs (a merge) sort in
+        near-linear time (say so with ``runs=True``). Cells whose keys tie (same prefix, remainders equal in their top
+        bits) are put in exact order afterwards, in Python: they are few."""
+        n = len(self)
+        if n == 0:
+            return self
+        kind = "stable" if runs else "quicksort"  # ties are ordered below, so either is exact
+        by_prefix = np.argsort(self.pids, kind=kind)
+        sorted_pids = self.pids[by_prefix]
+        ranks = np.empty(n, dtype=np.uint64)
+        ranks[by_prefix] = np.cumsum(np.concatenate(([0], sorted_pids[1:] != sorted_pids[:-1])), dtype=np.uint64)
+        bits = max(int(ranks.max()).bit_length(), 1)
+        key = (ranks << np.uint64(64 - bits)) | (self.rests >> np.uint64(bits))
+        order = np.argsort(key, kind=kind)
+        key = key[order]
+        ties = np.flatnonzero(key[1:] == key[:-1])
+        if len(ties):
+            order = self._untie(order, ties)
+        return self.take(order)
+
+    def _untie(self, order: np.ndarray, ties: np.ndarray) -> np.ndarray:
+        """Put runs of cells with equal sort keys in exact (remainder, qualifier) order and
+        drop exact repeats (a cell written twice)."""
+        starts = np.concatenate(([0], np.cumsum(self.qlens)[:-1])).tolist()
+        raw, qlens, rests = self.quals.tobytes(), self.qlens.tolist(), self.rests
+        keep = np.ones(len(order), dtype=bool)
+        for run in np.split(ties, np.flatnonzero(np.diff(ties) != 1) + 1):
+            lo, hi = int(run[0]), int(run[-1]) + 2
+            cells = sorted((int(rests[i]), raw[starts[i]:starts[i] + qlens[i]], i) for i in order[lo:hi].tolist())
+            order[lo:hi] = [i for _, _, i in cells]
+            for j in range(1, len(cells)):
+                keep[lo + j] = cells[j][:2] != cells[j - 1][:2]
+        return order[keep]
+
+    def without(self, doomed: set[tuple[int, int, bytes]]) -> "CellBatch":
+        """The cells not in ``doomed`` (a set of (pid, rest, qualifier))."""
+        if not doomed or not len(self):
+            return self
+        starts = np.concatenate(([0], np.cumsum(self.qlens)[:-1]))
+        raw = self.quals.tobytes()
+        keep = [(p, r, raw[s:s + n]) not in doomed for p, r, s, n
+                in zip(self.pids.tolist(), self.rests.tolist(), starts.tolist(), self.qlens.tolist())]
+        return self.take(np.flatnonzero(keep))
+
+    def pack(self) -> tuple[np.ndarray, list[bytes]]:
+        """One record per prefix of a sorted, unique batch: (prefixes, records), vectorised
+        in slices of about ``_PACK_CELLS`` cells to bound memory."""
+        n = len(self)
+        if n == 0:
+            return np.zeros(0, np.uint64), []
+        first = np.flatnonzero(np.concatenate(([True], self.pids[1:] != self.pids[:-1])))
+        bounds = [0, *np.searchsorted(first, np.arange(_PACK_CELLS, n, _PACK_CELLS)).tolist(), len(first)]
+        qoff = np.concatenate(([0], np.cumsum(self.qlens)))
+        records: list[bytes] = []
+        for lo, hi in zip(bounds, bounds[1:]):
+            if hi > lo:
+                start, stop = int(first[lo]), int(first[hi]) if hi < len(first) else n
+                part = self.select(start, stop, qoff)
+                records += part._pack(first[lo:hi] - start)
+        return self.pids[first], records
+
+    def _pack(self, first: np.ndarray) -> list[bytes]:
+        n, groups = len(self), len(first)
+        counts = np.diff(np.append(first, n))
+        qoff = np.concatenate(([0], np.cumsum(self.qlens)))
+        fixed = np.minimum.reduceat(self.qlens, first) == np.maximum.reduceat(self.qlens, first)
+        sizes = _HEADER + REST_BYTES * counts + np.where(fixed, 0, 4 * counts) + (qoff[first + counts] - qoff[first])
+        at = _starts(sizes)
+        out = np.empty(int(sizes.sum()), dtype=np.uint8)
+        headers = np.empty(groups, dtype=[("n", "<u4"), ("width", "<u2")])
+        headers["n"], headers["width"] = counts, np.where(fixed, self.qlens[first], _VARIABLE)
+        out[at[:, None] + np.arange(_HEADER)] = headers.view(np.uint8).reshape(groups, _HEADER)
+        group = np.repeat(np.arange(groups), counts)  # the record of each cell
+        local = np.arange(n) - first[group]
+        size, body = counts[group], at[group] + _HEADER + REST_BYTES * counts[group]
+        out[(at[group] + _HEADER + REST_BYTES * local)[:, None] + np.arange(REST_BYTES)] = \
+            self.rests.astype(">u8").view(np.uint8).reshape(n, REST_BYTES)
+        variable = ~fixed[group]
+        qstart = body + local  # fixed width: byte t of the qualifier goes to qstart + t * size
+        if variable.any():
+            ends = qoff[1:] - qoff[first][group]  # within the record's qualifiers
+            out[(body + 4 * local)[variable][:, None] + np.arange(4)] = \
+                ends[variable].astype("<u4").view(np.uint8).reshape(-1, 4)
+            qstart[variable] = (body + 4 * size + ends - self.qlens)[variable]
+        width = int(self.qlens[0])
+        if not variable.any() and len(self.quals) == n * width:  # the usual case: one id length
+            out[qstart[:, None] + np.arange(width) * size[:, None]] = self.quals.reshape(n, width)
+        else:
+            cell = np.repeat(np.arange(n), self.qlens)
+            t = np.arange(len(self.quals)) - qoff[cell]
+            out[qstart[cell] + t * np.where(variable, 1, size)[cell]] = self.quals
+        flat, edges = out.tobytes(), np.append(at, len(out)).tolist()
+        return [flat[edges[g]:edges[g + 1]] for g in range(groups)]

@@ -1,0 +1,252 @@
+"""How the embedded store keeps the index table: one packed record per scan prefix.
+
+The logical table is the design's wide-row layout, bit for bit: row key = segment(4) +
+flag(1) + simhash(8), one column per document id, no value; ``scan`` returns exactly those
+keys. Physically RocksDB holds the cells of one 5-byte scan prefix in one record (cells.py),
+much as HBase packs rows into HFile blocks: a lookup reads 4 records (4-split) instead of
+iterating ~4N/65536 keys one Python call each, which cost ~0.26 µs per candidate
+(docs/store-engine.md).
+
+Two column families:
+
+* ``<table>``: the merged records, key = the 5-byte prefix.
+* ``<table>.runs``: cells written since the last merge, as sorted runs. Key = the first
+  byte of the prefix + an 8-byte write number; value = every cell of that write whose
+  prefix starts with that byte (``CellBatch.encode``). A write of 100,000 documents is
+  then 256 records, not one per touched prefix, and never reads.
+
+A lookup reads the merged records and, while runs exist, the runs of the same first byte.
+``merge`` folds the runs into the merged records: on ``close``, and during a long load
+whenever the runs hold half as many cells as the merged records, so each cell is
+rewritten a bounded number of times however big the load (the LSM-tree argument). A merge
+cut off by a crash is harmless: merging is a set union, and the runs go only after it.
+``scan`` and ``scan_range`` (iteration in key order, for ``stats`` and tests) merge first.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from rocksdict import ReadOptions, WriteBatch
+
+from ..errors import StoreError
+from .cells import REST_BYTES, CellBatch, Cells
+
+MERGE_MIN_CELLS = 4_000_000  # runs are merged once they hold this many cells ...
+MERGE_FRACTION = 2  # ... and at least 1/MERGE_FRACTION of the merged cells
+RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
+_MERGE_CHUNK_CELLS = 4_000_000  # cells of runs merged per write batch
+_STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
+_EMPTY = Cells.empty()
+
+
+class PackedTable:
+    """One packed table of a RocksDB database (see the module docstring)."""
+
+    def __init__(self, db, name: str, prefix_bytes: int) -> None:
+        self.name = name
+        self.prefix_bytes = prefix_bytes
+        self.row_bytes = prefix_bytes + REST_BYTES
+        self._db = db
+        self._merged = db.get_column_family(name)
+        self._runs = db.get_column_family(name + ".runs")
+        self._merged_handle = db.get_column_family_handle(name)
+        self._runs_handle = db.get_column_family_handle(name + ".runs")
+        self._default_handle = db.get_column_family_handle("default")
+        self._state_key = f"{name}.state".encode()
+        raw = db.get(self._state_key)
+        self._seq, self.merged_cells, self.run_cells = _STATE.unpack(raw) if raw else (0, 0, 0)
+        self._same_prefix = ReadOptions()
+        self._same_prefix.set_prefix_same_as_start(True)
+
+    @staticmethod
+    def families(name: str) -> dict[str, int | None]:
+        """Column families of a packed table -> their prefix extractor length."""
+        return {name: None, name + ".runs": RUN_KEY_PREFIX}
+
+    def _prefixes(self, pids: np.ndarray) -> list[bytes]:
+        """Integer prefixes as ``prefix_bytes``-long big-endian keys."""
+        size = self.prefix_bytes
+        flat = np.ascontiguousarray(pids.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - size:]).tobytes()
+        return [flat[i:i + size] for i in range(0, len(flat), size)]
+
+    # -- writing ---------------------------------------------------------------
+
+    def put_cells(self, batch: CellBatch) -> None:
+        """Add cells as one sorted run per first prefix byte: one atomic write."""
+        if not len(batch):
+            return
+        batch = batch.sorted_unique()
+        parts = batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))
+        bounds = np.flatnonzero(np.diff(parts)) + 1
+        starts, ends = [0, *bounds.tolist()], [*bounds.tolist(), len(batch)]
+        qoff = np.concatenate(([0], np.cumsum(batch.qlens)))
+        self._seq += 1
+        write = WriteBatch(raw_mode=True)
+        for lo, hi in zip(starts, ends):
+            key = int(parts[lo]).to_bytes(RUN_KEY_PREFIX, "big") + self._seq.to_bytes(8, "big")
+            write.put(key, batch.select(lo, hi, qoff).encode(), self._runs_handle)
+        self.run_cells += len(batch)
+        self._save_state(write)
+        self._db.write(write)
+        if self.run_cells >= max(MERGE_MIN_CELLS, self.merged_cells // MERGE_FRACTION):
+            self.merge()
+
+    def put(self, items: Iterable[tuple[bytes, bytes]]) -> None:
+        rows, quals = [], []
+        for key, value in items:
+            if len(key) < self.row_bytes:
+                raise StoreError(f"table {self.name}: a key is a {self.row_bytes}-byte row key plus a "
+                                 f"qualifier, not {len(key)} bytes")
+            if value:
+                raise StoreError(f"table {self.name} keeps keys only; got a {len(value)}-byte value")
+            rows.append(key[:self.row_bytes])
+            quals.append(key[self.row_bytes:])
+        if rows:
+            self.put_cells(CellBatch.from_rows(b"".join(rows), quals, self.prefix_bytes))
+
+    def delete(self, keys: Iterable[bytes]) -> None:
+        """Remove cells: merges pending runs, then rewrites the records concerned."""
+        doomed: dict[bytes, set] = defaultdict(set)
+        for key in keys:
+            if len(key) >= self.row_bytes:
+                doomed[key[:self.prefix_bytes]].add(
+                    (int.from_bytes(key[:self.prefix_bytes], "big"),
+                     int.from_bytes(key[self.prefix_bytes:self.row_bytes], "big"), key[self.row_bytes:]))
+        if not doomed:
+            return
+        self.merge()
+        prefixes = sorted(doomed)
+        write = WriteBatch(raw_mode=True)
+        for prefix, record in zip(prefixes, self._merged.get(prefixes)):
+            if record is None:
+                continue
+            before = CellBatch.from_records([int.from_bytes(prefix, "big")], [record])
+            after = before.without(doomed[prefix])
+            self.merged_cells -= len(before) - len(after)
+            if len(after):
+                write.put(prefix, after.pack()[1][0], self._merged_handle)
+            else:
+                write.delete(prefix, self._merged_handle)
+        self._save_state(write)
+        self._db.write(write)
+
+    def merge(self) -> None:
+        """Fold every run into the merged records, then delete the runs."""
+        if not self.run_cells and not self._has_runs():
+            return
+        runs, cells, last = [], 0, None
+        for key, record in self._runs.items(read_opt=_total_order()):
+            part = key[:RUN_KEY_PREFIX]
+            if cells >= _MERGE_CHUNK_CELLS and part != last:
+                self._merge_runs(runs)
+                runs, cells = [], 0
+            runs.append(CellBatch.decode(record))
+            cells += len(runs[-1])
+            last = part
+        self._merge_runs(runs)
+        write = WriteBatch(raw_mode=True)
+        write.delete_range(b"", b"\xff" * (RUN_KEY_PREFIX + 9), self._runs_handle)
+        self.run_cells = 0
+        self._save_state(write)
+        self._db.write(write)
+        self._runs.compact_range(None, None)
+
+    def _merge_runs(self, runs: list[CellBatch]) -> None:
+        if not runs:
+            return
+        fresh = CellBatch.concat(runs)
+        unique = np.unique(fresh.pids)
+        old = self._merged.get(self._prefixes(unique))
+        present = [(pid, record) for pid, record in zip(unique.tolist(), old) if record is not None]
+        before = sum(int.from_bytes(record[:4], "little") for _, record in present)
+        merged = CellBatch.concat([CellBatch.from_records([p for p, _ in present], [r for _, r in present]),
+                                   fresh]).sorted_unique(runs=True)
+        pids, records = merged.pack()
+        write = WriteBatch(raw_mode=True)
+        for prefix, record in zip(self._prefixes(pids), records):
+            write.put(prefix, record, self._merged_handle)
+        self.merged_cells += len(merged) - before
+        self._save_state(write)
+        self._db.write(write)
+
+    def _save_state(self, write: WriteBatch) -> None:
+        write.put(self._state_key, _STATE.pack(self._seq, max(self.merged_cells, 0), self.run_cells),
+                  self._default_handle)
+
+    def _has_runs(self) -> bool:
+        it = self._runs.iter(_total_order())
+        it.seek_to_first()
+        return it.valid()
+
+    # -- reading ---------------------------------------------------------------
+
+    def scan_cells(self, prefixes: Sequence[bytes]) -> list[Cells]:
+        """The cells under each ``prefix_bytes``-long prefix. Reads, never writes."""
+        for prefix in prefixes:
+            if len(prefix) != self.prefix_bytes:
+                raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
+                                 f"prefixes, not {len(prefix)} bytes")
+        merged = self._merged.get(list(prefixes))
+        if not self.run_cells:
+            return [_EMPTY if record is None else Cells(record) for record in merged]
+        runs: dict[bytes, list] = {}  # first byte -> its runs, decoded, with qualifier offsets
+        out = []
+        for prefix, record in zip(prefixes, merged):
+            part = prefix[:RUN_KEY_PREFIX]
+            if part not in runs:
+                decoded = [CellBatch.decode(value) for value in
+                           self._runs.values(from_key=part, read_opt=self._same_prefix)]
+                runs[part] = [(run, np.concatenate(([0], np.cumsum(run.qlens)))) for run in decoded]
+            pid = int.from_bytes(prefix, "big")
+            pieces = [] if record is None else [CellBatch.from_records([pid], [record])]
+            for run, qoff in runs[part]:
+                lo, hi = np.searchsorted(run.pids, [pid, pid + 1]).tolist()
+                if hi > lo:
+                    pieces.append(run.select(lo, hi, qoff))
+            if len(pieces) > 1:
+                out.append(Cells(CellBatch.concat(pieces).sorted_unique(runs=True).pack()[1][0]))
+            elif pieces:
+                out.append(Cells(record) if record is not None else Cells(pieces[0].pack()[1][0]))
+            else:
+                out.append(_EMPTY)
+        return out
+
+    def iterate_cells(self):
+        """(prefix, Cells) of every prefix, in key order (merges pending runs first)."""
+        self.merge()
+        for prefix, record in self._merged.items(read_opt=_total_order()):
+            yield prefix, Cells(record)
+
+    def scan(self, prefix: bytes) -> list[bytes]:
+        """Every key starting with ``prefix``, in key order (merges pending runs first)."""
+        if len(prefix) >= self.prefix_bytes:
+            (cells,) = self.scan_cells([prefix[:self.prefix_bytes]])
+            return [k for k in cells.keys(prefix[:self.prefix_bytes]) if k.startswith(prefix)]
+        stop = prefix.rstrip(b"\xff")
+        return self.scan_range(prefix, stop[:-1] + bytes([stop[-1] + 1]) if stop else None, None)
+
+    def scan_range(self, start: bytes, stop: bytes | None, limit: int | None) -> list[bytes]:
+        """Keys with ``start <= key < stop``, at most ``limit`` of them, in key order
+        (merges pending runs first)."""
+        self.merge()
+        out: list[bytes] = []
+        for prefix, record in self._merged.items(from_key=start[:self.prefix_bytes], read_opt=_total_order()):
+            if stop is not None and prefix >= stop:
+                break
+            for key in Cells(record).keys(prefix):
+                if key < start:
+                    continue
+                if (stop is not None and key >= stop) or (limit is not None and len(out) >= limit):
+                    return out
+                out.append(key)
+        return out
+
+
+def _total_order() -> ReadOptions:
+    opts = ReadOptions()
+    opts.set_total_order_seek(True)
+    return opts

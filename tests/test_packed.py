@@ -1,0 +1,176 @@
+"""The embedded store's packed index: records per scan prefix, runs, merges.
+
+The store contract suite proves the logical table; these tests prove what is particular to
+the packing: the record codec, exact key order with tied sort keys, duplicates written twice,
+lookups while unmerged runs exist, merges in the middle of a load, and deletes."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from dedup_hbase import Document, Index, open_store
+from dedup_hbase.errors import StoreError
+from dedup_hbase.stores import cells as cells_module, packed
+from dedup_hbase.stores.cells import CellBatch, Cells
+
+
+def batch_of(keys):
+    return CellBatch.from_rows(b"".join(k[:13] for k in keys), [k[13:] for k in keys], 5)
+
+
+def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
+    prefixes = [bytes.fromhex(h) for h in ("0001000001", "1234000002", "ffff000004", "8000000003")]
+    keys = set()
+    for _ in range(count):
+        prefix = rnd.choice(prefixes)
+        keys.add(prefix + rnd.getrandbits(64).to_bytes(8, "big") + ids(rnd).encode())
+        # remainders that differ only in their low bits: they tie on the 64-bit sort key
+        keys.add(prefix + rnd.getrandbits(12).to_bytes(8, "big") + ids(rnd).encode())
+    # one row, several columns (identical fingerprints)
+    keys |= {bytes.fromhex("0001000001") + bytes(8) + q for q in (b"b", b"a", b"ab", b"\x00")}
+    return keys
+
+
+@pytest.mark.parametrize("ids", [lambda rnd: f"d{rnd.randint(0, 99):02d}",  # one width
+                                 lambda rnd: "x" * rnd.randint(1, 30)],  # varied widths
+                         ids=["fixed-width", "variable-width"])
+@pytest.mark.parametrize("pass_cells", [1 << 20, 7])
+def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, monkeypatch):
+    monkeypatch.setattr(cells_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
+    rnd = random.Random(3)
+    keys = random_keys(rnd, 1500, ids)
+    shuffled = list(keys) + rnd.sample(sorted(keys), 300)  # 300 cells written twice
+    rnd.shuffle(shuffled)
+    pids, records = batch_of(shuffled).sorted_unique().pack()
+    assert len(records) == 4
+    got = [key for pid, record in zip(pids.tolist(), records)
+           for key in Cells(record).keys(pid.to_bytes(5, "big"))]
+    assert got == sorted(keys)
+    decoded = CellBatch.from_records(pids.tolist(), records)
+    assert [c.tolist() for c in decoded] == [c.tolist() for c in batch_of(sorted(keys))]
+    # the same cells from two sorted runs merge to the same records
+    half = sorted(keys)
+    runs = CellBatch.concat([batch_of(half[::2]), batch_of(half[1::2]), batch_of(half[:50])])
+    assert runs.sorted_unique(runs=True).pack()[1] == records
+
+
+def test_record_layout_is_the_documented_one():
+    row = bytes.fromhex("0001000001")
+    variable = [row + (5).to_bytes(8, "big") + b"doc-1", row + (7).to_bytes(8, "big") + b"d2"]
+    (record,) = batch_of(variable).sorted_unique().pack()[1]
+    assert record == (b"\x02\x00\x00\x00" + b"\xff\xff"  # two cells; qualifiers of varied length
+                      + (5).to_bytes(8, "big") + (7).to_bytes(8, "big")  # remainders
+                      + (5).to_bytes(4, "little") + (7).to_bytes(4, "little")  # ends of "doc-1", "d2"
+                      + b"doc-1d2")
+    cells = Cells(record)
+    assert (len(cells), cells.rests.tolist(), cells.rest_list()) == (2, [5, 7], [5, 7])
+    assert [cells.qualifier(0), cells.qualifier(1)] == [b"doc-1", b"d2"]
+    fixed = [row + (5).to_bytes(8, "big") + b"d1", row + (7).to_bytes(8, "big") + b"d2"]
+    (record,) = batch_of(fixed).sorted_unique().pack()[1]
+    assert record == (b"\x02\x00\x00\x00" + b"\x02\x00"  # two cells; every qualifier 2 bytes
+                      + (5).to_bytes(8, "big") + (7).to_bytes(8, "big")
+                      + b"dd12")  # byte planes: first bytes of both qualifiers, then second bytes
+    assert [Cells(record).qualifier(1), Cells(record).qualifier(0)] == [b"d2", b"d1"]
+
+
+def test_without_removes_exactly_the_doomed_cells():
+    keys = sorted(random_keys(random.Random(4), 300))
+    doomed = set(keys[::7])
+    left = batch_of(keys).without({(int.from_bytes(k[:5], "big"), int.from_bytes(k[5:13], "big"), k[13:])
+                                   for k in doomed})
+    pids, records = left.sorted_unique().pack()
+    assert [k for p, r in zip(pids.tolist(), records) for k in Cells(r).keys(p.to_bytes(5, "big"))] == \
+        [k for k in keys if k not in doomed]
+
+
+def brute_force(fps: dict[str, int], q: int, k: int) -> list[tuple[int, str]]:
+    return sorted(((v ^ q).bit_count(), doc) for doc, v in fps.items() if (v ^ q).bit_count() <= k)
+
+
+def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
+    """Loads in many small batches (runs), merges forced mid-load, deletes, re-adds:
+    every lookup equals brute force at every stage, single and batched."""
+    monkeypatch.setattr(packed, "MERGE_MIN_CELLS", 3000)
+    rnd = random.Random(8)
+    base = [rnd.getrandbits(64) for _ in range(300)]
+    fps = {}
+    for i in range(3000):  # near-duplicates of a few bases: many cells per row and prefix
+        value = rnd.choice(base) if i % 3 else rnd.getrandbits(64)
+        for bit in rnd.sample(range(64), rnd.randint(0, 4)):
+            value ^= 1 << bit
+        fps[f"doc{i:05d}"] = value
+    queries = [rnd.choice(list(fps.values())) ^ (1 << rnd.randrange(64)) for _ in range(60)]
+    queries += [rnd.getrandbits(64) for _ in range(60)]
+
+    store = open_store(str(tmp_path / "s"), create=True)
+    index = Index.create(store)
+    table = store._table("index")
+
+    def check(stage, indexed=fps):
+        singles = [[(m.distance, m.id) for m in index.query(q)] for q in queries]
+        batched = [[(m.distance, m.id) for m in ms] for ms in index.query_many(queries)]
+        expected = [brute_force(indexed, q, 3) for q in queries]
+        assert singles == expected, stage
+        assert batched == expected, stage
+
+    items = list(fps.items())
+    merges = 0
+    for start in range(0, len(items), 250):
+        before = table.merged_cells
+        index.add_many([Document(d, v) for d, v in items[start:start + 250]])
+        merges += table.merged_cells != before
+        if start == 1000:
+            assert table.run_cells > 0
+            check("with runs", dict(items[:1250]))
+    assert merges >= 2  # the threshold merged in the middle of the load
+    check("loaded")
+    index.add_many([Document(d, v) for d, v in items[:500]])  # written again: no duplicates
+    gone = index.delete([d for d, _ in items[::5]])
+    for d in gone:
+        del fps[d]
+    check("deleted")
+    moved = {d: rnd.getrandbits(64) for d, _ in items[1:200:5]}
+    index.add_many([Document(d, v) for d, v in moved.items()])
+    fps.update(moved)
+    check("re-added with new fingerprints")
+    del table  # holds RocksDB column families, which keep the folder locked
+    store.close()  # merges the runs
+    with open_store(str(tmp_path / "s")) as store:
+        index = Index.open(store)
+        assert store._table("index").run_cells == 0
+        check("reopened")
+        cells = sum(1 for _ in store.iterate("index"))
+        assert cells == 4 * len(fps) == store._table("index").merged_cells
+
+
+def test_store_of_an_earlier_layout_is_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "old"
+    with open_store(str(path), create=True) as store:
+        Index.create(store)
+    (path / "dedup-hbase-store").write_text(json.dumps({"index": 5, "docs": None, "meta": None}))
+    with pytest.raises(StoreError, match="earlier dedup-hbase.*build it again"):
+        Index.open(open_store(str(path)))
+
+
+def test_index_table_refuses_values_and_short_keys(tmp_path):
+    with open_store(str(tmp_path / "s"), create=True) as store:
+        Index.create(store)
+        with pytest.raises(StoreError, match="keeps keys only"):
+            store.put("index", [(bytes(14), b"v")])
+        with pytest.raises(StoreError, match="13-byte row key plus a qualifier, not 12 bytes"):
+            store.put("index", [(bytes(12), b"")])
+
+
+def test_size_on_disk_is_small(tmp_path):
+    """The packed index with bottommost zstd: under 60 bytes per fingerprint (4-split)."""
+    n = 200_000
+    fps = np.random.default_rng(5).integers(0, 2**64, n, dtype=np.uint64).tolist()
+    path = tmp_path / "s"
+    with open_store(str(path), create=True) as store:
+        index = Index.create(store)
+        index.add_many([Document(f"doc-{i:07d}", v) for i, v in enumerate(fps)])
+        store.compact()
+        size = store._db.get_column_family("index").property_int_value("rocksdb.total-sst-files-size")
+    assert size / n < 60
