@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rocksdict import (BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
-                       Options, Rdict, ReadOptions, SliceTransform, WriteBatch)
+                       Options, Rdict, ReadOptions, WriteBatch)
 
 from ..errors import StoreError
 from .base import Item, Store, prefix_end
@@ -32,13 +32,12 @@ LAYOUT = 2  # 1: one RocksDB key per index cell; 2: the index packed per scan pr
 CACHE_BYTES = 512 << 20
 
 
-def _options(prefix_bytes: int | None, cache, bloom: bool = False):
+def _options(cache, bloom: bool = True):
     """Tuned by measurement (docs/store-engine.md): lz4 upper levels, zstd-9 bottommost
-    (under 60 bytes per fingerprint), 4 KiB blocks, one shared block cache, and for the
-    index a 5-byte prefix extractor so a prefix scan stops at the end of its prefix.
-    The index gets no bloom filter (every prefix of a big index is populated, so it would
-    only cost space); the document table gets a whole-key one (``bloom``), which answers
-    "is this id new?" for a load without reading a block."""
+    (under 60 bytes per fingerprint), 4 KiB blocks, one shared block cache. The document
+    table has a whole-key bloom filter, so "is this id new?" during a load is answered
+    without reading a block; the index has none (at scale every prefix of the 4-split is
+    populated, and the filter would only cost space)."""
     opts = Options(raw_mode=True)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_bottommost_compression_type(DBCompressionType.zstd())
@@ -51,8 +50,6 @@ def _options(prefix_bytes: int | None, cache, bloom: bool = False):
     if bloom:
         table.set_bloom_filter(10, False)
     opts.set_block_based_table_factory(table)
-    if prefix_bytes:
-        opts.set_prefix_extractor(SliceTransform.create_fixed_prefix(prefix_bytes))
     return opts
 
 
@@ -110,7 +107,7 @@ class LocalStore(Store):
         if tables is None:
             tables = self._read_marker()
         cache = Cache(CACHE_BYTES)
-        opts = _options(None, cache)
+        opts = _options(cache, bloom=False)
         opts.create_if_missing(create)
         opts.create_missing_column_families(create)
         # Every family, "default" included, gets its options here: on reopen rocksdict
@@ -118,10 +115,10 @@ class LocalStore(Store):
         families = {"default": opts}
         for name, t in tables.items():
             if t.get("packed"):
-                for family, prefix in PackedTable.families(name).items():
-                    families[family] = _options(prefix, cache)
+                for family in PackedTable.families(name):
+                    families[family] = _options(cache, bloom=False)
             else:
-                families[name] = _options(None, cache, bloom=True)
+                families[name] = _options(cache)
         try:
             self._db = Rdict(str(self.path), opts, column_families=families)
         except Exception as e:  # rocksdict raises plain Exception for RocksDB errors
@@ -237,6 +234,14 @@ class LocalStore(Store):
         force.set_bottommost_level_compaction(BottommostLevelCompaction.force())  # moved them there as lz4)
         for name in [*self._cfs, *self._packed]:
             self._db.get_column_family(name).compact_range(None, None, force)
+
+    def table_bytes(self, table: str) -> int:
+        """Bytes of a table's files on disk (RocksDB's SST files; not the write-ahead log).
+        Not part of the store contract."""
+        names = PackedTable.families(table) if self._table(table) else [table]
+        self._table(table) or self._cf(table)  # an unknown table raises StoreError
+        return sum(self._db.get_column_family(name).property_int_value("rocksdb.total-sst-files-size")
+                   for name in names)
 
     def close(self) -> None:
         """Merge the index's recent writes (so the next open reads one record per prefix),

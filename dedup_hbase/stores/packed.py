@@ -15,12 +15,14 @@ Two column families:
   prefix starts with that byte (``CellBatch.encode``). A write of 100,000 documents is
   then 256 records, not one per touched prefix, and never reads.
 
-A lookup reads the merged records and, while runs exist, the runs of the same first byte.
-``merge`` folds the runs into the merged records: on ``close``, and during a long load
-whenever the runs hold half as many cells as the merged records, so each cell is
-rewritten a bounded number of times however big the load (the LSM-tree argument). A merge
-cut off by a crash is harmless: merging is a set union, and the runs go only after it.
-``scan`` and ``scan_range`` (iteration in key order, for ``stats`` and tests) merge first.
+``merge`` folds the runs into the merged records, rewriting only the records of the
+prefixes the runs touch. It runs before any read (a lookup then reads only merged
+records, one point get per flag), on ``close``, and during a long write-only load whenever
+the runs hold half as many cells as the merged records, so each cell is rewritten a bounded
+number of times however big the load (the LSM-tree argument). A load that looks up every
+batch (``--skip-near-dups``) thus merges each batch once, at a cost proportional to the
+records it touches. A merge cut off by a crash is harmless: merging is a set union, and
+the runs go only after it.
 """
 
 from __future__ import annotations
@@ -59,13 +61,11 @@ class PackedTable:
         self._state_key = f"{name}.state".encode()
         raw = db.get(self._state_key)
         self._seq, self.merged_cells, self.run_cells = _STATE.unpack(raw) if raw else (0, 0, 0)
-        self._same_prefix = ReadOptions()
-        self._same_prefix.set_prefix_same_as_start(True)
 
     @staticmethod
-    def families(name: str) -> dict[str, int | None]:
-        """Column families of a packed table -> their prefix extractor length."""
-        return {name: None, name + ".runs": RUN_KEY_PREFIX}
+    def families(name: str) -> list[str]:
+        """The column families of packed table ``name``."""
+        return [name, name + ".runs"]
 
     def _prefixes(self, pids: np.ndarray) -> list[bytes]:
         """Integer prefixes as ``prefix_bytes``-long big-endian keys."""
@@ -136,8 +136,9 @@ class PackedTable:
 
     def merge(self) -> None:
         """Fold every run into the merged records, then delete the runs."""
-        if not self.run_cells and not self._has_runs():
+        if not self.run_cells:  # exact: saved in the same atomic write as the runs
             return
+        merged_away = self.run_cells
         runs, cells, last = [], 0, None
         for key, record in self._runs.items(read_opt=_total_order()):
             part = key[:RUN_KEY_PREFIX]
@@ -153,7 +154,8 @@ class PackedTable:
         self.run_cells = 0
         self._save_state(write)
         self._db.write(write)
-        self._runs.compact_range(None, None)
+        if merged_away >= MERGE_MIN_CELLS // 4:  # drop the deleted runs' files now, not some day
+            self._runs.compact_range(None, None)
 
     def _merge_runs(self, runs: list[CellBatch]) -> None:
         if not runs:
@@ -177,43 +179,16 @@ class PackedTable:
         write.put(self._state_key, _STATE.pack(self._seq, max(self.merged_cells, 0), self.run_cells),
                   self._default_handle)
 
-    def _has_runs(self) -> bool:
-        it = self._runs.iter(_total_order())
-        it.seek_to_first()
-        return it.valid()
-
     # -- reading ---------------------------------------------------------------
 
     def scan_cells(self, prefixes: Sequence[bytes]) -> list[Cells]:
-        """The cells under each ``prefix_bytes``-long prefix. Reads, never writes."""
+        """The cells under each ``prefix_bytes``-long prefix (merges pending runs first)."""
         for prefix in prefixes:
             if len(prefix) != self.prefix_bytes:
                 raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
                                  f"prefixes, not {len(prefix)} bytes")
-        merged = self._merged.get(list(prefixes))
-        if not self.run_cells:
-            return [_EMPTY if record is None else Cells(record) for record in merged]
-        runs: dict[bytes, list] = {}  # first byte -> its runs, decoded, with qualifier offsets
-        out = []
-        for prefix, record in zip(prefixes, merged):
-            part = prefix[:RUN_KEY_PREFIX]
-            if part not in runs:
-                decoded = [CellBatch.decode(value) for value in
-                           self._runs.values(from_key=part, read_opt=self._same_prefix)]
-                runs[part] = [(run, np.concatenate(([0], np.cumsum(run.qlens)))) for run in decoded]
-            pid = int.from_bytes(prefix, "big")
-            pieces = [] if record is None else [CellBatch.from_records([pid], [record])]
-            for run, qoff in runs[part]:
-                lo, hi = np.searchsorted(run.pids, [pid, pid + 1]).tolist()
-                if hi > lo:
-                    pieces.append(run.select(lo, hi, qoff))
-            if len(pieces) > 1:
-                out.append(Cells(CellBatch.concat(pieces).sorted_unique(runs=True).pack()[1][0]))
-            elif pieces:
-                out.append(Cells(record) if record is not None else Cells(pieces[0].pack()[1][0]))
-            else:
-                out.append(_EMPTY)
-        return out
+        self.merge()
+        return [_EMPTY if record is None else Cells(record) for record in self._merged.get(list(prefixes))]
 
     def iterate_cells(self):
         """(prefix, Cells) of every prefix, in key order (merges pending runs first)."""
