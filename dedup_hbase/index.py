@@ -170,7 +170,8 @@ class Index:
         flags = len(self.scheme.flags)
         self.store.put_cells("index", self.scheme.key_table([latest[i].simhash for i in ids]),
                              [raw_id for raw_id in ids for _ in range(flags)])
-        self.store.put("docs", sorted((raw_id, _doc_value(d)) for raw_id, d in latest.items()))
+        self.store.put("docs", [(raw_id, _doc_value(d) if d.meta else d.simhash.to_bytes(8, "big"))
+                                for raw_id, d in latest.items()])
         return new
 
     def _index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
