@@ -6,7 +6,7 @@ class DedupError(Exception):
 
 
 class EmptyDocument(DedupError, ValueError):
-    """The text yields no features (empty, only punctuation or stop words)."""
+    """The text yields no features (empty, only punctuation, stop words or single characters)."""
 
 
 class IndexNotFound(DedupError):

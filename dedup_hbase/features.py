@@ -3,26 +3,32 @@
 Two featurizers, both starting from the same normalisation (Unicode NFKC, then case
 folding):
 
-* ``jieba``: words from a ``jieba.Tokenizer`` owned by the featurizer (never jieba's
-  module-level one), punctuation, white space, bare numbers and stop words dropped, weight =
-  term count x IDF from jieba's bundled table (unknown words get the table's median),
-  with the IDF fixed to thousandths so the weight is an exact integer.
+* ``jieba`` (version 2, the default): the text's body (``boilerplate.body_text``: site
+  navigation, time-stamp and counter lines, copyright and ad lines dropped, hard-wrapped
+  lines joined), segmented by a ``jieba.Tokenizer`` owned by the featurizer (never
+  jieba's module-level one) with the HMM off; words of two or more characters with a
+  letter or digit that are not stop words, words of an alphabet (English ...) as their
+  character 4-grams; weight = (1 + ln count) x IDF from jieba's bundled table (unknown
+  words get the table's median), in thousandths, an exact integer.
 * ``shingles``: overlapping character n-grams (default 4) of the letters and digits
   of the text, weight = count. No segmentation: fast, and language-agnostic.
 
 A featurizer's ``spec`` (name, version, parameters) is stored with an index; bump
-``VERSION`` whenever the output of ``features`` can change.
+``VERSION`` whenever the output of ``features`` can change. docs/quality.md has the
+measurements behind the choices of jieba version 2.
 """
 
 from __future__ import annotations
 
 import logging
-import re
+import math
 import unicodedata
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from .boilerplate import body_text
 
 _STOP_WORDS = frozenset(
     """的 了 和 是 在 也 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 她们 它们 这 那 之 其
@@ -52,50 +58,74 @@ def normalize(text: str) -> str:
 
 
 def _is_word(token: str) -> bool:
-    """Has a letter or digit, and is not a bare number (counters, dates, times, which
-    change between copies of the same text)."""
-    return any(ch.isalnum() for ch in token) and not token.isdecimal()
+    """Two characters or more, at least one a letter or digit, not a stop word. Numbers
+    are words: counters and time stamps are on lines of their own, which ``body_text``
+    drops, and inside the body numbers tell apart reports made from the same template."""
+    return len(token) >= 2 and token not in _STOP_WORDS and any(ch.isalnum() for ch in token)
 
 
-# ASCII runs that jieba and rjieba (its Rust port) segment alike: plain letters and
-# digits, a number with one decimal point and an optional %, a run of symbols alone,
-# a word with a trailing full stop. Anything else (s-300, e.g., 8.1zb, well-known)
-# they may split differently, so such documents take the reference path.
-_ASCII_RUN = re.compile(r"[a-z0-9+#&._%\-]+")
-_SAME_IN_BOTH = re.compile(r"[a-z0-9]+|[0-9]+(?:\.[0-9]+)?%?|[+#&._%\-]+|[a-z0-9]+\.")
-# Letters and digits outside jieba's Han range and ASCII (kana, hangul, Cyrillic, rarer
-# CJK ideographs ...): the two implementations were not compared on them.
-_UNCOMPARED = re.compile(r"[^\u4e00-\u9fd5a-z0-9\W_]")
+def _is_han(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
 
 
-def fast_path_safe(normalized: str) -> bool:
-    """True when rjieba is known to segment ``normalized`` exactly as jieba does."""
-    if _UNCOMPARED.search(normalized):
-        return False
-    return all(_SAME_IN_BOTH.fullmatch(run) for run in _ASCII_RUN.findall(normalized))
+def _is_letters(token: str) -> bool:
+    """Letters (and maybe digits) of an alphabet, not a Han character: Latin, Cyrillic,
+    kana, hangul ... jieba keeps ASCII words whole and cuts the others into letters."""
+    return any(ch.isalpha() for ch in token) and not any(_is_han(ch) for ch in token)
+
+
+def _join_letters(tokens: list[str]) -> list[str]:
+    """Single letters glued back to the run of letters before them (ж, ひ, 한 ...)."""
+    out: list[str] = []
+    for token in tokens:
+        if (len(token) == 1 and out and token.isalpha() and not _is_han(token)
+                and out[-1].isalpha() and _is_letters(out[-1])):
+            out[-1] += token
+        else:
+            out.append(token)
+    return out
+
+
+def _log_count(count: int) -> int:
+    """1000 x (1 + ln count), rounded. round(1000 ln c) is at least 1e-7 away from a
+    rounding boundary for every c <= 10^7, so every libm gives the same integer."""
+    return 1000 + round(1000 * math.log(count))
 
 
 class JiebaFeaturizer:
-    """jieba words weighted by TF-IDF. The dictionary loads on first use (about 1 s).
+    """jieba words of the text's body weighted by sublinear TF-IDF. The dictionary loads
+    on first use (about 1 s).
+
+    * Body: ``boilerplate.body_text`` of the normalised text.
+    * Terms: jieba's tokens with the HMM off, so a typo leaves dictionary words and single
+      characters rather than an invented word with the high IDF of an unknown word.
+      Tokens of one character, stop words and punctuation are dropped. Words with a Han
+      character, and numbers, are terms as they are; a word of another alphabet (English
+      ...) becomes its character 4-grams (padded with a space at each end, and marked by
+      a leading space, which no word has), so a typo changes a few of a word's terms, not
+      all of it.
+    * Weight: (1000 + round(1000 ln count)) x IDF // 1000, IDF from jieba's table in
+      thousandths (words it lacks: the median; a 4-gram: a quarter of the median).
+      Sublinear counts keep a few repeated topic words from making same-topic reports
+      look alike.
 
     jieba is the reference. When rjieba (jieba's Rust port, ~15x faster) is installed
-    and ``fast`` is true, documents that ``fast_path_safe`` accepts are segmented by
-    rjieba, the others by jieba: each document by one of them, never a mix, and the
-    features are the same either way (tests/test_fast_path.py checks every document of
-    the shared corpora). ``fast`` is not part of the spec: it changes speed, not output.
+    and ``fast`` is true, rjieba segments instead: without the HMM it cuts exactly as
+    jieba does (tests/test_fast_path.py checks every document of the shared corpora and
+    random text). ``fast`` is not part of the spec: it changes speed, not output.
     """
 
     name = "jieba"
-    VERSION = 1
+    VERSION = 2
+    GRAM = 4  # characters per n-gram of a word of an alphabet
 
-    def __init__(self, hmm: bool = True, fast: bool = True) -> None:
-        self.hmm = bool(hmm)
+    def __init__(self, fast: bool = True) -> None:
         self.fast = bool(fast)
-        self._weights: dict[str, int] = {}  # word -> its IDF, or 0 when it is not a feature
+        self._terms: dict[str, tuple[str, ...]] = {}  # token -> its terms (none if not a feature)
 
     @property
     def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.VERSION, "params": {"hmm": self.hmm}}
+        return {"name": self.name, "version": self.VERSION, "params": {}}
 
     @cached_property
     def _tokenizer(self):
@@ -109,7 +139,7 @@ class JiebaFeaturizer:
     @cached_property
     def _fast_tokenizer(self):
         """An rjieba.Jieba instance of our own, or None when rjieba is absent."""
-        if not (self.fast and self.hmm):
+        if not self.fast:
             return None
         try:
             import rjieba
@@ -132,29 +162,36 @@ class JiebaFeaturizer:
         return idf, median
 
     def words(self, text: str) -> list[str]:
-        """The words of normalised ``text``, as jieba segments them."""
+        """The tokens of ``text`` (normalised), as jieba cuts them with the HMM off."""
         fast = self._fast_tokenizer
-        if fast is not None and fast_path_safe(text):
-            return fast.cut(text, True)
-        return list(self._tokenizer.cut(text, HMM=self.hmm))
+        if fast is not None:
+            return fast.cut(text, False)
+        return list(self._tokenizer.cut(text, HMM=False))
 
     def features(self, text: str) -> dict[str, int]:
-        weights = self._weights
-        out = {}
-        for word, count in Counter(self.words(normalize(text))).items():
-            weight = weights.get(word)
-            if weight is None:
-                weight = self._weight(word)
-            if weight:
-                out[word] = count * weight
-        return out
-
-    def _weight(self, word: str) -> int:
+        cache, terms = self._terms, []
+        for token in _join_letters(self.words(body_text(normalize(text)))):
+            found = cache.get(token)
+            if found is None:
+                found = self._terms_of(token)
+            terms.extend(found)
         idf, median = self._idf
-        weight = idf.get(word, median) if word not in _STOP_WORDS and _is_word(word) else 0
-        if len(self._weights) < _CACHE_LIMIT:
-            self._weights[word] = weight
-        return weight
+        gram = median // self.GRAM
+        return {term: _log_count(count) * (gram if term[0] == " " else idf.get(term, median)) // 1000
+                for term, count in Counter(terms).items()}
+
+    def _terms_of(self, token: str) -> tuple[str, ...]:
+        if not _is_word(token):
+            terms: tuple[str, ...] = ()
+        elif _is_letters(token):
+            padded, n = f" {token} ", self.GRAM
+            terms = tuple(" " + padded[i:i + n] for i in range(len(padded) - n + 1))
+        else:
+            terms = (token,)
+        if len(self._terms) >= _CACHE_LIMIT:
+            self._terms.clear()
+        self._terms[token] = terms
+        return terms
 
 
 class ShingleFeaturizer:
@@ -182,27 +219,32 @@ class ShingleFeaturizer:
 FEATURIZERS = {cls.name: cls for cls in (JiebaFeaturizer, ShingleFeaturizer)}
 
 
-def make_featurizer(name: str = "jieba", **params: Any):
-    """A featurizer by name (``jieba`` or ``shingles``) with its parameters."""
+def _featurizer_class(name: str):
     try:
-        cls = FEATURIZERS[name]
+        return FEATURIZERS[name]
     except KeyError:
         raise ValueError(
             f"unknown featurizer {name!r}: choose one of {', '.join(FEATURIZERS)}") from None
-    return cls(**params)
+
+
+def make_featurizer(name: str = "jieba", **params: Any):
+    """A featurizer by name (``jieba`` or ``shingles``) with its parameters."""
+    return _featurizer_class(name)(**params)
 
 
 def featurizer_from_spec(spec: dict[str, Any]):
-    """Rebuild the featurizer an index was made with; refuse another version."""
-    featurizer = make_featurizer(spec["name"], **spec.get("params", {}))
-    if spec.get("version") != featurizer.VERSION:
+    """Rebuild the featurizer an index was made with; refuse another version (checked
+    first: another version may have other parameters)."""
+    cls = _featurizer_class(spec["name"])
+    if spec.get("version") != cls.VERSION:
         from .errors import IndexMismatch
 
         raise IndexMismatch(
             f"the index was built with featurizer {spec['name']} version {spec.get('version')}, "
-            f"this dedup-hbase has version {featurizer.VERSION}: fingerprints from different "
-            "featurizer versions are not comparable; build a new index")
-    return featurizer
+            f"this dedup-hbase has version {cls.VERSION}: fingerprints from different "
+            "featurizer versions are not comparable; create a new index (dedup-hbase init "
+            "--store NEW) and load the documents into it again")
+    return cls(**spec.get("params", {}))
 
 
 def _quiet_jieba() -> None:

@@ -100,5 +100,5 @@ class Fingerprinter:
         if not weighted:
             raise EmptyDocument(
                 "empty text" if not text.strip()
-                else "no features (only punctuation, white space or stop words)")
+                else "no features (only punctuation, white space, stop words or single characters)")
         return self.hasher.simhash(weighted)

@@ -287,5 +287,7 @@ class Index:
 
 
 def _describe(spec: Mapping[str, Any]) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in spec.get("params", {}).items())
-    return f"{spec['name']} v{spec.get('version')} ({params}; seed {spec.get('seed', 0)})"
+    """``jieba v2 (seed 0)``, ``shingles v1 (n=4; seed 0)``: a featurizer spec for people."""
+    params = [f"{k}={v}" for k, v in spec.get("params", {}).items()]
+    params.append(f"seed {spec.get('seed', 0)}")
+    return f"{spec['name']} v{spec.get('version')} ({'; '.join(params)})"

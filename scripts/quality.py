@@ -39,10 +39,8 @@ import random
 import re
 import sys
 import time
-import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +48,8 @@ import numpy as np
 from dedup_hbase import Document, Fingerprinter, Index, Scheme, make_featurizer, open_store
 from dedup_hbase.errors import EmptyDocument
 from dedup_hbase.fingerprint import Hasher
-from dedup_hbase.features import _STOP_WORDS as V1_STOP_WORDS
+from dedup_hbase.boilerplate import _CJK, _join_lines, body_text, boilerplate_reason, logical_lines
+from dedup_hbase.features import _STOP_WORDS, _is_letters, _join_letters, normalize
 
 FP_JACCARD = 0.3          # below this 4-gram Jaccard a match is "clearly another document"
 FP_BUDGET = 0.005         # false positives per lookup allowed when picking the best k
@@ -388,241 +387,35 @@ KIND_DOC = {
 
 
 # =====================================================================================
-# 2. Candidate featurizers (prototypes for dedup-hbase featurizer version 2).
-#    General rules only: nothing here knows the strings of section 1.
+# 2. Candidate featurizers: dedup-hbase's jieba version 2 (dedup_hbase.features, its
+#    boilerplate rules in dedup_hbase.boilerplate) with one choice changed at a time,
+#    and version 1 re-implemented. General rules only: nothing in dedup_hbase knows
+#    the strings of section 1.
 # =====================================================================================
-
-def normalize(text: str) -> str:
-    """NFKC (full-width -> ASCII, compatibility forms) and case folding, as dedup-hbase v1."""
-    return unicodedata.normalize("NFKC", text).casefold()
-
-
-_CJK = r"\u3400-\u9fff\uf900-\ufaff"
-_RE_LEGAL = re.compile(
-    r"©|\(c\)\s*\d{4}|copyright|all rights reserved|rights reserved|trademarks?\b|版权所有|版权归|版权声明|"
-    r"^(免责|特别|版权)?声明[:：]|免责|disclaimer|"
-    r"未经[^，。,]{0,6}(授权|许可)|(禁止|谢绝|请勿)[^，。,]{0,4}转载|转载请|如有侵权|侵权[^，。,]{0,4}删除|"
-    r"icp[备证]|公网安备|备案号|举报(电话|邮箱|中心)|terms of (use|service)|privacy (policy|notice)|cookie (settings|policy|preferences)")
-_RE_URL = re.compile(r"https?://\S+|www\.\S+|\b[\w.-]+\.(com|cn|net|org|io|app|wiki|info|gov|edu)(/\S*)?\b|\S+@\S+\.\w+")
-_RE_DATE = re.compile(
-    r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}|\d{1,2}[-/]\d{1,2}[-/]\d{4}|\d{1,2}:\d{2}|"
-    r"\d+\s*(秒|分钟|小时|天|周|个月)前|昨天|前天|\d+\s*(seconds?|minutes?|hours?|days?|weeks?)\s+ago|"
-    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}|"
-    r"\b\d{1,2}\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{4}")
-_COUNT_WORDS = (r"阅读|浏览|点击|评论|回复|点赞|赞|收藏|分享|转发|播放|人已读|人看过|views?|reads?|comments?|"
-                r"replies|likes?|upvotes?|shares?|votes?|clicks?|plays?|followers?")
-_RE_COUNTER = re.compile(
-    rf"(\d[\d,.]*\s*[万千kmw]?\s*(人|条|次)?\s*({_COUNT_WORDS})(?!\w))|(({_COUNT_WORDS})量?\s*[:：(（]?\s*\d)|read \d[\d,.]* times")
-_RE_META_KEY = re.compile(
-    r"((^|\s|[(（\[【])(来源|出处|作者|编辑|责任编辑|记者|通讯员|审核|校对|发布时间|发布日期|更新时间|时间|日期|"
-    r"source|author|editor|posted|published|updated)\s*[:：])|发布于|(^|\s)(posted|published|updated|(edited|written) by)\s")
-_RE_CTA = re.compile(
-    r"扫码|扫描|二维码|公众号|关注我们|关注|订阅|点击|下载|\bapp\b|注册|领取|抢购|购买|优惠|特惠|折扣|\d折|红包|"
-    r"立减|立即|限时|热线|客服|微信|vx|广告|推广|赞助|推荐阅读|相关阅读|延伸阅读|"
-    r"subscribe|newsletter|sign up|click|download|advert|sponsor|promo|coupon|discount|% off|free trial|"
-    r"shop now|buy now|call \d|order now|learn more|share( this)?\s*:|follow us")
-_RE_PHONE = re.compile(r"\b(400|800)[- ]?\d{3}[- ]?\d{4}\b|1-800-\d{3}-\d{4}|\b1[3-9]\d{9}\b|\d{3,4}-\d{7,8}")
-_RE_BREADCRUMB = re.compile(r"(当前位置|您的位置|你的位置|所在位置|位置|you are here|breadcrumbs?)\s*[:：]|"
-                            r"(首页|主页|home)\s*(>+|»|›|/|-|→)")
-_RE_PROMO_LABEL = re.compile(
-    r"[(（\[【]?(广告|推广|赞助|推荐阅读|相关阅读|延伸阅读|相关新闻|相关推荐|热门推荐|猜你喜欢|sponsored|advertisement|"
-    r"promoted|ad|related( articles| posts| stories)?|read more|recommended( for you)?|you may also like)\s*[)）\]】]?\s*[:：|｜]")
-# separators of menu items: unambiguous ones anywhere; '/', '·', '>', '-', dashes only between
-# spaces (or, for '>', '-', '_', between CJK characters), so paths, names (夏巴兹·谢里夫),
-# arrows and identifiers are not taken for menus
-_RE_SEP = re.compile(rf"\s*(\|+|｜|»|›|•|\s[/·>»\-—–]+\s|(?<=[{_CJK}])[>\-_](?=[{_CJK}]))\s*|\s{{2,}}")
-_SENT_END = re.compile(r"[。！？!?；;]|\.(\s|$)")
-
-
-def boilerplate_reason(line: str) -> str | None:
-    """Why a (normalised, stripped) line looks like site boilerplate rather than text, or
-    None. Rules about the line only: its length, digits, separators, URLs and a few
-    general marker words (copyright, counters, calls to action)."""
-    n = len(line)
-    if n == 0:
-        return "empty"
-    alnum = sum(ch.isalnum() for ch in line)
-    if alnum == 0:
-        return "symbols"
-    digits = sum(ch.isdigit() for ch in line)
-    cjk = len(re.findall(f"[{_CJK}]", line))
-    short = n <= (60 if cjk > n / 3 else 120)
-
-    # copyright, licences, disclaimers: a short line with one marker, a longer one with two
-    legal = len({m.group(0) for m in _RE_LEGAL.finditer(line)})
-    labelled = re.match(r"[(（\[【]?(免责声明|版权声明|声明|disclaimer|copyright|legal notice)\s*([:：)）\]】]|$)", line)
-    if (legal and short) or ((legal >= 2 or labelled) and n <= 300):
-        return "legal"
-    # mostly URLs / e-mail addresses
-    urls = sum(len(m.group(0)) for m in _RE_URL.finditer(line))
-    if urls and (urls >= 0.3 * n or short):
-        return "url"
-    # navigation bars, breadcrumbs, share bars: several short items between separators,
-    # maybe after a short label ("位置：", "share:")
-    menu = re.sub(r"^[^:：\s]{1,8}\s*[:：]\s*", "", line) or line
-    items = [s for s in _RE_SEP.split(menu) if s and s.strip() and not _RE_SEP.fullmatch(s)]
-    seps = len(_RE_SEP.findall(menu))
-    if seps >= 2 and len(items) >= 3 and n <= 150 and not _SENT_END.search(line):
-        mean = sum(len(s) for s in items) / len(items)
-        longest = max(len(s) for s in items)
-        if (mean <= 6 and longest <= 10) if cjk > n / 3 else (mean <= 16 and longest <= 30):
-            return "nav"
-    # a labelled breadcrumb ("当前位置：", "you are here:")
-    if n <= 60 and _RE_BREADCRUMB.match(line):
-        return "nav"
-    # a CJK line of several very short space-separated items (a menu without separators)
-    if (cjk > len(menu) / 3 and len(menu.split()) >= (3 if menu != line else 4) and max(len(w) for w in menu.split()) <= 5
-            and not _SENT_END.search(line)):
-        return "nav"
-    # time stamps, counters and by-lines
-    if short:
-        dates = len(_RE_DATE.findall(line))
-        counters = len(_RE_COUNTER.findall(line))
-        keys = len(_RE_META_KEY.findall(line))
-        if counters or (dates and (keys or (n <= 50 and not _SENT_END.search(line)))) or (keys and n <= 40 and not _SENT_END.search(line)):
-            return "meta"
-        if digits >= 0.3 * alnum and not _SENT_END.search(line):
-            return "digits"
-    # advertising and calls to action: marker words in a short line, or an ad-like signal
-    if n <= 80:
-        cta = len({m.group(0) for m in _RE_CTA.finditer(line)})
-        loud = bool(_RE_PHONE.search(line) or _RE_URL.search(line) or re.search(r"[!>]|^[【\[]", line))
-        if cta >= 2 or (cta and loud) or _RE_PROMO_LABEL.match(line):
-            return "ad"
-    return None
-
-
-def _join_lines(lines: list[str]) -> str:
-    """Join kept lines: no separator between two CJK characters (undoes hard wrapping of
-    Chinese text), a space otherwise."""
-    out = []
-    for line in lines:
-        if out and not (re.match(f"[{_CJK}]", line[:1]) and re.match(f"[{_CJK}]", out[-1][-1:])):
-            out.append(" ")
-        out.append(line)
-    return "".join(out)
-
-
-def _is_wrapped(lines: list[str]) -> bool:
-    """Lines of one block that look like a hard-wrapped paragraph: at least 3 lines, the
-    lines before the last of about the same width (at most 100 characters), and most of
-    them ending inside a sentence."""
-    if len(lines) < 3:
-        return False
-    widths = [len(line) for line in lines[:-1]]
-    wide = max(widths)
-    return (wide <= 100 and sum(w >= 0.7 * wide for w in widths) >= 0.8 * len(widths)
-            and sum(not _SENT_END.search(line[-1:] + " ") for line in lines[:-1]) >= 0.75 * len(widths))
-
-
-def logical_lines(text: str) -> list[str]:
-    """The lines of a normalised text, with hard-wrapped paragraphs (blocks between blank
-    lines) joined into one line each, so the rules judge a paragraph, not a fragment."""
-    out = []
-    for block in re.split(r"\n\s*\n", text):
-        lines = [line.strip() for line in block.splitlines() if line.strip()]
-        if len(lines) >= 2 and _is_wrapped(lines):
-            out.append(_join_lines(lines))
-        else:
-            out.extend(lines)
-    return out
-
-
-def body_text(text: str, drop_boilerplate: bool = True, join: bool = True) -> str:
-    """Normalised text without the lines that look like boilerplate (all lines if every
-    line does), wrapped lines joined."""
-    lines = logical_lines(normalize(text))
-    if drop_boilerplate:
-        kept = [line for line in lines if boilerplate_reason(line) is None]
-        lines = kept or lines
-    return _join_lines(lines) if join else "\n".join(lines)
-
-
-_STOP_WORDS = V1_STOP_WORDS  # the v1 list, shared, not copied
-
-
-class JiebaFeaturizerV2:
-    """Featurizer version 2 (the proposal; port this class and the functions above it,
-    from ``normalize`` on). jieba words of the text's body, weighted (1 + ln count) x IDF.
-
-    1. Normalise: NFKC + case folding (as v1).
-    2. Body: hard-wrapped paragraphs joined, lines that look like site boilerplate dropped
-       (``boilerplate_reason``: copyright/disclaimer, URL, navigation/breadcrumb/share bar,
-       time-stamp/counter/by-line, digit-heavy, ad/call-to-action lines; general rules,
-       no site-specific strings); all lines kept if every line looks like boilerplate;
-       lines joined (no space between two CJK characters).
-    3. Words: ``jieba.Tokenizer`` of its own, HMM off (no invented words, so a typo leaves
-       single characters instead of a new "word"); drop tokens of one character, stop
-       words, and tokens without a letter or digit (numbers are kept: inside the body
-       they are content, and they tell apart same-topic reports).
-    4. Weight: sublinear TF x IDF = (1000 + round(1000 ln count)) * IDF_milli // 1000, IDF
-       from jieba's table in thousandths (unknown words: the table's median). An integer;
-       round(1000 ln c) is at least 1e-7 from a rounding boundary for every c <= 10^7, so
-       every libm gives the same value.
-    """
-
-    name = "jieba"
-    VERSION = 2
-
-    @property
-    def spec(self) -> dict:
-        return {"name": self.name, "version": self.VERSION, "params": {}}
-
-    @cached_property
-    def _tokenizer(self):
-        import jieba
-
-        tokenizer = jieba.Tokenizer()
-        tokenizer.initialize()
-        return tokenizer
-
-    @cached_property
-    def _idf(self) -> tuple[dict[str, int], int]:
-        import jieba.analyse
-
-        idf: dict[str, int] = {}
-        for line in Path(jieba.analyse.__file__).with_name("idf.txt").read_text("utf-8").splitlines():
-            word, _, value = line.strip().partition(" ")
-            if value:
-                idf[word] = round(float(value) * 1000)
-        return idf, sorted(idf.values())[len(idf) // 2]
-
-    def _body(self, text: str) -> str:
-        return body_text(text)
-
-    def _cut(self, body: str) -> list[str]:
-        return list(self._tokenizer.cut(body, HMM=False))
-
-    def features(self, text: str) -> dict[str, int]:
-        counts = Counter(token for token in self._cut(self._body(text))
-                         if len(token) >= 2 and token not in _STOP_WORDS and any(ch.isalnum() for ch in token))
-        idf, median = self._idf
-        return {word: (1000 + round(1000 * math.log(count))) * idf.get(word, median) // 1000
-                for word, count in counts.items()}
-
-
-# ------------------------------------------------------------------- end of the port
 
 @dataclass(frozen=True)
 class Config:
-    """One candidate featurizer. Defaults = dedup-hbase v1 (jieba TF-IDF)."""
+    """One candidate featurizer. Defaults = dedup-hbase's jieba version 1 (TF-IDF)."""
 
     drop_boilerplate: bool = False
     join: bool = False
+    headings: bool = False      # also drop short leading lines that are not sentences (site names, titles)
     hmm: bool = True
     min_len: int = 1            # drop tokens shorter than this (characters)
     numbers: str = "bare"       # "bare": drop decimal tokens (v1); "all": drop every token without a letter;
                                 # "keep": keep numbers (only tokens without a letter or digit dropped)
-    weight: str = "tfidf"       # tfidf | logtf (1+ln tf)*idf | idf (binary tf) | tf
+    letters: int = 0            # n > 0: words of an alphabet (no Han character) -> character n-grams (weight IDF / 4)
+    weight: str = "tfidf"       # tfidf | logtf (1+ln tf)*idf | sqrt | idf (binary tf) | tf
     unknown: str = "median"     # IDF of words not in jieba's table: median (v1) | low (the 10th percentile)
     top: int = 0                # keep only the top-N features by weight (0: all)
     stop_words: bool = True
     bigrams: bool = False       # also pairs of consecutive kept words (weight: mean IDF of the two)
     idf_power: float = 1.0      # IDF ** power (0.5: flatter)
+    lead: float = 0.0           # weight x (1 + lead x (1 - position of first occurrence / terms))
 
 
 class CandidateFeaturizer:
-    """text -> {word: integer weight} per a Config; owns its jieba.Tokenizer."""
+    """text -> {term: integer weight} per a Config."""
 
     def __init__(self, config: Config, shared: Shared):
         self.config = config
@@ -631,12 +424,14 @@ class CandidateFeaturizer:
     def features(self, text: str) -> dict[str, int]:
         c = self.config
         if c.drop_boilerplate and c.join:
-            body = self.shared.body(text)
+            body = self.shared.body(text, c.headings)
         elif c.drop_boilerplate or c.join:
-            body = body_text(text, c.drop_boilerplate, c.join)
+            body = body_text(normalize(text), c.drop_boilerplate, c.join)
         else:
             body = normalize(text)
         tokens = self.shared.tokens(body, c.hmm)
+        if c.letters:
+            tokens = _join_letters(tokens)
         keep = []
         for t in tokens:
             if len(t) < c.min_len or (c.stop_words and t in _STOP_WORDS):
@@ -649,11 +444,20 @@ class CandidateFeaturizer:
                     continue
             elif not any(ch.isalpha() for ch in t):
                 continue
-            keep.append(t)
+            if c.letters and _is_letters(t):
+                padded = f" {t} "
+                keep.extend(" " + padded[i:i + c.letters] for i in range(max(1, len(padded) - c.letters + 1)))
+            else:
+                keep.append(t)
         idf, median, low = self.shared.idf
         default = median if c.unknown == "median" else low
         counts = Counter(keep)
-        base = {w: idf.get(w, default) for w in counts}
+        base = {w: (default // 4 if w[0] == " " else idf.get(w, default)) for w in counts}
+        if c.lead:
+            first = {}
+            for i, w in enumerate(keep):
+                first.setdefault(w, i)
+            base = {w: round(b * (1 + c.lead * (1 - first[w] / len(keep)))) for w, b in base.items()}
         if c.bigrams:
             pairs = Counter(a + "\u00a0" + b for a, b in itertools.pairwise(keep))
             for p, tf in pairs.items():
@@ -680,6 +484,12 @@ class CandidateFeaturizer:
         return out
 
 
+def _is_heading(line: str) -> bool:
+    """A short line that is not a sentence (for the rejected ``headings`` rule)."""
+    cjk = sum(ch >= "\u3400" for ch in line)
+    return len(line) <= (40 if cjk > len(line) / 3 else 80) and not re.search(r"[。！？!?；;]|\.(\s|$)", line)
+
+
 class ShingleCandidate:
     """Character n-grams of the letters and digits of the (optionally cleaned) text."""
 
@@ -693,20 +503,6 @@ class ShingleCandidate:
         if 0 < len(chars) < self.n:
             return {chars: 1}
         return dict(Counter(chars[i:i + self.n] for i in range(len(chars) - self.n + 1)))
-
-
-class HarnessV2(JiebaFeaturizerV2):
-    """JiebaFeaturizerV2 exactly, with the body and the segmentation shared with the other
-    candidates of the run (same results, computed once per text)."""
-
-    def __init__(self, shared: Shared):
-        self.shared = shared
-
-    def _body(self, text: str) -> str:
-        return self.shared.body(text)
-
-    def _cut(self, body: str) -> list[str]:
-        return self.shared.tokens(body, False)
 
 
 class Shared:
@@ -732,39 +528,59 @@ class Shared:
         self.idf = (idf, values[len(values) // 2], values[len(values) // 10])
         self._cache: dict[tuple[str, bool], list[str]] = {}
         self._bodies: dict[str, str] = {}
+        try:  # without the HMM rjieba cuts exactly as jieba (tests/test_fast_path.py), ~15x faster
+            import rjieba
 
-    def body(self, text: str) -> str:
-        if text not in self._bodies:
-            if len(self._bodies) > 4:
+            self.fast = rjieba.Jieba()
+        except ImportError:
+            self.fast = None
+
+    def body(self, text: str, headings: bool = False) -> str:
+        key = (text, headings)
+        if key not in self._bodies:
+            if len(self._bodies) > 8:
                 self._bodies.clear()
-            self._bodies[text] = body_text(text)
-        return self._bodies[text]
+            if headings:
+                lines = body_text(normalize(text), join=False).split("\n")
+                while len(lines) > 1 and _is_heading(lines[0]):
+                    del lines[0]
+                self._bodies[key] = _join_lines(lines)
+            else:
+                self._bodies[key] = body_text(normalize(text))
+        return self._bodies[key]
 
     def tokens(self, text: str, hmm: bool) -> list[str]:
         key = (text, hmm)
         if key not in self._cache:
             if len(self._cache) > 16:
                 self._cache.clear()
-            self._cache[key] = list(self.tokenizer.cut(text, HMM=hmm))
+            if self.fast is not None and not hmm:
+                self._cache[key] = self.fast.cut(text, False)
+            else:
+                self._cache[key] = list(self.tokenizer.cut(text, HMM=hmm))
         return self._cache[key]
 
 
 # The candidates: the path from v1 to the proposed v2, one change at a time, then v2 with
 # one of its choices undone or changed. "all" runs every one; "default" the reported set.
 BASE = Config()
-V2 = Config(drop_boilerplate=True, join=True, hmm=False, min_len=2, numbers="keep", weight="logtf")
+PROPOSAL = Config(drop_boilerplate=True, join=True, hmm=False, min_len=2, numbers="keep", weight="logtf")
+V2 = replace(PROPOSAL, letters=4)
 CANDIDATES: dict[str, Config] = {
-    "v1(repro)": BASE,
+    "v1": BASE,
     "v1+rules": replace(BASE, drop_boilerplate=True, join=True),
     "v1+rules+nohmm": replace(BASE, drop_boilerplate=True, join=True, hmm=False),
     "v1+rules+nohmm+min2": replace(BASE, drop_boilerplate=True, join=True, hmm=False, min_len=2),
-    "v1+rules+nohmm+min2+num": replace(V2, weight="tfidf"),
-    "v2(config)": V2,
+    "v1+rules+nohmm+min2+num": replace(PROPOSAL, weight="tfidf"),
+    "v1+rules+nohmm+min2+num+logtf": PROPOSAL,
+    "v2": V2,
     # ablations / alternatives of v2
     "v2:no-rules": replace(V2, drop_boilerplate=False, join=False),
+    "v2:+headings": replace(V2, headings=True),
     "v2:hmm": replace(V2, hmm=True),
     "v2:min1": replace(V2, min_len=1),
     "v2:drop-numbers": replace(V2, numbers="all"),
+    "v2:letter-3grams": replace(V2, letters=3),
     "v2:tf-idf": replace(V2, weight="tfidf"),
     "v2:sqrt-tf": replace(V2, weight="sqrt"),
     "v2:idf-only": replace(V2, weight="idf"),
@@ -775,49 +591,60 @@ CANDIDATES: dict[str, Config] = {
     "v2:top128": replace(V2, top=128),
     "v2:no-stopwords": replace(V2, stop_words=False),
     "v2:+bigrams": replace(V2, bigrams=True),
+    "v2:lead0.5": replace(V2, lead=0.5),
+    "v2:lead1": replace(V2, lead=1.0),
 }
 SHINGLE_CANDIDATES = {
     "shingles4+rules": {"n": 4},
     "shingles3+rules": {"n": 3},
 }
 BASELINES = ["dedup-hbase:jieba", "dedup-hbase:shingles4", "simhash-pkg:default", "simhash-pkg:jieba-words"]
-DEFAULT_METHODS = BASELINES + ["v1+rules", "v1+rules+nohmm", "v1+rules+nohmm+min2", "v1+rules+nohmm+min2+num", "v2",
-                               "v2:drop-numbers", "v2:sqrt-tf", "v2:idf-only", "v2:tf-only", "v2:top64",
-                               "v2:+bigrams", "shingles4+rules", "shingles3+rules"]
-ALL_METHODS = BASELINES + ["v2", "v2(standalone)"] + list(CANDIDATES) + list(SHINGLE_CANDIDATES)
+DEFAULT_METHODS = BASELINES + ["v1", "v1+rules", "v1+rules+nohmm", "v1+rules+nohmm+min2", "v1+rules+nohmm+min2+num",
+                               "v1+rules+nohmm+min2+num+logtf", "v2", "v2:letter-3grams", "v2:+headings", "v2:lead0.5",
+                               "v2:drop-numbers", "v2:sqrt-tf", "v2:idf-only", "v2:tf-only", "v2:top64", "v2:+bigrams",
+                               "shingles4+rules", "shingles3+rules"]
+ALL_METHODS = BASELINES + list(CANDIDATES) + list(SHINGLE_CANDIDATES)
 
 METHOD_DOC = {
-    "dedup-hbase:jieba": "dedup-hbase as shipped: `Fingerprinter(make_featurizer(\"jieba\"))` (v1: NFKC+casefold, jieba "
-                         "words with HMM, stop words/punctuation/bare integers dropped, count x IDF, unknown words = median IDF)",
+    "dedup-hbase:jieba": "dedup-hbase as shipped: `Fingerprinter(make_featurizer(\"jieba\"))`, jieba version 2 (body "
+                         "without boilerplate lines, jieba words with HMM off, 2+ characters, numbers kept, words of an alphabet as "
+                         "character 4-grams, stop words and "
+                         "punctuation dropped, (1 + ln count) x IDF, unknown words = median IDF)",
     "dedup-hbase:shingles4": "dedup-hbase as shipped: `make_featurizer(\"shingles\", n=4)` (character 4-grams of letters "
                              "and digits, weight = count)",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` characters "
                            "joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of the "
                                "raw text, punctuation included, as it is commonly done; each occurrence weight 1",
-    "v1(repro)": "v1 re-implemented here (checked equal to dedup-hbase:jieba)",
+    "v1": "dedup-hbase's jieba version 1, the previous default, re-implemented here (NFKC+casefold, jieba words with "
+          "HMM, stop words/punctuation/bare integers dropped, count x IDF, unknown words = median IDF)",
     "v1+rules": "v1 + boilerplate lines dropped by the general rules + hard-wrapped lines joined",
     "v1+rules+nohmm": "... + jieba HMM off (no invented words: typo fragments stay single characters)",
     "v1+rules+nohmm+min2": "... + single-character tokens dropped",
     "v1+rules+nohmm+min2+num": "... + numbers kept as features (only tokens without a letter or digit dropped); "
                                "weight still count x IDF",
-    "v2": "**proposed v2** (`JiebaFeaturizerV2`): ... + sublinear weight (1 + ln count) x IDF",
-    "v2(standalone)": "JiebaFeaturizerV2 with its own tokenizer, no shared caches (checked equal to v2)",
-    "v2(config)": "v2 through the Config machinery of the ablations (checked equal to v2)",
+    "v1+rules+nohmm+min2+num+logtf": "... + sublinear weight (1 + ln count) x IDF (the v2 proposed before this run)",
+    "v2": "... + words of an alphabet (no Han character: English, Cyrillic, kana, hangul) as character 4-grams "
+          "padded with spaces, weight median IDF / 4 = **jieba version 2**, through the Config machinery of the "
+          "ablations (checked equal to dedup-hbase:jieba)",
     "v2:no-rules": "v2 without the boilerplate rules",
+    "v2:+headings": "v2 also dropping short leading lines that are not sentences (site names, titles on top)",
     "v2:hmm": "v2 with jieba HMM on",
     "v2:min1": "v2 keeping single-character tokens",
     "v2:drop-numbers": "v2 dropping every token without a letter (numbers, dates, times)",
-    "v2:tf-idf": "v2 with count x IDF (= v1+rules+nohmm+min2+num)",
+    "v2:letter-3grams": "v2 with character 3-grams instead of 4-grams for words of an alphabet",
+    "v2:tf-idf": "v2 with count x IDF",
     "v2:sqrt-tf": "v2 with sqrt(count) x IDF",
     "v2:idf-only": "v2 with IDF only (binary count)",
     "v2:tf-only": "v2 with count only (no IDF)",
     "v2:sqrt-tf-sqrt-idf": "v2 with sqrt(count) x sqrt(IDF)",
     "v2:unknown-low": "v2 with unknown words at the 10th-percentile IDF instead of the median",
-    "v2:top64": "v2 keeping the 64 heaviest words",
-    "v2:top128": "v2 keeping the 128 heaviest words",
+    "v2:top64": "v2 keeping the 64 heaviest terms",
+    "v2:top128": "v2 keeping the 128 heaviest terms",
     "v2:no-stopwords": "v2 without the stop-word list",
-    "v2:+bigrams": "v2 plus pairs of consecutive words (weight: mean IDF of the two)",
+    "v2:+bigrams": "v2 plus pairs of consecutive terms (weight: mean IDF of the two)",
+    "v2:lead0.5": "v2 with terms weighted by position: x (1 + 0.5 x (1 - first occurrence / terms)), the lead 1.5x",
+    "v2:lead1": "v2 with terms weighted by position, the lead 2x",
     "shingles4+rules": "character 4-grams (count) of the text after the same boilerplate rules",
     "shingles3+rules": "character 3-grams (count) of the text after the same boilerplate rules",
 }
@@ -850,10 +677,6 @@ def _worker_init(methods: list[str]) -> None:
             fns[m] = lambda text: Simhash(text).value
         elif m == "simhash-pkg:jieba-words":
             fns[m] = lambda text, s=shared: Simhash([w for w in s.tokens(text, True) if w.strip()]).value
-        elif m == "v2":
-            fns[m] = _hashed(HarnessV2(shared), hasher)
-        elif m == "v2(standalone)":
-            fns[m] = _hashed(JiebaFeaturizerV2(), hasher)
         elif m in CANDIDATES:
             fns[m] = _hashed(CandidateFeaturizer(CANDIDATES[m], shared), hasher)
         elif m in SHINGLE_CANDIDATES:
@@ -1229,7 +1052,7 @@ def main() -> None:
     var_fps, var_valid = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
     t_fp = time.time() - t0
     print(f"  fingerprints in {t_fp:.0f} s", file=sys.stderr)
-    for x, y in [("v1(repro)", "dedup-hbase:jieba"), ("v2(standalone)", "v2"), ("v2(config)", "v2")]:
+    for x, y in [("v2", "dedup-hbase:jieba")]:
         if x in methods and y in methods:
             a, b = methods.index(x), methods.index(y)
             same = ((doc_fps[:, a] == doc_fps[:, b]).mean() + (var_fps[:, a] == var_fps[:, b]).mean()) / 2
@@ -1253,7 +1076,7 @@ def main() -> None:
         scheme, n = verify_index(methods.index(name), doc_fps, doc_valid, var_fps, var_valid, int(k), 500, args.seed)
         print(f"  --verify-index: dedup-hbase Index ({scheme}, k={k}) = brute force on {n} lookups", file=sys.stderr)
 
-    main_methods = [m for m in ["dedup-hbase:jieba", "v2", "shingles3+rules", "dedup-hbase:shingles4",
+    main_methods = [m for m in ["dedup-hbase:jieba", "v1", "shingles3+rules", "dedup-hbase:shingles4",
                                 "simhash-pkg:default", "simhash-pkg:jieba-words"] if m in methods] or methods[:4]
     total = time.time() - t_start
     header = (f"Data {args.data}: {len(doc_texts):,} documents indexed ({n_orig:,} originals + {len(others):,} "

@@ -172,13 +172,31 @@ def test_clear_errors_without_traceback(tmp_path, args, message):
 def test_featurizer_mismatch_and_bad_input_errors(tmp_path, loaded):
     result = run("fingerprint", "some text", "--featurizer", "shingles", "--store", loaded)
     assert result.returncode == 1
-    assert "was built with featurizer jieba v1 (hmm=True; seed 0), not shingles v1 (n=4; seed 0)" in result.stderr
+    assert "was built with featurizer jieba v2 (seed 0), not shingles v1 (n=4; seed 0)" in result.stderr
     result = run("load", str(tmp_path / "missing.jsonl"), "--store", loaded)
     assert (result.returncode, result.stderr.strip()) == (1, f"error: no such file or folder: {tmp_path / 'missing.jsonl'}")
     result = run("query", "--simhash", "xyz", "--store", loaded)
     assert (result.returncode, result.stderr.strip()) == (1, "error: a simhash is 16 hex digits, not 'xyz'")
     result = run("init", "--store", loaded)
     assert result.returncode == 1 and "already holds an index" in result.stderr
+
+
+def test_index_of_jieba_version_1_is_refused_with_what_to_do(loaded):
+    from dedup_hbase.stores import open_store
+
+    store = open_store(loaded)
+    (raw,) = store.get("meta", [b"config"])
+    config = json.loads(raw)
+    config["fingerprint"].update(version=1, params={"hmm": True})  # as dedup-hbase 0.1.0 wrote it
+    store.put("meta", [(b"config", json.dumps(config).encode())])
+    store.close()
+    for args in (["query", "some text"], ["load", "-"], ["stats"]):
+        result = run(*args, "--store", loaded, input="")
+        assert result.returncode == 1
+        assert result.stderr == ("error: the index was built with featurizer jieba version 1, this dedup-hbase has "
+                                 "version 2: fingerprints from different featurizer versions are not comparable; "
+                                 "create a new index (dedup-hbase init --store NEW) and load the documents into it "
+                                 "again\n")
 
 
 def test_python_dash_m_and_help():

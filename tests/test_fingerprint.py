@@ -54,12 +54,47 @@ def test_normalize_nfkc_casefold():
     assert normalize("ＡＢＣ１２３ Straße") == "abc123 strasse"
 
 
-def test_jieba_features_drop_punctuation_and_stop_words():
+def test_jieba_features_drop_punctuation_stop_words_and_single_characters():
     featurizer = JiebaFeaturizer()
     features = featurizer.features("长江的生态环境，长江！")
     idf, median = featurizer._idf
-    assert features == {"长江": 2 * idf["长江"], "生态环境": idf["生态环境"]}
-    assert featurizer.features("zzqxj")["zzqxj"] == median  # unknown word: median IDF
+    # weight (1000 + round(1000 ln count)) x IDF // 1000: 长江 twice, 的 a stop word (and one character)
+    assert features == {"长江": 1693 * idf["长江"] // 1000, "生态环境": idf["生态环境"]}
+    assert featurizer.features("长江 2035 年")["2035"] == median  # numbers are words; unknown: median IDF
+
+
+def test_jieba_words_of_an_alphabet_become_character_4_grams():
+    featurizer = JiebaFeaturizer()
+    _, median = featurizer._idf
+    assert featurizer.features("hackers") == dict.fromkeys(
+        ["  hac", " hack", " acke", " cker", " kers", " ers "], median // 4)
+    # jieba cuts Cyrillic, kana and hangul into letters: they are glued back into words
+    assert set(featurizer.features("Привет мир")) == {"  при", " прив", " риве", " ивет", " вет ", "  мир", " мир "}
+    assert featurizer.features("한국어 텍스트") and featurizer.features("ひらがなカタカナ")
+    # a typo changes a few of a word's terms, not all of them
+    a, b = featurizer.features("near duplicate detection"), featurizer.features("near duplicaet detection")
+    assert len(a.keys() & b.keys()) >= 0.6 * len(a)
+
+
+def test_jieba_features_ignore_boilerplate_lines():
+    featurizer = JiebaFeaturizer()
+    body = "长江经济带生态环境保护发生了转折性变化。\n沿江省市共抓大保护、不搞大开发。"
+    copy = ("首页 > 新闻 > 国内 > 正文\n2024-05-01 10:32  来源：某某网  阅读 12,345\n" + body
+            + "\n责任编辑：张伟\nCopyright © 2010-2024 某某网 版权所有\n阅读 3.4万  评论 120  点赞(56)")
+    assert featurizer.features(copy) == featurizer.features(body)
+    # a hard-wrapped copy has the same body
+    wrapped = "\n".join(body[i:i + 12] for i in range(0, len(body), 12))
+    assert featurizer.features(wrapped) == featurizer.features(body)
+
+
+def test_an_index_of_another_featurizer_version_is_refused_with_what_to_do():
+    from dedup_hbase.errors import IndexMismatch
+    from dedup_hbase.features import featurizer_from_spec
+
+    assert featurizer_from_spec({"name": "jieba", "version": 2, "params": {}}).spec["version"] == 2
+    with pytest.raises(IndexMismatch, match=r"built with featurizer jieba version 1, this dedup-hbase has version 2"
+                                            r".*create a new index"):
+        featurizer_from_spec({"name": "jieba", "version": 1, "params": {"hmm": True}})
 
 
 def test_shingles():
@@ -72,7 +107,7 @@ def test_shingles():
 
 
 @pytest.mark.parametrize("text,reason", [("", "empty text"), ("  \n", "empty text"),
-                                         ("，。！的了", "no features")])
+                                         ("，。！的了", "no features"), ("猫", "no features")])
 def test_featureless_text_is_rejected(text, reason):
     with pytest.raises(EmptyDocument, match=reason):
         Fingerprinter(JiebaFeaturizer()).fingerprint(text)

@@ -88,7 +88,7 @@ def test_metadata_checked_on_open():
     index = Index.open(store)
     assert (index.scheme, index.k, index.fingerprinter.spec["params"]) == (Scheme(5, 2), 2, {"n": 3})
     with pytest.raises(IndexMismatch, match=r"built with featurizer shingles v1 \(n=3; seed 0\), "
-                                            r"not jieba v1 \(hmm=True; seed 0\)"):
+                                            r"not jieba v2 \(seed 0\)"):
         Index.open(store, Fingerprinter(make_featurizer("jieba")))
     with pytest.raises(IndexMismatch, match="seed 9"):
         Index.open(store, Fingerprinter(make_featurizer("shingles", n=3), seed=9))
