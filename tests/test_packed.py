@@ -62,7 +62,7 @@ def test_record_layout_is_the_documented_one():
     (record,) = batch_of(variable).sorted_unique().pack()[1]
     assert record == (b"\x02\x00\x00\x00" + b"\xff\xff"  # two cells; qualifiers of varied length
                       + (5).to_bytes(8, "big") + (7).to_bytes(8, "big")  # remainders
-                      + (5).to_bytes(4, "little") + (7).to_bytes(4, "little")  # ends of "doc-1", "d2"
+                      + (5).to_bytes(2, "little") + (2).to_bytes(2, "little")  # lengths of "doc-1", "d2"
                       + b"doc-1d2")
     cells = Cells(record)
     assert (len(cells), cells.rests.tolist(), cells.rest_list()) == (2, [5, 7], [5, 7])
@@ -90,9 +90,9 @@ def brute_force(fps: dict[str, int], q: int, k: int) -> list[tuple[int, str]]:
 
 
 def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
-    """Loads in many small batches (runs), merges forced mid-load, deletes, re-adds:
-    every lookup equals brute force at every stage, single and batched."""
-    monkeypatch.setattr(packed, "MERGE_MIN_CELLS", 3000)
+    """Loads in many small batches (runs), lookups in the middle (which merge first),
+    deletes, re-adds: every lookup equals brute force at every stage, single and batched."""
+    monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500)  # merges in many slices
     rnd = random.Random(8)
     base = [rnd.getrandbits(64) for _ in range(300)]
     fps = {}
@@ -116,15 +116,12 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
         assert batched == expected, stage
 
     items = list(fps.items())
-    merges = 0
     for start in range(0, len(items), 250):
-        before = table.merged_cells
         index.add_many([Document(d, v) for d, v in items[start:start + 250]])
-        merges += table.merged_cells != before
+        assert table.run_cells > 0 and table.merged_cells == (4 * 1250 if start > 1000 else 0)
         if start == 1000:
-            assert table.run_cells > 0
-            check("with runs", dict(items[:1250]))
-    assert merges >= 2  # the threshold merged in the middle of the load
+            check("runs merged by the first lookup", dict(items[:1250]))
+            assert table.run_cells == 0 and table.merged_cells == 4 * 1250
     check("loaded")
     index.add_many([Document(d, v) for d, v in items[:500]])  # written again: no duplicates
     gone = index.delete([d for d, _ in items[::5]])

@@ -16,12 +16,14 @@ Record of one prefix (how the embedded store keeps it on disk):
     then, for one length:
     quals    w planes of n bytes    plane t holds byte t of every qualifier
     else:
-    ends     n x uint32 LE          end offset of each qualifier within ``quals``
+    lengths  n x uint16 LE          the length of each qualifier (at most 65,535 bytes)
     quals    bytes                  the qualifiers, concatenated
 
 Qualifiers of one length are stored transposed ("byte planes") because document ids such
 as ``news-0012345`` share most of their bytes position by position: a plane of equal bytes
-costs zstd almost nothing, the ids in a row cost several bytes each.
+costs zstd almost nothing, the ids in a row cost several bytes each. Lengths rather than
+end offsets for the same reason: ids of similar length give lengths that compress to
+almost nothing, end offsets grow and do not.
 
 Cells in a record are in logical key order (remainder, then qualifier) and unique.
 Nothing here touches a store.
@@ -58,10 +60,7 @@ def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarr
     """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
     if len(qlens) and len(quals) == len(qlens) * int(qlens[0]):  # all one length: rows of a 2-D array
         return quals.reshape(len(qlens), -1)[order].ravel()
-    starts = np.concatenate(([0], np.cumsum(qlens)[:-1])).astype(np.int64)
-    raw = quals.tobytes()
-    return np.frombuffer(b"".join([raw[s:s + n] for s, n in zip(starts[order].tolist(), qlens[order].tolist())]),
-                         dtype=np.uint8)
+    return quals[ranges(_starts(qlens)[order], qlens[order])]
 
 
 class Cells:
@@ -96,9 +95,9 @@ class Cells:
         record, quals = self._record, _HEADER + REST_BYTES * self._n
         if self._width != _VARIABLE:  # byte t of qualifier i is at quals + t * n + i
             return record[quals + i:quals + self._width * self._n:self._n]
-        ends, quals = quals, quals + 4 * self._n
-        start = int.from_bytes(record[ends + 4 * i - 4:ends + 4 * i], "little") if i else 0
-        return record[quals + start:quals + int.from_bytes(record[ends + 4 * i:ends + 4 * i + 4], "little")]
+        lengths = np.frombuffer(record, "<u2", self._n, quals)
+        start = quals + 2 * self._n + int(lengths[:i].sum())
+        return record[start:start + int(lengths[i])]
 
     def keys(self, prefix: bytes) -> list[bytes]:
         """The logical keys (prefix + remainder + qualifier), in stored order."""
@@ -169,10 +168,11 @@ class CellBatch(NamedTuple):
         variable = qlens == _VARIABLE
         qstart = body + local  # fixed width: byte t of the qualifier is at qstart + t * size
         if variable.any():
-            ends = buf[(body + 4 * local)[variable][:, None] + np.arange(4)].view("<u4").ravel().astype(np.int64)
-            previous = np.where(local[variable] == 0, 0, np.concatenate(([0], ends[:-1])))
-            qlens[variable] = ends - previous
-            qstart[variable] = body[variable] + 4 * size[variable] + previous
+            lengths = buf[(body + 2 * local)[variable][:, None] + np.arange(2)].view("<u2").ravel().astype(np.int64)
+            qlens[variable] = lengths
+            before = np.cumsum(lengths) - lengths  # of the qualifiers of earlier cells ...
+            before -= np.repeat(before[local[variable] == 0], counts[widths == _VARIABLE])  # ... of its record
+            qstart[variable] = body[variable] + 2 * size[variable] + before
         if not variable.any() and n and (qlens == qlens[0]).all():  # the usual case: one id length
             quals = buf[qstart[:, None] + np.arange(int(qlens[0])) * size[:, None]].ravel()
         else:
@@ -283,7 +283,9 @@ class CellBatch(NamedTuple):
         counts = np.diff(np.append(first, n))
         qoff = np.concatenate(([0], np.cumsum(self.qlens)))
         fixed = np.minimum.reduceat(self.qlens, first) == np.maximum.reduceat(self.qlens, first)
-        sizes = _HEADER + REST_BYTES * counts + np.where(fixed, 0, 4 * counts) + (qoff[first + counts] - qoff[first])
+        if self.qlens.max(initial=0) > _VARIABLE - 1:
+            raise ValueError(f"a qualifier is at most {_VARIABLE - 1} bytes")
+        sizes = _HEADER + REST_BYTES * counts + np.where(fixed, 0, 2 * counts) + (qoff[first + counts] - qoff[first])
         at = _starts(sizes)
         out = np.empty(int(sizes.sum()), dtype=np.uint8)
         headers = np.empty(groups, dtype=[("n", "<u4"), ("width", "<u2")])
@@ -297,10 +299,9 @@ class CellBatch(NamedTuple):
         variable = ~fixed[group]
         qstart = body + local  # fixed width: byte t of the qualifier goes to qstart + t * size
         if variable.any():
-            ends = qoff[1:] - qoff[first][group]  # within the record's qualifiers
-            out[(body + 4 * local)[variable][:, None] + np.arange(4)] = \
-                ends[variable].astype("<u4").view(np.uint8).reshape(-1, 4)
-            qstart[variable] = (body + 4 * size + ends - self.qlens)[variable]
+            out[(body + 2 * local)[variable][:, None] + np.arange(2)] = \
+                self.qlens[variable].astype("<u2").view(np.uint8).reshape(-1, 2)
+            qstart[variable] = (body + 2 * size + qoff[:-1] - qoff[first][group])[variable]
         width = int(self.qlens[0])
         if not variable.any() and len(self.quals) == n * width:  # the usual case: one id length
             out[qstart[:, None] + np.arange(width) * size[:, None]] = self.quals.reshape(n, width)

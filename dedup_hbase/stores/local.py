@@ -222,14 +222,19 @@ class LocalStore(Store):
             batch.delete(key, handle)
         self._db.write(batch)
 
+    def merge(self) -> None:
+        """Fold the index's recent writes into its per-prefix records now (packed.py). Also
+        done before any read, on ``close`` and on ``compact``. Not part of the store contract."""
+        self._open()
+        for packed in self._packed.values():
+            packed.merge()
+
     def compact(self) -> None:
         """Merge the index's recent writes and rewrite every table into its bottommost,
         zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
         compacts in the background anyway; this finishes it now (seconds per million
         documents)."""
-        self._open()
-        for packed in self._packed.values():
-            packed.merge()
+        self.merge()
         force = CompactOptions()  # rewrite even files already at the bottom (a flush may have
         force.set_bottommost_level_compaction(BottommostLevelCompaction.force())  # moved them there as lz4)
         for name in [*self._cfs, *self._packed]:

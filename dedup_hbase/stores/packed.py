@@ -16,13 +16,13 @@ Two column families:
   then 256 records, not one per touched prefix, and never reads.
 
 ``merge`` folds the runs into the merged records, rewriting only the records of the
-prefixes the runs touch. It runs before any read (a lookup then reads only merged
-records, one point get per flag), on ``close``, and during a long write-only load whenever
-the runs hold half as many cells as the merged records, so each cell is rewritten a bounded
-number of times however big the load (the LSM-tree argument). A load that looks up every
-batch (``--skip-near-dups``) thus merges each batch once, at a cost proportional to the
-records it touches. A merge cut off by a crash is harmless: merging is a set union, and
-the runs go only after it.
+prefixes the runs touch, in slices of the key space to bound memory. It runs before any
+read (a lookup then reads only merged records, one point get per flag), on ``close`` and
+on ``compact``; never in the middle of writes. A write-only bulk load therefore rewrites
+every record once, at the end, however many batches it had; a load that looks up every
+batch (``--skip-near-dups``) merges each batch once, at a cost proportional to the records
+it touches; the first lookup after a big write waits for its merge. A merge cut off by a
+crash is harmless: merging is a set union, and the runs go only after it.
 """
 
 from __future__ import annotations
@@ -37,10 +37,8 @@ from rocksdict import ReadOptions, WriteBatch
 from ..errors import StoreError
 from .cells import REST_BYTES, CellBatch, Cells
 
-MERGE_MIN_CELLS = 4_000_000  # runs are merged once they hold this many cells ...
-MERGE_FRACTION = 2  # ... and at least 1/MERGE_FRACTION of the merged cells
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
-_MERGE_CHUNK_CELLS = 4_000_000  # cells of runs merged per write batch
+_MERGE_CHUNK_CELLS = 4_000_000  # cells (runs + merged) merged per slice: bounds memory
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = Cells.empty()
 
@@ -92,8 +90,6 @@ class PackedTable:
         self.run_cells += len(batch)
         self._save_state(write)
         self._db.write(write)
-        if self.run_cells >= max(MERGE_MIN_CELLS, self.merged_cells // MERGE_FRACTION):
-            self.merge()
 
     def put(self, items: Iterable[tuple[bytes, bytes]]) -> None:
         rows, quals = [], []
@@ -139,22 +135,27 @@ class PackedTable:
         if not self.run_cells:  # exact: saved in the same atomic write as the runs
             return
         merged_away = self.run_cells
-        runs, cells, last = [], 0, None
+        # A slice of whole partitions at a time; its cost is its runs plus the merged cells
+        # of its partitions (estimated as an even share of all of them).
+        per_part = self.merged_cells / 256 ** RUN_KEY_PREFIX
+        runs, cost, last = [], 0.0, None
         for key, record in self._runs.items(read_opt=_total_order()):
             part = key[:RUN_KEY_PREFIX]
-            if cells >= _MERGE_CHUNK_CELLS and part != last:
-                self._merge_runs(runs)
-                runs, cells = [], 0
+            if part != last:
+                if cost >= _MERGE_CHUNK_CELLS:
+                    self._merge_runs(runs)
+                    runs, cost = [], 0.0
+                cost += per_part
+                last = part
             runs.append(CellBatch.decode(record))
-            cells += len(runs[-1])
-            last = part
+            cost += len(runs[-1])
         self._merge_runs(runs)
         write = WriteBatch(raw_mode=True)
         write.delete_range(b"", b"\xff" * (RUN_KEY_PREFIX + 9), self._runs_handle)
         self.run_cells = 0
         self._save_state(write)
         self._db.write(write)
-        if merged_away >= MERGE_MIN_CELLS // 4:  # drop the deleted runs' files now, not some day
+        if merged_away >= _MERGE_CHUNK_CELLS:  # drop the deleted runs' files now, not some day
             self._runs.compact_range(None, None)
 
     def _merge_runs(self, runs: list[CellBatch]) -> None:

@@ -193,8 +193,11 @@ def build_table(report: Report, builds: list[Build], batch: int) -> None:
               "—" if b.compact_s is None else f"{b.compact_s:.2f}", _rate(b.rows_per_s_with_compaction),
               f"{b.bytes_per_fp:.1f}", b.bytes_how]
              for b in builds]
-    report.write(f"Build: `Index.add_many` in batches of {batch:,} documents (index rows/s = documents x flags "
-                 f"/ s), then `store.compact()`, timed apart; faiss: `add`; simhash: Simhash objects + SimhashIndex.\n")
+    report.write(f"Build: `Index.add_many` in batches of {batch:,} documents, then `store.merge()` (the embedded "
+                 f"store writes sorted runs and folds them into its per-prefix records at the first read; the "
+                 f"build time includes that merge; index rows/s = documents x flags / s); then `store.compact()` "
+                 f"(a forced full rewrite at zstd level 9), timed apart; faiss: `add`; simhash: Simhash objects + "
+                 f"SimhashIndex.\n")
     report.table(["system", "build s", "docs/s", "index rows/s", "compaction s", "rows/s incl. compaction",
                   "bytes/fingerprint", "measured as"], table, right={1, 2, 3, 4, 5, 6})
 

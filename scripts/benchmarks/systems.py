@@ -105,7 +105,8 @@ class DedupHbase(System):
                 chunk = fps[start:start + self.batch].tolist()
                 index.add_many([Document(f"d{i}", v) for i, v in enumerate(chunk, start)])
 
-        seconds = _timed(write)
+        merge = getattr(store, "merge", None)  # LocalStore: writes are runs until merged (packed.py)
+        seconds = _timed(write) + (_timed(merge) if merge else 0.0)
         compact = getattr(store, "compact", None)  # LocalStore has it; not part of the store contract
         compact_s = _timed(compact) if compact else None
         table_bytes = getattr(store, "table_bytes", None)  # LocalStore only
