@@ -158,6 +158,8 @@ def test_index_table_refuses_values_and_short_keys(tmp_path):
             store.put("index", [(bytes(14), b"v")])
         with pytest.raises(StoreError, match="13-byte row key plus a qualifier, not 12 bytes"):
             store.put("index", [(bytes(12), b"")])
+        with pytest.raises(StoreError, match="a qualifier is at most 65534 bytes, not 70000"):
+            store.put("index", [(bytes(13) + b"q" * 70_000, b"")])
 
 
 def test_size_on_disk_is_small(tmp_path):

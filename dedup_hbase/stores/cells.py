@@ -39,6 +39,7 @@ import numpy as np
 REST_BYTES = 8
 _HEADER = 6
 _VARIABLE = 0xFFFF
+MAX_QUALIFIER_BYTES = _VARIABLE - 1  # a length must fit the uint16 width field
 _PACK_CELLS = 1 << 20  # cells packed per numpy pass
 
 
@@ -283,8 +284,8 @@ class CellBatch(NamedTuple):
         counts = np.diff(np.append(first, n))
         qoff = np.concatenate(([0], np.cumsum(self.qlens)))
         fixed = np.minimum.reduceat(self.qlens, first) == np.maximum.reduceat(self.qlens, first)
-        if self.qlens.max(initial=0) > _VARIABLE - 1:
-            raise ValueError(f"a qualifier is at most {_VARIABLE - 1} bytes")
+        if self.qlens.max(initial=0) > MAX_QUALIFIER_BYTES:
+            raise ValueError(f"a qualifier is at most {MAX_QUALIFIER_BYTES} bytes")
         sizes = _HEADER + REST_BYTES * counts + np.where(fixed, 0, 2 * counts) + (qoff[first + counts] - qoff[first])
         at = _starts(sizes)
         out = np.empty(int(sizes.sum()), dtype=np.uint8)

@@ -35,7 +35,7 @@ import numpy as np
 from rocksdict import ReadOptions, WriteBatch
 
 from ..errors import StoreError
-from .cells import REST_BYTES, CellBatch, Cells
+from .cells import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, Cells
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 _MERGE_CHUNK_CELLS = 4_000_000  # cells (runs + merged) merged per slice: bounds memory
@@ -77,6 +77,9 @@ class PackedTable:
         """Add cells as one sorted run per first prefix byte: one atomic write."""
         if not len(batch):
             return
+        if int(batch.qlens.max()) > MAX_QUALIFIER_BYTES:
+            raise StoreError(f"table {self.name}: a qualifier is at most {MAX_QUALIFIER_BYTES} bytes, "
+                             f"not {int(batch.qlens.max())}")
         batch = batch.sorted_unique()
         parts = batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))
         bounds = np.flatnonzero(np.diff(parts)) + 1

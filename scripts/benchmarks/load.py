@@ -55,7 +55,8 @@ def fingerprint_stage(sample: int) -> list[tuple[str, float]]:
     tokenizer.initialize()
     systems = [
         ("dedup-hbase jieba TF-IDF (rjieba fast path)", Fingerprinter(JiebaFeaturizer()).fingerprint),
-        ("dedup-hbase jieba TF-IDF (jieba only, the reference)", Fingerprinter(JiebaFeaturizer(fast=False)).fingerprint),
+        ("dedup-hbase jieba TF-IDF (jieba only, the reference)",
+         Fingerprinter(JiebaFeaturizer(fast=False)).fingerprint),
         ("dedup-hbase character 4-shingles", Fingerprinter(ShingleFeaturizer()).fingerprint),
         ("simhash package, default features", lambda t: Simhash(t).value),
         ("simhash package, jieba words as features", lambda t: Simhash(list(tokenizer.cut(t))).value),

@@ -121,7 +121,8 @@ def candidate_theory(scheme_name: str, n: int) -> float:
     return sum(n / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
 
 
-def measure(report: Report, system: System, data: Data, truth: list, counts: dict, args) -> tuple[list[Row], Build | None]:
+def measure(report: Report, system: System, data: Data, truth: list, counts: dict,
+            args) -> tuple[list[Row], Build | None]:
     """Build one system, check and time its lookups, measure its size, free it."""
     n = len(data.fps)
     reason = system.skip_reason(n)
