@@ -40,7 +40,7 @@ REST_BYTES = 8
 _HEADER = 6
 _VARIABLE = 0xFFFF
 MAX_QUALIFIER_BYTES = _VARIABLE - 1  # a length must fit the uint16 width field
-_PACK_CELLS = 1 << 20  # cells packed per numpy pass
+_PACK_CELLS = 1 << 18  # cells packed per numpy pass
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ from ..errors import StoreError
 from .cells import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, Cells
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
-_MERGE_CHUNK_CELLS = 4_000_000  # cells (runs + merged) merged per slice: bounds memory
+_MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = Cells.empty()
 
@@ -142,7 +142,9 @@ class PackedTable:
         # of its partitions (estimated as an even share of all of them).
         per_part = self.merged_cells / 256 ** RUN_KEY_PREFIX
         runs, cost, last = [], 0.0, None
-        for key, record in self._runs.items(read_opt=_total_order()):
+        once = _total_order()
+        once.fill_cache(False)  # the runs are read once and deleted: keep them out of the block cache
+        for key, record in self._runs.items(read_opt=once):
             part = key[:RUN_KEY_PREFIX]
             if part != last:
                 if cost >= _MERGE_CHUNK_CELLS:
