@@ -240,8 +240,7 @@ class Index:
         ends = np.cumsum(sizes).tolist()
         for i in np.flatnonzero(distances <= k).tolist():
             cell = int(positions[i])
-            j = bisect_right(ends, cell)
-            raw_id = scanned[j].qualifier(cell - int(starts[j]))
+            raw_id = _qualifier(scanned, ends, cell)
             found[int(owners[i])][raw_id] = Match(raw_id.decode("utf-8"), int(candidates[cell]), int(distances[i]))
         return [sorted(f.values(), key=lambda m: (m.distance, m.id)) for f in found]
 
@@ -260,12 +259,10 @@ class Index:
             candidates = Cells.all_rests(scanned)
             distances = np.bitwise_count(candidates ^ np.uint64(simhash))
             hits = np.flatnonzero(distances <= k).tolist()
-            if hits:
-                ends = list(accumulate(len(cells) for cells in scanned))
-                for i in hits:
-                    j = bisect_right(ends, i)
-                    raw_id = scanned[j].qualifier(i - (ends[j - 1] if j else 0))
-                    found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
+            ends = list(accumulate(len(cells) for cells in scanned)) if hits else []
+            for i in hits:
+                raw_id = _qualifier(scanned, ends, i)
+                found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
         return sorted(found.values(), key=lambda m: (m.distance, m.id))
 
     def stats(self) -> dict[str, Any]:
@@ -284,6 +281,13 @@ class Index:
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
                 "featurizer": config["fingerprint"], "created": config.get("created"),
                 "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
+
+
+def _qualifier(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
+    """The qualifier of cell ``i`` of ``scanned`` taken as one sequence (``ends``: the
+    cumulative sizes of its parts)."""
+    j = bisect_right(ends, i)
+    return scanned[j].qualifier(i - (ends[j - 1] if j else 0))
 
 
 def _describe(spec: Mapping[str, Any]) -> str:

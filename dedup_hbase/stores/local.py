@@ -243,8 +243,7 @@ class LocalStore(Store):
     def table_bytes(self, table: str) -> int:
         """Bytes of a table's files on disk (RocksDB's SST files; not the write-ahead log).
         Not part of the store contract."""
-        names = PackedTable.families(table) if self._table(table) else [table]
-        self._table(table) or self._cf(table)  # an unknown table raises StoreError
+        names = PackedTable.families(table) if self._table(table) else [self._cf(table) and table]
         return sum(self._db.get_column_family(name).property_int_value("rocksdb.total-sst-files-size")
                    for name in names)
 
