@@ -144,23 +144,33 @@ def test_recovers_from_connections_the_server_dropped(hbase_url):
 
 def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
     """The Thrift1 gateway is killed and restarted in the middle of a load: the load
-    finishes by itself with the right counts (retries in the store, idempotent writes)."""
+    finishes by itself with the right counts (retries in the store, idempotent writes).
+
+    The load reads stdin, so it is mid-load by construction, however fast the machine:
+    the first half is fed, the gateway restarts once part of it is in HBase (the rest
+    may still be in flight), then the second half is fed and stdin closed."""
     launcher = ROOT / "scripts" / "hbase-local"
     if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
         require_or_skip("needs the gateway of scripts/hbase-local, which is not running here")
     n = 60_000
     rnd = random.Random(9)
-    fps = tmp_path / "fps.jsonl"
-    fps.write_text("".join(json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n"
-                           for i in range(n)))
+    lines = [json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n" for i in range(n)]
     url = hbase_store_url(hbase_url)
     subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
     try:
         load = subprocess.Popen(["dedup-hbase", "load", "--fingerprints", "--batch-size", "1000", "--json",
-                                 "--store", url, str(fps)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(6)
-        assert load.poll() is None, "the load finished before the restart; make it longer"
+                                 "--store", url, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        load.stdin.write("".join(lines[: n // 2]))
+        load.stdin.flush()
+        probe, deadline = open_store(url), time.monotonic() + 120
+        while sum(1 for _ in probe.iterate("docs")) < n // 4:
+            assert load.poll() is None, load.stderr.read()
+            assert time.monotonic() < deadline, "the first quarter never reached HBase"
+            time.sleep(0.2)
+        probe.close()
         subprocess.run([str(launcher), "restart-thrift"], check=True, capture_output=True)
+        load.stdin.write("".join(lines[n // 2:]))
         out, err = load.communicate(timeout=600)
         assert load.returncode == 0, err
         report = json.loads(out)
