@@ -20,12 +20,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rocksdict import (BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
-                       Options, Rdict, ReadOptions, WriteBatch)
+                       Options, Rdict, WriteBatch)
 
 from ..errors import StoreError
 from .base import Item, Store, prefix_end
 from .cells import REST_BYTES, CellBatch, Cells
 from .packed import PackedTable
+from .rocks import get_many, total_order
 
 _MARKER = "dedup-hbase-store"
 LAYOUT = 2  # 1: one RocksDB key per index cell; 2: the index packed per scan prefix
@@ -49,6 +50,8 @@ def _options(cache, bloom: bool = True):
     table.set_block_cache(cache)
     if bloom:
         table.set_bloom_filter(10, False)
+        opts.set_memtable_prefix_bloom_ratio(0.02)  # and one over the keys still in memory
+        opts.set_memtable_whole_key_filtering(True)
     opts.set_block_based_table_factory(table)
     return opts
 
@@ -109,7 +112,8 @@ class LocalStore(Store):
         cache = Cache(CACHE_BYTES)
         opts = _options(cache, bloom=False)
         opts.create_if_missing(create)
-        opts.create_missing_column_families(create)
+        opts.create_missing_column_families(True)  # the families are named below; a packed
+        # table's runs family is missing if a crash came between its drop and its re-creation
         # Every family, "default" included, gets its options here: on reopen rocksdict
         # otherwise ignores the block cache and falls back to 8 MiB.
         families = {"default": opts}
@@ -125,7 +129,7 @@ class LocalStore(Store):
             if "LOCK" in str(e):
                 raise StoreError(f"{self.url} is in use by another process") from None
             raise StoreError(f"cannot open {self.url}: {e}") from None
-        self._packed = {name: PackedTable(self._db, name, t["packed"])
+        self._packed = {name: PackedTable(self._db, name, t["packed"], _options(cache, bloom=False))
                         for name, t in tables.items() if t.get("packed")}
         self._cfs = {name: self._db.get_column_family(name) for name in tables if name not in self._packed}
         self._handles = {name: self._db.get_column_family_handle(name) for name in self._cfs}
@@ -166,7 +170,7 @@ class LocalStore(Store):
             present = {key for prefix in {k[:packed.prefix_bytes] for k in keys}
                        for key in packed.scan(prefix)}
             return [b"" if key in present else None for key in keys]
-        return self._cf(table).get(list(keys))
+        return get_many(self._cf(table), keys)
 
     def scan(self, table: str, prefixes: Sequence[bytes], values: bool = True) -> list[list[Item]]:
         if packed := self._table(table):
@@ -188,7 +192,7 @@ class LocalStore(Store):
 
     @staticmethod
     def _scan_one(cf, prefix: bytes, values: bool) -> list[Item]:
-        it = cf.iter(_total_order())
+        it = cf.iter(total_order())
         found = []
         it.seek(prefix)
         while it.valid():
@@ -202,7 +206,7 @@ class LocalStore(Store):
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
         if packed := self._table(table):
             return [(key, b"") for key in packed.scan_range(start, stop, limit)]
-        it = self._cf(table).iter(_total_order())
+        it = self._cf(table).iter(total_order())
         it.seek(start)
         out = []
         while it.valid() and len(out) < limit:
@@ -259,12 +263,6 @@ class LocalStore(Store):
             self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
             self._db.close()
             self._db = None
-
-
-def _total_order() -> ReadOptions:
-    opts = ReadOptions()
-    opts.set_total_order_seek(True)
-    return opts
 
 
 __all__ = ["LocalStore", "prefix_end"]

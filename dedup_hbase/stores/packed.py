@@ -10,7 +10,7 @@ iterating ~4N/65536 keys one Python call each, which cost ~0.26 µs per candidat
 Two column families:
 
 * ``<table>``: the merged records, key = the 5-byte prefix.
-* ``<table>.runs``: cells written since the last merge, as sorted runs. Key = the first
+* ``<table>.runs``: cells written since the last merge, as runs. Key = the first
   byte of the prefix + an 8-byte write number; value = every cell of that write whose
   prefix starts with that byte (``CellBatch.encode``). A write of 100,000 documents is
   then 256 records, not one per touched prefix, and never reads.
@@ -32,13 +32,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from rocksdict import ReadOptions, WriteBatch
+from rocksdict import WriteBatch
 
 from ..errors import StoreError
 from .cells import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, Cells
+from .rocks import get_many, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
+_READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = Cells.empty()
 
@@ -46,15 +48,19 @@ _EMPTY = Cells.empty()
 class PackedTable:
     """One packed table of a RocksDB database (see the module docstring)."""
 
-    def __init__(self, db, name: str, prefix_bytes: int) -> None:
+    def __init__(self, db, name: str, prefix_bytes: int, runs_options) -> None:
+        """``runs_options``: the RocksDB options of the runs family, which a merge drops
+        and creates again (a missing runs family is an empty one: open the database with
+        ``create_missing_column_families``)."""
         self.name = name
         self.prefix_bytes = prefix_bytes
         self.row_bytes = prefix_bytes + REST_BYTES
         self._db = db
         self._merged = db.get_column_family(name)
-        self._runs = db.get_column_family(name + ".runs")
         self._merged_handle = db.get_column_family_handle(name)
-        self._runs_handle = db.get_column_family_handle(name + ".runs")
+        self._runs_name, self._runs_options = name + ".runs", runs_options
+        self._runs = db.get_column_family(self._runs_name)
+        self._runs_handle = db.get_column_family_handle(self._runs_name)
         self._default_handle = db.get_column_family_handle("default")
         self._state_key = f"{name}.state".encode()
         raw = db.get(self._state_key)
@@ -68,20 +74,22 @@ class PackedTable:
     def _prefixes(self, pids: np.ndarray) -> list[bytes]:
         """Integer prefixes as ``prefix_bytes``-long big-endian keys."""
         size = self.prefix_bytes
-        flat = np.ascontiguousarray(pids.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - size:]).tobytes()
-        return [flat[i:i + size] for i in range(0, len(flat), size)]
+        table = np.ascontiguousarray(pids.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - size:])
+        return table.view(f"V{size}").ravel().tolist()  # void items become bytes, zeros kept
 
     # -- writing ---------------------------------------------------------------
 
     def put_cells(self, batch: CellBatch) -> None:
-        """Add cells as one sorted run per first prefix byte: one atomic write."""
+        """Add cells as one run per first prefix byte: one atomic write, no read, no sort
+        beyond that partitioning (the merge sorts)."""
         if not len(batch):
             return
         if int(batch.qlens.max()) > MAX_QUALIFIER_BYTES:
             raise StoreError(f"table {self.name}: a qualifier is at most {MAX_QUALIFIER_BYTES} bytes, "
                              f"not {int(batch.qlens.max())}")
-        batch = batch.sorted_unique()
-        parts = batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))
+        parts = (batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))).astype(f"u{RUN_KEY_PREFIX}")
+        order = np.argsort(parts, kind="stable")  # a radix sort; the merge sorts the cells
+        batch, parts = batch.take(order), parts[order]
         bounds = np.flatnonzero(np.diff(parts)) + 1
         starts, ends = [0, *bounds.tolist()], [*bounds.tolist(), len(batch)]
         qoff = np.concatenate(([0], np.cumsum(batch.qlens)))
@@ -137,12 +145,11 @@ class PackedTable:
         """Fold every run into the merged records, then delete the runs."""
         if not self.run_cells:  # exact: saved in the same atomic write as the runs
             return
-        merged_away = self.run_cells
         # A slice of whole partitions at a time; its cost is its runs plus the merged cells
         # of its partitions (estimated as an even share of all of them).
         per_part = self.merged_cells / 256 ** RUN_KEY_PREFIX
         runs, cost, last = [], 0.0, None
-        once = _total_order()
+        once = total_order()
         once.fill_cache(False)  # the runs are read once and deleted: keep them out of the block cache
         for key, record in self._runs.items(read_opt=once):
             part = key[:RUN_KEY_PREFIX]
@@ -155,24 +162,32 @@ class PackedTable:
             runs.append(CellBatch.decode(record))
             cost += len(runs[-1])
         self._merge_runs(runs)
-        write = WriteBatch(raw_mode=True)
-        write.delete_range(b"", b"\xff" * (RUN_KEY_PREFIX + 9), self._runs_handle)
+        self._drop_runs()
+
+    def _drop_runs(self) -> None:
+        """Delete every run: drop the runs family and create it again, which frees its
+        files at once (a range delete + compaction rewrote them: seconds per 10^7 cells).
+        The merged records are synced to the log first, so the runs go only after them."""
+        self._db.flush_wal(True)
+        del self._runs, self._runs_handle
+        self._db.drop_column_family(self._runs_name)
+        self._runs = self._db.create_column_family(self._runs_name, self._runs_options)
+        self._runs_handle = self._db.get_column_family_handle(self._runs_name)
         self.run_cells = 0
+        write = WriteBatch(raw_mode=True)
         self._save_state(write)
         self._db.write(write)
-        if merged_away >= _MERGE_CHUNK_CELLS:  # drop the deleted runs' files now, not some day
-            self._runs.compact_range(None, None)
 
     def _merge_runs(self, runs: list[CellBatch]) -> None:
         if not runs:
             return
-        fresh = CellBatch.concat(runs)
-        unique = np.unique(fresh.pids)
-        old = self._merged.get(self._prefixes(unique))
-        present = [(pid, record) for pid, record in zip(unique.tolist(), old) if record is not None]
-        before = sum(int.from_bytes(record[:4], "little") for _, record in present)
-        merged = CellBatch.concat([CellBatch.from_records([p for p, _ in present], [r for _, r in present]),
-                                   fresh]).sorted_unique(runs=True)
+        fresh = CellBatch.concat(runs).sorted_unique()
+        old_pids, old_records = self._records_of(fresh.prefixes())
+        if old_records:
+            before = sum(int.from_bytes(record[:4], "little") for record in old_records)
+            merged = CellBatch.concat([CellBatch.from_records(old_pids, old_records), fresh]).sorted_unique(runs=True)
+        else:
+            before, merged = 0, fresh
         pids, records = merged.pack()
         write = WriteBatch(raw_mode=True)
         for prefix, record in zip(self._prefixes(pids), records):
@@ -180,6 +195,29 @@ class PackedTable:
         self.merged_cells += len(merged) - before
         self._save_state(write)
         self._db.write(write)
+
+    def _records_of(self, pids: np.ndarray) -> tuple[list[int], list[bytes]]:
+        """The merged records that exist among prefixes ``pids`` (sorted, unique).
+
+        One point get per prefix, or one pass over the records between the first and the
+        last prefix when RocksDB estimates there are few of them (a bulk load into a new
+        or small index: most prefixes have no record yet, and a get costs 0.5-4 µs)."""
+        lo, hi = int(pids[0]), int(pids[-1])
+        estimate = self._merged.property_int_value("rocksdb.estimate-num-keys") or 0
+        if estimate * (hi - lo + 1) / 256 ** self.prefix_bytes > _READ_PER_GET * len(pids):
+            found = zip(pids.tolist(), get_many(self._merged, self._prefixes(pids)))
+            present = [(pid, record) for pid, record in found if record is not None]
+            return [pid for pid, _ in present], [record for _, record in present]
+        wanted, out_pids, out_records = set(pids.tolist()), [], []
+        for key, record in self._merged.items(from_key=lo.to_bytes(self.prefix_bytes, "big"),
+                                               read_opt=total_order()):
+            pid = int.from_bytes(key, "big")
+            if pid > hi:
+                break
+            if pid in wanted:
+                out_pids.append(pid)
+                out_records.append(record)
+        return out_pids, out_records
 
     def _save_state(self, write: WriteBatch) -> None:
         write.put(self._state_key, _STATE.pack(self._seq, max(self.merged_cells, 0), self.run_cells),
@@ -199,7 +237,7 @@ class PackedTable:
     def iterate_cells(self):
         """(prefix, Cells) of every prefix, in key order (merges pending runs first)."""
         self.merge()
-        for prefix, record in self._merged.items(read_opt=_total_order()):
+        for prefix, record in self._merged.items(read_opt=total_order()):
             yield prefix, Cells(record)
 
     def scan(self, prefix: bytes) -> list[bytes]:
@@ -215,7 +253,7 @@ class PackedTable:
         (merges pending runs first)."""
         self.merge()
         out: list[bytes] = []
-        for prefix, record in self._merged.items(from_key=start[:self.prefix_bytes], read_opt=_total_order()):
+        for prefix, record in self._merged.items(from_key=start[:self.prefix_bytes], read_opt=total_order()):
             if stop is not None and prefix >= stop:
                 break
             for key in Cells(record).keys(prefix):
@@ -226,8 +264,3 @@ class PackedTable:
                 out.append(key)
         return out
 
-
-def _total_order() -> ReadOptions:
-    opts = ReadOptions()
-    opts.set_total_order_seek(True)
-    return opts

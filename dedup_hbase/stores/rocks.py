@@ -1,0 +1,32 @@
+"""Two RocksDB (rocksdict) helpers shared by the embedded store and its packed tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rocksdict import ReadOptions
+
+_PROBE = 64  # keys looked up one by one to see whether most are absent
+
+
+def total_order() -> ReadOptions:
+    """Read options for iterating in plain key order, whatever prefix extractor is set."""
+    opts = ReadOptions()
+    opts.set_total_order_seek(True)
+    return opts
+
+
+def get_many(cf, keys: Sequence[bytes]) -> list[bytes | None]:
+    """The values of ``keys`` in column family ``cf`` (None: absent), in order.
+
+    rocksdict's multi-get costs about 1 µs per key even for an absent one; one ``get``
+    per key costs 0.2-0.5 µs for an absent key (the bloom filter answers) but about 4 µs
+    instead of 3 for a present one. A load of new documents asks for absent keys, a
+    reload for present ones: the first ``_PROBE`` keys decide."""
+    head = [cf.get(key) for key in keys[:_PROBE]]
+    if len(keys) <= _PROBE:
+        return head
+    rest = keys[_PROBE:]
+    if sum(value is None for value in head) * 2 >= len(head):
+        return head + [cf.get(key) for key in rest]
+    return head + cf.get(list(rest))
