@@ -68,6 +68,33 @@ def encode_id(doc_id: str) -> bytes:
     return raw
 
 
+def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
+    """The encoded ids, the simhashes (uint64) and the documents of ``docs`` after checking
+    them all; of several documents with one id, the last. Vectorised where it can be; the
+    first bad document is named."""
+    try:
+        ids = [d.id.encode("utf-8") for d in docs]
+        sims = [d.simhash for d in docs]
+        lengths = list(map(len, ids))
+        if min(lengths) > 0 and max(lengths) <= MAX_ID_BYTES and set(map(type, sims)) == {int}:
+            simhashes = np.array(sims, dtype=np.uint64)  # OverflowError outside 0 .. 2^64 - 1
+        else:
+            simhashes = None
+    except (AttributeError, OverflowError):
+        simhashes = None
+    if simhashes is None:
+        for d in docs:
+            encode_id(d.id)
+            if type(d.simhash) is not int or not 0 <= d.simhash < 1 << 64:
+                raise ValueError(f"document {d.id!r}: simhash must be an unsigned 64-bit int, not {d.simhash!r}")
+        raise AssertionError("unreachable: a document failed the bulk check but none the single one")
+    last = dict(zip(ids, range(len(ids))))
+    if len(last) == len(ids):
+        return ids, simhashes, list(docs)
+    keep = list(last.values())
+    return list(last), simhashes[keep], [docs[i] for i in keep]
+
+
 def _doc_value(doc: Document) -> bytes:
     meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
     return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
@@ -154,31 +181,31 @@ class Index:
         return simhash
 
     def add_many(self, docs: Sequence[Document]) -> int:
-        """Index documents; re-adding an id replaces its old fingerprint. Returns how many
-        ids were new. Does not deduplicate near-duplicates: every document is indexed."""
-        latest = {encode_id(d.id): d for d in docs}
-        for d in latest.values():
-            if not isinstance(d.simhash, int) or not 0 <= d.simhash < 1 << 64:
-                raise ValueError(f"document {d.id!r}: simhash must be an unsigned 64-bit int")
-        ids = list(latest)
+        """Index documents; re-adding an id replaces its old fingerprint (of several
+        documents with one id here, the last counts). Returns how many ids were new.
+        Checks every document before writing any. Does not deduplicate near-duplicates:
+        every document is indexed."""
+        if not docs:
+            return 0
+        ids, simhashes, chosen = _columns(docs)
         old = self.store.get("docs", ids)
-        new = sum(value is None for value in old)
-        replaced = [(raw_id, int.from_bytes(value[:8], "big")) for raw_id, value in zip(ids, old)
-                    if value is not None and int.from_bytes(value[:8], "big") != latest[raw_id].simhash]
+        known = [i for i, value in enumerate(old) if value is not None]
+        replaced = [i for i in known if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
         if replaced:
-            self.store.delete("index", self._index_keys([i for i, _ in replaced], [s for _, s in replaced]))
-        flags = len(self.scheme.flags)
-        self.store.put_cells("index", self.scheme.key_table([latest[i].simhash for i in ids]),
-                             [raw_id for raw_id in ids for _ in range(flags)])
-        self.store.put("docs", [(raw_id, _doc_value(d) if d.meta else d.simhash.to_bytes(8, "big"))
-                                for raw_id, d in latest.items()])
-        return new
+            self.store.delete("index", self._index_keys([ids[i] for i in replaced],
+                                                        [int.from_bytes(old[i][:8], "big") for i in replaced]))
+        self.store.put_cells("index", self.scheme.key_table(simhashes), ids * len(self.scheme.flags))
+        values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
+        for i, d in enumerate(chosen):
+            if d.meta:
+                values[i] = _doc_value(d)
+        self.store.put("docs", zip(ids, values))
+        return len(ids) - len(known)
 
     def _index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
         """Sorted index keys (row key + document id) of documents, built vectorised."""
-        table, flags = self.scheme.key_table(simhashes), len(self.scheme.flags)
-        keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + raw_ids[j // flags]
-                for j in range(len(raw_ids) * flags)]
+        table, ids = self.scheme.key_table(simhashes), list(raw_ids) * len(self.scheme.flags)
+        keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + ids[j] for j in range(len(ids))]
         keys.sort()
         return keys
 

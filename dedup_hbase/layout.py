@@ -160,17 +160,17 @@ class Scheme:
         return value << np.uint64(SEGMENT_BITS - bits)
 
     def key_table(self, simhashes: "np.ndarray") -> bytes:
-        """The row keys of many simhashes at once, vectorised: for simhash i and flag f
-        (1-based), bytes ``[(i * flags + f - 1) * 13 : ... + 13]`` are ``row_keys(s_i)[f - 1]``.
-        The first 5 bytes of each are its scan prefix."""
+        """The row keys of many simhashes at once, vectorised, flag by flag: for flag f
+        (1-based) and simhash i of n, bytes ``[((f - 1) * n + i) * 13 : ... + 13]`` are
+        ``row_keys(s_i)[f - 1]``. The first 5 bytes of each are its scan prefix."""
         import numpy as np
 
         simhashes = np.asarray(simhashes, dtype=np.uint64)
-        table = np.empty((len(simhashes), len(self.flags)), dtype=_KEY_DTYPE)
+        table = np.empty((len(self.flags), len(simhashes)), dtype=_KEY_DTYPE)
         for flag in range(1, len(self.flags) + 1):
-            table["segment"][:, flag - 1] = self.segments(simhashes, flag)
-            table["flag"][:, flag - 1] = flag
-            table["simhash"][:, flag - 1] = simhashes
+            table["segment"][flag - 1] = self.segments(simhashes, flag)
+            table["flag"][flag - 1] = flag
+            table["simhash"][flag - 1] = simhashes
         return table.tobytes()
 
     def prefix_ids(self, simhashes: "np.ndarray") -> "np.ndarray":

@@ -124,5 +124,5 @@ def test_key_table_equals_row_keys():
         table = scheme.key_table(values)
         assert len(table) == len(values) * len(scheme.flags) * KEY_BYTES
         assert [table[i:i + KEY_BYTES] for i in range(0, len(table), KEY_BYTES)] == [
-            key for v in values for key in scheme.row_keys(v)]
+            scheme.row_keys(v)[f] for f in range(len(scheme.flags)) for v in values]
     assert Scheme(5, 2).key_table([FP])[:13].hex() == FIVE[0]

