@@ -1,7 +1,9 @@
 """Exactness: lookups return exactly the brute-force set, for every k the scheme allows."""
 
 import random
+import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -101,4 +103,20 @@ def test_bad_documents_refused_before_any_write():
         index.add_many([Document("ok", 1), Document("bad", 2**64)])
     with pytest.raises(ValueError, match="non-empty string"):
         index.add_many([Document("", 1)])
+    for bad in (-1, 1.0, True, "1f", np.uint64(1)):
+        with pytest.raises(ValueError, match=re.escape(f"document 'b': simhash must be an unsigned 64-bit int, not {bad!r}")):
+            index.add_many([Document("a", 1), Document("b", bad), Document("c", 3)])
+    with pytest.raises(ValueError, match="non-empty string, not b'x'"):
+        index.add_many([Document("a", 1), Document(b"x", 1)])
+    with pytest.raises(ValueError, match="longer than 1024 bytes"):
+        index.add_many([Document("a", 1), Document("y" * 1025, 1)])
     assert index.stats()["documents"] == 0
+
+
+def test_a_repeated_id_in_one_batch_keeps_its_last_fingerprint():
+    index = Index.create(open_store("memory:"), 4, 3)
+    first, last, other = 0x5555555555555555, 0xAAAAAAAAAAAAAAAA, 0x0F0F0F0F0F0F0F0F
+    assert index.add_many([Document("a", first), Document("b", other), Document("a", last, {"v": 2})]) == 2
+    assert [(m.id, m.distance) for m in index.query(last)] == [("a", 0)]
+    assert index.query(first) == [] and index.get(["a"])[0].meta == {"v": 2}
+    assert index.stats()["index_cells"] == 8

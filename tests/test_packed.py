@@ -37,8 +37,10 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
                                  lambda rnd: "x" * rnd.randint(1, 30)],  # varied widths
                          ids=["fixed-width", "variable-width"])
 @pytest.mark.parametrize("pass_cells", [1 << 20, 7])
-def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, monkeypatch):
+@pytest.mark.parametrize("big_record", [1, 10**9], ids=["joined", "gathered"])
+def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, monkeypatch):
     monkeypatch.setattr(cells_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
+    monkeypatch.setattr(cells_module, "_BIG_RECORD", big_record)  # both ways of cutting records
     rnd = random.Random(3)
     keys = random_keys(rnd, 1500, ids)
     shuffled = list(keys) + rnd.sample(sorted(keys), 300)  # 300 cells written twice
