@@ -34,8 +34,9 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
 
 
 @pytest.mark.parametrize("ids", [lambda rnd: f"d{rnd.randint(0, 99):02d}",  # one width
-                                 lambda rnd: "x" * rnd.randint(1, 30)],  # varied widths
-                         ids=["fixed-width", "variable-width"])
+                                 lambda rnd: "x" * rnd.randint(1, 30),  # varied widths
+                                 lambda rnd: "y" * (300 if rnd.random() < 0.01 else rnd.randint(1, 2))],
+                         ids=["fixed-width", "variable-width", "few-long-ids"])
 @pytest.mark.parametrize("pass_cells", [1 << 20, 7])
 @pytest.mark.parametrize("big_record", [1, 10**9], ids=["joined", "gathered"])
 def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, monkeypatch):

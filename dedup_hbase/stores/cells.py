@@ -41,6 +41,7 @@ _HEADER = 6
 _VARIABLE = 0xFFFF
 MAX_QUALIFIER_BYTES = _VARIABLE - 1  # a length must fit the uint16 width field
 _PACK_CELLS = 1 << 18  # cells packed per numpy pass
+_RANK_BITS = 32  # prefixes spanning more bits are ranked before sorting
 _BIG_RECORD = 16  # cells per record from which records are joined from slices, not gathered
 
 
@@ -58,10 +59,27 @@ def _starts(lengths: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
 
 
+def _squeeze(pids: np.ndarray) -> np.ndarray:
+    """Prefixes (segment << 8 | flag) as small integers in the same order: the segments'
+    common trailing zero bits (the layout left-aligns the blocks) and the flags' unused
+    high bits dropped, the smallest subtracted. The 4-split's come out below 2^19, the
+    5-split's below 2^30, leaving most of a 64-bit sort key to the remainder."""
+    segments, flags = pids >> np.uint64(8), pids & np.uint64(0xFF)
+    common = int(np.bitwise_or.reduce(segments))
+    zeros = (common & -common).bit_length() - 1 if common else 0
+    squeezed = ((segments >> np.uint64(zeros)) << np.uint64(max(int(flags.max()).bit_length(), 1))) | flags
+    return squeezed - squeezed.min()
+
+
 def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
     if len(qlens) and len(quals) == len(qlens) * int(qlens[0]):  # all one length: rows of a 2-D array
         return quals.reshape(len(qlens), -1)[order].ravel()
+    width = int(qlens.max(initial=0))
+    if width * len(qlens) <= 2 * len(quals) + 64:  # lengths alike: padded to rows, a row per cell
+        padded = np.zeros((len(qlens), width), dtype=np.uint8)
+        padded[np.arange(width) < qlens[:, None]] = quals
+        return padded[order][np.arange(width) < qlens[order][:, None]]
     return quals[ranges(_starts(qlens)[order], qlens[order])]
 
 
@@ -218,18 +236,21 @@ class CellBatch(NamedTuple):
     def sorted_unique(self, runs: bool = False) -> "CellBatch":
         """The same cells in key order (prefix, remainder, qualifier), duplicates removed.
 
-        One stable sort on a 64-bit key: the prefix's rank in the high bits, the top bits of
-        the remainder below. Inputs that are concatenated sorted runs (a merge) sort in
-        near-linear time (say so with ``runs=True``). Cells whose keys tie (same prefix, remainders equal in their top
-        bits) are put in exact order afterwards, in Python: they are few."""
+        One sort on a 64-bit key: the prefix in the high bits (``_squeeze``d, or ranked
+        when that leaves too few bits), the top bits of the remainder below. Inputs that
+        are concatenated sorted runs sort in near-linear time (say so with ``runs=True``).
+        Cells whose keys tie (same prefix, remainders equal in their top bits) are put in
+        exact order afterwards, in Python: they are few."""
         n = len(self)
         if n == 0:
             return self
         kind = "stable" if runs else "quicksort"  # ties are ordered below, so either is exact
-        by_prefix = np.argsort(self.pids, kind=kind)
-        sorted_pids = self.pids[by_prefix]
-        ranks = np.empty(n, dtype=np.uint64)
-        ranks[by_prefix] = np.cumsum(np.concatenate(([0], sorted_pids[1:] != sorted_pids[:-1])), dtype=np.uint64)
+        ranks = _squeeze(self.pids)
+        if int(ranks.max()).bit_length() > _RANK_BITS:  # else rank the distinct prefixes
+            by_prefix = np.argsort(self.pids, kind=kind)
+            sorted_pids = self.pids[by_prefix]
+            ranks = np.empty(n, dtype=np.uint64)
+            ranks[by_prefix] = np.cumsum(np.concatenate(([0], sorted_pids[1:] != sorted_pids[:-1])), dtype=np.uint64)
         bits = max(int(ranks.max()).bit_length(), 1)
         key = (ranks << np.uint64(64 - bits)) | (self.rests >> np.uint64(bits))
         order = np.argsort(key, kind=kind)

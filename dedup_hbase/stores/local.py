@@ -56,6 +56,17 @@ def _options(cache, bloom: bool = True):
     return opts
 
 
+def _runs_options():
+    """A packed table's runs: written once, read once by the next merge, then dropped
+    with their family. Not compressed (lz4 would cost more CPU than the bytes it saves in
+    that life), not cached."""
+    opts = Options(raw_mode=True)
+    opts.set_compression_type(DBCompressionType.none())
+    opts.set_write_buffer_size(128 << 20)
+    opts.set_max_background_jobs(2)
+    return opts
+
+
 class LocalStore(Store):
     """RocksDB in folder ``path``. ``create=True`` allows ``create`` to make the folder."""
 
@@ -119,8 +130,8 @@ class LocalStore(Store):
         families = {"default": opts}
         for name, t in tables.items():
             if t.get("packed"):
-                for family in PackedTable.families(name):
-                    families[family] = _options(cache, bloom=False)
+                merged, runs = PackedTable.families(name)
+                families[merged], families[runs] = _options(cache, bloom=False), _runs_options()
             else:
                 families[name] = _options(cache)
         try:
@@ -129,7 +140,7 @@ class LocalStore(Store):
             if "LOCK" in str(e):
                 raise StoreError(f"{self.url} is in use by another process") from None
             raise StoreError(f"cannot open {self.url}: {e}") from None
-        self._packed = {name: PackedTable(self._db, name, t["packed"], _options(cache, bloom=False))
+        self._packed = {name: PackedTable(self._db, name, t["packed"], _runs_options())
                         for name, t in tables.items() if t.get("packed")}
         self._cfs = {name: self._db.get_column_family(name) for name in tables if name not in self._packed}
         self._handles = {name: self._db.get_column_family_handle(name) for name in self._cfs}

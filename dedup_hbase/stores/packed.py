@@ -208,16 +208,17 @@ class PackedTable:
             found = zip(pids.tolist(), get_many(self._merged, self._prefixes(pids)))
             present = [(pid, record) for pid, record in found if record is not None]
             return [pid for pid, _ in present], [record for _, record in present]
-        wanted, out_pids, out_records = set(pids.tolist()), [], []
+        in_range: list[tuple[int, bytes]] = []
         for key, record in self._merged.items(from_key=lo.to_bytes(self.prefix_bytes, "big"),
                                                read_opt=total_order()):
-            pid = int.from_bytes(key, "big")
-            if pid > hi:
+            if int.from_bytes(key, "big") > hi:
                 break
-            if pid in wanted:
-                out_pids.append(pid)
-                out_records.append(record)
-        return out_pids, out_records
+            in_range.append((int.from_bytes(key, "big"), record))
+        if not in_range:
+            return [], []
+        wanted = np.isin(np.array([pid for pid, _ in in_range], dtype=np.uint64), pids).tolist()
+        present = [item for item, keep in zip(in_range, wanted) if keep]
+        return [pid for pid, _ in present], [record for _, record in present]
 
     def _save_state(self, write: WriteBatch) -> None:
         write.put(self._state_key, _STATE.pack(self._seq, max(self.merged_cells, 0), self.run_cells),
