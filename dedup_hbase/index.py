@@ -50,7 +50,7 @@ class Match(NamedTuple):
         return {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
 
 
-@dataclass
+@dataclass(slots=True)
 class Document:
     """A document as indexed: id, fingerprint and free-form metadata."""
 
@@ -194,7 +194,7 @@ class Index:
         if replaced:
             self.store.delete("index", self._index_keys([ids[i] for i in replaced],
                                                         [int.from_bytes(old[i][:8], "big") for i in replaced]))
-        self.store.put_cells("index", self.scheme.key_table(simhashes), ids * len(self.scheme.flags))
+        self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
         for i, d in enumerate(chosen):
             if d.meta:

@@ -33,6 +33,32 @@ def test_put_get_overwrite_delete(store):
     assert store.get("docs", []) == []
 
 
+def test_get_many_mostly_present_and_mostly_absent(store):
+    present = [f"p{i}".encode() for i in range(300)]
+    store.put("docs", [(k, k[::-1]) for k in present])
+    asked = present[:200] + [b"q1", b"q2"]  # present first: the store may choose its way by the first
+    assert store.get("docs", asked) == [k[::-1] for k in present[:200]] + [None, None]
+    asked = [f"q{i}".encode() for i in range(200)] + present[:3]  # absent first
+    assert store.get("docs", asked) == [None] * 200 + [k[::-1] for k in present[:3]]
+
+
+def test_put_cells_rows_flag_by_flag_with_repeated_qualifiers(store):
+    rnd = random.Random(8)
+    docs = [f"doc{i}".encode() for i in range(50)] + [b"\x00", b"x" * 300]
+    rows = [index_key(rnd.choice([0, 0x00010000, 0xFFFF0000]), flag, rnd.getrandbits(64), "")
+            for flag in (1, 2, 3) for _ in docs]
+    store.put_cells("index", b"".join(rows), docs, repeat=3)
+    expected = sorted(row + docs[j % len(docs)] for j, row in enumerate(rows))
+    prefixes = sorted({k[:5] for k in expected})
+    assert [k for found in store.scan("index", prefixes, values=False) for k, _ in found] == expected
+    for prefix, cells in zip(prefixes, store.scan_cells("index", prefixes)):
+        mine = [k for k in expected if k.startswith(prefix)]
+        assert cells.rests.tolist() == [int.from_bytes(k[5:13], "big") for k in mine]
+        assert [cells.qualifier(i) for i in range(len(cells))] == [k[13:] for k in mine]
+    with pytest.raises(ValueError, match="do not split|qualifiers x 2"):
+        store.put_cells("index", b"".join(rows), docs, repeat=2)
+
+
 def test_index_keys_scan_by_prefix_in_key_order(store):
     rnd = random.Random(5)
     keys = {index_key(rnd.choice([0, 0x00010000, 0xFFFF0000, 0x80000000]), rnd.randint(1, 4),

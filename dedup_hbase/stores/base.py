@@ -92,16 +92,15 @@ class Store(ABC):
     # The index's hot path. These defaults build one key per cell on top of put and
     # scan; the embedded store overrides them with its packed records (packed.py).
 
-    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes]) -> None:
-        """Write cells with empty values: ``rows`` is the row keys concatenated, all of one
-        length, ``qualifiers[i]`` the column of row i. Same effect as ``put`` of
-        ``(row_i + qualifiers[i], b"")``; not atomic beyond what ``put`` is."""
-        if not qualifiers:
-            return
-        width, rest = divmod(len(rows), len(qualifiers))
-        if rest:
-            raise ValueError(f"{len(rows)} bytes of row keys do not split into {len(qualifiers)} rows")
-        keys = sorted(rows[i * width:(i + 1) * width] + q for i, q in enumerate(qualifiers))
+    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes], repeat: int = 1) -> None:
+        """Write cells with empty values: ``rows`` is ``repeat * len(qualifiers)`` row keys
+        of one length concatenated, and row j's column is ``qualifiers[j % len(qualifiers)]``
+        (the index writes a batch's rows flag by flag, each flag's in document order). Same
+        effect as ``put`` of ``(row_j + qualifiers[j % len(qualifiers)], b"")``; not atomic
+        beyond what ``put`` is."""
+        width = _row_width(rows, len(qualifiers), repeat)
+        keys = sorted(rows[j * width:(j + 1) * width] + qualifiers[j % len(qualifiers)]
+                      for j in range(len(qualifiers) * repeat))
         self.put(table, ((key, b"") for key in keys))
 
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
@@ -147,3 +146,13 @@ class Store(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+
+def _row_width(rows: bytes, qualifiers: int, repeat: int) -> int:
+    """The length of each row key of ``put_cells``; refuses rows that do not split evenly."""
+    if repeat < 1 or (qualifiers == 0) != (len(rows) == 0):
+        raise ValueError(f"{len(rows)} bytes of row keys for {qualifiers} qualifiers x {repeat}")
+    width, rest = divmod(len(rows), max(qualifiers * repeat, 1))
+    if rest:
+        raise ValueError(f"{len(rows)} bytes of row keys do not split into {qualifiers * repeat} rows")
+    return width

@@ -74,12 +74,12 @@ def _squeeze(pids: np.ndarray) -> np.ndarray:
 def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
     if len(qlens) and len(quals) == len(qlens) * int(qlens[0]):  # all one length: rows of a 2-D array
-        return quals.reshape(len(qlens), -1)[order].ravel()
+        return np.take(quals.reshape(len(qlens), -1), order, axis=0).ravel()  # (faster than [order])
     width = int(qlens.max(initial=0))
     if width * len(qlens) <= 2 * len(quals) + 64:  # lengths alike: padded to rows, a row per cell
         padded = np.zeros((len(qlens), width), dtype=np.uint8)
         padded[np.arange(width) < qlens[:, None]] = quals
-        return padded[order][np.arange(width) < qlens[order][:, None]]
+        return np.take(padded, order, axis=0)[np.arange(width) < qlens[order][:, None]]
     return quals[ranges(_starts(qlens)[order], qlens[order])]
 
 
@@ -155,18 +155,19 @@ class CellBatch(NamedTuple):
         return len(self.pids)
 
     @classmethod
-    def from_rows(cls, rows: bytes, qualifiers: Sequence[bytes], prefix_bytes: int) -> "CellBatch":
-        """From row keys concatenated (each ``prefix_bytes + 8`` long) and one qualifier per row."""
+    def from_rows(cls, rows: bytes, qualifiers: Sequence[bytes], prefix_bytes: int, repeat: int = 1) -> "CellBatch":
+        """From row keys concatenated (each ``prefix_bytes + 8`` long) and their qualifiers:
+        row j has ``qualifiers[j % len(qualifiers)]`` (``repeat`` rows per qualifier)."""
         width = prefix_bytes + REST_BYTES
         table = np.frombuffer(rows, dtype=np.uint8).reshape(-1, width)
-        if len(table) != len(qualifiers):
-            raise ValueError(f"{len(table)} rows but {len(qualifiers)} qualifiers")
+        if len(table) != len(qualifiers) * repeat:
+            raise ValueError(f"{len(table)} rows but {len(qualifiers)} qualifiers x {repeat}")
         padded = np.zeros((len(table), 8), dtype=np.uint8)
         padded[:, 8 - prefix_bytes:] = table[:, :prefix_bytes]
         return cls(padded.view(">u8").ravel().astype(np.uint64),
                    np.ascontiguousarray(table[:, prefix_bytes:]).view(">u8").ravel().astype(np.uint64),
-                   np.fromiter(map(len, qualifiers), dtype=np.int64, count=len(qualifiers)),
-                   np.frombuffer(b"".join(qualifiers), dtype=np.uint8))
+                   np.tile(np.fromiter(map(len, qualifiers), dtype=np.int64, count=len(qualifiers)), repeat),
+                   np.tile(np.frombuffer(b"".join(qualifiers), dtype=np.uint8), repeat))
 
     @classmethod
     def from_records(cls, pids: Sequence[int], records: Sequence[bytes]) -> "CellBatch":

@@ -169,10 +169,10 @@ class LocalStore(Store):
             batch.put(key, value, handle)
         self._db.write(batch)
 
-    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes]) -> None:
+    def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes], repeat: int = 1) -> None:
         if packed := self._table(table):
-            return packed.put_cells(CellBatch.from_rows(rows, qualifiers, packed.prefix_bytes))
-        super().put_cells(table, rows, qualifiers)
+            return packed.put_cells(CellBatch.from_rows(rows, qualifiers, packed.prefix_bytes, repeat))
+        super().put_cells(table, rows, qualifiers, repeat)
 
     def get(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from rocksdict import WriteBatch
+from rocksdict import WriteBatch, WriteOptions
 
 from ..errors import StoreError
 from .cells import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, Cells
@@ -43,6 +43,8 @@ _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds m
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = Cells.empty()
+_NO_LOG = WriteOptions()
+_NO_LOG.disable_wal = True  # merge writes: the runs they come from stay until they are flushed
 
 
 class PackedTable:
@@ -168,7 +170,8 @@ class PackedTable:
         """Delete every run: drop the runs family and create it again, which frees its
         files at once (a range delete + compaction rewrote them: seconds per 10^7 cells).
         The merged records are synced to the log first, so the runs go only after them."""
-        self._db.flush_wal(True)
+        self._merged.flush()  # the merged records (written without the log) to table files,
+        self._db.flush()  # and the state with them
         del self._runs, self._runs_handle
         self._db.drop_column_family(self._runs_name)
         self._runs = self._db.create_column_family(self._runs_name, self._runs_options)
@@ -194,7 +197,7 @@ class PackedTable:
             write.put(prefix, record, self._merged_handle)
         self.merged_cells += len(merged) - before
         self._save_state(write)
-        self._db.write(write)
+        self._db.write(write, write_opt=_NO_LOG)
 
     def _records_of(self, pids: np.ndarray) -> tuple[list[int], list[bytes]]:
         """The merged records that exist among prefixes ``pids`` (sorted, unique).

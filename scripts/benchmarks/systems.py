@@ -101,13 +101,19 @@ class DedupHbase(System):
         flags = len(index.scheme.flags)
 
         ids = [f"d{i}" for i in range(len(fps))]  # input data, like the peers' arrays: not timed
+        gc.collect()
+        gc.freeze()  # nor walked by Python's collector at every full collection (a loader streams its
+        # input and holds no such list; walking these 10^7 ids doubled the time of the build)
 
         def write():
             for start in range(0, len(fps), self.batch):
                 index.add_many(list(map(Document, ids[start:start + self.batch], fps[start:start + self.batch].tolist())))
 
         merge = getattr(store, "merge", None)  # LocalStore: writes are runs until merged (packed.py)
-        seconds = _timed(write) + (_timed(merge) if merge else 0.0)
+        try:
+            seconds = _timed(write) + (_timed(merge) if merge else 0.0)
+        finally:
+            gc.unfreeze()
         compact = getattr(store, "compact", None)  # LocalStore has it; not part of the store contract
         compact_s = _timed(compact) if compact else None
         table_bytes = getattr(store, "table_bytes", None)  # LocalStore only
