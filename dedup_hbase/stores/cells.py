@@ -347,10 +347,11 @@ class CellBatch(NamedTuple):
         """The qualifier bytes in stored order: as they are for a record of variable
         width, as byte planes (byte t of every qualifier, then byte t + 1) for a record
         whose qualifiers have one width."""
+        planar = fixed & (counts > 1)  # one qualifier is its own planes
+        if not planar.any():
+            return self.quals.tobytes()
         out = self.quals.copy()
-        if not fixed.any():
-            return out.tobytes()
-        cells = np.flatnonzero(np.repeat(fixed, counts))  # the cells of fixed-width records
+        cells = np.flatnonzero(np.repeat(planar, counts))  # the cells of fixed-width records
         group = np.repeat(np.arange(len(first)), counts)[cells]
         local, size, width = cells - first[group], counts[group], self.qlens[cells]
         for w in np.unique(width).tolist():  # ids of one length are the usual case: one pass

@@ -22,7 +22,8 @@ on ``compact``; never in the middle of writes. A write-only bulk load therefore 
 every record once, at the end, however many batches it had; a load that looks up every
 batch (``--skip-near-dups``) merges each batch once, at a cost proportional to the records
 it touches; the first lookup after a big write waits for its merge. A merge cut off by a
-crash is harmless: merging is a set union, and the runs go only after it.
+crash is harmless: merging is a set union, and the runs go only after it (its writes skip the
+write-ahead log and are flushed to table files before the runs are dropped).
 """
 
 from __future__ import annotations

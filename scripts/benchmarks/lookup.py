@@ -195,7 +195,7 @@ def build_table(report: Report, builds: list[Build], batch: int) -> None:
               f"{b.bytes_per_fp:.1f}", b.bytes_how]
              for b in builds]
     report.write(f"Build: `Index.add_many` in batches of {batch:,} documents, then `store.merge()` (the embedded "
-                 f"store writes sorted runs and folds them into its per-prefix records at the first read; the "
+                 f"store writes runs and folds them into its per-prefix records at the first read; the "
                  f"build time includes that merge; index rows/s = documents x flags / s); then `store.compact()` "
                  f"(a forced full rewrite at zstd level 9), timed apart; faiss: `add`; simhash: Simhash objects + "
                  f"SimhashIndex.\n")
