@@ -57,9 +57,9 @@ def _options(cache, bloom: bool = True):
 
 
 def _runs_options():
-    """A packed table's runs: written once, read once by the next merge, then dropped
-    with their family. Not compressed (lz4 would cost more CPU than the bytes it saves in
-    that life), not cached."""
+    """A packed table's runs: written once, read once by the next merge (without filling
+    the block cache), then dropped with their family. Not compressed: lz4 would cost more
+    CPU than the bytes it saves in that life."""
     opts = Options(raw_mode=True)
     opts.set_compression_type(DBCompressionType.none())
     opts.set_write_buffer_size(128 << 20)
