@@ -170,7 +170,7 @@ class PackedTable:
     def _drop_runs(self) -> None:
         """Delete every run: drop the runs family and create it again, which frees its
         files at once (a range delete + compaction rewrote them: seconds per 10^7 cells).
-        The merged records are synced to the log first, so the runs go only after them."""
+        The merged records are flushed to table files first, so the runs go only after them."""
         self._merged.flush()  # the merged records (written without the log) to table files,
         self._db.flush()  # and the state with them
         del self._runs, self._runs_handle
