@@ -6,11 +6,14 @@ lookups while unmerged runs exist, merges in the middle of a load, and deletes."
 
 import json
 import random
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from dedup_hbase import Document, Index, open_store
+from dedup_hbase import Document, Index, Scheme, open_store
 from dedup_hbase.errors import StoreError
 from dedup_hbase.stores import cells as cells_module, packed
 from dedup_hbase.stores.cells import CellBatch, Cells
@@ -90,6 +93,47 @@ def test_without_removes_exactly_the_doomed_cells():
 
 def brute_force(fps: dict[str, int], q: int, k: int) -> list[tuple[int, str]]:
     return sorted(((v ^ q).bit_count(), doc) for doc, v in fps.items() if (v ^ q).bit_count() <= k)
+
+
+_DYING_MERGE = """
+import os, signal, sys
+import numpy as np
+from dedup_hbase import Document, Index, Scheme, open_store
+from dedup_hbase.stores import packed
+
+packed._MERGE_CHUNK_CELLS = 2000  # many slices
+store = open_store(sys.argv[1], create=True)
+index = Index.create(store, 4, 3)
+values = np.random.default_rng(5).integers(0, 2**63, 20_000).tolist()
+index.add_many([Document(f"d{i}", v) for i, v in enumerate(values)])
+step, calls = getattr(packed.PackedTable, sys.argv[2]), []
+
+def dying(self, *args):  # the step runs (the third time, for a merge slice), then the process dies
+    step(self, *args)
+    calls.append(1)
+    if len(calls) == int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+setattr(packed.PackedTable, sys.argv[2], dying)
+store.merge()
+"""
+
+
+@pytest.mark.parametrize("step, nth, runs_left", [("_merge_runs", 3, 4 * 20_000), ("_drop_runs", 1, 0)],
+                         ids=["after-3-slices", "after-the-runs-are-dropped"])
+def test_kill_9_in_the_middle_of_a_merge_loses_nothing(tmp_path, step, nth, runs_left):
+    """A merge writes its records without the write-ahead log and drops the runs only after
+    flushing them: killed in the middle or right after, the store reopens with every cell
+    exactly once."""
+    path = str(tmp_path / "s")
+    died = subprocess.run([sys.executable, "-c", _DYING_MERGE, path, step, str(nth)], capture_output=True, text=True)
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    values = np.random.default_rng(5).integers(0, 2**63, 20_000).tolist()
+    expected = sorted(key + f"d{i}".encode() for i, v in enumerate(values) for key in Scheme(4, 1).row_keys(v))
+    with open_store(path) as store:
+        assert store._table("index").run_cells == runs_left
+        assert [key for key, _ in store.iterate("index")] == expected
+        assert Index.open(store).stats()["index_cells"] == 4 * 20_000
 
 
 def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
