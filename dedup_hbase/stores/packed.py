@@ -215,9 +215,10 @@ class PackedTable:
         in_range: list[tuple[int, bytes]] = []
         for key, record in self._merged.items(from_key=lo.to_bytes(self.prefix_bytes, "big"),
                                                read_opt=total_order()):
-            if int.from_bytes(key, "big") > hi:
+            pid = int.from_bytes(key, "big")
+            if pid > hi:
                 break
-            in_range.append((int.from_bytes(key, "big"), record))
+            in_range.append((pid, record))
         if not in_range:
             return [], []
         wanted = np.isin(np.array([pid for pid, _ in in_range], dtype=np.uint64), pids).tolist()

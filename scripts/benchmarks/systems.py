@@ -14,6 +14,7 @@ import logging
 import shutil
 import sys
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +24,10 @@ from .common import K, fmt_n
 Answer = list[tuple[int, int]]
 
 
-class System:
+class System(ABC):
     """One peer. ``build`` returns build statistics; ``size`` the bytes per fingerprint
-    and how they were measured."""
+    and how they were measured. A peer without a batched path sets ``batch_skip`` and
+    leaves ``query_batch`` and ``batch_answers`` alone."""
 
     name = "?"
     linear = False  # reads all N fingerprints per lookup: timed on fewer queries
@@ -35,29 +37,29 @@ class System:
     def skip_reason(self, n: int) -> str | None:
         return None
 
-    def build(self, fps: np.ndarray) -> dict:
-        raise NotImplementedError
+    @abstractmethod
+    def build(self, fps: np.ndarray) -> dict: ...
 
     def inputs(self, qs: np.ndarray) -> list:
         return qs.tolist()
 
-    def query(self, x):
-        raise NotImplementedError
+    @abstractmethod
+    def query(self, x): ...
 
-    def answers(self, raw, q: int, fps: np.ndarray) -> Answer:
-        raise NotImplementedError
+    @abstractmethod
+    def answers(self, raw, q: int, fps: np.ndarray) -> Answer: ...
 
     def batch_input(self, qs: np.ndarray):
         return qs.tolist()
 
     def query_batch(self, xs):
-        raise NotImplementedError
+        raise TypeError(f"{self.name} has no batched lookups ({self.batch_skip})")
 
     def batch_answers(self, raw, qs: np.ndarray, fps: np.ndarray) -> list[Answer]:
-        raise NotImplementedError
+        raise TypeError(f"{self.name} has no batched lookups ({self.batch_skip})")
 
-    def size(self, n: int) -> tuple[float, str]:
-        raise NotImplementedError
+    @abstractmethod
+    def size(self, n: int) -> tuple[float, str]: ...
 
     def close(self) -> None:
         pass
