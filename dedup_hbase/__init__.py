@@ -6,17 +6,18 @@
 >>> index.query(index.fingerprint("国家卫生健康委通报最新疫情"))
 """
 
-from .errors import DedupError, EmptyDocument, IndexMismatch, IndexNotFound, StoreError
+__version__ = "0.2.0"  # the one place; pyproject.toml reads it
+
+from .errors import DedupError, EmptyDocument, IndexMismatch, IndexNotFound, InvalidInput, StoreError
 from .features import JiebaFeaturizer, ShingleFeaturizer, make_featurizer
-from .fingerprint import Fingerprinter, hamming, parse_hex, to_hex
+from .fingerprint import Fingerprinter, hamming, make_fingerprinter, parse_hex, to_hex
 from .index import Document, Index, Match
 from .layout import Scheme
-from .stores import Store, open_store
-
-__version__ = "0.1.0"
+from .stores import Store, open_store, parse_store_url
 
 __all__ = [
     "DedupError", "Document", "EmptyDocument", "Fingerprinter", "Index", "IndexMismatch",
-    "IndexNotFound", "JiebaFeaturizer", "Match", "Scheme", "ShingleFeaturizer", "Store",
-    "StoreError", "hamming", "make_featurizer", "open_store", "parse_hex", "to_hex",
+    "IndexNotFound", "InvalidInput", "JiebaFeaturizer", "Match", "Scheme", "ShingleFeaturizer", "Store",
+    "StoreError", "hamming", "make_featurizer", "make_fingerprinter", "open_store", "parse_hex",
+    "parse_store_url", "to_hex",
 ]

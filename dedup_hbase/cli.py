@@ -1,71 +1,160 @@
 """The ``dedup-hbase`` command line: a thin shell over the library.
 
-Every command takes ``--store URL`` (or the DEDUP_HBASE_STORE environment variable;
-default: the folder ``dedup-index`` in the current directory) and ``--json``.
-Errors a user can cause print one line and exit with code 1.
+Global options, before or after the command: ``--store URL`` (else the DEDUP_HBASE_STORE
+environment variable, else the folder ``dedup-index`` in the current directory),
+``--verbose``, ``--version``. Each command is a few lines over one library call plus its
+output; ``--json`` makes that output JSON (lines). Errors a user can cause (a DedupError:
+bad input, no index, a store that cannot be reached; or a file that cannot be read) print
+one line and exit with code 1; ``--verbose`` adds the traceback. Anything else is a bug and
+shows its traceback.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import sys
+import traceback
 from contextlib import ExitStack
-from contextvars import ContextVar
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
+from . import __version__
 from . import plan as planning
-from .corpus import FORMATS, Fields, input_identity, read_records
-from .errors import DedupError
-from .features import make_featurizer
-from .fingerprint import DEFAULT_SEED, Fingerprinter, parse_hex, to_hex
-from .index import Index
-from .layout import Scheme
+from .corpus import FORMATS, Fields, read_records
+from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput
+from .fingerprint import make_fingerprinter, parse_hex, to_hex
+from .index import Index, fingerprinter_for
 from .loader import check as check_records
-from .loader import fingerprint_record, load as load_records
+from .loader import fingerprint_records, load_files
 from .schema import hbase_shell_ddl, load_schema
-from .stores import DEFAULT_URL, ENV_VAR, open_store
+from .stores import DEFAULT_URL, ENV_VAR, Store, open_store, parse_store_url
+from .stores.hbase_admin import AdminGatewayUnreachable
+
+# What the CLI adds to a library error: the command that fixes it.
+_HINTS = {
+    IndexNotFound: ": create one with `dedup-hbase init`",
+    FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
+    AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
+}
+_GLOBAL_VALUE_OPTIONS = ("--store", "-s")
+_GLOBAL_FLAGS = ("--verbose", "-v")
+_GLOBAL_HELP = ("Global options (before or after the command): --store, -s URL: the index "
+                f"(PATH or local:PATH, memory:, hbase://HOST:PORT/?table_prefix=P; else the environment "
+                f"variable {ENV_VAR}, else {DEFAULT_URL}); --verbose, -v: debug log and tracebacks.")
+
+
+def _hoist_global_options(args: list[str]) -> list[str]:
+    """Move global options written after the command to before it (``check --store URL
+    FILE`` means ``--store URL check FILE``). Stops at ``--``."""
+    head, i = [], 0
+    while i < len(args) and (args[i] in _GLOBAL_VALUE_OPTIONS + _GLOBAL_FLAGS or args[i].startswith("--store=")
+                             or args[i] in ("--version", "--help")):
+        step = 2 if args[i] in _GLOBAL_VALUE_OPTIONS else 1
+        head += args[i:i + step]
+        i += step
+    if i >= len(args):
+        return args
+    moved, kept, rest = [], [], args[i + 1:]
+    j = 0
+    while j < len(rest):
+        arg = rest[j]
+        if arg == "--":
+            kept += rest[j:]
+            break
+        if arg in _GLOBAL_VALUE_OPTIONS and j + 1 < len(rest):
+            moved += rest[j:j + 2]
+            j += 2
+            continue
+        (moved if arg in _GLOBAL_FLAGS or arg.startswith("--store=") else kept).append(arg)
+        j += 1
+    return head + moved + [args[i]] + kept
+
+
+class _Root(TyperGroup):
+    """The root command: global options may also follow the command, and every command's
+    help lists them."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _hoist_global_options(args))
+
+    def get_command(self, ctx, name: str):
+        command = super().get_command(ctx, name)
+        if command is not None and _GLOBAL_HELP not in (command.epilog or ""):
+            command.epilog = _GLOBAL_HELP
+        return command
+
+
+class Session:
+    """What one run of a command owns: the store URL, the stores it opened (closed when the
+    command ends, however it ends) and the verbosity."""
+
+    def __init__(self, url: str, verbose: bool) -> None:
+        self.url, self.verbose = url, verbose
+        self._resources = ExitStack()
+        self._store: Store | None = None
+
+    def store(self, create: bool = False) -> Store:
+        if self._store is None:
+            self._store = self._resources.enter_context(open_store(self.url, create=create))
+        return self._store
+
+    def index(self) -> Index:
+        return Index.open(self.store())
+
+    def close(self) -> None:
+        self._resources.close()
+
 
 app = typer.Typer(
-    name="dedup-hbase", no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", cls=_Root, no_args_is_help=True, add_completion=False,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
 
-Store = Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True,
-                                    help="PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P")]
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
-K = Annotated[Optional[int], typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
-IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
-TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
-Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"dedup-hbase {__version__}")
+        raise typer.Exit()
 
 
-# The resources (open stores) of the running command, closed when it ends.
-_resources: ContextVar[ExitStack] = ContextVar("resources")
+@app.callback()
+def root(ctx: typer.Context,
+         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True,
+                                            help="PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P")] = DEFAULT_URL,
+         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")] = False,
+         version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               help="Print the version and exit.")] = False) -> None:
+    """Global options; they may also follow the command."""
+    if verbose:
+        logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
+        logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
+    session = Session(store, verbose)
+    ctx.obj = session
+    ctx.call_on_close(session.close)
 
 
 def _command(fn):
-    """Register ``fn`` as a command whose user errors print one line and exit 1,
-    and whose stores are closed when it ends, however it ends."""
+    """Register ``fn`` (whose first parameter is ``ctx``, holding the Session) as a command
+    whose user errors print one line and exit 1."""
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with ExitStack() as resources:
-            token = _resources.set(resources)
-            try:
-                return fn(*args, **kwargs)
-            except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                raise typer.Exit(0) from None
-            except (DedupError, ValueError, OSError, KeyError) as e:
-                message = e.args[0] if isinstance(e, KeyError) and e.args else e
-                typer.echo(f"error: {message}", err=True)
-                raise typer.Exit(1) from None
-            finally:
-                _resources.reset(token)
+    def wrapper(ctx: typer.Context, *args, **kwargs):
+        try:
+            return fn(ctx, *args, **kwargs)
+        except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+        except (DedupError, OSError) as e:
+            if ctx.obj.verbose:
+                traceback.print_exc()
+            hint = next((text for kind, text in _HINTS.items() if isinstance(e, kind)), "")
+            typer.echo(f"error: {e}{hint}", err=True)
+            raise typer.Exit(1) from None
     return app.command()(wrapper)
 
 
@@ -73,116 +162,96 @@ def _out(obj) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False))
 
 
-def _store(url: str, create: bool = False):
-    """Open a store that is closed when the command ends, however it ends."""
-    return _resources.get().enter_context(open_store(url, create=create))
-
-
-def _open_index(url: str, fingerprinter: Fingerprinter | None = None) -> Index:
-    return Index.open(_store(url), fingerprinter)
-
-
-def _fingerprinter(featurizer: str | None, shingle_size: int | None, seed: int | None):
-    if featurizer is None and shingle_size is None and seed is None:
-        return None
-    name = featurizer or ("shingles" if shingle_size else "jieba")
-    params = {"n": shingle_size} if name == "shingles" and shingle_size else {}
-    return Fingerprinter(make_featurizer(name, **params), DEFAULT_SEED if seed is None else seed)
-
-
-Featurizer = Annotated[Optional[str], typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
-ShingleSize = Annotated[Optional[int], typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
-Seed = Annotated[Optional[int], typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
+K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
+IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
+TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
+Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
+ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
+Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
 
 
 @_command
-def init(store: Store = DEFAULT_URL,
-         scheme: Annotated[Optional[str], typer.Option(help="4 (4 blocks, flags 1-4), 5 (5 blocks in pairs, flags 1-10) or B/m. Default: 4, or the cheapest scheme for k > 3.")] = None,
+def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 (4 blocks, flags 1-4), 5 (5 blocks in pairs, flags 1-10) or B/m. Default: 4, or the cheapest scheme for k > 3.")] = None,
          k: Annotated[int, typer.Option("--k", "-k", help="Default max differing bits of a lookup.")] = 3,
          featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
-         regions: Annotated[Optional[int], typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
+         regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
          json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k and featurizer."""
-    chosen = Scheme.parse(scheme) if scheme else (Scheme(4, 1) if k <= 3 else planning.best_scheme(k))
-    fingerprinter = _fingerprinter(featurizer, shingle_size, seed) or Fingerprinter(make_featurizer("jieba"))
-    index = Index.create(_store(store, create=True), chosen, k, fingerprinter, regions)
-    config = Index.read_config(index.store)
+    fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions)
     if json_:
-        _out({"store": index.store.url, **config})
-    else:
-        typer.echo(f"created index at {index.store.url}: scheme {chosen.name} ({chosen.blocks} blocks taken "
-                   f"{chosen.take} at a time, {len(chosen.flags)} rows per document, finds every match "
-                   f"within {chosen.max_k} bits), k={k}, featurizer {fingerprinter.featurizer.name}")
+        _out({"store": index.store.url, **Index.read_config(index.store)})
+        return
+    chosen = index.scheme
+    typer.echo(f"created index at {index.store.url}: scheme {chosen.name} ({chosen.blocks} blocks taken "
+               f"{chosen.take} at a time, {len(chosen.flags)} rows per document, finds every match "
+               f"within {chosen.max_k} bits), k={k}, featurizer {fingerprinter.featurizer.name}")
 
 
 @_command
-def load(files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, text; gz/bz2/xz/zst.")],
-         store: Store = DEFAULT_URL, id_field: IdField = "id", text_field: TextField = "text",
-         fmt: Format = "auto",
+def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, text; gz/bz2/xz/zst.")],
+         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
          skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
-         groups: Annotated[Optional[str], typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
-         rejects: Annotated[Optional[str], typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
-         workers: Annotated[Optional[int], typer.Option(help="Fingerprinting processes (default: one per core).")] = None,
+         groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
+         rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
+         workers: Annotated[int | None, typer.Option(help="Fingerprinting processes (default: one per core).")] = None,
          batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False) -> None:
-    """Bulk-load documents into the index, on every core. Bad records are reported and
-    skipped. Interrupted? Run the same command again: it resumes where it stopped, and
+    """Bulk-load documents into the index, on every core.
+
+    Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
+    rejected. Interrupted? Run the same command again: it resumes where it stopped, and
     once finished it does nothing."""
     from .progress import LoadProgress
 
-    index = _open_index(store)
-    key = input_identity(files, fmt, id_field, text_field, fingerprints, skip_near_dups)
-    records = read_records(files, fmt, Fields(id=id_field, text=text_field))
-    reject_file = open(rejects, "a" if key and not restart else "w", encoding="utf-8") if rejects else None
-    try:
-        with LoadProgress(enabled=not quiet and not json_) as bar:
-            report = load_records(index, records, use_simhash=fingerprints, batch_size=batch_size,
-                                  workers=workers, skip_near_dups=skip_near_dups, groups=groups,
-                                  checkpoint=key, restart=restart, rejects=reject_file,
-                                  on_reject=None if quiet else bar.reject, progress=bar.update)
-    finally:
-        if reject_file:
-            reject_file.close()
+    index = ctx.obj.index()
+    with LoadProgress(enabled=not quiet and not json_) as bar:
+        report = load_files(index, files, fmt=fmt, fields=Fields(id=id_field, text=text_field),
+                            use_simhash=fingerprints, skip_near_dups=skip_near_dups, rejects=rejects,
+                            restart=restart, batch_size=batch_size, workers=workers, groups=groups,
+                            on_reject=None if quiet else bar.reject, progress=bar.update)
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
-        return
-    if report.already_complete:
+    elif report.already_complete:
         typer.echo(f"already loaded (read {report.read}, indexed {report.indexed}): nothing to do; "
                    "--restart loads again", err=True)
-        return
-    reasons = ", ".join(f"{n} {r}" for r, n in report.rejected_by_reason.most_common())
-    resumed = f"resumed after {report.resumed_after}; " if report.resumed_after else ""
-    skipped = f", skipped {report.near_duplicates_skipped} near-duplicates" if skip_near_dups else ""
-    typer.echo(f"{resumed}read {report.read}, indexed {report.indexed} ({report.new} new){skipped}, "
-               f"rejected {report.rejected}{f' ({reasons})' if reasons else ''} in {report.elapsed_s:.1f} s: "
-               f"{report.docs_per_s:,.0f} docs/s, {report.mb_per_s:.2f} MB/s", err=True)
+    else:
+        reasons = ", ".join(f"{n} {r}" for r, n in report.rejected_by_reason.most_common())
+        resumed = f"resumed after {report.resumed_after}; " if report.resumed_after else ""
+        skipped = f", skipped {report.near_duplicates_skipped} near-duplicates" if skip_near_dups else ""
+        typer.echo(f"{resumed}read {report.read}, indexed {report.indexed} ({report.new} new){skipped}, "
+                   f"rejected {report.rejected}{f' ({reasons})' if reasons else ''} in {report.elapsed_s:.1f} s: "
+                   f"{report.docs_per_s:,.0f} docs/s, {report.mb_per_s:.2f} MB/s", err=True)
+
+
+def _read_text(text: str | None, file: str | None, what: str) -> str:
+    """The text given as an argument, in a file, or on stdin."""
+    if file is not None:
+        with open(file, encoding="utf-8") as f:
+            return f.read()
+    if text is not None:
+        return text
+    if sys.stdin.isatty():
+        raise InvalidInput(f"no {what}: give TEXT, --file{', --simhash' if what == 'document' else ''} "
+                           "or pipe text to stdin")
+    return sys.stdin.read()
 
 
 @_command
-def query(text: Annotated[Optional[str], typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
-          store: Store = DEFAULT_URL,
-          file: Annotated[Optional[str], typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
-          simhash: Annotated[Optional[str], typer.Option(help="Look up this fingerprint (16 hex digits).")] = None,
+def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
+          file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
+          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits).")] = None,
           k: K = None, json_: Json = False) -> None:
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
-    given = [x for x in (text, file, simhash) if x is not None]
-    if len(given) > 1:
-        raise ValueError("give one of TEXT, --file and --simhash")
-    index = _open_index(store)
-    if simhash is not None:
-        value = parse_hex(simhash)
-    else:
-        if file is not None:
-            with open(file, encoding="utf-8") as f:
-                text = f.read()
-        elif text is None:
-            if sys.stdin.isatty():
-                raise ValueError("no document: give TEXT, --file, --simhash or pipe text to stdin")
-            text = sys.stdin.read()
-        value = index.fingerprint(text)
+    if sum(x is not None for x in (text, file, simhash)) > 1:
+        raise InvalidInput("give one of TEXT, --file and --simhash")
+    index = ctx.obj.index()
+    value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
     matches = index.query(value, k)
     if json_:
         _out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
@@ -194,13 +263,12 @@ def query(text: Annotated[Optional[str], typer.Argument(help="The document text 
 
 
 @_command
-def check(files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
-          store: Store = DEFAULT_URL, id_field: IdField = "id", text_field: TextField = "text",
-          fmt: Format = "auto", k: K = None,
+def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
+          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           json_: Json = False) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing."""
-    index = _open_index(store)
+    index = ctx.obj.index()
     records = read_records(files, fmt, Fields(id=id_field, text=text_field))
     for answer in check_records(index, records, k=k, use_simhash=fingerprints):
         if json_:
@@ -213,30 +281,24 @@ def check(files: Annotated[list[str], typer.Argument(help="Files or folders of d
 
 
 @_command
-def fingerprint(text: Annotated[Optional[str], typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
-                store: Store = DEFAULT_URL,
-                file: Annotated[Optional[str], typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
+def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
+                file: Annotated[str | None, typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
                 id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
                 featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
                 json_: Json = False) -> None:
-    """Print fingerprints as 16 hex digits. Uses the featurizer of the index in --store
-    when there is one (so the output can be loaded with load --fingerprints), else the options."""
-    wanted = _fingerprinter(featurizer, shingle_size, seed)
-    store_obj = _store(store)
-    if store_obj.exists():
-        fp = Index.open(store_obj, wanted).fingerprinter
-    else:
-        fp = wanted or Fingerprinter(make_featurizer("jieba"))
+    """Print fingerprints as 16 hex digits.
+
+    Uses the featurizer of the index in --store when there is one (so the output can be
+    loaded with load --fingerprints), else the options."""
+    options = (featurizer, shingle_size, seed)
+    wanted = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed) if any(
+        x is not None for x in options) else None
+    fp = fingerprinter_for(ctx.obj.store(), wanted)
     if file is None:
-        if text is None:
-            if sys.stdin.isatty():
-                raise ValueError("no text: give TEXT, --file or pipe text to stdin")
-            text = sys.stdin.read()
-        value = to_hex(fp.fingerprint(text))
+        value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
         return
-    for record in read_records([file], fmt, Fields(id=id_field, text=text_field)):
-        fingerprint_record(fp.fingerprint, record)
+    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field))):
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)
             if json_:
@@ -248,9 +310,9 @@ def fingerprint(text: Annotated[Optional[str], typer.Argument(help="Text to fing
 
 
 @_command
-def stats(store: Store = DEFAULT_URL, json_: Json = False) -> None:
+def stats(ctx: typer.Context, json_: Json = False) -> None:
     """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
-    result = _open_index(store).stats()
+    result = ctx.obj.index().stats()
     if json_:
         _out(result)
         return
@@ -259,10 +321,9 @@ def stats(store: Store = DEFAULT_URL, json_: Json = False) -> None:
 
 
 @_command
-def delete(ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")],
-           store: Store = DEFAULT_URL, json_: Json = False) -> None:
+def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")], json_: Json = False) -> None:
     """Remove documents and their index rows."""
-    deleted = _open_index(store).delete(ids)
+    deleted = ctx.obj.index().delete(ids)
     missing = [i for i in dict.fromkeys(ids) if i not in set(deleted)]
     if json_:
         _out({"deleted": deleted, "missing": missing})
@@ -271,16 +332,12 @@ def delete(ids: Annotated[list[str], typer.Argument(help="Document ids to remove
 
 
 @_command
-def plan(docs: Annotated[int, typer.Option(help="Number of documents in the corpus.")],
+def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of documents in the corpus.")],
          k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
-         store: Store = DEFAULT_URL, json_: Json = False) -> None:
+         json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
-    if docs < 1:
-        raise ValueError("--docs must be at least 1")
-    rows = [planning.plan(s, docs, id_bytes) for s in planning.schemes_for(k)]
-    if not rows:
-        raise ValueError(f"no scheme on the 13-byte row key guarantees k={k}")
+    rows = planning.plans(docs, k, id_bytes)
     if json_:
         for row in rows:
             _out(row.to_dict())
@@ -294,14 +351,11 @@ def plan(docs: Annotated[int, typer.Option(help="Number of documents in the corp
 
 
 @_command
-def schema(store: Store = DEFAULT_URL,
-           table_prefix: Annotated[Optional[str], typer.Option(help="Table name prefix (default: the hbase:// store's, else 'dedup').")] = None,
-           regions: Annotated[Optional[int], typer.Option(help="Regions of the index table.")] = None) -> None:
+def schema(ctx: typer.Context, table_prefix: Annotated[str | None, typer.Option(help="Table name prefix (default: the hbase:// store's, else 'dedup').")] = None,
+           regions: Annotated[int | None, typer.Option(help="Regions of the index table.")] = None) -> None:
     """Print the HBase shell DDL of the tables (from schema/tables.json)."""
     if table_prefix is None:
-        table_prefix = "dedup"
-        if store.startswith("hbase://"):
-            table_prefix = _store(store).table_prefix
+        table_prefix = parse_store_url(ctx.obj.url).options.get("table_prefix", "dedup")
     typer.echo(hbase_shell_ddl(load_schema(regions), table_prefix), nl=False)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import InvalidInput
 from .fingerprint import parse_hex
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "lines", "file")
@@ -65,7 +66,7 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
                  stdin: IO[bytes] | None = None) -> Iterator[Record]:
     """Records of every path in turn; ``-`` is stdin, a folder is walked in name order."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     for path in paths:
         if path == "-":
             yield from _read_stream(_decompress(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
@@ -114,7 +115,7 @@ def _decompress(raw: IO[bytes]) -> IO[bytes]:
         try:
             import zstandard
         except ImportError:
-            raise ValueError("zstd input needs the zstandard package: pip install zstandard") from None
+            raise InvalidInput("zstd input needs the zstandard package: pip install zstandard") from None
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(stream))
     return stream
 

@@ -1,20 +1,35 @@
-"""The package's exceptions. Every error a user can cause is a DedupError."""
+"""The package's exceptions. Every error a user can cause is a DedupError.
+
+Messages say what is wrong and with which input; they do not name command-line
+commands (the CLI adds what to run). A caller that wants to tell user errors from
+bugs catches DedupError: anything else escaping the library is a bug.
+"""
 
 
 class DedupError(Exception):
     """Base class: a problem with input, configuration or a store, with a clear message."""
 
 
-class EmptyDocument(DedupError, ValueError):
+class InvalidInput(DedupError, ValueError):
+    """An argument or an input value is not valid: a scheme, a k, a simhash, a document id,
+    a store URL, an input format. Also a ValueError, so library callers may catch either."""
+
+
+class EmptyDocument(InvalidInput):
     """The text yields no features (empty, only punctuation, stop words or single characters)."""
 
 
 class IndexNotFound(DedupError):
-    """The store holds no index (run ``dedup-hbase init``)."""
+    """The store holds no index."""
 
 
 class IndexMismatch(DedupError):
-    """The index was built with another scheme or featurizer than the one asked for."""
+    """The index was built with another scheme, format or featurizer than the one asked for."""
+
+
+class FeaturizerVersionMismatch(IndexMismatch):
+    """The index was built with another version of its featurizer than this package has:
+    its fingerprints are not comparable; the documents have to be indexed again."""
 
 
 class StoreError(DedupError):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .boilerplate import body_text
+from .errors import FeaturizerVersionMismatch, InvalidInput
 
 _STOP_WORDS = frozenset(
     """的 了 和 是 在 也 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 她们 它们 这 那 之 其
@@ -202,7 +203,7 @@ class ShingleFeaturizer:
 
     def __init__(self, n: int = 4) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
-            raise ValueError(f"shingle size must be between 1 and 16, not {n!r}")
+            raise InvalidInput(f"shingle size must be between 1 and 16, not {n!r}")
         self.n = n
 
     @property
@@ -223,7 +224,7 @@ def _featurizer_class(name: str):
     try:
         return FEATURIZERS[name]
     except KeyError:
-        raise ValueError(
+        raise InvalidInput(
             f"unknown featurizer {name!r}: choose one of {', '.join(FEATURIZERS)}") from None
 
 
@@ -237,13 +238,10 @@ def featurizer_from_spec(spec: dict[str, Any]):
     first: another version may have other parameters)."""
     cls = _featurizer_class(spec["name"])
     if spec.get("version") != cls.VERSION:
-        from .errors import IndexMismatch
-
-        raise IndexMismatch(
+        raise FeaturizerVersionMismatch(
             f"the index was built with featurizer {spec['name']} version {spec.get('version')}, "
             f"this dedup-hbase has version {cls.VERSION}: fingerprints from different "
-            "featurizer versions are not comparable; create a new index (dedup-hbase init "
-            "--store NEW) and load the documents into it again")
+            "featurizer versions are not comparable")
     return cls(**spec.get("params", {}))
 
 

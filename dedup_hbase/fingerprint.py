@@ -15,7 +15,8 @@ from collections.abc import Mapping
 import mmh3
 import numpy as np
 
-from .errors import EmptyDocument
+from .errors import EmptyDocument, InvalidInput
+from .features import make_featurizer
 
 DEFAULT_SEED = 0
 _CACHE_LIMIT = 1 << 20
@@ -35,7 +36,7 @@ def parse_hex(text: str) -> int:
     """Parse exactly 16 hex digits (an optional ``0x`` is allowed) into an int."""
     digits = text.strip().lower().removeprefix("0x")
     if len(digits) != 16 or any(c not in "0123456789abcdef" for c in digits):
-        raise ValueError(f"a simhash is 16 hex digits, not {text!r}")
+        raise InvalidInput(f"a simhash is 16 hex digits, not {text!r}")
     return int(digits, 16)
 
 
@@ -55,7 +56,7 @@ class Hasher:
 
     def __init__(self, seed: int = DEFAULT_SEED) -> None:
         if not isinstance(seed, int) or not 0 <= seed < 2**32:
-            raise ValueError(f"seed must be an unsigned 32-bit integer, not {seed!r}")
+            raise InvalidInput(f"seed must be an unsigned 32-bit integer, not {seed!r}")
         self.seed = seed
         self._cache: dict[str, int] = {}
 
@@ -102,3 +103,14 @@ class Fingerprinter:
                 "empty text" if not text.strip()
                 else "no features (only punctuation, white space, stop words or single characters)")
         return self.hasher.simhash(weighted)
+
+
+def make_fingerprinter(featurizer: str | None = None, *, shingle_size: int | None = None,
+                       seed: int | None = None) -> Fingerprinter:
+    """A fingerprinter by options: ``featurizer`` jieba (default) or shingles (implied by
+    ``shingle_size``), with its shingle size (default 4) and the mmh3 seed (default 0)."""
+    name = featurizer or ("shingles" if shingle_size is not None else "jieba")
+    if shingle_size is not None and name != "shingles":
+        raise InvalidInput(f"a shingle size applies to the shingles featurizer, not to {name}")
+    params = {"n": shingle_size} if shingle_size is not None else {}
+    return Fingerprinter(make_featurizer(name, **params), DEFAULT_SEED if seed is None else seed)

@@ -7,7 +7,9 @@ Tables (see schema/tables.json):
 * ``docs``: key = document id; value = 8-byte big-endian simhash + JSON metadata.
   Lets ``delete`` find a document's index rows and results show metadata without
   fingerprinting the text again.
-* ``meta``: key ``config``; value = JSON of scheme, k and the fingerprinter spec.
+* ``meta``: key ``config``; value = JSON of scheme, k and the fingerprinter spec. Also
+  small named JSON states kept with the index (``read_state``/``write_state``), such as
+  the checkpoints of loads.
 
 Writes go index rows first, document row last, all idempotent: a write cut off at
 any point is completed by writing the same documents again.
@@ -24,15 +26,16 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from .errors import DedupError, IndexMismatch, IndexNotFound
 import numpy as np
 
-from .features import featurizer_from_spec, make_featurizer
-from .fingerprint import Fingerprinter, to_hex
+from .arrays import ranges
+from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
+from .features import featurizer_from_spec
+from .fingerprint import Fingerprinter, make_fingerprinter, to_hex
 from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
+from .plan import choose_scheme
 from .schema import load_schema
-from .stores.base import Store
-from .stores.cells import Cells, ranges
+from .stores.base import Cells, Store
 
 FORMAT = 1
 MAX_ID_BYTES = 1024
@@ -60,11 +63,13 @@ class Document:
 
 
 def encode_id(doc_id: str) -> bytes:
+    """The UTF-8 bytes of a document id; refuses what is not a non-empty str of at most
+    ``MAX_ID_BYTES`` bytes."""
     if not isinstance(doc_id, str) or not doc_id:
-        raise ValueError(f"a document id is a non-empty string, not {doc_id!r}")
+        raise InvalidInput(f"a document id is a non-empty string, not {doc_id!r}")
     raw = doc_id.encode("utf-8")
     if len(raw) > MAX_ID_BYTES:
-        raise ValueError(f"document id longer than {MAX_ID_BYTES} bytes: {doc_id[:40]!r}...")
+        raise InvalidInput(f"document id longer than {MAX_ID_BYTES} bytes: {doc_id[:40]!r}...")
     return raw
 
 
@@ -86,7 +91,7 @@ def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Do
         for d in docs:
             encode_id(d.id)
             if type(d.simhash) is not int or not 0 <= d.simhash < 1 << 64:
-                raise ValueError(f"document {d.id!r}: simhash must be an unsigned 64-bit int, not {d.simhash!r}")
+                raise InvalidInput(f"document {d.id!r}: simhash must be an unsigned 64-bit int, not {d.simhash!r}")
         raise AssertionError("unreachable: a document failed the bulk check but none the single one")
     last = dict(zip(ids, range(len(ids))))
     if len(last) == len(ids):
@@ -121,11 +126,13 @@ class Index:
     # -- opening -------------------------------------------------------------
 
     @classmethod
-    def create(cls, store: Store, scheme: Scheme | str | int = 4, k: int = 3,
+    def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
                fingerprinter: Fingerprinter | None = None, regions: int | None = None) -> "Index":
-        """Create the tables and metadata of a new, empty index in ``store``."""
-        scheme = scheme if isinstance(scheme, Scheme) else Scheme.parse(scheme)
-        fingerprinter = fingerprinter or Fingerprinter(make_featurizer("jieba"))
+        """Create the tables and metadata of a new, empty index in ``store``. Without
+        ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
+        within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0."""
+        scheme = choose_scheme(k, scheme)
+        fingerprinter = fingerprinter or make_fingerprinter()
         index = cls(store, scheme, k, fingerprinter)
         if not store.exists():
             store.create(load_schema(regions))
@@ -158,12 +165,24 @@ class Index:
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
+        """The index's configuration (scheme, k, fingerprinter spec, creation time)."""
         if not store.exists():
-            raise IndexNotFound(f"no index at {store.url}: create one with `dedup-hbase init`")
+            raise IndexNotFound(f"no index at {store.url}")
         (raw,) = store.get("meta", [_CONFIG_KEY])
         if raw is None:
-            raise IndexNotFound(f"{store.url} has tables but no index metadata: run `dedup-hbase init`")
+            raise IndexNotFound(f"{store.url} has tables but no index metadata")
         return json.loads(raw)
+
+    # -- small states kept with the index -------------------------------------------
+
+    def read_state(self, name: str) -> dict[str, Any] | None:
+        """The JSON state saved under ``name`` (e.g. a load's checkpoint), or None."""
+        (raw,) = self.store.get("meta", [_state_key(name)])
+        return json.loads(raw) if raw else None
+
+    def write_state(self, name: str, state: dict[str, Any]) -> None:
+        """Save a small JSON state under ``name``, replacing any earlier one. One row: atomic."""
+        self.store.put("meta", [(_state_key(name), json.dumps(state).encode())])
 
     # -- writing ---------------------------------------------------------------
 
@@ -237,7 +256,7 @@ class Index:
         k = self.k if k is None else self.scheme.check_k(k)
         for s in simhashes:
             if not isinstance(s, int) or not 0 <= s < 1 << 64:
-                raise ValueError(f"a simhash is an unsigned 64-bit int, not {s!r}")
+                raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
         if len(simhashes) >= _NUMPY_FROM:
             return [matches for start in range(0, len(simhashes), _BATCH)
                     for matches in self._query_batch(simhashes[start:start + _BATCH], k)]
@@ -257,7 +276,7 @@ class Index:
         if not sizes.any():
             return [[] for _ in simhashes]
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        candidates = Cells.all_rests(scanned)
+        candidates = _all_rests(scanned)
         inverse = inverse.ravel()
         pair_sizes = sizes[inverse]
         positions = ranges(starts[inverse], pair_sizes)
@@ -277,13 +296,13 @@ class Index:
         found: dict[bytes, Match] = {}
         if sum(len(cells) for cells in scanned) < _NUMPY_FROM:
             for cells in scanned:
-                for i, candidate in enumerate(cells.rest_list()):
+                for i, candidate in enumerate(cells.rests.tolist()):
                     distance = (candidate ^ simhash).bit_count()
                     if distance <= k:
                         raw_id = cells.qualifier(i)
                         found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
         else:
-            candidates = Cells.all_rests(scanned)
+            candidates = _all_rests(scanned)
             distances = np.bitwise_count(candidates ^ np.uint64(simhash))
             hits = np.flatnonzero(distances <= k).tolist()
             ends = list(accumulate(len(cells) for cells in scanned)) if hits else []
@@ -310,11 +329,33 @@ class Index:
                 "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
 
 
+def _state_key(name: str) -> bytes:
+    """A state's row in the meta table: its name (``config`` is the index's own)."""
+    key = name.encode()
+    if not key or key == _CONFIG_KEY:
+        raise InvalidInput(f"a state name is a non-empty string other than 'config', not {name!r}")
+    return key
+
+
+def _all_rests(scanned: Sequence[Cells]) -> np.ndarray:
+    """The ``rests`` of several ``Cells`` as one uint64 array."""
+    return np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
+
+
 def _qualifier(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
     """The qualifier of cell ``i`` of ``scanned`` taken as one sequence (``ends``: the
     cumulative sizes of its parts)."""
     j = bisect_right(ends, i)
     return scanned[j].qualifier(i - (ends[j - 1] if j else 0))
+
+
+def fingerprinter_for(store: Store, wanted: Fingerprinter | None = None) -> Fingerprinter:
+    """The fingerprinter to use with ``store``: the index's own when the store holds an
+    index (refusing a different ``wanted`` one: its fingerprints could not be loaded
+    there), else ``wanted``, else the default (jieba, seed 0)."""
+    if store.exists():
+        return Index.open(store, wanted).fingerprinter
+    return wanted or make_fingerprinter()
 
 
 def _describe(spec: Mapping[str, Any]) -> str:

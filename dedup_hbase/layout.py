@@ -44,6 +44,8 @@ from itertools import combinations
 from math import comb
 from typing import TYPE_CHECKING
 
+from .errors import InvalidInput
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -72,11 +74,11 @@ class Scheme:
 
     def __post_init__(self) -> None:
         if not 2 <= self.blocks <= 64:
-            raise ValueError(f"blocks must be between 2 and 64, not {self.blocks}")
+            raise InvalidInput(f"blocks must be between 2 and 64, not {self.blocks}")
         if not 1 <= self.take < self.blocks:
-            raise ValueError(f"take must be between 1 and blocks - 1, not {self.take}")
+            raise InvalidInput(f"take must be between 1 and blocks - 1, not {self.take}")
         if comb(self.blocks, self.take) > 255:
-            raise ValueError(
+            raise InvalidInput(
                 f"{self.blocks} blocks taken {self.take} at a time need "
                 f"{comb(self.blocks, self.take)} flags; a flag is one byte (at most 255)")
         base, extra = divmod(64, self.blocks)
@@ -88,7 +90,7 @@ class Scheme:
         flags = tuple(combinations(range(self.blocks), self.take))
         widest = max(sum(widths[i] for i in combo) for combo in flags)
         if widest > SEGMENT_BITS:
-            raise ValueError(
+            raise InvalidInput(
                 f"{self.blocks} blocks taken {self.take} at a time make {widest}-bit "
                 f"segments; a segment holds at most {SEGMENT_BITS} bits")
         object.__setattr__(self, "widths", widths)
@@ -115,7 +117,7 @@ class Scheme:
         blocks, sep, take = text.partition("/")
         if sep and blocks.isdigit() and take.isdigit():
             return cls(int(blocks), int(take))
-        raise ValueError(f"unknown scheme {text!r}: use 4, 5 or BLOCKS/TAKE such as 6/3")
+        raise InvalidInput(f"unknown scheme {text!r}: use 4, 5 or BLOCKS/TAKE such as 6/3")
 
     @property
     def max_k(self) -> int:
@@ -128,9 +130,9 @@ class Scheme:
     def check_k(self, k: int) -> int:
         """Return ``k`` if this scheme finds every match within ``k`` bits, else raise."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            raise ValueError(f"k must be a whole number >= 0, not {k!r}")
+            raise InvalidInput(f"k must be a whole number >= 0, not {k!r}")
         if k > self.max_k:
-            raise ValueError(
+            raise InvalidInput(
                 f"k={k} is more than scheme {self.name} can guarantee: {self.blocks} blocks "
                 f"taken {self.take} at a time find every match within {self.max_k} bits")
         return k
@@ -189,7 +191,7 @@ class Scheme:
     def row_keys(self, simhash: int) -> list[bytes]:
         """The 13-byte index row keys of ``simhash``, one per flag, in flag order."""
         if not 0 <= simhash <= _U64:
-            raise ValueError(f"a simhash is an unsigned 64-bit number, not {simhash!r}")
+            raise InvalidInput(f"a simhash is an unsigned 64-bit number, not {simhash!r}")
         return [_KEY.pack(self.segment(simhash, f), f, simhash)
                 for f in range(1, len(self.flags) + 1)]
 

@@ -6,10 +6,10 @@ A rejected record (no text, bad JSON, invalid UTF-8, featureless text, ...) is
 counted by reason, reported, and skipped; the job goes on.
 
 Resuming: writes are idempotent (the same document always makes the same keys), and
-after every written batch ``load`` records in the index's meta table how many input
-records are done, under a key derived from the inputs' identity. Run the same load
-again after a kill and it skips what was done and finishes the rest; run it once more
-and it does nothing.
+after every written batch ``load`` saves with the index (``Index.write_state``) how many
+input records are done, under a name derived from the inputs' identity
+(``load_files``). Run the same load again after a kill and it skips what was done and
+finishes the rest; run it once more and it does nothing.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .corpus import Record
-from .errors import EmptyDocument
-from .fingerprint import to_hex
+from .corpus import Fields, Record, input_identity, read_records
+from .errors import InvalidInput
+from .fingerprint import Fingerprinter, to_hex
 from .index import Document, Index, encode_id
 from .neardup import batch_pairs, write_groups
 from .workers import FingerprintPool
@@ -72,16 +72,6 @@ class LoadReport:
         return report
 
 
-def fingerprint_record(fingerprint: Callable[[str], int], record: Record,
-                       use_simhash: bool = False) -> None:
-    """Set ``record.simhash`` from its text (or keep the given one), or set ``record.error``."""
-    if _needs_text(record, use_simhash):
-        try:
-            record.simhash = fingerprint(record.text)
-        except EmptyDocument as e:
-            record.error = f"featureless text: {e}"
-
-
 def _needs_text(record: Record, use_simhash: bool) -> bool:
     """Validate what can be checked without fingerprinting; True if the text must be
     fingerprinted."""
@@ -99,7 +89,7 @@ def _needs_text(record: Record, use_simhash: bool) -> bool:
     return True
 
 
-def _fingerprinted(index: Index, records: Iterable[Record], use_simhash: bool, batch_size: int,
+def _fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                    pool: FingerprintPool) -> Iterator[list[Record]]:
     """Batches of records with ``simhash`` or ``error`` set, in input order."""
     def texts_of(batch: list[Record]) -> list[str]:
@@ -127,21 +117,18 @@ def _reason(error: str) -> str:
 
 
 class _Checkpoint:
-    """How far a load got, in the meta table under ``load:<key>``."""
+    """How far a load got, saved with the index under ``load:<key>`` (no key: not saved)."""
 
     def __init__(self, index: Index, key: str | None) -> None:
-        self.index, self.key = index, (b"load:" + key.encode()) if key else None
+        self.index, self.name = index, (f"load:{key}" if key else None)
 
     def read(self) -> dict[str, Any] | None:
-        if self.key is None:
-            return None
-        (raw,) = self.index.store.get("meta", [self.key])
-        return json.loads(raw) if raw else None
+        return self.index.read_state(self.name) if self.name else None
 
     def save(self, report: LoadReport, complete: bool) -> None:
-        if self.key is not None:
-            state = {"records_done": report.read, "complete": complete, "report": report.to_dict()}
-            self.index.store.put("meta", [(self.key, json.dumps(state).encode())])
+        if self.name is not None:
+            self.index.write_state(self.name, {"records_done": report.read, "complete": complete,
+                                               "report": report.to_dict()})
 
 
 def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
@@ -159,7 +146,7 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
     same keys and changes nothing.
     """
     if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, not {batch_size}")
+        raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
     marker = _Checkpoint(index, checkpoint)
     state = None if restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -173,7 +160,7 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
     try:
         with FingerprintPool(index.fingerprinter, 1 if use_simhash else workers) as pool:
             remaining = islice(records, report.read, None)
-            for batch in _fingerprinted(index, remaining, use_simhash, batch_size, pool):
+            for batch in _fingerprinted(remaining, use_simhash, batch_size, pool):
                 good = []
                 for record in batch:
                     report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
@@ -219,6 +206,33 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
     return report
 
 
+def load_files(index: Index, paths: list[str], *, fmt: str = "auto", fields: Fields = Fields(),
+               use_simhash: bool = False, skip_near_dups: bool = False, rejects: str | Path | None = None,
+               restart: bool = False, **options: Any) -> LoadReport:
+    """``load`` the records of files, folders or ``-`` (stdin), resumable: the checkpoint
+    is named after the inputs as they are now (paths, sizes, modification times) and the
+    settings that shape the records, so rerunning the same command resumes it (stdin
+    cannot be read twice: no checkpoint). ``rejects``: a JSONL file of every rejected
+    record, appended to when a load resumes. Other options as ``load``."""
+    key = input_identity(paths, fmt, fields.id, fields.text, use_simhash, skip_near_dups)
+    records = read_records(paths, fmt, fields)
+    reject_file = open(rejects, "a" if key and not restart else "w", encoding="utf-8") if rejects else None
+    try:
+        return load(index, records, use_simhash=use_simhash, skip_near_dups=skip_near_dups, checkpoint=key,
+                    restart=restart, rejects=reject_file, **options)
+    finally:
+        if reject_file is not None:
+            reject_file.close()
+
+
+def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,
+                        batch_size: int = 1000, workers: int | None = 1) -> Iterator[Record]:
+    """Every record, in input order, with ``simhash`` set, or ``error`` saying why not."""
+    with FingerprintPool(fingerprinter, workers) as pool:
+        for batch in _fingerprinted(records, use_simhash, batch_size, pool):
+            yield from batch
+
+
 def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
     batch, or earlier in it); every pair found is written to ``edges``."""
@@ -245,7 +259,7 @@ def check(index: Index, records: Iterable[Record], *, k: int | None = None, use_
     ``{"id", "source", "line", "error"}`` when it could not be fingerprinted.
     Lookups are batched (``Index.query_many``); nothing is written."""
     with FingerprintPool(index.fingerprinter, workers) as pool:
-        for batch in _fingerprinted(index, records, use_simhash, batch_size, pool):
+        for batch in _fingerprinted(records, use_simhash, batch_size, pool):
             good = [r for r in batch if not r.error]
             answers = iter(index.query_many([r.simhash for r in good], k))
             for record in batch:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import comb
 
+from .errors import InvalidInput
 from .layout import KEY_BYTES, Scheme
 
 # One prefix scan (a seek) costs about as much as reading this many candidate rows.
@@ -44,6 +45,16 @@ def plan(scheme: Scheme, docs: int, id_bytes: int = 16) -> PlanRow:
                    rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates)
 
 
+def plans(docs: int, k: int = 3, id_bytes: int = 16) -> list[PlanRow]:
+    """``plan`` of every scheme that guarantees ``k`` (``schemes_for``), for ``docs`` documents."""
+    if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
+        raise InvalidInput(f"the number of documents must be at least 1, not {docs!r}")
+    rows = [plan(s, docs, id_bytes) for s in schemes_for(k)]
+    if not rows:
+        raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}")
+    return rows
+
+
 def schemes_for(k: int) -> list[Scheme]:
     """The classic 4- and 5-split where they suffice, and every B blocks taken m at a
     time with B - m = k that fits the row key (flags <= 255, segments <= 32 bits)."""
@@ -63,8 +74,18 @@ def schemes_for(k: int) -> list[Scheme]:
 
 def best_scheme(k: int, docs: int = 10**9) -> Scheme:
     """The scheme for ``k`` with the least work per lookup at ``docs`` documents
-    (candidates + SEEK_COST per prefix scan): what ``init --k K`` picks for k > 3."""
+    (candidates + SEEK_COST per prefix scan)."""
     options = schemes_for(k)
     if not options:
-        raise ValueError(f"no scheme on a 13-byte row key guarantees k={k}")
+        raise InvalidInput(f"no scheme on a 13-byte row key guarantees k={k}")
     return min(options, key=lambda s: (plan(s, docs).candidates + SEEK_COST * len(s.flags), len(s.flags)))
+
+
+def choose_scheme(k: int, scheme: Scheme | str | int | None = None) -> Scheme:
+    """The scheme of a new index: ``scheme`` as given (parsed), else the 4-split for
+    k <= 3, else ``best_scheme(k)``. Does not check that the scheme guarantees k."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    if scheme is not None:
+        return Scheme.parse(scheme)
+    return Scheme(4, 1) if isinstance(k, int) and k <= 3 else best_scheme(k)

@@ -3,20 +3,41 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 from importlib import resources
+
+from .errors import InvalidInput
 
 TABLES = ("index", "docs", "meta")
 
 
+@cache
+def _schema_text() -> str:
+    return resources.files("dedup_hbase._schema").joinpath("tables.json").read_text("utf-8")
+
+
 def load_schema(regions: int | None = None) -> dict:
-    """The table definitions; ``regions`` overrides the index table's region count."""
-    text = resources.files("dedup_hbase._schema").joinpath("tables.json").read_text("utf-8")
-    schema = json.loads(text)
+    """The table definitions (a fresh copy); ``regions`` overrides the index table's region count."""
+    schema = json.loads(_schema_text())
     if regions is not None:
-        if not 1 <= regions <= 256:
-            raise ValueError(f"regions must be between 1 and 256, not {regions}")
+        if isinstance(regions, bool) or not isinstance(regions, int) or not 1 <= regions <= 256:
+            raise InvalidInput(f"regions must be between 1 and 256, not {regions!r}")
         schema["tables"]["index"]["regions"] = regions
     return schema
+
+
+def row_key_bytes(table: str) -> int | None:
+    """The row-key length of a wide-row table (a key is that many bytes of row, then the
+    column qualifier), or None for a table whose whole key is the row."""
+    widths = _row_key_widths()
+    if table not in widths:
+        raise InvalidInput(f"no table {table!r} in the schema: the tables are {', '.join(widths)}")
+    return widths[table]
+
+
+@cache
+def _row_key_widths() -> dict[str, int | None]:
+    return {name: t["row_key_bytes"] for name, t in load_schema()["tables"].items()}
 
 
 def split_keys(table: dict) -> list[bytes]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-from .errors import EmptyDocument
+from .errors import EmptyDocument, InvalidInput
 from .features import featurizer_from_spec
 from .fingerprint import Fingerprinter
 
@@ -60,7 +60,7 @@ class FingerprintPool:
     def __init__(self, fingerprinter: Fingerprinter, workers: int | None = None) -> None:
         workers = default_workers() if workers is None else workers
         if workers < 1:
-            raise ValueError(f"workers must be >= 1, not {workers}")
+            raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.workers = workers
         self._pool: ProcessPoolExecutor | None = None

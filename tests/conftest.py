@@ -1,9 +1,9 @@
-"""Fixtures: a fresh store of every kind, and a real HBase.
+"""Fixtures: a real HBase, and the shared development corpus.
 
 HBase is found, in order: an existing server named by DEDUP_HBASE_TEST_URL
-(hbase://HOST:PORT); the project's launcher scripts/hbase-local (Java and Maven
-present); testcontainers (a Docker engine present); else the HBase tests skip with
-the reason, or fail when DEDUP_HBASE_REQUIRE=1 (as in CI).
+(hbase://HOST:PORT, as scripts/test sets it); the project's launcher scripts/hbase-local
+(Java and Maven present); else the HBase tests skip with the reason, or fail when
+DEDUP_HBASE_REQUIRE=1 (as in CI).
 """
 
 from __future__ import annotations
@@ -27,16 +27,6 @@ def require_or_skip(reason: str):
     pytest.skip(reason)
 
 
-def _docker_running() -> bool:
-    try:
-        import docker
-
-        docker.from_env().ping()
-        return True
-    except Exception:
-        return False
-
-
 @pytest.fixture(scope="session")
 def hbase_url():
     """Base URL of a running HBase Thrift gateway (``hbase://HOST:PORT/``)."""
@@ -57,39 +47,13 @@ def hbase_url():
         if started:
             subprocess.run([str(launcher), "stop"], capture_output=True)
         return
-    if _docker_running():
-        from testcontainers.core.container import DockerContainer
-        from testcontainers.core.waiting_utils import wait_for_logs
-
-        with DockerContainer("dajobe/hbase:latest").with_exposed_ports(9090, 9095) as c:
-            wait_for_logs(c, "Started ServerConnector", timeout=180)
-            yield f"hbase://{c.get_container_host_ip()}:{c.get_exposed_port(9090)}/"
-        return
-    require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven "
-                     "(scripts/hbase-local), or run a Docker engine (testcontainers)")
+    require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven (scripts/hbase-local)")
 
 
 def hbase_store_url(base: str) -> str:
     """A URL for a fresh set of tables under a unique prefix."""
     sep = "&" if "?" in base else "?"
     return f"{base}{sep}table_prefix=t{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(params=["memory", "local", pytest.param("hbase", marks=pytest.mark.hbase)])
-def store_url(request, tmp_path):
-    """URL of a fresh, not yet created store of each kind; dropped afterwards."""
-    if request.param == "memory":
-        yield "memory:"
-    elif request.param == "local":
-        yield str(tmp_path / "store")
-    else:
-        from dedup_hbase.stores import open_store
-
-        url = hbase_store_url(request.getfixturevalue("hbase_url"))
-        yield url
-        with open_store(url) as store:
-            if store.exists():
-                store.drop()
 
 
 @pytest.fixture(scope="session")

@@ -205,3 +205,46 @@ def test_python_dash_m_and_help():
     for command in ("init", "load", "query", "check", "fingerprint", "stats", "delete", "plan", "schema"):
         assert command in result.stdout
     assert "DEDUP_HBASE_STORE" in run("load", "--help").stdout
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["check", "--store", "S", "f.jsonl", "--json"], ["--store", "S", "check", "f.jsonl", "--json"]),
+    (["check", "f.jsonl", "-s", "S", "-v"], ["-s", "S", "-v", "check", "f.jsonl"]),
+    (["--store", "A", "stats", "--store=B"], ["--store", "A", "--store=B", "stats"]),
+    (["-v", "query", "--k", "2", "text"], ["-v", "query", "--k", "2", "text"]),
+    (["fingerprint", "--", "--store", "x"], ["fingerprint", "--", "--store", "x"]),
+    (["--version"], ["--version"]),
+    (["stats", "--store"], ["stats", "--store"]),  # no value: left for the command to refuse
+])
+def test_global_options_move_before_the_command(args, expected):
+    from dedup_hbase.cli import _hoist_global_options
+
+    assert _hoist_global_options(args) == expected
+
+
+def test_global_options_before_or_after_the_command(loaded):
+    runner = CliRunner()
+    forms = [["--store", loaded, "stats", "--json"], ["stats", "--store", loaded, "--json"],
+             ["stats", "--json", "-s", loaded], [f"--store={loaded}", "stats", "--json"]]
+    outputs = [runner.invoke(app, args) for args in forms]
+    assert all(o.exit_code == 0 for o in outputs), [o.output for o in outputs]
+    assert len({o.stdout for o in outputs}) == 1 and json.loads(outputs[0].stdout)["documents"] == 4
+
+
+def test_version_and_verbose(tmp_path):
+    from dedup_hbase import __version__
+
+    assert run("--version").stdout == f"dedup-hbase {__version__}\n"
+    quiet = run("stats", "--store", str(tmp_path / "none"))
+    loud = run("stats", "--store", str(tmp_path / "none"), "--verbose")
+    assert quiet.returncode == loud.returncode == 1
+    assert "Traceback" not in quiet.stderr and "Traceback" in loud.stderr
+    assert loud.stderr.splitlines()[-1] == quiet.stderr.strip() == f"error: no index at {tmp_path / 'none'}: " \
+        "create one with `dedup-hbase init`"
+
+
+def test_shingle_size_needs_the_shingles_featurizer(tmp_path):
+    result = run("init", "--store", str(tmp_path / "x"), "--featurizer", "jieba", "--shingle-size", "3")
+    assert (result.returncode, result.stderr) == (1, "error: a shingle size applies to the shingles featurizer, "
+                                                      "not to jieba\n")
+    assert not (tmp_path / "x").exists()

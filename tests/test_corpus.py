@@ -58,7 +58,7 @@ def test_bad_records_are_reported_with_line_and_reason(tmp_path):
 
 
 def test_csv_tsv_and_custom_fields(tmp_path):
-    csv_text = 'doc,body\nx,"hello, ""world""\nline two"\ny,bye\nz,a,extra\n'.encode()
+    csv_text = b'doc,body\nx,"hello, ""world""\nline two"\ny,bye\nz,a,extra\n'
     got = records(tmp_path, "c.csv", csv_text, fields=Fields(id="doc", text="body"))
     assert [(r.id, r.text, r.line, r.error) for r in got] == [
         ("x", 'hello, "world"\nline two', 3, None), ("y", "bye", 4, None),
@@ -75,7 +75,7 @@ def test_text_lines_and_folders(tmp_path):
     folder = tmp_path / "pages"
     (folder / "sub").mkdir(parents=True)
     (folder / "b.txt").write_text("page b\nstill b")
-    (folder / "sub" / "a.html").write_bytes(gzip.compress("page a".encode()))
+    (folder / "sub" / "a.html").write_bytes(gzip.compress(b"page a"))
     (folder / "more.jsonl").write_text('{"id": "j", "text": "json"}\n')
     (folder / ".hidden").write_text("skip me")
     got = list(read_records([str(folder)]))

@@ -14,6 +14,7 @@ from dedup_hbase import Index, open_store
 
 N = 100_000
 MODES = {"plain": [], "skip-near-dups": ["--skip-near-dups"]}
+pytestmark = pytest.mark.slow  # 100,000 documents, several loads each
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def test_kill_9_mid_load_then_rerun(tmp_path, fingerprints, clean, mode, fractio
     seconds, clean_docs, clean_keys = clean[mode]
     store = str(tmp_path / "store")
     subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
-    delay = seconds * fraction * random.uniform(0.9, 1.1)
+    delay = seconds * fraction * random.Random(f"{mode}-{fraction}").uniform(0.9, 1.1)
     while not killed_load(store, fingerprints, mode, delay):  # finished first: start over, kill sooner
         delay *= 0.7
     docs, keys = contents(store)  # reopens, and no document lacks index rows

@@ -87,13 +87,14 @@ def test_jieba_features_ignore_boilerplate_lines():
     assert featurizer.features(wrapped) == featurizer.features(body)
 
 
-def test_an_index_of_another_featurizer_version_is_refused_with_what_to_do():
-    from dedup_hbase.errors import IndexMismatch
+def test_an_index_of_another_featurizer_version_is_refused_with_why():
+    from dedup_hbase.errors import FeaturizerVersionMismatch
     from dedup_hbase.features import featurizer_from_spec
 
     assert featurizer_from_spec({"name": "jieba", "version": 2, "params": {}}).spec["version"] == 2
-    with pytest.raises(IndexMismatch, match=r"built with featurizer jieba version 1, this dedup-hbase has version 2"
-                                            r".*create a new index"):
+    with pytest.raises(FeaturizerVersionMismatch, match=r"^the index was built with featurizer jieba version 1, "
+                                                        r"this dedup-hbase has version 2: fingerprints from different "
+                                                        r"featurizer versions are not comparable$"):
         featurizer_from_spec({"name": "jieba", "version": 1, "params": {"hmm": True}})
 
 

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from conftest import ROOT, hbase_store_url, require_or_skip
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.schema import table_name
 from dedup_hbase.stores.hbase_admin import _idl
+
+from conftest import ROOT, hbase_store_url, require_or_skip
 
 pytestmark = pytest.mark.hbase
 

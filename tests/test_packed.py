@@ -15,8 +15,9 @@ import pytest
 
 from dedup_hbase import Document, Index, Scheme, open_store
 from dedup_hbase.errors import StoreError
-from dedup_hbase.stores import cells as cells_module, packed
-from dedup_hbase.stores.cells import CellBatch, Cells
+from dedup_hbase.stores.local import packed
+from dedup_hbase.stores.local import records as records_module
+from dedup_hbase.stores.local.records import CellBatch, PackedCells
 
 
 def batch_of(keys):
@@ -43,8 +44,8 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
 @pytest.mark.parametrize("pass_cells", [1 << 20, 7])
 @pytest.mark.parametrize("big_record", [1, 10**9], ids=["joined", "gathered"])
 def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, monkeypatch):
-    monkeypatch.setattr(cells_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
-    monkeypatch.setattr(cells_module, "_BIG_RECORD", big_record)  # both ways of cutting records
+    monkeypatch.setattr(records_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
+    monkeypatch.setattr(records_module, "_BIG_RECORD", big_record)  # both ways of cutting records
     rnd = random.Random(3)
     keys = random_keys(rnd, 1500, ids)
     shuffled = list(keys) + rnd.sample(sorted(keys), 300)  # 300 cells written twice
@@ -52,7 +53,7 @@ def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_re
     pids, records = batch_of(shuffled).sorted_unique().pack()
     assert len(records) == 4
     got = [key for pid, record in zip(pids.tolist(), records)
-           for key in Cells(record).keys(pid.to_bytes(5, "big"))]
+           for key in PackedCells(record).keys(pid.to_bytes(5, "big"))]
     assert got == sorted(keys)
     decoded = CellBatch.from_records(pids.tolist(), records)
     assert [c.tolist() for c in decoded] == [c.tolist() for c in batch_of(sorted(keys))]
@@ -70,15 +71,15 @@ def test_record_layout_is_the_documented_one():
                       + (5).to_bytes(8, "big") + (7).to_bytes(8, "big")  # remainders
                       + (5).to_bytes(2, "little") + (2).to_bytes(2, "little")  # lengths of "doc-1", "d2"
                       + b"doc-1d2")
-    cells = Cells(record)
-    assert (len(cells), cells.rests.tolist(), cells.rest_list()) == (2, [5, 7], [5, 7])
+    cells = PackedCells(record)
+    assert (len(cells), cells.rests.tolist()) == (2, [5, 7])
     assert [cells.qualifier(0), cells.qualifier(1)] == [b"doc-1", b"d2"]
     fixed = [row + (5).to_bytes(8, "big") + b"d1", row + (7).to_bytes(8, "big") + b"d2"]
     (record,) = batch_of(fixed).sorted_unique().pack()[1]
     assert record == (b"\x02\x00\x00\x00" + b"\x02\x00"  # two cells; every qualifier 2 bytes
                       + (5).to_bytes(8, "big") + (7).to_bytes(8, "big")
                       + b"dd12")  # byte planes: first bytes of both qualifiers, then second bytes
-    assert [Cells(record).qualifier(1), Cells(record).qualifier(0)] == [b"d2", b"d1"]
+    assert [PackedCells(record).qualifier(1), PackedCells(record).qualifier(0)] == [b"d2", b"d1"]
 
 
 def test_without_removes_exactly_the_doomed_cells():
@@ -87,7 +88,7 @@ def test_without_removes_exactly_the_doomed_cells():
     left = batch_of(keys).without({(int.from_bytes(k[:5], "big"), int.from_bytes(k[5:13], "big"), k[13:])
                                    for k in doomed})
     pids, records = left.sorted_unique().pack()
-    assert [k for p, r in zip(pids.tolist(), records) for k in Cells(r).keys(p.to_bytes(5, "big"))] == \
+    assert [k for p, r in zip(pids.tolist(), records) for k in PackedCells(r).keys(p.to_bytes(5, "big"))] == \
         [k for k in keys if k not in doomed]
 
 
@@ -99,7 +100,7 @@ _DYING_MERGE = """
 import os, signal, sys
 import numpy as np
 from dedup_hbase import Document, Index, Scheme, open_store
-from dedup_hbase.stores import packed
+from dedup_hbase.stores.local import packed
 
 packed._MERGE_CHUNK_CELLS = 2000  # many slices
 store = open_store(sys.argv[1], create=True)
@@ -115,7 +116,7 @@ def dying(self, *args):  # the step runs (the third time, for a merge slice), th
         os.kill(os.getpid(), signal.SIGKILL)
 
 setattr(packed.PackedTable, sys.argv[2], dying)
-store.merge()
+store.flush()
 """
 
 
@@ -194,7 +195,7 @@ def test_store_of_an_earlier_layout_is_refused_with_what_to_do(tmp_path):
     with open_store(str(path), create=True) as store:
         Index.create(store)
     (path / "dedup-hbase-store").write_text(json.dumps({"index": 5, "docs": None, "meta": None}))
-    with pytest.raises(StoreError, match="earlier dedup-hbase.*build it again"):
+    with pytest.raises(StoreError, match="earlier dedup-hbase.*build the index again in a new folder"):
         Index.open(open_store(str(path)))
 
 

@@ -1,8 +1,9 @@
 """The store contract: named tables of sorted byte keys to byte values.
 
-Every store (memory, the embedded one, HBase) implements these few calls, and one
-contract test suite (tests/test_store_contract.py) runs against each. A store knows
-nothing of fingerprints; the index composes keys, the store keeps them sorted.
+Every store (memory, the embedded one, HBase) implements these calls, and one contract
+test suite (tests/store_contract.py) runs against each. A store knows nothing of
+fingerprints; the index composes keys, the store keeps them sorted. How a store holds
+its data on disk or on a server is its own business and shows nowhere in this contract.
 
 How keys map to a wide-column store is declared per table in ``schema/tables.json``:
 a table with ``row_key_bytes = n`` splits a key into an n-byte row and a column
@@ -15,7 +16,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 
-from .cells import Cells
+import numpy as np
+
+from ..errors import InvalidInput
+from ..schema import row_key_bytes
 
 Item = tuple[bytes, bytes]
 
@@ -28,10 +32,61 @@ def prefix_end(prefix: bytes) -> bytes | None:
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
+class Cells(ABC):
+    """The cells of a wide-row table under one scan prefix, in key order, read-only.
+
+    ``rests`` are the row keys' bytes after the prefix as unsigned big-endian integers
+    (a numpy uint64 array; at most 8 bytes); ``qualifier(i)`` is cell i's column. Cells
+    have no values. A store may decode lazily: ``rests`` alone must be cheap."""
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def rests(self) -> np.ndarray:
+        """The row-key remainders, uint64 (any byte order), in key order."""
+
+    @abstractmethod
+    def qualifier(self, i: int) -> bytes:
+        """The column qualifier of cell ``i``."""
+
+    def __len__(self) -> int:
+        return len(self.rests)
+
+
+class ListCells(Cells):
+    """Cells held as an array of remainders and a list of qualifiers: what a store that
+    keeps one key per cell returns."""
+
+    __slots__ = ("_rests", "_qualifiers")
+
+    def __init__(self, rests: np.ndarray, qualifiers: Sequence[bytes]) -> None:
+        if len(rests) != len(qualifiers):
+            raise ValueError(f"{len(rests)} remainders but {len(qualifiers)} qualifiers")
+        self._rests, self._qualifiers = rests, qualifiers
+
+    @classmethod
+    def from_keys(cls, keys: Sequence[bytes], prefix_bytes: int, row_bytes: int) -> "ListCells":
+        """From whole keys (row + qualifier) in key order, all under one prefix."""
+        width = row_bytes - prefix_bytes
+        if not 0 < width <= 8:
+            raise ValueError(f"a row-key remainder is 1 to 8 bytes, not {width}")
+        padding = bytes(8 - width)
+        rests = np.frombuffer(b"".join([padding + k[prefix_bytes:row_bytes] for k in keys]), dtype=">u8")
+        return cls(rests, [k[row_bytes:] for k in keys])
+
+    @property
+    def rests(self) -> np.ndarray:
+        return self._rests
+
+    def qualifier(self, i: int) -> bytes:
+        return self._qualifiers[i]
+
+
 class Store(ABC):
     """A sorted key-value store with named tables.
 
-    Constructors do no network I/O; the embedded store opens its files, nothing more.
+    Constructors do no network I/O; the embedded store opens its files on first use.
     Calls are not thread-safe unless a store says so; use one store per thread or process.
     """
 
@@ -85,12 +140,12 @@ class Store(ABC):
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
         """Remove ``keys``; absent keys are ignored."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (a store without resources has nothing to release)
         """Release files or connections. Safe to call twice."""
 
     # -- cells of a wide-row table, in bulk ------------------------------------
     # The index's hot path. These defaults build one key per cell on top of put and
-    # scan; the embedded store overrides them with its packed records (packed.py).
+    # scan; a store may answer them its own faster way.
 
     def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes], repeat: int = 1) -> None:
         """Write cells with empty values: ``rows`` is ``repeat * len(qualifiers)`` row keys
@@ -98,29 +153,48 @@ class Store(ABC):
         (the index writes a batch's rows flag by flag, each flag's in document order). Same
         effect as ``put`` of ``(row_j + qualifiers[j % len(qualifiers)], b"")``; not atomic
         beyond what ``put`` is."""
-        width = _row_width(rows, len(qualifiers), repeat)
+        width = row_width(rows, len(qualifiers), repeat)
         keys = sorted(rows[j * width:(j + 1) * width] + qualifiers[j % len(qualifiers)]
                       for j in range(len(qualifiers) * repeat))
         self.put(table, ((key, b"") for key in keys))
 
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
-        """For each prefix, the cells whose row key is that prefix plus 8 bytes, as ``Cells``
-        (those 8 bytes as uint64, and the qualifiers). Does not return values."""
-        return [Cells.from_keys([key for key, _ in items], len(prefix))
+        """For each prefix of a wide-row table, its cells (see ``Cells``): the rows whose
+        key starts with the prefix, each column a cell. Does not return values."""
+        row = self._wide_row_bytes(table)
+        return [ListCells.from_keys([key for key, _ in items], len(prefix), row)
                 for prefix, items in zip(prefixes, self.scan(table, prefixes, values=False))]
 
     def iterate_cells(self, table: str, prefix_bytes: int) -> Iterator[tuple[bytes, Cells]]:
-        """Every ``prefix_bytes``-long prefix of the table with its cells (row keys of the
-        prefix plus 8 bytes), in key order. Pages like ``iterate``."""
+        """Every ``prefix_bytes``-long prefix of a wide-row table with its cells, in key
+        order. Pages like ``iterate``."""
+        row = self._wide_row_bytes(table)
         prefix, keys = None, []
         for key, _ in self.iterate(table):
             if key[:prefix_bytes] != prefix:
                 if keys:
-                    yield prefix, Cells.from_keys(keys, prefix_bytes)
+                    yield prefix, ListCells.from_keys(keys, prefix_bytes, row)
                 prefix, keys = key[:prefix_bytes], []
             keys.append(key)
         if keys:
-            yield prefix, Cells.from_keys(keys, prefix_bytes)
+            yield prefix, ListCells.from_keys(keys, prefix_bytes, row)
+
+    # -- upkeep: no-ops where a store has nothing to do --------------------------
+
+    def flush(self) -> None:  # noqa: B027 (most stores store writes in their final form)
+        """Finish work a store defers after writes, so that the next read does not pay for
+        it (the embedded store folds recent index writes into its per-prefix records). A
+        no-op where writes are stored in their final form at once. Reads are always
+        exact, flushed or not."""
+
+    def compact(self) -> None:
+        """``flush``, then rewrite stored data in its smallest, fastest-to-read form, where
+        a store can do that on request. May take long; never needed for correct answers."""
+        self.flush()
+
+    def table_bytes(self, table: str) -> int | None:
+        """Bytes a table takes on disk, where the store can tell (else None)."""
+        return None
 
     # -- conveniences built on the contract ------------------------------------
 
@@ -138,6 +212,13 @@ class Store(ABC):
                 return
             start = items[-1][0] + b"\x00"
 
+    def _wide_row_bytes(self, table: str) -> int:
+        """The row-key length of a wide-row table (schema/tables.json)."""
+        row = row_key_bytes(table)
+        if row is None:
+            raise InvalidInput(f"table {table!r} is not a wide-row table (no row_key_bytes in the schema)")
+        return row
+
     def __enter__(self):
         return self
 
@@ -148,11 +229,11 @@ class Store(ABC):
         return f"{type(self).__name__}({self.url!r})"
 
 
-def _row_width(rows: bytes, qualifiers: int, repeat: int) -> int:
+def row_width(rows: bytes, qualifiers: int, repeat: int) -> int:
     """The length of each row key of ``put_cells``; refuses rows that do not split evenly."""
     if repeat < 1 or (qualifiers == 0) != (len(rows) == 0):
-        raise ValueError(f"{len(rows)} bytes of row keys for {qualifiers} qualifiers x {repeat}")
+        raise InvalidInput(f"{len(rows)} bytes of row keys for {qualifiers} qualifiers x {repeat}")
     width, rest = divmod(len(rows), max(qualifiers * repeat, 1))
     if rest:
-        raise ValueError(f"{len(rows)} bytes of row keys do not split into {qualifiers * repeat} rows")
+        raise InvalidInput(f"{len(rows)} bytes of row keys do not split into {qualifiers * repeat} rows")
     return width

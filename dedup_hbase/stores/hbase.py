@@ -1,65 +1,39 @@
-"""``hbase://HOST:PORT/?table_prefix=P``: Apache HBase through the Thrift1 gateway (happybase).
+"""Apache HBase through the Thrift1 gateway (happybase): ``hbase://HOST:PORT/?table_prefix=P``.
 
-URL options (all optional)::
-
-    table_prefix=dedup     tables are P_index, P_docs, P_meta
-    transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
-    protocol=binary        or compact
-    pool_size=4            pooled connections; the prefix scans of a lookup run in parallel on them
-    batch_size=2000        cells per mutateRows call when writing
-    wal=true               false: bulk writes skip the write-ahead log (faster; a region server
-                           crash before the next flush loses them: rerun the load, it is idempotent)
-    timeout=60000          socket timeout in ms
-    retries=8              attempts per unit of work (connection dropped, server idle timeout,
-                           gateway restarting: about 20 s of back-off in all)
-    admin_port=9091        the Thrift2 gateway, used only by ``create`` (split keys, bloom filter,
-                           encoding, compression: Thrift1 cannot set them)
-
-Every unit of work (a get, one fully consumed scan, one batch of mutations) runs in
-``_run``: it leases a pooled connection, does the work, returns the connection,
-and retries on a dropped connection. This is the only retry code of the package.
-No scan outlives its lease: results are read completely inside it. The
+The URL's options are listed in url.py. Every unit of work (a get, one fully consumed scan,
+one batch of mutations) runs in ``_run``: it leases a pooled connection, does the work,
+returns the connection, and retries on a dropped connection. This is the only retry code
+of the package. No scan outlives its lease: results are read completely inside it. The
 constructor does no network I/O; the pool connects on first use.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import parse_qs, urlsplit
 
 from ..errors import StoreError
-from ..schema import TABLES, table_name
+from ..schema import TABLES, load_schema, table_name
 from .base import Item, Store, prefix_end
+from .url import HBASE_PORT, check_hbase_options
 
 logger = logging.getLogger(__name__)
-
-_OPTIONS = {"table_prefix": str, "transport": str, "protocol": str, "pool_size": int,
-            "batch_size": int, "wal": str, "timeout": int, "retries": int, "admin_port": int}
-_FAMILY = b"d"
 
 
 class HBaseStore(Store):
     """HBase tables behind the store contract. Thread-safe."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 9090, *, table_prefix: str = "dedup",
+    def __init__(self, host: str = "127.0.0.1", port: int = HBASE_PORT, *, table_prefix: str = "dedup",
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 8,
                  admin_port: int = 9091, url: str | None = None) -> None:
-        if transport not in ("buffered", "framed"):
-            raise ValueError(f"transport must be buffered or framed, not {transport!r}")
-        if protocol not in ("binary", "compact"):
-            raise ValueError(f"protocol must be binary or compact, not {protocol!r}")
-        for name, value in (("pool_size", pool_size), ("batch_size", batch_size), ("retries", retries),
-                            ("timeout", timeout)):
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, not {value}")
-        if not table_prefix.replace("_", "").isalnum():
-            raise ValueError(f"table_prefix may hold letters, digits and _ only, not {table_prefix!r}")
+        """Checks its arguments (by the rules of the URL options, url.py); connects nowhere."""
+        check_hbase_options(table_prefix=table_prefix, transport=transport, protocol=protocol,
+                            pool_size=pool_size, batch_size=batch_size, wal=wal, timeout=timeout,
+                            retries=retries, admin_port=admin_port)
         self.host, self.port, self.admin_port = host, port, admin_port
         self.table_prefix = table_prefix
         self.transport, self.protocol = transport, protocol
@@ -69,26 +43,9 @@ class HBaseStore(Store):
         self._pool = None
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._row_bytes: dict[str, int | None] = {"index": 13, "docs": None, "meta": None}
-
-    @classmethod
-    def from_url(cls, url: str) -> "HBaseStore":
-        parts = urlsplit(url)
-        if parts.scheme != "hbase" or not parts.hostname:
-            raise ValueError(f"an HBase URL looks like hbase://HOST:PORT/?table_prefix=P, not {url!r}")
-        kwargs = {}
-        for key, values in parse_qs(parts.query, keep_blank_values=True).items():
-            if key not in _OPTIONS:
-                raise ValueError(f"unknown HBase URL option {key!r}: use {', '.join(_OPTIONS)}")
-            try:
-                kwargs[key] = _OPTIONS[key](values[-1])
-            except ValueError:
-                raise ValueError(f"HBase URL option {key}={values[-1]!r} is not a number") from None
-        if "wal" in kwargs:
-            if kwargs["wal"] not in ("true", "false"):
-                raise ValueError(f"HBase URL option wal must be true or false, not {kwargs['wal']!r}")
-            kwargs["wal"] = kwargs["wal"] == "true"
-        return cls(parts.hostname, parts.port or 9090, url=url, **kwargs)
+        schema = load_schema()
+        self._family = schema["family"].encode()
+        self._row_bytes: dict[str, int | None] = {name: schema["tables"][name]["row_key_bytes"] for name in TABLES}
 
     # -- connections and the one retry loop ----------------------------------
 
@@ -117,7 +74,7 @@ class HBaseStore(Store):
             try:
                 with self._connections().connection() as conn:
                     return work(conn)
-            except (TTransportException, socket.error, BrokenPipeError) as e:
+            except (OSError, TTransportException) as e:  # OSError: sockets reset, refused, broken
                 if attempt == self.retries:
                     raise StoreError(f"HBase at {self.host}:{self.port} failed {attempt} times: {e}") from None
                 logger.debug("HBase call failed (%s), attempt %d of %d", e, attempt, self.retries)
@@ -132,7 +89,7 @@ class HBaseStore(Store):
 
     def _cell(self, table: str, key: bytes) -> tuple[bytes, bytes]:
         n = self._row_bytes[table]
-        return (key[:n], _FAMILY + b":" + key[n:]) if n else (key, _FAMILY + b":")
+        return (key[:n], self._family + b":" + key[n:]) if n else (key, self._family + b":")
 
     @staticmethod
     def _keys(row: bytes, cells: dict) -> list[Item]:
@@ -187,7 +144,7 @@ class HBaseStore(Store):
             return []
         cells = [self._cell(table, key) for key in keys]
         rows = sorted({row for row, _ in cells})
-        found = dict(self._run(lambda conn: self._table(conn, table).rows(rows, columns=[_FAMILY])))
+        found = dict(self._run(lambda conn: self._table(conn, table).rows(rows, columns=[self._family])))
         return [found.get(row, {}).get(column) for row, column in cells]
 
     def _scan_one(self, table: str, prefix: bytes, values: bool) -> list[Item]:
@@ -195,7 +152,7 @@ class HBaseStore(Store):
 
         def work(conn):
             scan = self._table(conn, table).scan(
-                row_start=start, row_stop=stop, columns=[_FAMILY], batch_size=1000,
+                row_start=start, row_stop=stop, columns=[self._family], batch_size=1000,
                 filter=None if values else b"KeyOnlyFilter()")
             return [item for row, cells in scan for item in self._keys(row, cells)
                     if item[0].startswith(prefix)]
@@ -215,7 +172,7 @@ class HBaseStore(Store):
 
         def work(conn):
             out = []
-            scanner = self._table(conn, table).scan(row_start=row_start, row_stop=stop, columns=[_FAMILY],
+            scanner = self._table(conn, table).scan(row_start=row_start, row_stop=stop, columns=[self._family],
                                                     batch_size=min(limit + 1, 1000))
             try:
                 for row, cells in scanner:

@@ -6,8 +6,7 @@ to VERSIONS 3 with no bloom filter. Thrift2's ``createTable`` can, so the tables
 created from schema/tables.json through it (``thriftpy2``, which happybase already
 depends on, loads HBase's own IDL, shipped as hbase_thrift2.thrift).
 
-Without a Thrift2 gateway, print the same DDL with ``dedup-hbase schema`` and run it
-in the HBase shell.
+Without a Thrift2 gateway, run the same DDL (``schema.hbase_shell_ddl``) in the HBase shell.
 """
 
 from __future__ import annotations
@@ -16,6 +15,10 @@ from importlib import resources
 
 from ..errors import StoreError
 from ..schema import TABLES, split_keys, table_name
+
+
+class AdminGatewayUnreachable(StoreError):
+    """No Thrift2 gateway answers where tables are to be created."""
 
 
 def _idl():
@@ -60,10 +63,9 @@ def create_tables(host: str, port: int, prefix: str, schema: dict, timeout_ms: i
         client = make_client(hb2.THBaseService, host, port, timeout=timeout_ms,
                              trans_factory=TBufferedTransportFactory(), proto_factory=TBinaryProtocolFactory())
     except Exception as e:
-        raise StoreError(
+        raise AdminGatewayUnreachable(
             f"creating tables needs HBase's Thrift2 gateway, not reachable at {host}:{port} ({e}); "
-            "give its port as ?admin_port=N, or run the DDL of `dedup-hbase schema` in the HBase shell "
-            "and then `dedup-hbase init` again") from None
+            "give its port as ?admin_port=N, or create the tables in the HBase shell") from None
     try:
         for descriptor, splits in descriptors:
             if client.tableExists(descriptor.tableName):

@@ -194,7 +194,7 @@ def build_table(report: Report, builds: list[Build], batch: int) -> None:
               "—" if b.compact_s is None else f"{b.compact_s:.2f}", _rate(b.rows_per_s_with_compaction),
               f"{b.bytes_per_fp:.1f}", b.bytes_how]
              for b in builds]
-    report.write(f"Build: `Index.add_many` in batches of {batch:,} documents, then `store.merge()` (the embedded "
+    report.write(f"Build: `Index.add_many` in batches of {batch:,} documents, then `store.flush()` (the embedded "
                  f"store writes runs and folds them into its per-prefix records at the first read; the "
                  f"build time includes that merge; index rows/s = documents x flags / s); then `store.compact()` "
                  f"(a forced full rewrite at zstd level 9), timed apart; faiss: `add`; simhash: Simhash objects + "
@@ -389,7 +389,7 @@ def one_size(report: Report, n: int, names: list[str], workdir: Path, args) -> t
     for system in make_systems(names, workdir, args.batch, args.simhash_max):
         try:
             r, b = measure(report, system, data, truth, counts, args)
-        except Exception as e:  # noqa: BLE001 -- one broken system must not hide the others' numbers
+        except Exception as e:
             traceback.print_exc()
             report.fail(f"{system.name}, N={n:,}: {type(e).__name__}: {e}")
             r, b = [Row(n, system.name, "single", skipped=f"**error**: {type(e).__name__}: {e}")], None

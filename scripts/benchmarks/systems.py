@@ -61,7 +61,7 @@ class System(ABC):
     @abstractmethod
     def size(self, n: int) -> tuple[float, str]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (most systems hold nothing to release)
         pass
 
 
@@ -111,15 +111,12 @@ class DedupHbase(System):
             for start in range(0, len(fps), self.batch):
                 index.add_many(list(map(Document, ids[start:start + self.batch], fps[start:start + self.batch].tolist())))
 
-        merge = getattr(store, "merge", None)  # LocalStore: writes are runs until merged (packed.py)
-        try:
-            seconds = _timed(write) + (_timed(merge) if merge else 0.0)
+        try:  # the embedded store keeps writes as runs until they are folded into its records
+            seconds = _timed(write) + _timed(store.flush)
         finally:
             gc.unfreeze()
-        compact = getattr(store, "compact", None)  # LocalStore has it; not part of the store contract
-        compact_s = _timed(compact) if compact else None
-        table_bytes = getattr(store, "table_bytes", None)  # LocalStore only
-        self.index_bytes = table_bytes("index") if table_bytes else None
+        compact_s = _timed(store.compact)
+        self.index_bytes = store.table_bytes("index")
         store.close()
         self.bytes = folder_bytes(self.path)
         open_s = _timed(lambda: setattr(self, "index", Index.open(open_store(str(self.path)))))

@@ -2,7 +2,7 @@
 
 The logical table is the design's wide-row layout, bit for bit: row key = segment(4) +
 flag(1) + simhash(8), one column per document id, no value; ``scan`` returns exactly those
-keys. Physically RocksDB holds the cells of one 5-byte scan prefix in one record (cells.py),
+keys. Physically RocksDB holds the cells of one 5-byte scan prefix in one record (records.py),
 much as HBase packs rows into HFile blocks: a lookup reads 4 records (4-split) instead of
 iterating ~4N/65536 keys one Python call each, which cost ~0.26 µs per candidate
 (docs/store-engine.md).
@@ -35,15 +35,15 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from rocksdict import WriteBatch, WriteOptions
 
-from ..errors import StoreError
-from .cells import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, Cells
+from ...errors import StoreError
+from .records import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, PackedCells
 from .rocks import get_many, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
-_EMPTY = Cells.empty()
+_EMPTY = PackedCells.empty()
 _NO_LOG = WriteOptions()
 _NO_LOG.disable_wal = True  # merge writes: the runs they come from stay until they are flushed
 
@@ -231,20 +231,20 @@ class PackedTable:
 
     # -- reading ---------------------------------------------------------------
 
-    def scan_cells(self, prefixes: Sequence[bytes]) -> list[Cells]:
+    def scan_cells(self, prefixes: Sequence[bytes]) -> list[PackedCells]:
         """The cells under each ``prefix_bytes``-long prefix (merges pending runs first)."""
         for prefix in prefixes:
             if len(prefix) != self.prefix_bytes:
                 raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
                                  f"prefixes, not {len(prefix)} bytes")
         self.merge()
-        return [_EMPTY if record is None else Cells(record) for record in self._merged.get(list(prefixes))]
+        return [_EMPTY if record is None else PackedCells(record) for record in self._merged.get(list(prefixes))]
 
     def iterate_cells(self):
         """(prefix, Cells) of every prefix, in key order (merges pending runs first)."""
         self.merge()
         for prefix, record in self._merged.items(read_opt=total_order()):
-            yield prefix, Cells(record)
+            yield prefix, PackedCells(record)
 
     def scan(self, prefix: bytes) -> list[bytes]:
         """Every key starting with ``prefix``, in key order (merges pending runs first)."""
@@ -262,7 +262,7 @@ class PackedTable:
         for prefix, record in self._merged.items(from_key=start[:self.prefix_bytes], read_opt=total_order()):
             if stop is not None and prefix >= stop:
                 break
-            for key in Cells(record).keys(prefix):
+            for key in PackedCells(record).keys(prefix):
                 if key < start:
                     continue
                 if (stop is not None and key >= stop) or (limit is not None and len(out) >= limit):

@@ -1,12 +1,13 @@
 """The embedded store: RocksDB (through rocksdict) in a folder, one column family per table.
 
-Why RocksDB: see docs/store-engine.md (measured against LMDB and SQLite). In short:
-smallest on disk (zstd), atomic write batches and a write-ahead log, so a process killed in
-the middle of a write reopens with every batch either whole or absent.
+Why RocksDB (docs/store-engine.md has the measurements): smallest on disk (zstd), atomic
+write batches and a write-ahead log, so a process killed in the middle of a write reopens
+with every batch either whole or absent.
 
-The index table is packed: one record per 5-byte scan prefix (packed.py), so a lookup reads
-4 records (4-split) rather than iterating every candidate key through Python. The logical
-table, what ``scan`` and ``iterate`` return, is the design's key layout bit for bit.
+The index table is packed: one record per 5-byte scan prefix (packed.py, records.py), so a
+lookup reads 4 records (4-split) rather than iterating every candidate key through Python.
+The logical table, what ``scan`` and ``iterate`` return, is the design's key layout bit for
+bit; nothing outside this package sees the packing.
 
 One process at a time: RocksDB locks the folder, and a second opener gets a clear
 StoreError. Opening happens on first use, not in the constructor.
@@ -19,13 +20,21 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rocksdict import (BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
-                       Options, Rdict, WriteBatch)
+from rocksdict import (
+    BlockBasedOptions,
+    BottommostLevelCompaction,
+    Cache,
+    CompactOptions,
+    DBCompressionType,
+    Options,
+    Rdict,
+    WriteBatch,
+)
 
-from ..errors import StoreError
-from .base import Item, Store, prefix_end
-from .cells import REST_BYTES, CellBatch, Cells
+from ...errors import StoreError
+from ..base import Cells, Item, Store
 from .packed import PackedTable
+from .records import REST_BYTES, CellBatch
 from .rocks import get_many, total_order
 
 _MARKER = "dedup-hbase-store"
@@ -109,15 +118,14 @@ class LocalStore(Store):
         marker = json.loads((self.path / _MARKER).read_text())
         if marker.get("layout") != LAYOUT:
             raise StoreError(f"{self.url} was made by an earlier dedup-hbase (one key per index cell); "
-                             "this version packs the index per scan prefix: build it again with "
-                             "`dedup-hbase init` and `load` into a new folder")
+                             "this version packs the index per scan prefix: build the index again in a new folder")
         return marker["tables"]
 
     def _open(self, tables: dict[str, dict] | None = None, create: bool = False):
         if self._db is not None:
             return self._db
         if not create and not self.exists():
-            raise StoreError(f"no index at {self.url}: create one with `dedup-hbase init`")
+            raise StoreError(f"{self.url}: no tables here (create them first)")
         if tables is None:
             tables = self._read_marker()
         cache = Cache(CACHE_BYTES)
@@ -237,9 +245,9 @@ class LocalStore(Store):
             batch.delete(key, handle)
         self._db.write(batch)
 
-    def merge(self) -> None:
+    def flush(self) -> None:
         """Fold the index's recent writes into its per-prefix records now (packed.py). Also
-        done before any read, on ``close`` and on ``compact``. Not part of the store contract."""
+        done before any read of the index, on ``close`` and on ``compact``."""
         self._open()
         for packed in self._packed.values():
             packed.merge()
@@ -249,15 +257,14 @@ class LocalStore(Store):
         zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
         compacts in the background anyway; this finishes it now (seconds per million
         documents)."""
-        self.merge()
+        self.flush()
         force = CompactOptions()  # rewrite even files already at the bottom (a flush may have
         force.set_bottommost_level_compaction(BottommostLevelCompaction.force())  # moved them there as lz4)
         for name in [*self._cfs, *self._packed]:
             self._db.get_column_family(name).compact_range(None, None, force)
 
     def table_bytes(self, table: str) -> int:
-        """Bytes of a table's files on disk (RocksDB's SST files; not the write-ahead log).
-        Not part of the store contract."""
+        """Bytes of a table's files on disk (RocksDB's SST files; not the write-ahead log)."""
         names = PackedTable.families(table) if self._table(table) else [self._cf(table) and table]
         return sum(self._db.get_column_family(name).property_int_value("rocksdb.total-sst-files-size")
                    for name in names)
@@ -276,4 +283,4 @@ class LocalStore(Store):
             self._db = None
 
 
-__all__ = ["LocalStore", "prefix_end"]
+__all__ = ["LocalStore"]

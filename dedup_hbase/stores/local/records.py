@@ -1,13 +1,13 @@
-"""Cells of a wide-row table, in bulk: the index's rows without one Python object per cell.
+"""The embedded store's record codec: the cells of one scan prefix in one RocksDB record.
 
 The index table's logical layout is the design's: row key = scan prefix (segment 4 B +
 flag 1 B) + an 8-byte remainder (the simhash), one column per document id. A lookup
 needs, per scan prefix, every remainder (to XOR with the query) and the qualifiers of the
-few that match. ``Cells`` is exactly that for one prefix, over one record; ``CellBatch`` is
-many cells of many prefixes as numpy columns, which the embedded store sorts, merges and
-packs into records without a Python loop per cell.
+few that match. ``PackedCells`` is exactly that for one prefix, over one record;
+``CellBatch`` is many cells of many prefixes as numpy columns, which the embedded store
+sorts, merges and packs into records without a Python loop per cell.
 
-Record of one prefix (how the embedded store keeps it on disk):
+Record of one prefix:
 
     n        uint32 little-endian   number of cells
     width    uint16 little-endian   the length w of every qualifier, if all have one length;
@@ -26,7 +26,7 @@ end offsets for the same reason: ids of similar length give lengths that compres
 almost nothing, end offsets grow and do not.
 
 Cells in a record are in logical key order (remainder, then qualifier) and unique.
-Nothing here touches a store.
+Nothing here touches RocksDB; nothing outside the embedded store uses this format.
 """
 
 from __future__ import annotations
@@ -36,27 +36,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-REST_BYTES = 8
+from ...arrays import ranges
+from ...arrays import starts as _starts
+from ..base import Cells
+
+REST_BYTES = 8  # the remainder of a row key after its scan prefix: the simhash
 _HEADER = 6
 _VARIABLE = 0xFFFF
 MAX_QUALIFIER_BYTES = _VARIABLE - 1  # a length must fit the uint16 width field
 _PACK_CELLS = 1 << 18  # cells packed per numpy pass
 _RANK_BITS = 32  # prefixes spanning more bits are ranked before sorting
 _BIG_RECORD = 16  # cells per record from which records are joined from slices, not gathered
-
-
-def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s, s + n)`` for every (s, n), vectorised."""
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    shift = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-    return shift + np.arange(total, dtype=np.int64)
-
-
-def _starts(lengths: np.ndarray) -> np.ndarray:
-    """Where each of consecutive pieces of ``lengths`` starts: the exclusive cumulative sum."""
-    return np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+_NO_RESTS = np.zeros(0, dtype=">u8")
 
 
 def _squeeze(pids: np.ndarray) -> np.ndarray:
@@ -83,10 +74,9 @@ def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarr
     return quals[ranges(_starts(qlens)[order], qlens[order])]
 
 
-class Cells:
-    """The cells under one scan prefix, read-only, over one record: ``rests`` (the row key
-    after the prefix, uint64) and, by position, their qualifiers. Decodes lazily: a lookup
-    that matches nothing never touches the qualifiers."""
+class PackedCells(Cells):
+    """The cells under one scan prefix, over one record (the store contract's ``Cells``).
+    Decodes lazily: a lookup that matches nothing never touches the qualifiers."""
 
     __slots__ = ("_record", "_n", "_width")
 
@@ -100,16 +90,9 @@ class Cells:
 
     @property
     def rests(self) -> np.ndarray:
+        if not self._n:
+            return _NO_RESTS
         return np.frombuffer(self._record, dtype=">u8", count=self._n, offset=_HEADER)
-
-    def _rest_bytes(self) -> bytes:
-        return self._record[_HEADER:_HEADER + REST_BYTES * self._n]
-
-    def rest_list(self) -> list[int]:
-        """``rests`` as Python ints (faster than numpy for a handful)."""
-        record = self._record
-        return [int.from_bytes(record[i:i + REST_BYTES], "big")
-                for i in range(_HEADER, _HEADER + REST_BYTES * self._n, REST_BYTES)]
 
     def qualifier(self, i: int) -> bytes:
         record, quals = self._record, _HEADER + REST_BYTES * self._n
@@ -125,20 +108,8 @@ class Cells:
         return [prefix + record[_HEADER + REST_BYTES * i:_HEADER + REST_BYTES * (i + 1)] + self.qualifier(i)
                 for i in range(self._n)]
 
-    @staticmethod
-    def all_rests(scanned: Sequence["Cells"]) -> np.ndarray:
-        """The ``rests`` of several ``Cells`` concatenated: one numpy array for all."""
-        return np.frombuffer(b"".join([c._rest_bytes() for c in scanned]), dtype=">u8")
-
     @classmethod
-    def from_keys(cls, keys: Sequence[bytes], prefix_bytes: int) -> "Cells":
-        """From logical keys in key order (for stores that keep one key per cell)."""
-        row = prefix_bytes + REST_BYTES
-        batch = CellBatch.from_rows(b"".join([k[:row] for k in keys]), [k[row:] for k in keys], prefix_bytes)
-        return cls(batch.pack()[1][0]) if keys else cls.empty()
-
-    @classmethod
-    def empty(cls) -> "Cells":
+    def empty(cls) -> "PackedCells":
         return cls(b"")
 
 
