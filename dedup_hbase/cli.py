@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
 import traceback
 from contextlib import ExitStack
@@ -89,6 +90,22 @@ class _Root(TyperGroup):
         return command
 
 
+class Stopped(BaseException):
+    """SIGTERM arrived (a BaseException, like KeyboardInterrupt for SIGINT, so that no
+    ``except Exception`` on the way swallows it)."""
+
+
+def _stop_on_sigterm(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise Stopped()
+
+
+def _signal_name(stop: BaseException) -> tuple[str, int]:
+    """The signal behind an interruption and the exit status for it (128 + its number)."""
+    number = signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT
+    return number.name, 128 + number
+
+
 class Session:
     """What one run of a command owns: the store URL, the stores it opened (closed when the
     command ends, however it ends) and the verbosity."""
@@ -134,6 +151,9 @@ def root(ctx: typer.Context,
     if verbose:
         logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
         logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
+    if sys.platform != "win32":  # SIGTERM (a scheduler, `kill`) stops a command the way Ctrl-C does
+        previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+        ctx.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
     session = Session(store, verbose)
     ctx.obj = session
     ctx.call_on_close(session.close)
@@ -149,6 +169,10 @@ def _command(fn):
         except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
+        except (KeyboardInterrupt, Stopped) as stop:
+            name, status = _signal_name(stop)
+            typer.echo(f"interrupted by {name}", err=True)
+            raise typer.Exit(status) from None
         except (DedupError, OSError) as e:
             if ctx.obj.verbose:
                 traceback.print_exc()
@@ -210,11 +234,25 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     from .progress import LoadProgress
 
     index = ctx.obj.index()
-    with LoadProgress(enabled=not quiet and not json_) as bar:
-        report = load_files(index, files, fmt=fmt, fields=Fields(id=id_field, text=text_field),
-                            use_simhash=fingerprints, skip_near_dups=skip_near_dups, rejects=rejects,
-                            restart=restart, batch_size=batch_size, workers=workers, groups=groups,
-                            on_reject=None if quiet else bar.reject, progress=bar.update)
+    saved = [0]  # records done and checkpointed: the loader reports progress after each checkpoint
+
+    def progress(records: int, text_bytes: int) -> None:
+        saved[0] = records
+        bar.update(records, text_bytes)
+
+    try:
+        with LoadProgress(enabled=not quiet and not json_) as bar:
+            report = load_files(index, files, fmt=fmt, fields=Fields(id=id_field, text=text_field),
+                                use_simhash=fingerprints, skip_near_dups=skip_near_dups, rejects=rejects,
+                                restart=restart, batch_size=batch_size, workers=workers, groups=groups,
+                                on_reject=None if quiet else bar.reject, progress=progress)
+    except (KeyboardInterrupt, Stopped) as stop:
+        name, status = _signal_name(stop)
+        then = ("run the same command again to resume" if "-" not in files
+                else "a load from stdin cannot resume: run it again (writes are idempotent)")
+        typer.echo(f"interrupted by {name}: stopped after {saved[0]:,} records, all written and "
+                   f"checkpointed; {then}", err=True)
+        raise typer.Exit(status) from None
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
     elif report.already_complete:

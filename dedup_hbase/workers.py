@@ -2,18 +2,34 @@
 
 Workers are started with ``spawn`` (the parent holds open store handles and threads,
 which do not survive ``fork`` well). Each builds its Fingerprinter once, from the
-index's spec, in the pool initializer; that per-process fingerprinter is the only
-module state, and it lives in worker processes only. At most ``2 x workers`` batches
-are in flight, so memory stays flat however long the input is.
+fingerprinter's spec, in the pool initializer; that per-process fingerprinter is the only
+module state, and it lives in worker processes only. At most ``2 x workers`` batches are
+in flight, so memory stays flat however long the input is.
+
+Workers never outlive the process that started them:
+
+* they ask the kernel for SIGKILL when their parent dies (Linux ``PR_SET_PDEATHSIG``; on
+  other systems a thread watches the parent and exits the worker when it is gone), so a
+  parent killed with SIGKILL, or by the OOM killer, takes its workers with it;
+* they ignore SIGINT: a Ctrl-C reaches the whole process group, and it is the parent that
+  decides to stop (``pool.terminate()``: the workers write nothing, so killing them loses
+  nothing);
+* leaving the pool's ``with`` block on an exception terminates them at once; on success it
+  waits for them to exit.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import TypeVar
 
 from .errors import EmptyDocument, InvalidInput
@@ -23,11 +39,31 @@ from .fingerprint import Fingerprinter
 T = TypeVar("T")
 Result = int | str  # a simhash, or why there is none
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _worker: Fingerprinter | None = None  # set in each worker process by _start
 
 
-def _start(spec: dict) -> None:
+def die_with_parent(parent: int) -> None:
+    """Make this process end when process ``parent`` (its parent now) ends, however it ends."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent:  # the parent died before the request: no signal will come
+                os._exit(1)
+            return
+
+    def watch() -> None:  # elsewhere: notice being orphaned, once a second, off the hot path
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _start(spec: dict, parent: int) -> None:
     global _worker
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker = Fingerprinter(featurizer_from_spec(spec), spec.get("seed", 0))
     _worker.fingerprint("warm up the tokenizer")
 
@@ -47,6 +83,20 @@ def _work(texts: list[str]) -> list[Result]:
     return fingerprint_texts(_worker, texts)
 
 
+@contextmanager
+def _sigint_ignored():
+    """SIGINT ignored in this process meanwhile (processes started then keep ignoring it; a
+    Python started with SIGINT ignored leaves it so). Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -63,18 +113,25 @@ class FingerprintPool:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool = None
 
-    def __enter__(self) -> "FingerprintPool":
+    def __enter__(self) -> FingerprintPool:
         if self.workers > 1:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_start, initargs=(self.fingerprinter.spec,))
+            context = multiprocessing.get_context("spawn")
+            with _sigint_ignored():  # inherited through exec: no Ctrl-C window before _start runs
+                self._pool = context.Pool(self.workers, initializer=_start,
+                                          initargs=(self.fingerprinter.spec, os.getpid()))
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def __exit__(self, kind, *exc) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kind is None:
+            pool.close()  # every batch is done: let the workers exit
+        else:
+            pool.terminate()  # interrupted or failed: stop them now; they write nothing
+        pool.join()
 
     def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]]) -> Iterator[tuple[T, list[Result]]]:
         if self._pool is None:
@@ -83,10 +140,10 @@ class FingerprintPool:
             return
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, self._pool.submit(_work, texts_of(batch))))
+            pending.append((batch, self._pool.apply_async(_work, (texts_of(batch),))))
             if len(pending) >= 2 * self.workers:
-                done, future = pending.popleft()
-                yield done, future.result()
+                done, result = pending.popleft()
+                yield done, result.get()
         while pending:
-            done, future = pending.popleft()
-            yield done, future.result()
+            done, result = pending.popleft()
+            yield done, result.get()
