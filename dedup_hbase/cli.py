@@ -397,6 +397,44 @@ def schema(ctx: typer.Context, table_prefix: Annotated[str | None, typer.Option(
     typer.echo(hbase_shell_ddl(load_schema(regions), table_prefix), nl=False)
 
 
+@_command
+def serve(ctx: typer.Context,
+          host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface).")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="Port to listen on (0: a free one, printed at start).")] = 8080,
+          max_docs: Annotated[int, typer.Option(help="Documents one request may hold.")] = 1000,
+          max_text_bytes: Annotated[int, typer.Option(help="Bytes one document's text may have.")] = 1 << 20,
+          max_body_bytes: Annotated[int, typer.Option(help="Bytes one request body may have.")] = 64 << 20,
+          log_level: Annotated[str, typer.Option(help="uvicorn's log level: debug, info, warning, error.")] = "warning") -> None:
+    """Run the dedup service: JSON over HTTP, until Ctrl-C or SIGTERM.
+
+    POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or
+    {"id", "simhash"}; GET and DELETE /v1/docs/ID; GET /v1/stats; GET /healthz. With if_new a
+    document is added only when nothing within k bits is indexed or earlier in the request."""
+    from .online import OnlineIndex
+    from .service import Limits
+    from .service import serve as run_service
+
+    limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes)
+    online = OnlineIndex(ctx.obj.index())
+    online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
+    stopped: list[str] = []
+
+    def note(signum, frame) -> None:  # uvicorn stops gracefully on these, then hands them on here
+        stopped.append(signal.Signals(signum).name)
+
+    def ready(url: str) -> None:
+        typer.echo(f"serving {online.index.store.url} on {url} (POST /v1/check, POST /v1/add?if_new=true, "
+                   "GET|DELETE /v1/docs/ID, GET /v1/stats, GET /healthz); Ctrl-C stops", err=True)
+
+    previous = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    typer.echo(f"stopped{f' by {stopped[0]}' if stopped else ''}", err=True)
+
+
 def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
         if n < 1000:

@@ -31,8 +31,10 @@ ALLOWED = {
     "neardup": {"layout"},
     "loader": {"corpus", "errors", "fingerprint", "index", "neardup", "workers"},
     "progress": {"corpus"},
-    "cli": {"", "corpus", "errors", "fingerprint", "index", "loader", "plan", "progress", "schema", "stores",
-            "stores.hbase_admin"},
+    "online": {"fingerprint", "index", "neardup"},
+    "service": {"errors", "fingerprint", "index", "online"},
+    "cli": {"", "corpus", "errors", "fingerprint", "index", "loader", "online", "plan", "progress", "schema",
+            "service", "stores", "stores.hbase_admin"},
     "": {"errors", "features", "fingerprint", "index", "layout", "stores"},
     "__main__": {"cli"},
 }

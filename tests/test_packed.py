@@ -141,6 +141,7 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
     """Loads in many small batches (runs), lookups in the middle (which merge first),
     deletes, re-adds: every lookup equals brute force at every stage, single and batched."""
     monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500)  # merges in many slices
+    monkeypatch.setattr(packed, "DIRECT_CELLS", 0)  # every write as runs
     rnd = random.Random(8)
     base = [rnd.getrandbits(64) for _ in range(300)]
     fps = {}
@@ -188,6 +189,75 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
         check("reopened")
         cells = sum(1 for _ in store.iterate("index"))
         assert cells == 4 * len(fps) == store._table("index").merged_cells
+
+
+def test_small_writes_go_straight_into_the_records_and_stay_exact(tmp_path):
+    """Writes of at most DIRECT_CELLS cells with no runs pending are folded in at once (the
+    online path); with runs pending they join the runs. Lookups equal brute force throughout."""
+    rnd = random.Random(12)
+    base = [rnd.getrandbits(64) for _ in range(50)]
+    fps = {f"d{i:04d}": (rnd.choice(base) ^ (1 << rnd.randrange(64))) if i % 2 else rnd.getrandbits(64)
+           for i in range(2400)}
+    items = list(fps.items())
+    queries = [v ^ (1 << rnd.randrange(64)) for v in rnd.sample(list(fps.values()), 40)] + base[:10]
+    store = open_store(str(tmp_path / "s"), create=True)
+    index = Index.create(store)
+    table = store._table("index")
+
+    def check(indexed):
+        expected = [brute_force(indexed, q, 3) for q in queries]
+        assert [[(m.distance, m.id) for m in index.query(q)] for q in queries] == expected
+        assert [[(m.distance, m.id) for m in ms] for ms in index.query_many(queries)] == expected
+
+    small = packed.DIRECT_CELLS // 4  # documents of the 4-split per direct write
+    step = small // 3
+    for start in range(0, 1200, step):
+        index.add_many([Document(d, v) for d, v in items[start:min(start + step, 1200)]])
+        assert table.run_cells == 0 and table.merged_cells == 4 * min(start + step, 1200)
+    check(dict(items[:1200]))
+    index.add_many([Document(d, v) for d, v in items[1200:1200 + small + 1]])  # one cell too many: runs
+    assert table.run_cells == 4 * (small + 1)
+    index.add_many([Document(d, v) for d, v in items[1200 + small + 1:2400]][:10])  # runs pending: runs
+    assert table.run_cells == 4 * (small + 11)
+    check(dict(items[:1200 + small + 11]))  # merged first
+    assert table.run_cells == 0
+    index.add_many([Document(d, v) for d, v in items[:5]])  # the same cells again: nothing doubled
+    assert table.merged_cells == 4 * (1200 + small + 11)
+    del table
+    store.close()
+
+
+DIRECT_WRITER = """
+import random, sys
+from dedup_hbase import Document, Index, open_store
+store = open_store(sys.argv[1])
+index = Index.open(store)
+rnd = random.Random(5)
+for batch in range(10_000):
+    index.add_many([Document(f"w{batch}-{i}", rnd.getrandbits(64)) for i in range(40)])
+    print(batch, flush=True)
+"""
+
+
+def test_kill_9_during_small_writes_loses_no_acknowledged_write(tmp_path):
+    path = str(tmp_path / "s")
+    with open_store(path, create=True) as store:
+        Index.create(store)
+    writer = subprocess.Popen([sys.executable, "-c", DIRECT_WRITER, path], stdout=subprocess.PIPE, text=True)
+    done = -1
+    for line in writer.stdout:  # acknowledged writes
+        done = int(line)
+        if done == 60:
+            break
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    with open_store(path) as store:
+        table = store._table("index")
+        ids = {key[13:] for key, _ in store.iterate("index")}
+        cells = sum(1 for _ in store.iterate("index"))
+        assert {f"w{b}-{i}".encode() for b in range(done + 1) for i in range(40)} <= ids
+        assert cells == table.merged_cells == 4 * len(ids) and table.run_cells == 0
+        del table
 
 
 def test_store_of_an_earlier_layout_is_refused_with_what_to_do(tmp_path):

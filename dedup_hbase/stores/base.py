@@ -87,10 +87,12 @@ class Store(ABC):
     """A sorted key-value store with named tables.
 
     Constructors do no network I/O; the embedded store opens its files on first use.
-    Calls are not thread-safe unless a store says so; use one store per thread or process.
+    Calls are not thread-safe unless a store says so (``thread_safe``); otherwise use one
+    store per thread or process, or a lock.
     """
 
     url: str
+    thread_safe: bool = False  # True: one store object may serve several threads at once
 
     # -- tables --------------------------------------------------------------
 

@@ -26,6 +26,8 @@ logger = logging.getLogger(__name__)
 class HBaseStore(Store):
     """HBase tables behind the store contract. Thread-safe."""
 
+    thread_safe = True
+
     def __init__(self, host: str = "127.0.0.1", port: int = HBASE_PORT, *, table_prefix: str = "dedup",
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 8,

@@ -24,6 +24,10 @@ batch (``--skip-near-dups``) merges each batch once, at a cost proportional to t
 it touches; the first lookup after a big write waits for its merge. A merge cut off by a
 crash is harmless: merging is a set union, and the runs go only after it (its writes skip the
 write-ahead log and are flushed to table files before the runs are dropped).
+
+A small write (at most ``DIRECT_CELLS`` cells: a few documents, as an online service adds
+them) when no runs are pending skips the runs: it reads the records it touches, merges and
+rewrites them in one atomic write with the log on, so lookups after it have nothing to merge.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .records import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, PackedCells
 from .rocks import get_many, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
+DIRECT_CELLS = 1024  # writes of at most this many cells (about 250 documents), no runs pending: no runs
 _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
@@ -83,13 +88,19 @@ class PackedTable:
     # -- writing ---------------------------------------------------------------
 
     def put_cells(self, batch: CellBatch) -> None:
-        """Add cells as one run per first prefix byte: one atomic write, no read, no sort
-        beyond that partitioning (the merge sorts)."""
+        """Add cells. A small write with no runs pending goes straight into the merged
+        records (read, merge, rewrite the records it touches, in one logged atomic write), so
+        the next lookup has nothing to merge: the online path, a few documents per call. A
+        bigger one is added as one run per first prefix byte: one atomic write, no read, no
+        sort beyond that partitioning (the merge sorts)."""
         if not len(batch):
             return
         if int(batch.qlens.max()) > MAX_QUALIFIER_BYTES:
             raise StoreError(f"table {self.name}: a qualifier is at most {MAX_QUALIFIER_BYTES} bytes, "
                              f"not {int(batch.qlens.max())}")
+        if not self.run_cells and len(batch) <= DIRECT_CELLS:
+            self._fold(batch.sorted_unique(), logged=True)
+            return
         parts = (batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))).astype(f"u{RUN_KEY_PREFIX}")
         order = np.argsort(parts, kind="stable")  # a radix sort; the merge sorts the cells
         batch, parts = batch.take(order), parts[order]
@@ -183,9 +194,13 @@ class PackedTable:
         self._db.write(write)
 
     def _merge_runs(self, runs: list[CellBatch]) -> None:
-        if not runs:
-            return
-        fresh = CellBatch.concat(runs).sorted_unique()
+        if runs:
+            self._fold(CellBatch.concat(runs).sorted_unique(), logged=False)
+
+    def _fold(self, fresh: CellBatch, logged: bool) -> None:
+        """Merge sorted, unique cells into the records of their prefixes, in one atomic
+        write: with the write-ahead log, or without it when the caller makes it durable
+        (a merge flushes before the runs it came from are dropped)."""
         old_pids, old_records = self._records_of(fresh.prefixes())
         if old_records:
             before = sum(int.from_bytes(record[:4], "little") for record in old_records)
@@ -198,7 +213,10 @@ class PackedTable:
             write.put(prefix, record, self._merged_handle)
         self.merged_cells += len(merged) - before
         self._save_state(write)
-        self._db.write(write, write_opt=_NO_LOG)
+        if logged:
+            self._db.write(write)
+        else:
+            self._db.write(write, write_opt=_NO_LOG)
 
     def _records_of(self, pids: np.ndarray) -> tuple[list[int], list[bytes]]:
         """The merged records that exist among prefixes ``pids`` (sorted, unique).

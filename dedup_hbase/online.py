@@ -1,0 +1,144 @@
+"""The online path: one index shared by concurrent requests, with insert-if-new.
+
+A crawler asks, for every page it fetches, "have I seen this, or nearly this?" and keeps the
+page only if not. ``OnlineIndex.add(docs, if_new=True)`` answers and indexes in one step: a
+document is indexed only when no indexed document and no earlier document of the same call
+is within k bits of it, and the answer says which documents were added and what each one
+matched.
+
+Exact within one process. Two fingerprints within k bits share the scan prefix of at least one
+flag (the pigeonhole argument of layout.py), so a call holds a lock for every scan prefix of
+its documents while it looks up and writes: two calls whose documents could be near-duplicates
+of each other never interleave, and the second one sees the first one's documents. The locks
+are striped (4,096 of them, taken in order, so two calls never deadlock); calls about unrelated
+documents run side by side. A store that is not thread-safe (the embedded one) gets one lock
+for every call instead.
+
+Across processes (several servers on one HBase) these locks are not shared: two servers that
+receive near-duplicates of each other within the same few milliseconds can both add them.
+Nothing is lost or corrupted (each write is idempotent and the index stays exact); the cost
+is a near-duplicate pair in the index, which any later lookup reports. Route documents to
+servers by a hash of one flag's scan prefix, or keep one writer, where that matters.
+
+A document's own id counts like any other: the same document sent twice (by two clients,
+or again in one call) is added once, and the second answer is ``added: false`` with the
+document itself among its matches. So retrying a call whose answer was lost doubles nothing,
+and its answers say which documents are now indexed. Without ``if_new`` every document is
+written (upsert by id: its old fingerprint is replaced).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .fingerprint import to_hex
+from .index import Document, Index, Match
+from .neardup import batch_pairs
+
+STRIPES = 1 << 12
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing: scan prefixes -> stripes
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What ``add`` did with one document: added or not, and its near-duplicates (indexed
+    documents, and earlier documents of the same call)."""
+
+    id: str
+    simhash: int
+    added: bool
+    matches: list[Match]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "simhash": to_hex(self.simhash), "added": self.added,
+                "matches": [m.to_dict() for m in self.matches]}
+
+
+class OnlineIndex:
+    """An Index shared by concurrent callers (threads): lookups, upserts, insert-if-new,
+    documents and deletes. Thread-safe whatever the store; exact insert-if-new within one
+    process (see the module docstring for several)."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._stripes = [threading.Lock() for _ in range(STRIPES)]
+        # a store that is not thread-safe is used by one call at a time
+        self._store_lock = nullcontext() if index.store.thread_safe else threading.Lock()
+
+    def config(self) -> dict[str, Any]:
+        """The index's configuration, read from the store (a round trip)."""
+        with self._store_lock:
+            return Index.read_config(self.index.store)
+
+    def stats(self) -> dict[str, Any]:
+        """``Index.stats``: exact counts from a read of every key."""
+        with self._store_lock:
+            return self.index.stats()
+
+    def query_many(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Match]]:
+        with self._store_lock:
+            return self.index.query_many(simhashes, k)
+
+    def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
+        with self._store_lock:
+            return self.index.get(doc_ids)
+
+    def delete(self, doc_ids: Sequence[str]) -> list[str]:
+        with self._held(self._simhashes_of(doc_ids)), self._store_lock:
+            return self.index.delete(doc_ids)
+
+    def add(self, docs: Sequence[Document], *, if_new: bool = True) -> list[Decision]:
+        """Index ``docs`` (all of them, or with ``if_new`` only those with no near-duplicate
+        indexed or earlier in ``docs``) and say, per document in order, what was done.
+
+        Checks every document before writing any (``Index.add_many``). A store error part
+        way leaves some of the chosen documents written and others not; the same call again
+        gives the same answers and leaves the index as one successful call would."""
+        if not docs:
+            return []
+        simhashes = [d.simhash for d in docs]
+        with self._held(simhashes), self._store_lock:
+            found = self.index.query_many(simhashes)
+            earlier = self._earlier_matches(docs)
+            decisions = []
+            for i, (doc, matches) in enumerate(zip(docs, found)):
+                near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))
+                decisions.append(Decision(doc.id, doc.simhash, not (if_new and near), near))
+            self.index.add_many([doc for doc, decision in zip(docs, decisions) if decision.added])
+        return decisions
+
+    def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
+        """Position -> the earlier documents of ``docs`` within k bits."""
+        simhashes = np.array([d.simhash for d in docs], dtype=np.uint64)
+        out: dict[int, list[Match]] = {}
+        for i, j in sorted(batch_pairs(simhashes, self.index.scheme, self.index.k)):
+            distance = (docs[i].simhash ^ docs[j].simhash).bit_count()
+            out.setdefault(j, []).append(Match(docs[i].id, docs[i].simhash, distance))
+        return out
+
+    def _simhashes_of(self, doc_ids: Sequence[str]) -> list[int]:
+        with self._store_lock:
+            return [d.simhash for d in self.index.get(doc_ids) if d is not None]
+
+    @contextmanager
+    def _held(self, simhashes: Sequence[int]) -> Iterator[None]:
+        """Hold the stripe locks of every scan prefix of ``simhashes``, taken in order."""
+        if not simhashes:
+            yield
+            return
+        prefixes = self.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+        stripes = np.unique((prefixes * _FIBONACCI) >> np.uint64(64 - 12))  # sorted: a global order
+        locks = [self._stripes[i] for i in stripes.tolist()]
+        for lock in locks:
+            lock.acquire()
+        try:
+            yield
+        finally:
+            for lock in reversed(locks):
+                lock.release()

@@ -1,0 +1,317 @@
+"""The dedup service: JSON over HTTP (Starlette on uvicorn) in front of an ``OnlineIndex``.
+
+======  =======================  ==========================================================
+POST    /v1/check                a JSON list of documents ``{"id", "text"}`` or ``{"id",
+                                 "simhash"}`` -> ``[{"id", "simhash", "matches"}, ...]``
+POST    /v1/add?if_new=true      the same documents -> ``[{"id", "simhash", "added",
+                                 "matches"}, ...]``; without ``if_new`` every document is
+                                 added (upsert by id)
+GET     /v1/docs/{id}            ``{"id", "simhash", "meta"}``
+DELETE  /v1/docs/{id}            ``{"deleted": id}``
+GET     /v1/stats                the index's configuration and this server's counters;
+                                 ``?full=true`` adds exact counts (reads every key)
+GET     /healthz                 ``{"ok": true}`` after a round trip to the store
+======  =======================  ==========================================================
+
+Answers come in input order and are the records of the CLI's ``--json`` (a match is
+``{"id", "simhash", "distance"}``). A text without features is not an error of the request:
+its answer is ``{"id", "error"}`` in its place (``"added": false`` for add).
+
+A request is checked whole before anything is written; a bad one gets a JSON error naming
+the document (``{"error", "document": position, "id"}``): 400 (not JSON, not a list, a
+document that is not an object, no string id, neither or both of text and simhash, a bad
+simhash, a bad ``if_new``), 404 (an unknown document), 413 (a body, a text or a batch over the
+limits). 503: the store failed; an add may then be partly written, and the same request
+again is safe: writes are idempotent, and a document added by the failed attempt is then
+answered ``added: false`` with itself among its matches. The service never stops on a bad
+request.
+
+Fingerprinting and store calls run in a thread pool, so the event loop keeps answering.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DedupError, EmptyDocument, InvalidInput, StoreError
+from .fingerprint import parse_hex, to_hex
+from .index import MAX_ID_BYTES, Document
+from .online import OnlineIndex
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold."""
+
+    max_docs: int = 1000
+    max_text_bytes: int = 1 << 20
+    max_body_bytes: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        for name in ("max_docs", "max_text_bytes", "max_body_bytes"):
+            if getattr(self, name) < 1:
+                raise InvalidInput(f"{name} must be >= 1, not {getattr(self, name)}")
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+class RequestError(Exception):
+    """A request the service refuses: the HTTP status and the JSON error body."""
+
+    def __init__(self, status: int, message: str, position: int | None = None, doc_id: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body: dict[str, Any] = {"error": message}
+        if position is not None:
+            self.body.update(document=position, id=doc_id)
+
+
+@dataclass
+class _Doc:
+    """One document of a request: position, id, and either its text or its simhash."""
+
+    position: int
+    id: str
+    text: str | None
+    simhash: int | None
+    error: str | None = None
+
+
+def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
+    """The documents of a request body, every one checked; RequestError names the first bad one."""
+    try:
+        items = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RequestError(400, f"the body is not JSON: {e}") from None
+    if not isinstance(items, list):
+        raise RequestError(400, f"the body is a JSON array of documents, not a JSON {_json_type(items)}")
+    if len(items) > limits.max_docs:
+        raise RequestError(413, f"a request holds at most {limits.max_docs} documents, not {len(items)}")
+    docs = []
+    for position, item in enumerate(items):
+        doc_id = item.get("id") if isinstance(item, dict) else None
+
+        def bad(message: str, status: int = 400, position: int = position, doc_id: Any = doc_id):
+            return RequestError(status, f"document {position}{f' ({doc_id!r})' if doc_id is not None else ''}: "
+                                        f"{message}", position, doc_id)
+
+        if not isinstance(item, dict):
+            raise bad(f"a document is a JSON object, not a JSON {_json_type(item)}")
+        if not isinstance(doc_id, str) or not doc_id:
+            raise bad("no id (a non-empty string)" if doc_id in (None, "") else f"the id is not a string: {doc_id!r}")
+        if len(doc_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+            raise bad(f"the id is longer than {MAX_ID_BYTES} bytes")
+        text, simhash = item.get("text"), item.get("simhash")
+        if (text is None) == (simhash is None):
+            raise bad("give its text or its simhash" if text is None else "give its text or its simhash, not both")
+        if text is not None:
+            if not isinstance(text, str):
+                raise bad(f"the text is a JSON {_json_type(text)}, not a string")
+            size = len(text.encode("utf-8", "surrogatepass"))
+            if size > limits.max_text_bytes:
+                raise bad(f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413)
+            docs.append(_Doc(position, doc_id, text, None))
+        else:
+            try:
+                docs.append(_Doc(position, doc_id, None, parse_hex(simhash if isinstance(simhash, str) else "")))
+            except InvalidInput:
+                raise bad(f"the simhash is 16 hex digits, not {simhash!r}") from None
+    return docs
+
+
+class DedupService:
+    """The request handlers, over one OnlineIndex, with this server's counters."""
+
+    def __init__(self, online: OnlineIndex, limits: Limits = Limits()) -> None:
+        self.online, self.limits = online, limits
+        self.started = time.time()
+        self.counters: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, **increments: int) -> None:
+        with self._lock:
+            self.counters.update(increments)
+
+    def fingerprint(self, docs: list[_Doc]) -> None:
+        """Set each text document's simhash, or its error (a text without features)."""
+        fingerprinter = self.online.index.fingerprinter
+        for doc in docs:
+            if doc.text is not None:
+                try:
+                    doc.simhash = fingerprinter.fingerprint(doc.text)
+                except EmptyDocument as e:
+                    doc.error = f"featureless text: {e}"
+
+    def check(self, docs: list[_Doc]) -> list[dict[str, Any]]:
+        self.fingerprint(docs)
+        good = [d for d in docs if d.error is None]
+        found = iter(self.online.query_many([d.simhash for d in good]))
+        self.count(documents_checked=len(docs))
+        return [{"id": d.id, "error": d.error} if d.error else
+                {"id": d.id, "simhash": to_hex(d.simhash), "matches": [m.to_dict() for m in next(found)]}
+                for d in docs]
+
+    def add(self, docs: list[_Doc], if_new: bool) -> list[dict[str, Any]]:
+        self.fingerprint(docs)
+        good = [d for d in docs if d.error is None]
+        now = int(time.time())
+        decisions = iter(self.online.add([Document(d.id, d.simhash, _meta(d, now)) for d in good], if_new=if_new))
+        out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
+        self.count(documents_added=sum(1 for a in out if a["added"]), documents_offered=len(docs))
+        return out
+
+    def document(self, doc_id: str) -> dict[str, Any]:
+        (doc,) = self.online.get([doc_id])
+        if doc is None:
+            raise RequestError(404, f"no document {doc_id!r}")
+        return {"id": doc.id, "simhash": to_hex(doc.simhash), "meta": doc.meta}
+
+    def delete(self, doc_id: str) -> dict[str, Any]:
+        if not self.online.delete([doc_id]):
+            raise RequestError(404, f"no document {doc_id!r}")
+        self.count(documents_deleted=1)
+        return {"deleted": doc_id}
+
+    def stats(self, full: bool) -> dict[str, Any]:
+        index = self.online.index
+        out: dict[str, Any] = {"store": index.store.url, "scheme": index.scheme.name, "k": index.k,
+                               "featurizer": index.fingerprinter.spec, "uptime_s": round(time.time() - self.started, 1),
+                               "server": dict(self.counters)}
+        if full:
+            out["index"] = self.online.stats()
+        return out
+
+    def health(self) -> dict[str, Any]:
+        self.online.config()  # a round trip to the store
+        return {"ok": True}
+
+
+def _meta(doc: _Doc, now: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {"loaded": now}
+    if doc.text is not None:
+        meta["length"] = len(doc.text)
+    return meta
+
+
+def create_app(service: DedupService):
+    """The Starlette application of ``service``."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    limits = service.limits
+
+    def reply(body: Any, status: int = 200) -> Response:
+        return JSONResponse(body, status_code=status, media_type="application/json")
+
+    async def read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limits.max_body_bytes:
+            raise RequestError(413, f"the body is {int(declared):,} bytes, over the limit of {limits.max_body_bytes:,}")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limits.max_body_bytes:
+                raise RequestError(413, f"the body is over the limit of {limits.max_body_bytes:,} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def flag(request: Request, name: str, default: bool) -> bool:
+        value = request.query_params.get(name)
+        if value is None:
+            return default
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise RequestError(400, f"{name} is true or false, not {value!r}")
+        return value.lower() in ("true", "1")
+
+    def guarded(handler):
+        async def endpoint(request: Request) -> Response:
+            service.count(requests=1)
+            try:
+                return reply(await handler(request))
+            except RequestError as e:
+                service.count(refused=1)
+                return reply(e.body, e.status)
+            except StoreError as e:
+                service.count(store_errors=1)
+                logger.warning("store error: %s", e)
+                return reply({"error": f"the store failed: {e}; the same request again is safe"}, 503)
+            except DedupError as e:
+                service.count(refused=1)
+                return reply({"error": str(e)}, 400)
+            except Exception:  # a bug: logged with its traceback; the service keeps answering
+                service.count(internal_errors=1)
+                logger.exception("internal error on %s %s", request.method, request.url.path)
+                return reply({"error": "internal error (logged by the service)"}, 500)
+        return endpoint
+
+    async def check(request: Request):
+        docs = parse_documents(await read_body(request), limits)
+        return await run_in_threadpool(service.check, docs)
+
+    async def add(request: Request):
+        if_new = flag(request, "if_new", False)
+        docs = parse_documents(await read_body(request), limits)
+        return await run_in_threadpool(service.add, docs, if_new)
+
+    async def get_doc(request: Request):
+        return await run_in_threadpool(service.document, request.path_params["doc_id"])
+
+    async def delete_doc(request: Request):
+        return await run_in_threadpool(service.delete, request.path_params["doc_id"])
+
+    async def stats(request: Request):
+        return await run_in_threadpool(service.stats, flag(request, "full", False))
+
+    async def health(request: Request):
+        return await run_in_threadpool(service.health)
+
+    async def not_found(request: Request, exc) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return reply({"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'not found')}"}, status)
+
+    routes = [Route("/v1/check", guarded(check), methods=["POST"]),
+              Route("/v1/add", guarded(add), methods=["POST"]),
+              Route("/v1/docs/{doc_id:path}", guarded(get_doc), methods=["GET"]),
+              Route("/v1/docs/{doc_id:path}", guarded(delete_doc), methods=["DELETE"]),
+              Route("/v1/stats", guarded(stats), methods=["GET"]),
+              Route("/healthz", guarded(health), methods=["GET"])]
+    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+
+
+def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, limits: Limits = Limits(),
+          log_level: str = "warning", ready=None) -> None:
+    """Serve until SIGINT or SIGTERM (uvicorn stops gracefully: requests in flight finish).
+    ``port`` 0 picks a free port; ``ready(url)`` is called once the socket listens."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise DedupError("the service needs uvicorn and starlette: pip install 'dedup-hbase[service]'") from None
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(2048)
+    app = create_app(DedupService(online, limits))
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
+    if ready is not None:
+        ready(f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,209 @@
+"""The dedup service, a real `dedup-hbase serve` process on loopback, driven by a real HTTP
+client, on the embedded store and on the real HBase: the same answers as `check --json`,
+insert-if-new exact under concurrent clients, and a 4xx for every kind of bad input without
+the service ever stopping."""
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from dedup_hbase import open_store
+
+from conftest import hbase_store_url
+
+STORES = ["local", pytest.param("hbase", marks=pytest.mark.hbase)]
+
+
+@pytest.fixture(params=STORES)
+def store_url(request, tmp_path):
+    if request.param == "local":
+        yield str(tmp_path / "index")
+        return
+    url = hbase_store_url(request.getfixturevalue("hbase_url"))
+    yield url
+    with open_store(url) as store:
+        if store.exists():
+            store.drop()
+
+
+def cli(*args, input=None):
+    result = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True, input=input)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@contextmanager
+def serving(store_url, *options):
+    """`dedup-hbase serve --port 0` running; yields (client, the process); SIGTERM at the end."""
+    proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store_url, "--port", "0", *options],
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert line.startswith("serving "), line + proc.stderr.read()
+    url = line.split(" on ", 1)[1].split(" ", 1)[0]
+    try:
+        with httpx.Client(base_url=url, timeout=120) as client:
+            yield client, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 0 and rest.strip().endswith("stopped by SIGTERM"), rest
+
+
+@pytest.fixture(scope="module")
+def news(xwlb_path):
+    rnd = random.Random(21)
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f]
+    return rnd.sample(docs, 3000)
+
+
+def test_answers_equal_check_json(store_url, news, tmp_path):
+    corpus, probes = tmp_path / "corpus.jsonl", tmp_path / "probes.jsonl"
+    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in news[:2500]), encoding="utf-8")
+    rnd = random.Random(3)
+    sample = rnd.sample(news, 400)  # 5 in 6 indexed, the others not
+    probes.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in sample), encoding="utf-8")
+    cli("init", "--store", store_url)
+    cli("load", "--store", store_url, str(corpus), "-q")
+    expected = [json.loads(line) for line in cli("check", "--store", store_url, str(probes), "--json").splitlines()]
+    assert sum(len(e["matches"]) > 0 for e in expected) >= 300  # the test compares real matches
+    with serving(store_url) as (client, _):
+        got = []
+        for start in range(0, len(sample), 100):
+            batch = [{"id": d["id"], "text": d["text"]} for d in sample[start:start + 100]]
+            response = client.post("/v1/check", json=batch)
+            assert response.status_code == 200, response.text
+            got += response.json()
+        assert got == expected
+        by_simhash = client.post("/v1/check", json=[{"id": e["id"], "simhash": e["simhash"]} for e in expected[:50]])
+        assert by_simhash.json() == expected[:50]
+
+
+def clusters(seed: int, count: int = 40, members: int = 5):
+    """Near-duplicate clusters: members within 1 bit of their base (within 2 of each other),
+    bases far apart. Returns {doc id: (cluster, simhash)}."""
+    rnd = random.Random(seed)
+    docs = {}
+    for c in range(count):
+        base = rnd.getrandbits(64)
+        for m in range(members):
+            docs[f"c{c:02d}-m{m}"] = (c, base if m == 0 else base ^ (1 << rnd.randrange(64)))
+    return docs
+
+
+def test_if_new_under_concurrent_clients_adds_each_cluster_once(store_url):
+    cli("init", "--store", store_url)
+    docs = clusters(7)
+    ids = list(docs)
+    with serving(store_url) as (client, _):
+        answers, lock = [], threading.Lock()
+
+        def client_thread(seed: int) -> None:
+            rnd = random.Random(seed)
+            with httpx.Client(base_url=str(client.base_url), timeout=120) as mine:
+                for _ in range(10):  # overlapping batches: the same documents from several threads
+                    batch = [{"id": i, "simhash": f"{docs[i][1]:016x}"} for i in rnd.sample(ids, 20)]
+                    response = mine.post("/v1/add?if_new=true", json=batch)
+                    assert response.status_code == 200, response.text
+                    with lock:
+                        answers.extend(response.json())
+
+        threads = [threading.Thread(target=client_thread, args=(seed,)) for seed in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        final = client.post("/v1/add?if_new=true", json=[{"id": i, "simhash": f"{docs[i][1]:016x}"} for i in ids])
+        answers += final.json()
+        added = [a["id"] for a in answers if a["added"]]
+        assert sorted(docs[i][0] for i in added) == list(range(40))  # every cluster added once, no more
+        for a in answers:
+            if not a["added"]:
+                assert a["matches"] and {docs[m["id"]][0] for m in a["matches"]} == {docs[a["id"]][0]}
+        stats = client.get("/v1/stats?full=true").json()
+        assert stats["index"]["documents"] == 40 and stats["index"]["index_cells"] == 160
+        stored = [client.get(f"/v1/docs/{i}") for i in added]
+        assert [r.json()["simhash"] for r in stored] == [f"{docs[i][1]:016x}" for i in added]
+
+
+def test_upsert_get_and_delete(store_url):
+    cli("init", "--store", store_url)
+    with serving(store_url) as (client, _):
+        two = [{"id": "a", "simhash": "00000000000000ff"}, {"id": "b", "simhash": "00000000000000fe"}]
+        assert [a["added"] for a in client.post("/v1/add", json=two).json()] == [True, True]  # no if_new
+        again = client.post("/v1/add?if_new=true", json=[two[0]]).json()
+        assert again == [{"id": "a", "simhash": "00000000000000ff", "added": False, "matches": [
+            {"id": "a", "simhash": "00000000000000ff", "distance": 0},
+            {"id": "b", "simhash": "00000000000000fe", "distance": 1}]}]
+        assert client.get("/v1/docs/a").json()["simhash"] == "00000000000000ff"
+        assert client.delete("/v1/docs/a").json() == {"deleted": "a"}
+        assert client.get("/v1/docs/a").status_code == 404
+        assert client.delete("/v1/docs/a").json() == {"error": "no document 'a'"}
+        assert [m["id"] for m in client.post("/v1/check", json=[two[0]]).json()[0]["matches"]] == ["b"]
+        assert client.get("/healthz").json() == {"ok": True}
+
+
+BAD = [
+    (b"{not json", 400, "the body is not JSON"),
+    (b'{"id": "a", "text": "x"}', 400, "the body is a JSON array of documents, not a JSON object"),
+    (b'["a"]', 400, "document 0: a document is a JSON object, not a JSON string"),
+    (b'[{"text": "x"}]', 400, "document 0: no id (a non-empty string)"),
+    (b'[{"id": 7, "text": "x"}]', 400, "document 0 (7): the id is not a string: 7"),
+    (b'[{"id": "ok", "text": "x"}, {"id": "b"}]', 400, "document 1 ('b'): give its text or its simhash"),
+    (b'[{"id": "b", "text": "x", "simhash": "00000000000000ff"}]', 400,
+     "document 0 ('b'): give its text or its simhash, not both"),
+    (b'[{"id": "b", "simhash": "xyz"}]', 400, "document 0 ('b'): the simhash is 16 hex digits, not 'xyz'"),
+    (b'[{"id": "b", "text": ["x"]}]', 400, "document 0 ('b'): the text is a JSON array, not a string"),
+    (json.dumps([{"id": "big", "text": "长" * 400}]).encode(), 413,
+     "document 0 ('big'): the text is 1,200 bytes, over the limit of 1,000"),
+    (json.dumps([{"id": str(i), "simhash": "00000000000000ff"} for i in range(6)]).encode(), 413,
+     "a request holds at most 5 documents, not 6"),
+    (b"[" + b" " * 30_000 + b"]", 413, "the body is 30,002 bytes, over the limit of 20,000"),
+]
+
+
+def test_every_kind_of_bad_input_gets_its_4xx_and_the_service_keeps_answering(store_url):
+    cli("init", "--store", store_url)
+    with serving(store_url, "--max-docs", "5", "--max-text-bytes", "1000", "--max-body-bytes", "20000") as (client, proc):
+        for body, status, message in BAD:
+            for path in ("/v1/check", "/v1/add?if_new=true"):
+                response = client.post(path, content=body, headers={"content-type": "application/json"})
+                assert (response.status_code, response.json()["error"][:len(message)]) == (status, message), body[:60]
+        named = client.post("/v1/add", json=[{"id": "ok", "text": "x"}, {"id": "b"}]).json()
+        assert (named["document"], named["id"]) == (1, "b")
+        assert client.post("/v1/add?if_new=maybe", json=[]).json() == {"error": "if_new is true or false, not 'maybe'"}
+        assert client.get("/v1/nothing").status_code == 404 and client.put("/v1/check").status_code == 405
+        assert client.get("/v1/docs/none").status_code == 404
+        featureless = client.post("/v1/add?if_new=true", json=[{"id": "f", "text": "!!!"}]).json()
+        assert featureless == [{"id": "f", "added": False, "error": "featureless text: no features (only punctuation, "
+                                "white space, stop words or single characters)"}]
+        assert client.get("/healthz").json() == {"ok": True} and proc.poll() is None
+        assert client.get("/v1/stats").json()["server"]["refused"] == 2 * len(BAD) + 3
+        # nothing of the refused requests was written
+        assert client.get("/v1/stats?full=true").json()["index"]["documents"] == 0
+
+
+def test_the_service_starts_no_process_that_could_outlive_it(tmp_path):
+    """Requests are served by threads of the one process: no child exists to be orphaned."""
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    with serving(store) as (client, proc):
+        assert client.post("/v1/add", json=[{"id": "a", "text": "长江经济带生态环境保护"}]).status_code == 200
+        children = [entry for entry in os.listdir("/proc") if entry.isdigit() and _parent(entry) == proc.pid]
+        assert children == []
+
+
+def _parent(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
