@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import TypeVar
 
-from .errors import EmptyDocument
 from .features import featurizer_from_spec
 from .fingerprint import Fingerprinter
 
@@ -34,13 +33,8 @@ def _start(spec: dict) -> None:
 
 def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Result]:
     """Simhash of each text, or the reason it has none (featureless text)."""
-    out: list[Result] = []
-    for text in texts:
-        try:
-            out.append(fingerprinter.fingerprint(text))
-        except EmptyDocument as e:
-            out.append(f"featureless text: {e}")
-    return out
+    hashes, errors = fingerprinter.fingerprint_many(texts)
+    return [f"featureless text: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
 
 
 def _work(texts: list[str]) -> list[Result]:
