@@ -72,6 +72,11 @@ def main(out_path: str) -> None:
         assert unicodedata.normalize("NFC", chr(a) + chr(b)) == chr(c), (a, b, c)
     seconds = {b for (_, b) in compose}
 
+    # normalize.rs maps full-width ASCII and the ideographic space directly
+    for cp in range(0xFF01, 0xFF5F):
+        assert unicodedata.normalize("NFKC", chr(cp)) == chr(cp - 0xFEE0) and (cp - 0xFEE0) not in seconds
+    assert unicodedata.normalize("NFKC", "\u3000") == " "
+
     flags = [0] * MAX
     for cp in chars():
         ch = chr(cp)

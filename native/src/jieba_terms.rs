@@ -13,6 +13,7 @@ use crate::boilerplate::body_text;
 use crate::normalize::normalize;
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Cow;
 
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
@@ -70,55 +71,53 @@ impl JiebaTerms {
         }
     }
 
-    /// `JiebaFeaturizer.features(text)`: `{term: weight}` in first-seen order.
-    pub fn features(&self, text: &str) -> Vec<(String, i64)> {
+    /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
+    pub fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
         let mut tokens = Vec::new();
         self.words(&body, &mut tokens);
-        let mut counts: FxHashMap<String, (usize, u32)> = FxHashMap::default();
-        let mut order: Vec<String> = Vec::new();
-        let mut add = |term: String| {
-            let next = order.len();
-            let entry = counts.entry(term).or_insert_with_key(|t| {
-                order.push(t.clone());
-                (next, 0)
-            });
-            entry.1 += 1;
-        };
+        let mut terms: Vec<Cow<str>> = Vec::with_capacity(tokens.len());
         for token in join_letters(&tokens) {
-            self.terms_of(&token, &mut add);
+            self.terms_of(token, &mut terms);
+        }
+        // Counter(terms), in first-seen order
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut counts: Vec<(&str, u32)> = Vec::new();
+        for term in &terms {
+            match index.get(term.as_ref()) {
+                Some(&i) => counts[i].1 += 1,
+                None => {
+                    index.insert(term, counts.len());
+                    counts.push((term, 1));
+                }
+            }
         }
         // gram = median // GRAM; weight = _log_count(count) * (gram if term[0] == " " else
         // idf.get(term, median)) // 1000
         let gram = self.median.div_euclid(GRAM as i64);
-        order
-            .into_iter()
-            .map(|term| {
-                let count = counts[&term].1;
-                let idf = if term.starts_with(' ') { gram } else { *self.idf.get(&term).unwrap_or(&self.median) };
-                let weight = (log_count(count) * idf).div_euclid(1000);
-                (term, weight)
-            })
-            .collect()
+        for (term, count) in counts {
+            let idf = if term.starts_with(' ') { gram } else { *self.idf.get(term).unwrap_or(&self.median) };
+            sink(term, (log_count(count) * idf).div_euclid(1000));
+        }
     }
 
     /// `JiebaFeaturizer._terms_of(token)`: none when it is not a word; the padded
     /// 4-grams of a word of an alphabet; the word itself otherwise.
-    fn terms_of(&self, token: &str, add: &mut impl FnMut(String)) {
-        if !self.is_word(token) {
+    fn terms_of<'t>(&self, token: Cow<'t, str>, terms: &mut Vec<Cow<'t, str>>) {
+        if !self.is_word(&token) {
             return;
         }
-        if is_letters(token) {
+        if is_letters(&token) {
             // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
             let padded: Vec<char> = std::iter::once(' ').chain(token.chars()).chain(std::iter::once(' ')).collect();
             for gram in padded.windows(GRAM) {
                 let mut term = String::with_capacity(1 + gram.len() * 4);
                 term.push(' ');
                 term.extend(gram);
-                add(term);
+                terms.push(Cow::Owned(term));
             }
         } else {
-            add(token.to_owned());
+            terms.push(token);
         }
     }
 
@@ -146,8 +145,8 @@ fn is_letters(token: &str) -> bool {
 }
 
 /// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before it.
-fn join_letters(tokens: &[&str]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(tokens.len());
+fn join_letters<'t>(tokens: &[&'t str]) -> Vec<Cow<'t, str>> {
+    let mut out: Vec<Cow<'t, str>> = Vec::with_capacity(tokens.len());
     for &token in tokens {
         let mut chars = token.chars();
         let single = match (chars.next(), chars.next()) {
@@ -158,11 +157,11 @@ fn join_letters(tokens: &[&str]) -> Vec<String> {
         // and out[-1].isalpha() and _is_letters(out[-1])
         if let (Some(c), Some(last)) = (single, out.last_mut()) {
             if is_alpha(c) && !is_han(c) && str_is_alpha(last) && is_letters(last) {
-                last.push(c);
+                last.to_mut().push(c);
                 continue;
             }
         }
-        out.push(token.to_owned());
+        out.push(Cow::Borrowed(token));
     }
     out
 }

@@ -32,31 +32,40 @@ pub enum Status {
 
 /// A featurizer the core mirrors.
 pub trait Featurize: Send + Sync {
-    fn features(&self, text: &str) -> Vec<(String, i64)>;
+    /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64));
+
+    /// `featurizer.features(text)`
+    fn features(&self, text: &str) -> Vec<(String, i64)> {
+        let mut out = Vec::new();
+        self.each_feature(text, &mut |f, w| out.push((f.to_owned(), w)));
+        out
+    }
 }
 
 impl Featurize for jieba_terms::JiebaTerms {
-    fn features(&self, text: &str) -> Vec<(String, i64)> {
-        jieba_terms::JiebaTerms::features(self, text)
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+        jieba_terms::JiebaTerms::each_feature(self, text, sink)
     }
 }
 
 pub struct Shingles(pub usize);
 
 impl Featurize for Shingles {
-    fn features(&self, text: &str) -> Vec<(String, i64)> {
-        shingles::features(text, self.0)
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+        shingles::each_feature(text, self.0, sink)
     }
 }
 
 /// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
 pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<u64, Status> {
-    let features = featurizer.features(text);
-    if features.is_empty() {
+    let mut simhash = simhash::SimHash::new(seed);
+    featurizer.each_feature(text, &mut |feature, weight| simhash.add(feature, weight));
+    if simhash.features == 0 {
         // "empty text" if not text.strip() else "no features (...)"
         return Err(if unicode::strip(text).is_empty() { Status::EmptyText } else { Status::NoFeatures });
     }
-    Ok(simhash::simhash(features.iter().map(|(f, w)| (f.as_str(), *w)), seed))
+    Ok(simhash.finish())
 }
 
 /// Fingerprints of a batch, on `threads` threads; `None` texts (lone surrogates) get

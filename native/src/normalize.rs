@@ -11,16 +11,44 @@ use std::borrow::Cow;
 
 /// `normalize(text)`: NFKC, then case folding.
 pub fn normalize(text: &str) -> String {
-    let nfkc = nfkc(text);
-    let mut out = String::with_capacity(nfkc.len());
-    for c in nfkc.chars() {
-        if casefold_changes(c) {
-            out.push_str(casefold(c).expect("a character that changes has a folding"));
-        } else {
-            out.push(c);
-        }
+    let mut out = String::with_capacity(text.len());
+    // The common case in one pass: every character is one NFKC leaves alone, or a
+    // full-width ASCII character or the ideographic space (Python's `_FULL_WIDTH`
+    // shortcut), whose NFKC form is one ASCII character that composes with nothing.
+    for c in text.chars() {
+        let c = if nfkc_quick(c) { c } else if let Some(narrow) = full_width(c) { narrow } else {
+            out.clear();
+            push_folded(&mut out, &nfkc(text));
+            return out;
+        };
+        push_folded_char(&mut out, c);
     }
     out
+}
+
+/// `_FULL_WIDTH`: U+FF01..U+FF5E and U+3000 to their NFKC forms (gen_tables.py checks
+/// that these are their forms)
+#[inline]
+fn full_width(c: char) -> Option<char> {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0),
+        '\u{3000}' => Some(' '),
+        _ => None,
+    }
+}
+
+/// `text.casefold()`
+fn push_folded(out: &mut String, text: &str) {
+    text.chars().for_each(|c| push_folded_char(out, c));
+}
+
+#[inline]
+fn push_folded_char(out: &mut String, c: char) {
+    if casefold_changes(c) {
+        out.push_str(casefold(c).expect("a character that changes has a folding"));
+    } else {
+        out.push(c);
+    }
 }
 
 /// `unicodedata.normalize("NFKC", text)`

@@ -86,7 +86,7 @@ impl Jieba {
     /// `JiebaFeaturizer.features(text)`
     fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let text = str_arg(text)?;
-        let features = py.detach(|| self.0.features(&text));
+        let features = py.detach(|| Featurize::features(&self.0, &text));
         features_dict(py, features)
     }
 
@@ -142,7 +142,7 @@ impl ShingleCore {
 
     fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let text = str_arg(text)?;
-        let features = py.detach(|| self.0.features(&text));
+        let features = py.detach(|| Featurize::features(&self.0, &text));
         features_dict(py, features)
     }
 

@@ -6,24 +6,29 @@ use crate::unicode::is_alnum;
 use rustc_hash::FxHashMap;
 
 /// `ShingleFeaturizer(n).features(text)`, in first-seen order.
-pub fn features(text: &str, n: usize) -> Vec<(String, i64)> {
+pub fn each_feature(text: &str, n: usize, sink: &mut dyn FnMut(&str, i64)) {
     // chars = "".join(ch for ch in normalize(text) if ch.isalnum())
     let chars: Vec<char> = normalize(text).chars().filter(|&c| is_alnum(c)).collect();
     // if 0 < len(chars) < n: {chars: 1}
     if !chars.is_empty() && chars.len() < n {
-        return vec![(chars.iter().collect(), 1)];
+        return sink(&chars.iter().collect::<String>(), 1);
     }
     // Counter(chars[i:i + n] for i in range(len(chars) - n + 1))
     let mut index: FxHashMap<&[char], usize> = FxHashMap::default();
-    let mut out: Vec<(String, i64)> = Vec::new();
+    let mut counts: Vec<(&[char], i64)> = Vec::new();
     for gram in chars.windows(n) {
         match index.get(gram) {
-            Some(&i) => out[i].1 += 1,
+            Some(&i) => counts[i].1 += 1,
             None => {
-                index.insert(gram, out.len());
-                out.push((gram.iter().collect(), 1));
+                index.insert(gram, counts.len());
+                counts.push((gram, 1));
             }
         }
     }
-    out
+    let mut term = String::new();
+    for (gram, count) in counts {
+        term.clear();
+        term.extend(gram);
+        sink(&term, count);
+    }
 }
