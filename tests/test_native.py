@@ -171,7 +171,10 @@ BOILERPLATE = ["阅读 1234", "阅读量：5万", "1.2w次播放", "12 views", "
                "400-123-4567", "13812345678", "010-12345678", "1-800-555-1234", "call 5", "来源：新华社",
                "记者 张三", "责任编辑：李四", "posted by admin", "source: x", "广告：", "【推广】", "related posts:",
                "share this:", "follow us", "subscribe", "% off", "立即购买!", "推荐阅读", "9折", "vx", "热线"]
-PIECES = SCRIPTS + WIDE + MARKS + EMOJI + CONTROLS + PUNCT + BOILERPLATE
+# word characters for Python's re (str.isalnum or _) and not for Unicode's \w, or the reverse: \b and
+# (?!\w) next to them are where a regex engine with Unicode's classes would differ
+BOUNDARY = ["²", "½", "\u0301", "\u203f", "\u200d", "\u0e31", "Ⅻ", "_", "app", "apps", "trademark", "jan", "400"]
+PIECES = SCRIPTS + WIDE + MARKS + EMOJI + CONTROLS + PUNCT + BOILERPLATE + BOUNDARY
 
 piece = st.one_of(st.sampled_from(PIECES), st.characters(), st.text(max_size=3))
 line = st.lists(piece, max_size=20).map("".join)
@@ -201,9 +204,16 @@ def test_random_text_has_the_same_body(text):
     assert core.body_text(text) == boilerplate.body_text(text)
 
 
+# a line of about any length between markers: every length threshold of the rules (40, 50, 60, 80,
+# 120, 150, 300 characters) is crossed with and without markers
+sized_line = st.builds(lambda a, filler, k, b: a + filler * k + b, st.sampled_from(BOILERPLATE + [""]),
+                       st.sampled_from(["新闻", "abc ", "中 ", "a", "国家通报。", " | ", "1"]), st.integers(0, 160),
+                       st.sampled_from(BOILERPLATE + [""]))
+
+
 @HYPOTHESIS
-@given(st.one_of(line, st.sampled_from(BOILERPLATE), st.lists(st.sampled_from(BOILERPLATE + PUNCT + SCRIPTS + [" "]),
-                                                               max_size=12).map("".join)))
+@given(st.one_of(line, sized_line, st.sampled_from(BOILERPLATE),
+                 st.lists(st.sampled_from(BOILERPLATE + PUNCT + SCRIPTS + BOUNDARY + [" "]), max_size=12).map("".join)))
 def test_random_lines_get_the_same_boilerplate_reason(line):
     line = boilerplate.logical_lines(normalize(line))
     for one in line:
@@ -228,6 +238,29 @@ def test_random_text_has_the_same_features(text, featurizer):
 @pytest.mark.parametrize("featurizer", ["jieba", "shingles4", "shingles2"])
 def test_random_batches_have_the_same_fingerprints(featurizer, texts, seed):
     assert_same_fingerprints(texts, featurizer, seed)
+
+
+@pytest.mark.parametrize("line", ["下载 app\u0327", "下载 app\u203f", "下载 \u200dapp", "下载 app\u0e31", "12 views\u0327",
+                                  "12 views\u203f", "阅读 12 次\u0327", "jan\u0327 5, 2023", "\u200djan 5, 2023",
+                                  "call 400-123-4567\u0327", "\u200d13812345678 热线", "trademarks\u0327 ©",
+                                  "foo.bar.com\u0327 下载", "foo.bar.com\u203f", "新闻_体育_财经", "首页->新闻",
+                                  "a\u3000|\u3000b | c"])
+def test_word_boundaries_are_pythons(line):
+    r"""Python's \b and (?!\w) use str.isalnum (or _): a combining mark, U+203F and the
+    zero-width joiner are not word characters there, and are in Unicode's \w."""
+    line = normalize(line)
+    assert core.boilerplate_reason(line) == boilerplate.boilerplate_reason(line)
+    assert core.body_text(line) == boilerplate.body_text(line)
+
+
+@pytest.mark.parametrize("n", [40, 41, 50, 51, 60, 61, 80, 81, 120, 121, 150, 151, 200, 300, 301])
+@pytest.mark.parametrize("marker", ["", "版权所有 免责 ", "免责声明：", "阅读 12 ", "2022-09-01 来源：", "扫码关注 ",
+                                    "新闻 | 体育 | ", "首页 > "])
+@pytest.mark.parametrize("filler", ["新", "a", "a ", "1"])
+def test_length_thresholds(n, marker, filler):
+    """Lines right at and past every length threshold of the rules."""
+    line = (marker + filler * n)[:n]
+    assert core.boilerplate_reason(line) == boilerplate.boilerplate_reason(line), line
 
 
 # -- every code point, and the edges --------------------------------------------------------
