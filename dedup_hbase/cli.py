@@ -136,7 +136,9 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"dedup-hbase {__version__}")
+        from .native import describe
+
+        typer.echo(f"dedup-hbase {__version__}; fingerprints: {describe()}")
         raise typer.Exit()
 
 
@@ -221,7 +223,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
          groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
          rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
-         workers: Annotated[int | None, typer.Option(help="Fingerprinting processes (default: one per core).")] = None,
+         workers: Annotated[int | None, typer.Option(help="Fingerprinting workers: threads with the compiled core, else processes (default: one per core).")] = None,
          batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,

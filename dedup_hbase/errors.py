@@ -16,7 +16,11 @@ class InvalidInput(DedupError, ValueError):
 
 
 class EmptyDocument(InvalidInput):
-    """The text yields no features (empty, only punctuation, stop words or single characters)."""
+    """The text yields no features (empty, only punctuation, stop words or single characters).
+    Its message is one of the two below, whichever path fingerprinted the text."""
+
+    EMPTY_TEXT = "empty text"
+    NO_FEATURES = "no features (only punctuation, white space, stop words or single characters)"
 
 
 class IndexNotFound(DedupError):

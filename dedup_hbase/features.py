@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import unicodedata
 from collections import Counter
 from functools import cached_property
@@ -42,6 +43,7 @@ _STOP_WORDS = frozenset(
 
 
 _CACHE_LIMIT = 1 << 20
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone surrogate: possible in a str, not in UTF-8
 
 
 # Full-width ASCII and the ideographic space, mapped to their NFKC forms up front: Chinese
@@ -165,7 +167,7 @@ class JiebaFeaturizer:
     def words(self, text: str) -> list[str]:
         """The tokens of ``text`` (normalised), as jieba cuts them with the HMM off."""
         fast = self._fast_tokenizer
-        if fast is not None:
+        if fast is not None and not _SURROGATE.search(text):  # rjieba takes UTF-8 only
             return fast.cut(text, False)
         return list(self._tokenizer.cut(text, HMM=False))
 

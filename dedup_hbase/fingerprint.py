@@ -11,6 +11,7 @@ depend on summation order, CPU or process.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 
 import mmh3
 import numpy as np
@@ -82,26 +83,62 @@ class Hasher:
 class Fingerprinter:
     """Text -> 64-bit SimHash, for one featurizer and one hash seed.
 
-    ``spec`` identifies the pair; indexes store it and refuse any other.
+    ``spec`` identifies the pair; indexes store it and refuse any other. With ``native``
+    (the default) the compiled core computes the same fingerprints when it is installed
+    and mirrors the featurizer (``dedup_hbase.native``); this class's own code is the
+    reference and the fallback.
     """
 
-    def __init__(self, featurizer, seed: int = DEFAULT_SEED) -> None:
+    def __init__(self, featurizer, seed: int = DEFAULT_SEED, native: bool = True) -> None:
         self.featurizer = featurizer
         self.hasher = Hasher(seed)
+        self.native = native
 
     @property
     def spec(self) -> dict:
         return {**self.featurizer.spec, "seed": self.hasher.seed}
 
+    @cached_property
+    def _core(self):
+        """The compiled core's fingerprinter, or None (the Python path)."""
+        if not self.native:
+            return None
+        from .native import core_for
+
+        return core_for(self.featurizer, self.hasher.seed, self._reference)
+
+    @property
+    def uses_core(self) -> bool:
+        """True when the compiled core computes this fingerprinter's fingerprints."""
+        return self._core is not None
+
     def fingerprint(self, text: str) -> int:
         """SimHash of ``text``; raises EmptyDocument when it has no features."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a str, not {type(text).__name__}")
+        core = self._core
+        if core is not None:
+            return core.fingerprint(text)
+        return self._reference(text)
+
+    def fingerprint_many(self, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
+        """Fingerprints of a batch (uint64, 0 where there is none) and, by position, why
+        each text without one has none (the EmptyDocument message)."""
+        core = self._core
+        if core is not None:
+            return core.fingerprint_many(texts)
+        out, errors = np.zeros(len(texts), dtype=np.uint64), {}
+        for i, text in enumerate(texts):
+            try:
+                out[i] = self.fingerprint(text)
+            except EmptyDocument as e:
+                errors[i] = str(e)
+        return out, errors
+
+    def _reference(self, text: str) -> int:
         weighted = self.featurizer.features(text)
         if not weighted:
-            raise EmptyDocument(
-                "empty text" if not text.strip()
-                else "no features (only punctuation, white space, stop words or single characters)")
+            raise EmptyDocument(EmptyDocument.EMPTY_TEXT if not text.strip() else EmptyDocument.NO_FEATURES)
         return self.hasher.simhash(weighted)
 
 

@@ -1,12 +1,15 @@
-"""Fingerprinting on every core: a process pool, one tokenizer per worker, batches in order.
+"""Fingerprinting on every core, batches in order, at most ``2 x workers`` in flight (so
+memory stays flat however long the input is).
 
-Workers are started with ``spawn`` (the parent holds open store handles and threads,
-which do not survive ``fork`` well). Each builds its Fingerprinter once, from the
-fingerprinter's spec, in the pool initializer; that per-process fingerprinter is the only
-module state, and it lives in worker processes only. At most ``2 x workers`` batches are
-in flight, so memory stays flat however long the input is.
+With the compiled core (native.py) the workers are threads of this process: the core
+releases the GIL for a whole batch, so threads run in parallel, with no copying of texts
+between processes and one dictionary in memory. On the Python path they are processes,
+started with ``spawn`` (the parent holds open store handles and threads, which do not
+survive ``fork`` well); each builds its Fingerprinter once, from the fingerprinter's spec,
+in the pool initializer; that per-process fingerprinter is the only module state, and it
+lives in worker processes only.
 
-Workers never outlive the process that started them:
+Worker processes never outlive the process that started them:
 
 * they ask the kernel for SIGKILL when their parent dies (Linux ``PR_SET_PDEATHSIG``; on
   other systems a thread watches the parent and exits the worker when it is gone), so a
@@ -29,10 +32,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
-from .errors import EmptyDocument, InvalidInput
+from .errors import InvalidInput
 from .features import featurizer_from_spec
 from .fingerprint import Fingerprinter
 
@@ -70,13 +74,8 @@ def _start(spec: dict, parent: int) -> None:
 
 def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Result]:
     """Simhash of each text, or the reason it has none (featureless text)."""
-    out: list[Result] = []
-    for text in texts:
-        try:
-            out.append(fingerprinter.fingerprint(text))
-        except EmptyDocument as e:
-            out.append(f"featureless text: {e}")
-    return out
+    hashes, errors = fingerprinter.fingerprint_many(texts)
+    return [f"featureless text: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
 
 
 def _work(texts: list[str]) -> list[Result]:
@@ -104,7 +103,7 @@ def default_workers() -> int:
 class FingerprintPool:
     """``map(batches, texts_of)`` -> ``(batch, results)`` in input order.
 
-    With ``workers == 1`` everything runs in this process (no pool is started).
+    With ``workers == 1`` everything runs in the calling thread (no pool is started).
     """
 
     def __init__(self, fingerprinter: Fingerprinter, workers: int | None = None) -> None:
@@ -113,37 +112,55 @@ class FingerprintPool:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.workers = workers
-        self._pool = None
+        self._processes = None  # the Python path's worker processes
+        self._threads: ThreadPoolExecutor | None = None  # the compiled core's worker threads
+
+    @property
+    def kind(self) -> str:
+        """How the batches are spread: "threads" (the compiled core), "processes", or "none"."""
+        if self.workers == 1:
+            return "none"
+        return "threads" if self.fingerprinter.uses_core else "processes"
 
     def __enter__(self) -> FingerprintPool:
-        if self.workers > 1:
+        if self.kind == "threads":
+            self._threads = ThreadPoolExecutor(self.workers, thread_name_prefix="fingerprint")
+        elif self.kind == "processes":
             context = multiprocessing.get_context("spawn")
             with _sigint_ignored():  # inherited through exec: no Ctrl-C window before _start runs
-                self._pool = context.Pool(self.workers, initializer=_start,
-                                          initargs=(self.fingerprinter.spec, os.getpid()))
+                self._processes = context.Pool(self.workers, initializer=_start,
+                                               initargs=(self.fingerprinter.spec, os.getpid()))
         return self
 
     def __exit__(self, kind, *exc) -> None:
-        pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if kind is None:
-            pool.close()  # every batch is done: let the workers exit
-        else:
-            pool.terminate()  # interrupted or failed: stop them now; they write nothing
-        pool.join()
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)  # a batch in the core ends within a second
+        processes, self._processes = self._processes, None
+        if processes is not None:
+            if kind is None:
+                processes.close()  # every batch is done: let the workers exit
+            else:
+                processes.terminate()  # interrupted or failed: stop them now; they write nothing
+            processes.join()
+
+    def _submit(self, texts: list[str]) -> Callable[[], list[Result]]:
+        """Start fingerprinting ``texts``; returns what waits for the results."""
+        if self._threads is not None:
+            return self._threads.submit(fingerprint_texts, self.fingerprinter, texts).result
+        return self._processes.apply_async(_work, (texts,)).get
 
     def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]]) -> Iterator[tuple[T, list[Result]]]:
-        if self._pool is None:
+        if self._threads is None and self._processes is None:
             for batch in batches:
                 yield batch, fingerprint_texts(self.fingerprinter, texts_of(batch))
             return
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, self._pool.apply_async(_work, (texts_of(batch),))))
+            pending.append((batch, self._submit(texts_of(batch))))
             if len(pending) >= 2 * self.workers:
                 done, result = pending.popleft()
-                yield done, result.get()
+                yield done, result()
         while pending:
             done, result = pending.popleft()
-            yield done, result.get()
+            yield done, result()

@@ -233,8 +233,9 @@ def test_global_options_before_or_after_the_command(loaded):
 
 def test_version_and_verbose(tmp_path):
     from dedup_hbase import __version__
+    from dedup_hbase.native import describe
 
-    assert run("--version").stdout == f"dedup-hbase {__version__}\n"
+    assert run("--version").stdout == f"dedup-hbase {__version__}; fingerprints: {describe()}\n"
     quiet = run("stats", "--store", str(tmp_path / "none"))
     loud = run("stats", "--store", str(tmp_path / "none"), "--verbose")
     assert quiet.returncode == loud.returncode == 1

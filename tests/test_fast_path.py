@@ -63,3 +63,9 @@ ALPHABET = st.sampled_from(
 def test_same_cut_as_jieba_on_random_text(text):
     text = normalize(text)
     assert FAST.words(text) == REFERENCE.words(text)
+
+
+def test_a_lone_surrogate_takes_the_reference_cut():
+    """rjieba takes UTF-8 only; a str with a lone surrogate is cut by jieba, as the reference."""
+    text = "长江经济带\ud800生态环境保护 abc\udfff"
+    assert FAST.features(text) == REFERENCE.features(text) != {}

@@ -4,7 +4,10 @@ next run finishes it with every document exactly once.
 The load is mid-way by construction, on any machine: its input is a regular file followed by
 a named pipe that nobody writes to yet, so it loads the file, then waits on the pipe with its
 fingerprint workers alive. The processes it started are found by a marker in their
-environment (every child inherits it) and by the process tree recorded before the signal."""
+environment (every child inherits it) and by the process tree recorded before the signal.
+
+These loads run on the Python path (DEDUP_HBASE_NATIVE=0), whose workers are processes; with
+the compiled core the workers are threads of the load itself (the last test)."""
 
 import gzip
 import json
@@ -78,8 +81,8 @@ def marked(marker: str) -> list[int]:
     return found
 
 
-def start_load(store, inputs, marker, **popen):
-    env = {**os.environ, MARKER: marker}
+def start_load(store, inputs, marker, native=False, **popen):
+    env = {**os.environ, MARKER: marker, "DEDUP_HBASE_NATIVE": "1" if native else "0"}
     return subprocess.Popen(["dedup-hbase", "load", "--store", store, "--workers", "2", "--batch-size", "100",
                              "--json", *map(str, inputs)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
@@ -201,6 +204,26 @@ def test_sigkill_takes_the_workers_with_it(setup):
     assert rerun.returncode == 0, err
     assert json.loads(out)["read"] == FIRST + LATER
     assert_loaded_exactly_once(store, FIRST + LATER)
+
+
+def test_with_the_compiled_core_a_load_starts_no_process(setup):
+    from dedup_hbase import native
+
+    if not native.available():
+        pytest.skip(f"the compiled core is not in use: {native.describe()}")
+    store, path, pipe, later = setup
+    marker = uuid.uuid4().hex
+    load = start_load(store, [path, pipe], marker, native=True)
+    writer = feed(pipe, later)
+    threads_seen = 0
+    while load.poll() is None:  # until it ends: never a child process
+        assert descendants(load.pid) == [] and marked(marker) == [load.pid]
+        threads_seen = max(threads_seen, len(os.listdir(f"/proc/{load.pid}/task")) if alive(load.pid) else 0)
+        time.sleep(0.05)
+    writer.join()
+    out, err = load.communicate()
+    assert load.returncode == 0, err
+    assert json.loads(out)["read"] == FIRST + LATER and threads_seen >= 3  # main + two fingerprint threads
 
 
 BUSY_CHILD = """

@@ -46,6 +46,7 @@ def fingerprint_stage(sample: int) -> list[tuple[str, float]]:
     import jieba
     from simhash import Simhash
 
+    from dedup_hbase import native
     from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
     from dedup_hbase.fingerprint import Fingerprinter
 
@@ -54,9 +55,10 @@ def fingerprint_stage(sample: int) -> list[tuple[str, float]]:
     tokenizer = jieba.Tokenizer()
     tokenizer.initialize()
     systems = [
-        ("dedup-hbase jieba TF-IDF (rjieba fast path)", Fingerprinter(JiebaFeaturizer()).fingerprint),
-        ("dedup-hbase jieba TF-IDF (jieba only, the reference)",
-         Fingerprinter(JiebaFeaturizer(fast=False)).fingerprint),
+        (f"dedup-hbase jieba TF-IDF ({native.describe()})", Fingerprinter(JiebaFeaturizer()).fingerprint),
+        ("dedup-hbase jieba TF-IDF (Python path, rjieba)", Fingerprinter(JiebaFeaturizer(), native=False).fingerprint),
+        ("dedup-hbase jieba TF-IDF (Python path, jieba only: the reference)",
+         Fingerprinter(JiebaFeaturizer(fast=False), native=False).fingerprint),
         ("dedup-hbase character 4-shingles", Fingerprinter(ShingleFeaturizer()).fingerprint),
         ("simhash package, default features", lambda t: Simhash(t).value),
         ("simhash package, jieba words as features", lambda t: Simhash(list(tokenizer.cut(t))).value),

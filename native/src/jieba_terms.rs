@@ -1,0 +1,251 @@
+//! `features.JiebaFeaturizer` (version 2): jieba's words of the body, HMM off, as terms
+//! weighted by sublinear TF-IDF in thousandths.
+//!
+//! The dictionary and the IDF table are the Python `jieba` package's own files (paths
+//! given by `dedup_hbase/native.py`), read with the Python code's rules, so the data are
+//! the same by construction. Segmentation is jieba-rs's (the crate rjieba wraps): with
+//! the HMM off its route through a block is Python jieba's `__cut_DAG_NO_HMM` (the same
+//! log-probability sums, ties to the longer word, single ASCII letters and digits joined).
+//! The split of the text into blocks is done here with Python jieba's classes, since
+//! jieba-rs counts more characters as Han (CJK extensions, U+9FD6..U+9FFF).
+
+use crate::boilerplate::body_text;
+use crate::normalize::normalize;
+use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::borrow::Cow;
+
+/// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
+const GRAM: usize = 4;
+
+/// A word of the dictionary no block can hold (blocks hold only `re_han_default`
+/// characters): it carries the frequencies of the dictionary's repeated lines (see `load_dict`)
+const GHOST: &str = "\u{0}dedup-hbase: repeated lines";
+
+pub struct JiebaTerms {
+    jieba: jieba_rs::Jieba,
+    idf: FxHashMap<String, i64>,
+    median: i64,
+    stop_words: FxHashSet<String>,
+}
+
+impl JiebaTerms {
+    /// The dictionary text (`jieba/dict.txt`), the IDF table text (`jieba/analyse/idf.txt`)
+    /// and the stop words of `features._STOP_WORDS`.
+    pub fn new(dict: &[u8], idf: &str, stop_words: Vec<String>) -> Result<JiebaTerms, String> {
+        // the two tables load side by side (about half the start time of `query TEXT`)
+        let (jieba, idf) = std::thread::scope(|scope| {
+            let idf = scope.spawn(|| load_idf(idf));
+            (load_dict(dict), idf.join().expect("the IDF loader panicked"))
+        });
+        let (jieba, (idf, median)) = (jieba?, idf?);
+        Ok(JiebaTerms { jieba, idf, median, stop_words: stop_words.into_iter().collect() })
+    }
+
+    pub fn idf_table(&self) -> (&FxHashMap<String, i64>, i64) {
+        (&self.idf, self.median)
+    }
+
+    /// `JiebaFeaturizer.words(text)` with the HMM off: Python jieba's `cut`
+    /// (`Tokenizer.cut(text, HMM=False)`).
+    pub fn words<'t>(&self, text: &'t str, out: &mut Vec<&'t str>) {
+        // blocks = re_han_default.split(sentence), re_han_default =
+        // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
+        // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
+        // (a "\r\n" pair whole) and every other character are each a token of their own.
+        let mut rest = text;
+        while let Some(first) = rest.chars().next() {
+            let han = is_han_default(first);
+            let end = rest.find(|c| is_han_default(c) != han).unwrap_or(rest.len());
+            let (block, tail) = rest.split_at(end);
+            rest = tail;
+            if han {
+                out.extend(self.jieba.cut(block, false).into_iter().map(|t| t.word));
+            } else {
+                let mut chars = block.char_indices().peekable();
+                while let Some((i, c)) = chars.next() {
+                    let mut end = i + c.len_utf8();
+                    if c == '\r' && chars.peek().is_some_and(|&(_, d)| d == '\n') {
+                        chars.next();
+                        end += 1;
+                    }
+                    out.push(&block[i..end]);
+                }
+            }
+        }
+    }
+
+    /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
+    pub fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+        let body = body_text(&normalize(text));
+        let mut tokens = Vec::new();
+        self.words(&body, &mut tokens);
+        let mut terms: Vec<Cow<str>> = Vec::with_capacity(tokens.len());
+        for token in join_letters(&tokens) {
+            self.terms_of(token, &mut terms);
+        }
+        // Counter(terms), in first-seen order
+        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
+        let mut counts: Vec<(&str, u32)> = Vec::new();
+        for term in &terms {
+            match index.get(term.as_ref()) {
+                Some(&i) => counts[i].1 += 1,
+                None => {
+                    index.insert(term, counts.len());
+                    counts.push((term, 1));
+                }
+            }
+        }
+        // gram = median // GRAM; weight = _log_count(count) * (gram if term[0] == " " else
+        // idf.get(term, median)) // 1000
+        let gram = self.median.div_euclid(GRAM as i64);
+        for (term, count) in counts {
+            let idf = if term.starts_with(' ') { gram } else { *self.idf.get(term).unwrap_or(&self.median) };
+            sink(term, (log_count(count) * idf).div_euclid(1000));
+        }
+    }
+
+    /// `JiebaFeaturizer._terms_of(token)`: none when it is not a word; the padded
+    /// 4-grams of a word of an alphabet; the word itself otherwise.
+    fn terms_of<'t>(&self, token: Cow<'t, str>, terms: &mut Vec<Cow<'t, str>>) {
+        if !self.is_word(&token) {
+            return;
+        }
+        if is_letters(&token) {
+            // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
+            let padded: Vec<char> = std::iter::once(' ').chain(token.chars()).chain(std::iter::once(' ')).collect();
+            for gram in padded.windows(GRAM) {
+                let mut term = String::with_capacity(1 + gram.len() * 4);
+                term.push(' ');
+                term.extend(gram);
+                terms.push(Cow::Owned(term));
+            }
+        } else {
+            terms.push(token);
+        }
+    }
+
+    /// `_is_word(token)`: two characters or more, not a stop word, a letter or digit in it
+    fn is_word(&self, token: &str) -> bool {
+        len(token) >= 2 && !self.stop_words.contains(token) && token.chars().any(is_alnum)
+    }
+}
+
+/// `re_han_default` of Python jieba: `[\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]`
+#[inline]
+fn is_han_default(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FD5}' | 'a'..='z' | 'A'..='Z' | '0'..='9' | '+' | '#' | '&' | '.' | '_' | '%' | '-')
+}
+
+/// `features._is_han`: `"\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"`
+#[inline]
+fn is_han(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{9fff}' | '\u{f900}'..='\u{faff}')
+}
+
+/// `_is_letters(token)`: a letter in it and no Han character
+fn is_letters(token: &str) -> bool {
+    token.chars().any(is_alpha) && !token.chars().any(is_han)
+}
+
+/// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before it.
+fn join_letters<'t>(tokens: &[&'t str]) -> Vec<Cow<'t, str>> {
+    let mut out: Vec<Cow<'t, str>> = Vec::with_capacity(tokens.len());
+    for &token in tokens {
+        let mut chars = token.chars();
+        let single = match (chars.next(), chars.next()) {
+            (Some(c), None) => Some(c),
+            _ => None,
+        };
+        // len(token) == 1 and out and token.isalpha() and not _is_han(token)
+        // and out[-1].isalpha() and _is_letters(out[-1])
+        if let (Some(c), Some(last)) = (single, out.last_mut()) {
+            if is_alpha(c) && !is_han(c) && str_is_alpha(last) && is_letters(last) {
+                last.to_mut().push(c);
+                continue;
+            }
+        }
+        out.push(Cow::Borrowed(token));
+    }
+    out
+}
+
+/// `_log_count(count)`: `1000 + round(1000 * math.log(count))`, ties to even as Python rounds
+fn log_count(count: u32) -> i64 {
+    1000 + (1000.0 * (count as f64).ln()).round_ties_even() as i64
+}
+
+/// The dictionary as Python jieba reads it (`Tokenizer.gen_pfdict`): lines split on
+/// `\n`, `line.strip()` (ASCII white space, the file is read as bytes), decoded,
+/// `word, freq = line.split(' ')[:2]`, `freq = int(freq)`; a repeated word keeps its
+/// last frequency, and `total` is the sum over every line, repeats included.
+fn load_dict(dict: &[u8]) -> Result<jieba_rs::Jieba, String> {
+    let mut jieba = jieba_rs::Jieba::empty();
+    let mut total_lines: u64 = 0;
+    let mut last: FxHashMap<&str, u64> = FxHashMap::default();
+    let mut lines = dict.split(|&b| b == b'\n').peekable();
+    let mut lineno = 0;
+    while let Some(line) = lines.next() {
+        lineno += 1;
+        if line.is_empty() && lines.peek().is_none() {
+            break; // the end of the last line, not a line
+        }
+        let bad = |why: &str| format!("dictionary line {lineno}: {why} (the core reads only what jieba reads)");
+        let line = std::str::from_utf8(line.trim_ascii()).map_err(|_| bad("not UTF-8"))?;
+        let mut parts = line.split(' ');
+        let (word, freq) = match (parts.next(), parts.next()) {
+            (Some(w), Some(f)) if !w.is_empty() => (w, f),
+            _ => return Err(bad("not `word freq`")),
+        };
+        // int(freq): plain ASCII digits only here; anything else makes the core refuse
+        if freq.is_empty() || !freq.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("a frequency that is not plain digits"));
+        }
+        let freq: usize = freq.parse().map_err(|_| bad("a frequency out of range"))?;
+        if freq == 0 {
+            // jieba leaves a word of frequency 0 out of its DAG; jieba-rs would not
+            return Err(bad("a word of frequency 0"));
+        }
+        total_lines += freq as u64;
+        last.insert(word, freq as u64);
+        jieba.add_word(word, Some(freq), Some(parts.next().unwrap_or("")));
+    }
+    // jieba-rs counts a repeated word once (its last frequency) in its total; Python
+    // jieba's `total` counts every line. The difference goes to a word no block can hold.
+    let total_words: u64 = last.values().sum();
+    if total_lines > total_words {
+        jieba.add_word(GHOST, Some((total_lines - total_words) as usize), Some(""));
+    }
+    Ok(jieba)
+}
+
+/// The IDF table as `JiebaFeaturizer._idf` reads it: `text.splitlines()`, each
+/// `line.strip().partition(" ")`, kept when the value is not empty, as
+/// `round(float(value) * 1000)`; the median is `sorted(values)[len // 2]`.
+fn load_idf(text: &str) -> Result<(FxHashMap<String, i64>, i64), String> {
+    let mut idf: FxHashMap<String, i64> = FxHashMap::default();
+    for (i, line) in splitlines(text).into_iter().enumerate() {
+        let line = strip(line);
+        let (word, value) = match line.split_once(' ') {
+            Some(pair) => pair,
+            None => continue,
+        };
+        if value.is_empty() {
+            continue;
+        }
+        // float(value): plain decimal numbers only here (Python also takes "1_0", " 1",
+        // "infinity" ...); anything else makes the core refuse
+        if !value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'-' || b == b'+') {
+            return Err(format!("IDF line {}: a value the core does not read like Python", i + 1));
+        }
+        let value: f64 = value.parse().map_err(|_| format!("IDF line {}: not a number", i + 1))?;
+        idf.insert(word.to_owned(), (value * 1000.0).round_ties_even() as i64);
+    }
+    if idf.is_empty() {
+        return Err("the IDF table is empty".into());
+    }
+    let mut values: Vec<i64> = idf.values().copied().collect();
+    values.sort_unstable();
+    let median = values[values.len() / 2];
+    Ok((idf, median))
+}

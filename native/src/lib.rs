@@ -1,0 +1,107 @@
+//! dedup-hbase's compiled fingerprint core: the whole text-to-fingerprint path of the
+//! `jieba` (version 2) and `shingles` (version 1) featurizers, bit-identical to the
+//! Python reference in `dedup_hbase/` (features.py, boilerplate.py, fingerprint.py).
+//!
+//! One module per step: `unicode` (Python's character data), `normalize` (NFKC +
+//! casefold), `pyre` (Python `re` patterns with Python's meaning), `boilerplate` (the
+//! line rules of `body_text`), `jieba_terms` (jieba words, terms, TF-IDF weights),
+//! `shingles`, `mmh3`, `simhash`. The Python bindings are in `python` below; the
+//! wrapper that picks the core or the reference is `dedup_hbase/native.py`.
+
+pub mod boilerplate;
+pub mod jieba_terms;
+pub mod mmh3;
+pub mod normalize;
+pub mod pyre;
+pub mod shingles;
+pub mod simhash;
+pub mod unicode;
+
+/// What a document's fingerprint came to (the batch's status byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    Ok = 0,
+    /// `EmptyDocument("empty text")`: no features and `text.strip()` is empty
+    EmptyText = 1,
+    /// `EmptyDocument("no features (...)")`
+    NoFeatures = 2,
+    /// A lone surrogate: the text cannot cross into Rust; the caller uses the reference
+    Surrogate = 3,
+}
+
+/// A featurizer the core mirrors.
+pub trait Featurize: Send + Sync {
+    /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64));
+
+    /// `featurizer.features(text)`
+    fn features(&self, text: &str) -> Vec<(String, i64)> {
+        let mut out = Vec::new();
+        self.each_feature(text, &mut |f, w| out.push((f.to_owned(), w)));
+        out
+    }
+}
+
+impl Featurize for jieba_terms::JiebaTerms {
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+        jieba_terms::JiebaTerms::each_feature(self, text, sink)
+    }
+}
+
+pub struct Shingles(pub usize);
+
+impl Featurize for Shingles {
+    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+        shingles::each_feature(text, self.0, sink)
+    }
+}
+
+/// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
+pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<u64, Status> {
+    let mut simhash = simhash::SimHash::new(seed);
+    featurizer.each_feature(text, &mut |feature, weight| simhash.add(feature, weight));
+    if simhash.features == 0 {
+        // "empty text" if not text.strip() else "no features (...)"
+        return Err(if unicode::strip(text).is_empty() { Status::EmptyText } else { Status::NoFeatures });
+    }
+    Ok(simhash.finish())
+}
+
+/// Fingerprints of a batch, on `threads` threads; `None` texts (lone surrogates) get
+/// `Status::Surrogate`.
+pub fn fingerprint_batch(
+    featurizer: &dyn Featurize,
+    texts: &[Option<&str>],
+    seed: u32,
+    threads: usize,
+) -> (Vec<u64>, Vec<u8>) {
+    let mut hashes = vec![0u64; texts.len()];
+    let mut status = vec![0u8; texts.len()];
+    let run = |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8]| {
+        for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
+            match text {
+                None => *s = Status::Surrogate as u8,
+                Some(text) => match fingerprint(featurizer, text, seed) {
+                    Ok(value) => *h = value,
+                    Err(why) => *s = why as u8,
+                },
+            }
+        }
+    };
+    let threads = threads.clamp(1, texts.len().max(1));
+    if threads == 1 {
+        run(texts, &mut hashes, &mut status);
+    } else {
+        let chunk = texts.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for ((t, h), s) in texts.chunks(chunk).zip(hashes.chunks_mut(chunk)).zip(status.chunks_mut(chunk)) {
+                scope.spawn(move || run(t, h, s));
+            }
+        });
+    }
+    (hashes, status)
+}
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,204 @@
+//! The Python module `dedup_hbase_core`. Use it through `dedup_hbase/native.py`, which
+//! checks the Unicode version and the patterns and falls back to the reference.
+
+use crate::{boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+/// The texts of a list: `None` for a text with a lone surrogate (not UTF-8);
+/// TypeError, as `Fingerprinter.fingerprint` raises, for an item that is not a str.
+fn texts_of<'a>(items: &'a [Bound<'a, PyAny>]) -> PyResult<Vec<Option<&'a str>>> {
+    items
+        .iter()
+        .map(|item| {
+            let s = item.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "text must be a str, not {}",
+                    item.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                ))
+            })?;
+            Ok(s.to_str().ok())
+        })
+        .collect()
+}
+
+fn features_dict<'py>(py: Python<'py>, features: Vec<(String, i64)>) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (term, weight) in features {
+        dict.set_item(term, weight)?;
+    }
+    Ok(dict)
+}
+
+fn batch<'py>(
+    py: Python<'py>,
+    featurizer: &dyn Featurize,
+    texts: &Bound<'py, PyList>,
+    seed: u32,
+    threads: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
+    let strs = texts_of(&items)?;
+    let (hashes, status) = py.detach(|| crate::fingerprint_batch(featurizer, &strs, seed, threads));
+    let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
+}
+
+fn single(py: Python<'_>, featurizer: &dyn Featurize, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+    let item = [text.clone()];
+    let strs = texts_of(&item)?;
+    let text = strs[0];
+    Ok(py.detach(|| match text {
+        None => (0, Status::Surrogate as u8),
+        Some(text) => match crate::fingerprint(featurizer, text, seed) {
+            Ok(h) => (h, 0),
+            Err(s) => (0, s as u8),
+        },
+    }))
+}
+
+fn str_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = text.cast::<PyString>().map_err(|_| PyTypeError::new_err("text must be a str"))?;
+    Ok(s.to_str()
+        .map_err(|_| PyValueError::new_err("a text with a lone surrogate cannot enter the core"))?
+        .to_owned())
+}
+
+/// The jieba featurizer (version 2): `Jieba(dict_path, idf_path, stop_words)`.
+#[pyclass(frozen, module = "dedup_hbase_core")]
+struct Jieba(JiebaTerms);
+
+#[pymethods]
+impl Jieba {
+    #[new]
+    fn new(py: Python<'_>, dict_path: String, idf_path: String, stop_words: Vec<String>) -> PyResult<Self> {
+        py.detach(|| {
+            let dict = std::fs::read(&dict_path).map_err(|e| format!("{dict_path}: {e}"))?;
+            let idf = std::fs::read_to_string(&idf_path).map_err(|e| format!("{idf_path}: {e}"))?;
+            boilerplate::warm_up();
+            JiebaTerms::new(&dict, &idf, stop_words)
+        })
+        .map(Jieba)
+        .map_err(PyValueError::new_err)
+    }
+
+    /// `JiebaFeaturizer.features(text)`
+    fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let text = str_arg(text)?;
+        let features = py.detach(|| Featurize::features(&self.0, &text));
+        features_dict(py, features)
+    }
+
+    /// `JiebaFeaturizer.words(text)`: jieba's tokens, HMM off
+    fn words(&self, text: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let text = str_arg(text)?;
+        let mut out = Vec::new();
+        self.0.words(&text, &mut out);
+        Ok(out.into_iter().map(str::to_owned).collect())
+    }
+
+    /// `(simhash, status)`: status 0 ok, 1 empty text, 2 no features, 3 lone surrogate
+    fn fingerprint(&self, py: Python<'_>, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+        single(py, &self.0, text, seed)
+    }
+
+    /// `(fingerprints, statuses)`: 8 little-endian bytes and one status byte a text
+    #[pyo3(signature = (texts, seed, threads=1))]
+    fn fingerprint_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyList>,
+        seed: u32,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        batch(py, &self.0, texts, seed, threads)
+    }
+
+    /// `({word: idf in thousandths}, median)` as the core read them
+    fn idf_table<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, i64)> {
+        let (table, median) = self.0.idf_table();
+        let dict = PyDict::new(py);
+        for (word, value) in table {
+            dict.set_item(word, value)?;
+        }
+        Ok((dict, median))
+    }
+}
+
+/// The shingle featurizer (version 1): `Shingles(n)`.
+#[pyclass(frozen, name = "Shingles", module = "dedup_hbase_core")]
+struct ShingleCore(Shingles);
+
+#[pymethods]
+impl ShingleCore {
+    #[new]
+    fn new(n: usize) -> PyResult<Self> {
+        if !(1..=16).contains(&n) {
+            return Err(PyValueError::new_err(format!("shingle size must be between 1 and 16, not {n}")));
+        }
+        Ok(ShingleCore(Shingles(n)))
+    }
+
+    fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let text = str_arg(text)?;
+        let features = py.detach(|| Featurize::features(&self.0, &text));
+        features_dict(py, features)
+    }
+
+    fn fingerprint(&self, py: Python<'_>, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+        single(py, &self.0, text, seed)
+    }
+
+    #[pyo3(signature = (texts, seed, threads=1))]
+    fn fingerprint_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyList>,
+        seed: u32,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        batch(py, &self.0, texts, seed, threads)
+    }
+}
+
+/// `features.normalize(text)`
+#[pyfunction(name = "normalize")]
+fn py_normalize(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(normalize::normalize(&str_arg(text)?))
+}
+
+/// `boilerplate.body_text(text)` (of normalised text)
+#[pyfunction]
+fn body_text(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(boilerplate::body_text(&str_arg(text)?))
+}
+
+/// `boilerplate.boilerplate_reason(line)`
+#[pyfunction]
+fn boilerplate_reason(line: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
+    Ok(boilerplate::boilerplate_reason(&str_arg(line)?))
+}
+
+/// `mmh3.hash64(data, seed, signed=False)[0]`
+#[pyfunction]
+fn hash64(data: &[u8], seed: u32) -> u64 {
+    mmh3::hash64(data, seed)
+}
+
+#[pymodule]
+fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("UNIDATA_VERSION", unicode::UNIDATA_VERSION)?;
+    m.add("BUILT_FOR_PYTHON", unicode::PYTHON_VERSION)?;
+    m.add("PATTERNS", boilerplate::PATTERNS.iter().copied().collect::<std::collections::HashMap<_, _>>())?;
+    m.add("JIEBA_VERSION", 2)?;
+    m.add("SHINGLES_VERSION", 1)?;
+    m.add_class::<Jieba>()?;
+    m.add_class::<ShingleCore>()?;
+    m.add_function(wrap_pyfunction!(py_normalize, m)?)?;
+    m.add_function(wrap_pyfunction!(body_text, m)?)?;
+    m.add_function(wrap_pyfunction!(boilerplate_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(hash64, m)?)?;
+    Ok(())
+}

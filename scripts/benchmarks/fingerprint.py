@@ -1,0 +1,148 @@
+"""Fingerprinting speed: the compiled core (native/) against the Python path and the
+``simhash`` package, MB/s of text on one core, the same documents of the shared news corpus
+for every system, all in one run; the dictionary load and the wall time of
+``dedup-hbase query TEXT`` with and without the core.
+
+Every core fingerprint is checked against the Python reference (pure jieba); a difference
+fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .common import Report, progress
+from .load import CORPUS, texts
+
+QUERY = "国家卫生健康委员会通报全国疫情防控最新情况"
+
+
+def _rate(fingerprint, docs: list[str], mb: float) -> tuple[float, float]:
+    """MB/s of wall time and MB per second of this process's CPU time (the machine is shared:
+    the CPU rate is the steadier one)."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for text in docs:
+        try:
+            fingerprint(text)
+        except ValueError:  # EmptyDocument
+            pass
+    return mb / (time.perf_counter() - started), mb / (time.process_time() - cpu)
+
+
+def stage(report: Report, sample: int) -> dict:
+    import jieba
+    from simhash import Simhash
+
+    from dedup_hbase import native
+    from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
+    from dedup_hbase.fingerprint import Fingerprinter
+
+    docs = [r["text"] for r in texts(sample)]
+    mb = sum(len(t.encode()) for t in docs) / 1e6
+    tokenizer = jieba.Tokenizer()
+    tokenizer.initialize()
+    reference = Fingerprinter(JiebaFeaturizer(fast=False), native=False)
+    core = Fingerprinter(JiebaFeaturizer())
+    shingles_core, shingles_py = Fingerprinter(ShingleFeaturizer()), Fingerprinter(ShingleFeaturizer(), native=False)
+    if core._core is None:
+        report.fail(f"the compiled core is not in use: {native.describe()}")
+        return {}
+    for f in (reference, core, shingles_core, shingles_py):
+        f.fingerprint(docs[0])  # dictionaries load outside the timing
+
+    def batch(fingerprinter):
+        def run(_):
+            fingerprinter.fingerprint_many(docs)
+        return run
+
+    systems = [
+        ("(a) Python path, pure jieba (the reference)", lambda: _rate(reference.fingerprint, docs, mb)),
+        ("Python path with rjieba (the default without the core)",
+         lambda: _rate(Fingerprinter(JiebaFeaturizer(), native=False).fingerprint, docs, mb)),
+        ("(b) compiled core, one text a call", lambda: _rate(core.fingerprint, docs, mb)),
+        ("(b) compiled core, one batch call (fingerprint_many)", lambda: _rate(batch(core), [None], mb)),
+        ("(c) simhash package on jieba words", lambda: _rate(lambda t: Simhash(list(tokenizer.cut(t))).value, docs, mb)),
+        ("shingles, Python path", lambda: _rate(shingles_py.fingerprint, docs, mb)),
+        ("shingles, compiled core (batch)", lambda: _rate(batch(shingles_core), [None], mb)),
+    ]
+    rates = {}
+    for name, run in systems:
+        progress(f"  {name} ...\n")
+        rates[name] = run()
+    python, simhash = rates[systems[0][0]][1], rates[systems[4][0]][1]
+    report.write(f"Fingerprint stage, one core, the same {len(docs):,} documents ({mb:.1f} MB) of "
+                 f"`{CORPUS.name}` for every system ({native.describe()}):\n")
+    report.table(["system", "MB/s (wall)", "MB/s per CPU second", "vs (a) Python path", "vs (c) simhash package"],
+                 [[name, f"{wall:.2f}", f"{cpu:.2f}", f"{cpu / python:.1f}x", f"{cpu / simhash:.2f}x"]
+                  for name, (wall, cpu) in rates.items()])
+    report.write("(ratios of the CPU rates; every system runs on one thread)\n")
+
+    progress("  checking every core fingerprint against the reference ...\n")
+    got, want = core.fingerprint_many(docs), reference.fingerprint_many(docs)
+    if got[1] != want[1] or (got[0] != want[0]).any():
+        report.fail("the compiled core and the Python reference disagree on the benchmark documents")
+    got, want = shingles_core.fingerprint_many(docs), shingles_py.fingerprint_many(docs)
+    if got[1] != want[1] or (got[0] != want[0]).any():
+        report.fail("the compiled core and the Python reference disagree (shingles)")
+    return {"docs": len(docs), "mb": mb, "mb_per_s": rates}
+
+
+def loads(report: Report) -> dict:
+    """Dictionary and IDF load, each in a fresh interpreter."""
+    code = {
+        "Python: jieba.Tokenizer().initialize() + the IDF table":
+            "from dedup_hbase.features import JiebaFeaturizer as J; f = J(fast=False); f._tokenizer; f._idf",
+        "compiled core: dictionary + IDF table":
+            "from dedup_hbase import native; from dedup_hbase.features import JiebaFeaturizer as J; "
+            "native.core_for(J(), 0).core",
+    }
+    out = {}
+    for name, body in code.items():
+        runs = []
+        for _ in range(3):
+            result = subprocess.run([sys.executable, "-c", "import time, sys\nt = time.perf_counter()\n" + body
+                                     + "\nprint(time.perf_counter() - t)"],
+                                    capture_output=True, text=True, check=True)
+            runs.append(float(result.stdout.split()[-1]))
+        out[name] = statistics.median(runs)
+    report.write("Loading jieba's dictionary and IDF table (median of 3 fresh interpreters):\n")
+    report.table(["what", "seconds"], [[name, f"{s:.2f}"] for name, s in out.items()])
+    return out
+
+
+def query_time(report: Report) -> dict:
+    """Wall time of `dedup-hbase query TEXT` on an empty embedded store, with and without the core."""
+    cli = [sys.executable, "-m", "dedup_hbase"]
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="dedup-bench-query-") as work:
+        store = str(Path(work) / "store")
+        subprocess.run([*cli, "init", "--store", store], check=True, capture_output=True)
+        for name, env in (("Python path (DEDUP_HBASE_NATIVE=0)", {"DEDUP_HBASE_NATIVE": "0"}),
+                          ("compiled core", {})):
+            runs = []
+            for _ in range(3):
+                started = time.perf_counter()
+                subprocess.run([*cli, "query", "--store", store, QUERY], check=True, capture_output=True,
+                               env={**os.environ, **env})
+                runs.append(time.perf_counter() - started)
+            out[name] = statistics.median(runs)
+    report.write("Wall time of `dedup-hbase query TEXT` (embedded store, median of 3):\n")
+    report.table(["path", "seconds"], [[name, f"{s:.2f}"] for name, s in out.items()])
+    return out
+
+
+def run(report: Report, args) -> None:
+    report.section("Fingerprinting: the compiled core")
+    if not CORPUS.exists():
+        report.write(f"skipped: the shared corpus {CORPUS} is not there")
+        return
+    data = {"stage": stage(report, args.sample)}
+    data["load_s"] = loads(report)
+    data["query_s"] = query_time(report)
+    report.data["fingerprint"] = data

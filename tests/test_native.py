@@ -1,0 +1,324 @@
+"""The compiled core (native/, ``dedup_hbase_core``) gives exactly the Python reference's
+features and fingerprints: every document of the shared corpora, random hostile text
+(hypothesis, derandomized so every run tries the same examples), and each step on its
+own (normalisation of every code point, boilerplate rules line by line, jieba's cut).
+Any difference fails; nothing here falls back to the reference.
+
+The reference is the Python code with pure jieba (``JiebaFeaturizer(fast=False)``, and
+``Fingerprinter(..., native=False)``), never rjieba.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+import unicodedata
+from functools import cache
+
+import mmh3
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dedup_hbase import boilerplate, native, workers
+from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer, normalize
+from dedup_hbase.fingerprint import Fingerprinter, Hasher
+
+try:
+    import dedup_hbase_core as core
+except ImportError:  # scripts/setup builds it wherever cargo is
+    if shutil.which("cargo"):
+        raise
+    pytest.skip("the compiled core is not installed (no cargo here)", allow_module_level=True)
+
+SEEDS = [0, 1, 0xDEADBEEF, 2**32 - 1]
+REFERENCE = JiebaFeaturizer(fast=False)
+JIEBA = Fingerprinter(JiebaFeaturizer(), 0)._core
+SHINGLES = {n: Fingerprinter(ShingleFeaturizer(n), 0)._core for n in (1, 2, 4, 7)}
+
+
+def reference_features(name: str, text: str) -> dict[str, int]:
+    return REFERENCE.features(text) if name == "jieba" else ShingleFeaturizer(int(name[8:])).features(text)
+
+
+def core_features(name: str, text: str) -> dict[str, int]:
+    return JIEBA.features(text) if name == "jieba" else SHINGLES[int(name[8:])].features(text)
+
+
+def make(name: str):
+    return JiebaFeaturizer() if name == "jieba" else ShingleFeaturizer(int(name[8:]))
+
+
+@cache
+def both(name: str, seed: int) -> tuple[Fingerprinter, Fingerprinter]:
+    """(core, reference) fingerprinters; the core one must really use the core."""
+    fast = Fingerprinter(make(name), seed)
+    slow = Fingerprinter(REFERENCE if name == "jieba" else make(name), seed, native=False)
+    assert fast._core is not None and slow._core is None
+    return fast, slow
+
+
+def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
+    fast, slow = both(name, seed)
+    got, want = fast.fingerprint_many(texts), slow.fingerprint_many(texts)
+    assert got[1] == want[1]
+    assert got[0].dtype == np.uint64 and np.array_equal(got[0], want[0])
+
+
+# -- the path in use, and its guards ------------------------------------------------------
+
+
+def test_the_core_is_in_use():
+    assert native.available(), native.describe()
+    assert native.describe().startswith("compiled core dedup-hbase-core")
+    assert Fingerprinter(JiebaFeaturizer())._core is not None
+    assert Fingerprinter(ShingleFeaturizer(3))._core is not None
+    assert Fingerprinter(JiebaFeaturizer(fast=False))._core is None  # the reference stays Python
+
+
+def test_the_core_has_boilerplate_py_patterns():
+    assert core.PATTERNS == {name: getattr(boilerplate, name).pattern for name in core.PATTERNS}
+
+
+def test_the_core_is_refused_with_another_unicode_version(monkeypatch):
+    monkeypatch.setattr(native, "unicodedata", type(sys)("unicodedata"), raising=True)
+    native.unicodedata.unidata_version = "1.0.0"
+    native._load.cache_clear()
+    try:
+        assert not native.available()
+        assert "Unicode" in native.describe() and native.describe().startswith("Python reference")
+        assert Fingerprinter(JiebaFeaturizer())._core is None
+    finally:
+        monkeypatch.undo()
+        native._load.cache_clear()
+    assert native.available()
+
+
+def test_the_core_is_refused_when_a_pattern_changed(monkeypatch):
+    import re
+
+    monkeypatch.setattr(boilerplate, "_RE_PHONE", re.compile(boilerplate._RE_PHONE.pattern + "|x"))
+    native._load.cache_clear()
+    try:
+        assert not native.available() and "_RE_PHONE" in native.describe()
+    finally:
+        monkeypatch.undo()
+        native._load.cache_clear()
+
+
+def test_environment_variable_turns_the_core_off(monkeypatch):
+    monkeypatch.setenv(native.ENV, "0")
+    native._load.cache_clear()
+    try:
+        assert not native.available() and Fingerprinter(JiebaFeaturizer())._core is None
+    finally:
+        monkeypatch.delenv(native.ENV)
+        native._load.cache_clear()
+
+
+def test_the_core_read_jiebas_idf_table_as_python_does():
+    assert JIEBA.core.idf_table() == REFERENCE._idf
+
+
+# -- every document of the shared corpora -------------------------------------------------
+
+
+def corpus(path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for line in f]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["xwlb_zh.jsonl.gz", "jargon_en.jsonl.gz"])
+@pytest.mark.parametrize("featurizer", ["jieba", "shingles4"])
+def test_every_shared_document(xwlb_path, name, featurizer):
+    texts = corpus(xwlb_path.parent / name)
+    want = [reference_features(featurizer, text) for text in texts]
+    differing = [i for i, text in enumerate(texts) if core_features(featurizer, text) != want[i]]
+    assert differing == []
+    # the core's batch against the reference's SimHash of the reference's features
+    hashes, errors = both(featurizer, 0)[0].fingerprint_many(texts)
+    hasher = Hasher(0)
+    assert sorted(errors) == [i for i, features in enumerate(want) if not features]
+    assert [int(h) for i, h in enumerate(hashes) if want[i]] == [hasher.simhash(f) for f in want if f]
+
+
+# -- random hostile text --------------------------------------------------------------------
+
+SCRIPTS = ["abc", "Zebra", "Привет", "Ωμέγα", "ΣΑΣ", "مرحبا", "שלום", "नमस्ते", "สวัสดี", "ひらがな", "カタカナ",
+           "ｶﾀｶﾅ", "한국어", "\u1100\u1161\u11a8", "\u1100\u1161", "가\u11a8", "中华人民共和国", "国家", "通报",
+           "生态环境", "卫生健康委", "长江", "t恤", "㐀", "鿕", "鿖", "鿿", "𠀀", "豈", "ß", "İstanbul", "ﬁ", "ﬀ",
+           "Ⅻ", "½", "²", "①", "Ꭰ", "ꭰ", "µ", "ǅ", "Å", "e\u0301", "a\u0308\u0301", "e\u0301\u0327", "\u0327",
+           "\u0301\u0301", "ᄀ", "ﾞ", "ｶﾞ", "の", "\u3099", "が", "c++", "c#", "3.5%", "1,234", "e.g.", "s-300",
+           "x_y", "a&b", "的", "了", "我们", "the", "and", "iphone14pro", "8.1zb数据"]
+WIDE = [chr(c) for c in range(0xFF01, 0xFF5F)] + ["\u3000", "￥", "￡", "｡", "､"]
+MARKS = ["\u0300", "\u0301", "\u0308", "\u0327", "\u20dd", "\u1ab0", "\u302a", "\u0e31", "\u094d", "\u200d",
+         "\ufe0f", "\u200b", "\ufeff", "\u00ad"]
+EMOJI = ["😀", "👍🏽", "👨\u200d👩\u200d👧", "🇨🇳", "❤️", "🔥", "©️", "™", "℃", "№", "㎏", "㍿"]
+CONTROLS = ["\x00", "\x07", "\t", "\x0b", "\x0c", "\r", "\n", "\r\n", "\x1c", "\x1d", "\x1e", "\x1f", "\x7f",
+            "\x85", "\xa0", "\u1680", "\u2000", "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", " ", "  "]
+PUNCT = list("，。！？；：、“”‘’（）【】《》…—·|｜»›•>-_/:.,!?;()[]@#%&*+=~^$'\"")
+BOILERPLATE = ["阅读 1234", "阅读量：5万", "1.2w次播放", "12 views", "3 comments", "read 3 times", "2022-09-01 12:30",
+               "2022年9月1日", "09/01/2022", "3小时前", "昨天", "5 days ago", "jan 5, 2023", "5 march 2023",
+               "http://www.example.com/a?b=1", "https://x.cn", "www.news.cn", "foo.bar.com/x", "me@mail.com",
+               "© 2023 版权所有", "(c) 2020", "all rights reserved", "trademarks", "trademark", "免责声明：",
+               "未经授权禁止转载", "icp备12345号", "terms of use", "privacy policy", "首页 > 新闻 > 国内",
+               "首页>新闻", "当前位置：", "you are here:", "| 关于我们 | 联系我们 |", "新闻 | 体育 | 财经 | 娱乐",
+               "home / news / world", "a • b • c", "扫码关注公众号", "点击下载app", "app", "apps", "限时优惠",
+               "400-123-4567", "13812345678", "010-12345678", "1-800-555-1234", "call 5", "来源：新华社",
+               "记者 张三", "责任编辑：李四", "posted by admin", "source: x", "广告：", "【推广】", "related posts:",
+               "share this:", "follow us", "subscribe", "% off", "立即购买!", "推荐阅读", "9折", "vx", "热线"]
+# word characters for Python's re (str.isalnum or _) and not for Unicode's \w, or the reverse: \b and
+# (?!\w) next to them are where a regex engine with Unicode's classes would differ
+BOUNDARY = ["²", "½", "\u0301", "\u203f", "\u200d", "\u0e31", "Ⅻ", "_", "app", "apps", "trademark", "jan", "400"]
+PIECES = SCRIPTS + WIDE + MARKS + EMOJI + CONTROLS + PUNCT + BOILERPLATE + BOUNDARY
+
+piece = st.one_of(st.sampled_from(PIECES), st.characters(), st.text(max_size=3))
+line = st.lists(piece, max_size=20).map("".join)
+long_line = st.builds(lambda p, k: p * k, st.sampled_from(SCRIPTS + BOILERPLATE + PUNCT), st.integers(30, 300))
+# a hard-wrapped paragraph: lines of about one width
+wrapped = st.builds(lambda w, n, end: "\n".join(["新闻联播今天的主要内容有"[:w]] * n + [end]),
+                    st.integers(2, 12), st.integers(2, 6), st.sampled_from(["完。", "end", "续", "a."]))
+separator = st.sampled_from(["\n", "\n\n", "\r\n", "\r", "\n \n", "\n\t\n", "\x1c", "\x85", "\u2028", "\u2029",
+                             "\x0b", "\x0c", " ", ""])
+text = st.lists(st.tuples(st.one_of(line, line, line, st.sampled_from(BOILERPLATE), wrapped, long_line), separator),
+                max_size=10).map(lambda parts: "".join(a + b for a, b in parts))
+
+HYPOTHESIS = settings(max_examples=400, deadline=None, derandomize=True,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@HYPOTHESIS
+@given(text)
+def test_random_text_normalises_the_same(text):
+    assert core.normalize(text) == normalize(text)
+
+
+@HYPOTHESIS
+@given(text)
+def test_random_text_has_the_same_body(text):
+    text = normalize(text)
+    assert core.body_text(text) == boilerplate.body_text(text)
+
+
+# a line of about any length between markers: every length threshold of the rules (40, 50, 60, 80,
+# 120, 150, 300 characters) is crossed with and without markers
+sized_line = st.builds(lambda a, filler, k, b: a + filler * k + b, st.sampled_from(BOILERPLATE + [""]),
+                       st.sampled_from(["新闻", "abc ", "中 ", "a", "国家通报。", " | ", "1"]), st.integers(0, 160),
+                       st.sampled_from(BOILERPLATE + [""]))
+
+
+@HYPOTHESIS
+@given(st.one_of(line, sized_line, st.sampled_from(BOILERPLATE),
+                 st.lists(st.sampled_from(BOILERPLATE + PUNCT + SCRIPTS + BOUNDARY + [" "]), max_size=12).map("".join)))
+def test_random_lines_get_the_same_boilerplate_reason(line):
+    line = boilerplate.logical_lines(normalize(line))
+    for one in line:
+        assert core.boilerplate_reason(one) == boilerplate.boilerplate_reason(one), one
+
+
+@HYPOTHESIS
+@given(text)
+def test_random_text_has_the_same_jieba_words(text):
+    text = boilerplate.body_text(normalize(text))
+    assert JIEBA.core.words(text) == REFERENCE.words(text)
+
+
+@HYPOTHESIS
+@given(text, st.sampled_from(["jieba", "shingles1", "shingles2", "shingles4", "shingles7"]))
+def test_random_text_has_the_same_features(text, featurizer):
+    assert core_features(featurizer, text) == reference_features(featurizer, text)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(text, min_size=1, max_size=8), st.sampled_from(SEEDS))
+@pytest.mark.parametrize("featurizer", ["jieba", "shingles4", "shingles2"])
+def test_random_batches_have_the_same_fingerprints(featurizer, texts, seed):
+    assert_same_fingerprints(texts, featurizer, seed)
+
+
+@pytest.mark.parametrize("line", ["下载 app\u0327", "下载 app\u203f", "下载 \u200dapp", "下载 app\u0e31", "12 views\u0327",
+                                  "12 views\u203f", "阅读 12 次\u0327", "jan\u0327 5, 2023", "\u200djan 5, 2023",
+                                  "call 400-123-4567\u0327", "\u200d13812345678 热线", "trademarks\u0327 ©",
+                                  "foo.bar.com\u0327 下载", "foo.bar.com\u203f", "新闻_体育_财经", "首页->新闻",
+                                  "a\u3000|\u3000b | c"])
+def test_word_boundaries_are_pythons(line):
+    r"""Python's \b and (?!\w) use str.isalnum (or _): a combining mark, U+203F and the
+    zero-width joiner are not word characters there, and are in Unicode's \w."""
+    line = normalize(line)
+    assert core.boilerplate_reason(line) == boilerplate.boilerplate_reason(line)
+    assert core.body_text(line) == boilerplate.body_text(line)
+
+
+@pytest.mark.parametrize("n", [40, 41, 50, 51, 60, 61, 80, 81, 120, 121, 150, 151, 200, 300, 301])
+@pytest.mark.parametrize("marker", ["", "版权所有 免责 ", "免责声明：", "阅读 12 ", "2022-09-01 来源：", "扫码关注 ",
+                                    "新闻 | 体育 | ", "首页 > "])
+@pytest.mark.parametrize("filler", ["新", "a", "a ", "1"])
+def test_length_thresholds(n, marker, filler):
+    """Lines right at and past every length threshold of the rules."""
+    line = (marker + filler * n)[:n]
+    assert core.boilerplate_reason(line) == boilerplate.boilerplate_reason(line), line
+
+
+# -- every code point, and the edges --------------------------------------------------------
+
+
+def test_every_code_point_normalises_the_same():
+    differing = [cp for cp in range(0x110000) if not 0xD800 <= cp < 0xE000
+                 and core.normalize(chr(cp)) != normalize(chr(cp))]
+    assert differing == []
+
+
+def test_every_canonical_pair_composes_the_same():
+    """A starter followed by each combining mark, twice in both orders: composition,
+    blocking and canonical reordering."""
+    marks = [chr(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000 and unicodedata.combining(chr(cp))]
+    starters = "aeiouAEIOUcnsyzCNSYZ\u0391\u03b9\u0415\u0438\u05d0\u0627\u0915\u0b47\u0cc6\u0dd9\u1025\u3046\u30cf\u1100ᄀ가"
+    texts = [s + m + n for s in starters for m in marks[::7] for n in (marks[::53] + ["\u0301", "\u0327", ""])]
+    assert [core.normalize(t) for t in texts] == [normalize(t) for t in texts]
+
+
+@pytest.mark.parametrize("text", ["", " ", " \t\n\u3000", "\x1c\x1d", "的 了 我们", "!!! ，。", "a", "中", "a b c",
+                                  "\ud800", "中华人民共和国\udfff", "\udc80abc def", "\ud83d\ude00"])
+@pytest.mark.parametrize("featurizer", ["jieba", "shingles4"])
+def test_empty_featureless_and_surrogate_texts(text, featurizer):
+    """Featureless text gets the reference's EmptyDocument message; a lone surrogate
+    (which cannot enter the core) gets the reference's own answer."""
+    fast, slow = both(featurizer, 0)
+    got, want = fast.fingerprint_many([text, "国家通报长江生态环境"]), slow.fingerprint_many([text, "国家通报长江生态环境"])
+    assert got[1] == want[1] and np.array_equal(got[0], want[0])
+    outcome = []
+    for f in (fast, slow):
+        try:
+            outcome.append(f.fingerprint(text))
+        except ValueError as e:
+            outcome.append(repr(e))
+    assert outcome[0] == outcome[1]
+
+
+def test_a_batch_refuses_what_is_not_a_str_as_the_reference_does():
+    fast, slow = both("jieba", 0)
+    for f in (fast, slow):
+        with pytest.raises(TypeError, match="text must be a str, not bytes"):
+            f.fingerprint_many(["ok text", b"bytes"])
+
+
+def test_workers_give_the_same_results():
+    texts = ["国家卫生健康委通报", "", "的", "hello world of near duplicates", "\udc80 text 文本"]
+    fast, slow = both("jieba", 0)
+    assert workers.fingerprint_texts(fast, texts) == workers.fingerprint_texts(slow, texts)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.binary(max_size=70), st.sampled_from(SEEDS))
+def test_mmh3(data, seed):
+    assert core.hash64(data, seed) == mmh3.hash64(data, seed, signed=False)[0]
+
+
+def test_the_batch_threads_give_the_same_answer():
+    texts = [f"第{i}条新闻：国家卫生健康委通报长江生态环境" for i in range(200)] + ["", "的"]
+    one = JIEBA.core.fingerprint_batch(texts, 7, 1)
+    assert JIEBA.core.fingerprint_batch(texts, 7, 3) == one
