@@ -3,14 +3,14 @@
 //!
 //! The dictionary and the IDF table are the Python `jieba` package's own files (paths
 //! given by `dedup_hbase/native.py`), read with the Python code's rules, so the data are
-//! the same by construction. Segmentation is jieba-rs's (the crate rjieba wraps): with
-//! the HMM off its route through a block is Python jieba's `__cut_DAG_NO_HMM` (the same
-//! log-probability sums, ties to the longer word, single ASCII letters and digits joined).
-//! The split of the text into blocks is done here with Python jieba's classes, since
-//! jieba-rs counts more characters as Han (CJK extensions, U+9FD6..U+9FFF).
+//! the same by construction. A block is cut by `jieba_cut.rs`, Python jieba's
+//! `__cut_DAG_NO_HMM` ported line for line; the split of the text into blocks is done here
+//! with Python jieba's classes.
 
 use crate::boilerplate::body_text;
+use crate::jieba_cut::PrefixDict;
 use crate::normalize::normalize;
+use crate::slice_map::SliceMap;
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::borrow::Cow;
@@ -18,13 +18,9 @@ use std::borrow::Cow;
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
 
-/// A word of the dictionary no block can hold (blocks hold only `re_han_default`
-/// characters): it carries the frequencies of the dictionary's repeated lines (see `load_dict`)
-const GHOST: &str = "\u{0}dedup-hbase: repeated lines";
-
 pub struct JiebaTerms {
-    jieba: jieba_rs::Jieba,
-    idf: FxHashMap<String, i64>,
+    dict: PrefixDict,
+    idf: SliceMap<i64>,
     median: i64,
     stop_words: FxHashSet<String>,
 }
@@ -32,18 +28,20 @@ pub struct JiebaTerms {
 impl JiebaTerms {
     /// The dictionary text (`jieba/dict.txt`), the IDF table text (`jieba/analyse/idf.txt`)
     /// and the stop words of `features._STOP_WORDS`.
-    pub fn new(dict: &[u8], idf: &str, stop_words: Vec<String>) -> Result<JiebaTerms, String> {
-        // the two tables load side by side (about half the start time of `query TEXT`)
-        let (jieba, idf) = std::thread::scope(|scope| {
+    pub fn new(dict: Vec<u8>, idf: String, stop_words: Vec<String>) -> Result<JiebaTerms, String> {
+        // the two tables load side by side (most of the start time of `query TEXT`)
+        let (dict, idf) = std::thread::scope(|scope| {
             let idf = scope.spawn(|| load_idf(idf));
-            (load_dict(dict), idf.join().expect("the IDF loader panicked"))
+            (PrefixDict::load(dict), idf.join().expect("the IDF loader panicked"))
         });
-        let (jieba, (idf, median)) = (jieba?, idf?);
-        Ok(JiebaTerms { jieba, idf, median, stop_words: stop_words.into_iter().collect() })
+        let (dict, (idf, median)) = (dict?, idf?);
+        Ok(JiebaTerms { dict, idf, median, stop_words: stop_words.into_iter().collect() })
     }
 
-    pub fn idf_table(&self) -> (&FxHashMap<String, i64>, i64) {
-        (&self.idf, self.median)
+    /// The IDF table (word, IDF in thousandths) and its median.
+    pub fn idf_table(&self) -> (impl Iterator<Item = (&str, i64)>, i64) {
+        let words = self.idf.iter().map(|(w, v)| (std::str::from_utf8(w).expect("the table is a str"), v));
+        (words, self.median)
     }
 
     /// `JiebaFeaturizer.words(text)` with the HMM off: Python jieba's `cut`
@@ -60,7 +58,7 @@ impl JiebaTerms {
             let (block, tail) = rest.split_at(end);
             rest = tail;
             if han {
-                out.extend(self.jieba.cut(block, false).into_iter().map(|t| t.word));
+                self.dict.cut(block, out);
             } else {
                 let mut chars = block.char_indices().peekable();
                 while let Some((i, c)) = chars.next() {
@@ -100,7 +98,7 @@ impl JiebaTerms {
         // idf.get(term, median)) // 1000
         let gram = self.median.div_euclid(GRAM as i64);
         for (term, count) in counts {
-            let idf = if term.starts_with(' ') { gram } else { *self.idf.get(term).unwrap_or(&self.median) };
+            let idf = if term.starts_with(' ') { gram } else { self.idf.get(term.as_bytes()).unwrap_or(self.median) };
             sink(term, (log_count(count) * idf).div_euclid(1000));
         }
     }
@@ -175,56 +173,12 @@ fn log_count(count: u32) -> i64 {
     1000 + (1000.0 * (count as f64).ln()).round_ties_even() as i64
 }
 
-/// The dictionary as Python jieba reads it (`Tokenizer.gen_pfdict`): lines split on
-/// `\n`, `line.strip()` (ASCII white space, the file is read as bytes), decoded,
-/// `word, freq = line.split(' ')[:2]`, `freq = int(freq)`; a repeated word keeps its
-/// last frequency, and `total` is the sum over every line, repeats included.
-fn load_dict(dict: &[u8]) -> Result<jieba_rs::Jieba, String> {
-    let mut jieba = jieba_rs::Jieba::empty();
-    let mut total_lines: u64 = 0;
-    let mut last: FxHashMap<&str, u64> = FxHashMap::default();
-    let mut lines = dict.split(|&b| b == b'\n').peekable();
-    let mut lineno = 0;
-    while let Some(line) = lines.next() {
-        lineno += 1;
-        if line.is_empty() && lines.peek().is_none() {
-            break; // the end of the last line, not a line
-        }
-        let bad = |why: &str| format!("dictionary line {lineno}: {why} (the core reads only what jieba reads)");
-        let line = std::str::from_utf8(line.trim_ascii()).map_err(|_| bad("not UTF-8"))?;
-        let mut parts = line.split(' ');
-        let (word, freq) = match (parts.next(), parts.next()) {
-            (Some(w), Some(f)) if !w.is_empty() => (w, f),
-            _ => return Err(bad("not `word freq`")),
-        };
-        // int(freq): plain ASCII digits only here; anything else makes the core refuse
-        if freq.is_empty() || !freq.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad("a frequency that is not plain digits"));
-        }
-        let freq: usize = freq.parse().map_err(|_| bad("a frequency out of range"))?;
-        if freq == 0 {
-            // jieba leaves a word of frequency 0 out of its DAG; jieba-rs would not
-            return Err(bad("a word of frequency 0"));
-        }
-        total_lines += freq as u64;
-        last.insert(word, freq as u64);
-        jieba.add_word(word, Some(freq), Some(parts.next().unwrap_or("")));
-    }
-    // jieba-rs counts a repeated word once (its last frequency) in its total; Python
-    // jieba's `total` counts every line. The difference goes to a word no block can hold.
-    let total_words: u64 = last.values().sum();
-    if total_lines > total_words {
-        jieba.add_word(GHOST, Some((total_lines - total_words) as usize), Some(""));
-    }
-    Ok(jieba)
-}
-
 /// The IDF table as `JiebaFeaturizer._idf` reads it: `text.splitlines()`, each
 /// `line.strip().partition(" ")`, kept when the value is not empty, as
 /// `round(float(value) * 1000)`; the median is `sorted(values)[len // 2]`.
-fn load_idf(text: &str) -> Result<(FxHashMap<String, i64>, i64), String> {
-    let mut idf: FxHashMap<String, i64> = FxHashMap::default();
-    for (i, line) in splitlines(text).into_iter().enumerate() {
+fn load_idf(text: String) -> Result<(SliceMap<i64>, i64), String> {
+    let mut entries: Vec<(usize, usize, i64)> = Vec::with_capacity(400_000);
+    for (i, line) in splitlines(&text).into_iter().enumerate() {
         let line = strip(line);
         let (word, value) = match line.split_once(' ') {
             Some(pair) => pair,
@@ -239,12 +193,17 @@ fn load_idf(text: &str) -> Result<(FxHashMap<String, i64>, i64), String> {
             return Err(format!("IDF line {}: a value the core does not read like Python", i + 1));
         }
         let value: f64 = value.parse().map_err(|_| format!("IDF line {}: not a number", i + 1))?;
-        idf.insert(word.to_owned(), (value * 1000.0).round_ties_even() as i64);
+        let start = SliceMap::<i64>::offset_in(text.as_bytes(), word.as_bytes());
+        entries.push((start, word.len(), (value * 1000.0).round_ties_even() as i64));
+    }
+    let mut idf = SliceMap::new(text.into_bytes(), entries.len())?;
+    for (start, len, value) in entries {
+        idf.set(start, len, value, true); // idf[word] = ...: a repeated word keeps its last value
     }
     if idf.is_empty() {
         return Err("the IDF table is empty".into());
     }
-    let mut values: Vec<i64> = idf.values().copied().collect();
+    let mut values: Vec<i64> = idf.iter().map(|(_, v)| v).collect();
     values.sort_unstable();
     let median = values[values.len() / 2];
     Ok((idf, median))

@@ -9,11 +9,13 @@
 //! wrapper that picks the core or the reference is `dedup_hbase/native.py`.
 
 pub mod boilerplate;
+pub mod jieba_cut;
 pub mod jieba_terms;
 pub mod mmh3;
 pub mod normalize;
 pub mod pyre;
 pub mod shingles;
+pub mod slice_map;
 pub mod simhash;
 pub mod unicode;
 

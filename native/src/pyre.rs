@@ -64,7 +64,7 @@ impl PyRegex {
     }
 
     /// The matches of `pattern.finditer(text)`, as byte ranges
-    pub fn find_iter<'t>(&self, text: &'t str) -> Vec<(usize, usize)> {
+    pub fn find_iter(&self, text: &str) -> Vec<(usize, usize)> {
         if !self.maybe(text) {
             return Vec::new();
         }

@@ -76,8 +76,13 @@ impl Jieba {
         py.detach(|| {
             let dict = std::fs::read(&dict_path).map_err(|e| format!("{dict_path}: {e}"))?;
             let idf = std::fs::read_to_string(&idf_path).map_err(|e| format!("{idf_path}: {e}"))?;
-            boilerplate::warm_up();
-            JiebaTerms::new(&dict, &idf, stop_words)
+            // the rules' regexes compile while the tables load
+            std::thread::scope(|scope| {
+                let rules = scope.spawn(boilerplate::warm_up);
+                let terms = JiebaTerms::new(dict, idf, stop_words);
+                rules.join().expect("compiling the rules panicked");
+                terms
+            })
         })
         .map(Jieba)
         .map_err(PyValueError::new_err)
