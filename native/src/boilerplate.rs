@@ -24,13 +24,15 @@ const DATE: &str = r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}|\d{1,2}[-/]
 const COUNTER: &str = r"(\d[\d,.]*\s*[万千kmw]?\s*(人|条|次)?\s*(阅读|浏览|点击|评论|回复|点赞|赞|收藏|分享|转发|播放|人已读|人看过|views?|reads?|comments?|replies|likes?|upvotes?|shares?|votes?|clicks?|plays?|followers?)(?!\w))|((阅读|浏览|点击|评论|回复|点赞|赞|收藏|分享|转发|播放|人已读|人看过|views?|reads?|comments?|replies|likes?|upvotes?|shares?|votes?|clicks?|plays?|followers?)量?\s*[:：(（]?\s*\d)|read \d[\d,.]* times";
 const META_KEY: &str = r"((^|\s|[(（\[【])(来源|出处|作者|编辑|责任编辑|记者|通讯员|审核|校对|发布时间|发布日期|更新时间|时间|日期|source|author|editor|posted|published|updated)\s*[:：])|发布于|(^|\s)(posted|published|updated|(edited|written) by)\s";
 const CTA: &str = r"扫码|扫描|二维码|公众号|关注我们|关注|订阅|点击|下载|\bapp\b|注册|领取|抢购|购买|优惠|特惠|折扣|\d折|红包|立减|立即|限时|热线|客服|微信|vx|广告|推广|赞助|推荐阅读|相关阅读|延伸阅读|subscribe|newsletter|sign up|click|download|advert|sponsor|promo|coupon|discount|% off|free trial|shop now|buy now|call \d|order now|learn more|share( this)?\s*:|follow us";
-const PHONE: &str = r"\b(400|800)[- ]?\d{3}[- ]?\d{4}\b|1-800-\d{3}-\d{4}|\b1[3-9]\d{9}\b|\d{3,4}-\d{7,8}";
+const PHONE: &str =
+    r"\b(400|800)[- ]?\d{3}[- ]?\d{4}\b|1-800-\d{3}-\d{4}|\b1[3-9]\d{9}\b|\d{3,4}-\d{7,8}";
 const BREADCRUMB: &str = r"(当前位置|您的位置|你的位置|所在位置|位置|you are here|breadcrumbs?)\s*[:：]|(首页|主页|home)\s*(>+|»|›|/|-|→)";
 const PROMO_LABEL: &str = r"[(（\[【]?(广告|推广|赞助|推荐阅读|相关阅读|延伸阅读|相关新闻|相关推荐|热门推荐|猜你喜欢|sponsored|advertisement|promoted|ad|related( articles| posts| stories)?|read more|recommended( for you)?|you may also like)\s*[)）\]】]?\s*[:：|｜]";
 const SEP: &str = r"\s*(\|+|｜|»|›|•|\s[/·>»\-—–]+\s|(?<=[\u3400-\u9fff\uf900-\ufaff])[>\-_](?=[\u3400-\u9fff\uf900-\ufaff]))\s*|\s{2,}";
 const SENT_END: &str = r"[。！？!?；;]|\.(\s|$)";
 /// the pattern of `labelled` in `boilerplate_reason`
-const LABELLED: &str = r"[(（\[【]?(免责声明|版权声明|声明|disclaimer|copyright|legal notice)\s*([:：)）\]】]|$)";
+const LABELLED: &str =
+    r"[(（\[【]?(免责声明|版权声明|声明|disclaimer|copyright|legal notice)\s*([:：)）\]】]|$)";
 /// `re.sub(r"^[^:：\s]{1,8}\s*[:：]\s*", "", line)` in `boilerplate_reason`
 const MENU_LABEL: &str = r"^[^:：\s]{1,8}\s*[:：]\s*";
 /// `re.search(r"[!>]|^[【\[]", line)` in `boilerplate_reason`
@@ -104,7 +106,11 @@ fn distinct_matches(p: &PyRegex, line: &str) -> usize {
     if found.len() <= 1 {
         return found.len();
     }
-    found.iter().map(|&(a, b)| &line[a..b]).collect::<FxHashSet<_>>().len()
+    found
+        .iter()
+        .map(|&(a, b)| &line[a..b])
+        .collect::<FxHashSet<_>>()
+        .len()
 }
 
 /// `boilerplate_reason(line)`: why a normalised, stripped line looks like boilerplate.
@@ -137,7 +143,11 @@ pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
     // urls = sum(len(m.group(0)) for m in _RE_URL.finditer(line)) if "." in line or "://" in line else 0
     // if urls and (urls >= 0.3 * n or short): "url"
     let urls: usize = if line.contains('.') || line.contains("://") {
-        r.url.find_iter(line).iter().map(|&(a, b)| len(&line[a..b])).sum()
+        r.url
+            .find_iter(line)
+            .iter()
+            .map(|&(a, b)| len(&line[a..b]))
+            .sum()
     } else {
         0
     };
@@ -201,7 +211,10 @@ pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
         let counters = r.counter.find_iter(line).len();
         let keys = r.meta_key.find_iter(line).len();
         let sentence = r.sent_end.search(line);
-        if counters > 0 || (dates > 0 && (keys > 0 || (n <= 50 && !sentence))) || (keys > 0 && n <= 40 && !sentence) {
+        if counters > 0
+            || (dates > 0 && (keys > 0 || (n <= 50 && !sentence)))
+            || (keys > 0 && n <= 40 && !sentence)
+        {
             return Some("meta");
         }
         if digits as f64 >= 0.3 * alnum as f64 && !sentence {
@@ -241,7 +254,10 @@ fn join_lines(lines: &[&str]) -> String {
 /// `_SENT_END.search(line[-1:] + " ")`: the last character ends a sentence
 /// (`[。！？!?；;]`, or `.` followed by the added space)
 fn ends_sentence(line: &str) -> bool {
-    matches!(line.chars().next_back(), Some('。' | '！' | '？' | '!' | '?' | '；' | ';' | '.'))
+    matches!(
+        line.chars().next_back(),
+        Some('。' | '！' | '？' | '!' | '?' | '；' | ';' | '.')
+    )
 }
 
 /// `_is_wrapped(lines)`: a hard-wrapped paragraph
@@ -258,15 +274,27 @@ fn is_wrapped(lines: &[&str]) -> bool {
     // and sum(not _SENT_END.search(line[-1:] + " ") for line in lines[:-1]) >= 0.75 * len(widths)
     wide <= 100
         && len(lines[lines.len() - 1]) as f64 <= 1.2 * wide as f64
-        && widths.iter().filter(|&&w| w as f64 >= 0.7 * wide as f64).count() as f64 >= 0.8 * count
-        && lines[..lines.len() - 1].iter().filter(|l| !ends_sentence(l)).count() as f64 >= 0.75 * count
+        && widths
+            .iter()
+            .filter(|&&w| w as f64 >= 0.7 * wide as f64)
+            .count() as f64
+            >= 0.8 * count
+        && lines[..lines.len() - 1]
+            .iter()
+            .filter(|l| !ends_sentence(l))
+            .count() as f64
+            >= 0.75 * count
 }
 
 /// `logical_lines(text)`: stripped non-empty lines, each hard-wrapped block joined.
 pub fn logical_lines(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for block in rules().blank_line.split(text) {
-        let lines: Vec<&str> = splitlines(block).into_iter().map(strip).filter(|l| !l.is_empty()).collect();
+        let lines: Vec<&str> = splitlines(block)
+            .into_iter()
+            .map(strip)
+            .filter(|l| !l.is_empty())
+            .collect();
         if lines.len() >= 2 && is_wrapped(&lines) {
             out.push(join_lines(&lines));
         } else {
@@ -280,7 +308,11 @@ pub fn logical_lines(text: &str) -> Vec<String> {
 /// is), joined by `_join_lines`.
 pub fn body_text(text: &str) -> String {
     let lines = logical_lines(text);
-    let kept: Vec<&str> = lines.iter().map(String::as_str).filter(|l| boilerplate_reason(l).is_none()).collect();
+    let kept: Vec<&str> = lines
+        .iter()
+        .map(String::as_str)
+        .filter(|l| boilerplate_reason(l).is_none())
+        .collect();
     if kept.is_empty() {
         join_lines(&lines.iter().map(String::as_str).collect::<Vec<_>>())
     } else {

@@ -33,7 +33,9 @@ impl PrefixDict {
             if line.is_empty() && lines.peek().is_none() {
                 break; // the end of the last line, not a line
             }
-            let bad = |why: &str| format!("dictionary line {lineno}: {why} (the core reads only what jieba reads)");
+            let bad = |why: &str| {
+                format!("dictionary line {lineno}: {why} (the core reads only what jieba reads)")
+            };
             let line = line.trim_ascii();
             let text = std::str::from_utf8(line).map_err(|_| bad("not UTF-8"))?;
             let mut parts = text.split(' ');
@@ -46,7 +48,9 @@ impl PrefixDict {
                 return Err(bad("a frequency that is not plain digits"));
             }
             let count: u64 = count.parse().map_err(|_| bad("a frequency out of range"))?;
-            total = total.checked_add(count).ok_or_else(|| bad("a total out of range"))?;
+            total = total
+                .checked_add(count)
+                .ok_or_else(|| bad("a total out of range"))?;
             words.push((SliceMap::<u64>::offset_in(&dict, line), word.len(), count));
         }
         if total == 0 {
@@ -64,13 +68,20 @@ impl PrefixDict {
                 }
             }
         }
-        Ok(PrefixDict { freq, log_total: (total as f64).ln() })
+        Ok(PrefixDict {
+            freq,
+            log_total: (total as f64).ln(),
+        })
     }
 
     /// `__cut_DAG_NO_HMM(sentence)`: the tokens of one block, in order.
     pub fn cut<'t>(&self, sentence: &'t str, out: &mut Vec<&'t str>) {
         // byte offset of every character, and of the end
-        let at: Vec<usize> = sentence.char_indices().map(|(i, _)| i).chain(std::iter::once(sentence.len())).collect();
+        let at: Vec<usize> = sentence
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain(std::iter::once(sentence.len()))
+            .collect();
         let n = at.len() - 1;
         let piece = |from: usize, to: usize| &sentence[at[from]..at[to]]; // sentence[from:to]
 

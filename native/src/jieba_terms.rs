@@ -32,15 +32,26 @@ impl JiebaTerms {
         // the two tables load side by side (most of the start time of `query TEXT`)
         let (dict, idf) = std::thread::scope(|scope| {
             let idf = scope.spawn(|| load_idf(idf));
-            (PrefixDict::load(dict), idf.join().expect("the IDF loader panicked"))
+            (
+                PrefixDict::load(dict),
+                idf.join().expect("the IDF loader panicked"),
+            )
         });
         let (dict, (idf, median)) = (dict?, idf?);
-        Ok(JiebaTerms { dict, idf, median, stop_words: stop_words.into_iter().collect() })
+        Ok(JiebaTerms {
+            dict,
+            idf,
+            median,
+            stop_words: stop_words.into_iter().collect(),
+        })
     }
 
     /// The IDF table (word, IDF in thousandths) and its median.
     pub fn idf_table(&self) -> (impl Iterator<Item = (&str, i64)>, i64) {
-        let words = self.idf.iter().map(|(w, v)| (std::str::from_utf8(w).expect("the table is a str"), v));
+        let words = self
+            .idf
+            .iter()
+            .map(|(w, v)| (std::str::from_utf8(w).expect("the table is a str"), v));
         (words, self.median)
     }
 
@@ -54,7 +65,9 @@ impl JiebaTerms {
         let mut rest = text;
         while let Some(first) = rest.chars().next() {
             let han = is_han_default(first);
-            let end = rest.find(|c| is_han_default(c) != han).unwrap_or(rest.len());
+            let end = rest
+                .find(|c| is_han_default(c) != han)
+                .unwrap_or(rest.len());
             let (block, tail) = rest.split_at(end);
             rest = tail;
             if han {
@@ -98,7 +111,11 @@ impl JiebaTerms {
         // idf.get(term, median)) // 1000
         let gram = self.median.div_euclid(GRAM as i64);
         for (term, count) in counts {
-            let idf = if term.starts_with(' ') { gram } else { self.idf.get(term.as_bytes()).unwrap_or(self.median) };
+            let idf = if term.starts_with(' ') {
+                gram
+            } else {
+                self.idf.get(term.as_bytes()).unwrap_or(self.median)
+            };
             sink(term, (log_count(count) * idf).div_euclid(1000));
         }
     }
@@ -111,7 +128,10 @@ impl JiebaTerms {
         }
         if is_letters(&token) {
             // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
-            let padded: Vec<char> = std::iter::once(' ').chain(token.chars()).chain(std::iter::once(' ')).collect();
+            let padded: Vec<char> = std::iter::once(' ')
+                .chain(token.chars())
+                .chain(std::iter::once(' '))
+                .collect();
             for gram in padded.windows(GRAM) {
                 let mut term = String::with_capacity(1 + gram.len() * 4);
                 term.push(' ');
@@ -189,10 +209,17 @@ fn load_idf(text: String) -> Result<(SliceMap<i64>, i64), String> {
         }
         // float(value): plain decimal numbers only here (Python also takes "1_0", " 1",
         // "infinity" ...); anything else makes the core refuse
-        if !value.bytes().all(|b| b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'-' || b == b'+') {
-            return Err(format!("IDF line {}: a value the core does not read like Python", i + 1));
+        if !value.bytes().all(|b| {
+            b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'-' || b == b'+'
+        }) {
+            return Err(format!(
+                "IDF line {}: a value the core does not read like Python",
+                i + 1
+            ));
         }
-        let value: f64 = value.parse().map_err(|_| format!("IDF line {}: not a number", i + 1))?;
+        let value: f64 = value
+            .parse()
+            .map_err(|_| format!("IDF line {}: not a number", i + 1))?;
         let start = SliceMap::<i64>::offset_in(text.as_bytes(), word.as_bytes());
         entries.push((start, word.len(), (value * 1000.0).round_ties_even() as i64));
     }

@@ -15,8 +15,8 @@ pub mod mmh3;
 pub mod normalize;
 pub mod pyre;
 pub mod shingles;
-pub mod slice_map;
 pub mod simhash;
+pub mod slice_map;
 pub mod unicode;
 
 /// What a document's fingerprint came to (the batch's status byte).
@@ -65,7 +65,11 @@ pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<
     featurizer.each_feature(text, &mut |feature, weight| simhash.add(feature, weight));
     if simhash.features == 0 {
         // "empty text" if not text.strip() else "no features (...)"
-        return Err(if unicode::strip(text).is_empty() { Status::EmptyText } else { Status::NoFeatures });
+        return Err(if unicode::strip(text).is_empty() {
+            Status::EmptyText
+        } else {
+            Status::NoFeatures
+        });
     }
     Ok(simhash.finish())
 }
@@ -97,7 +101,11 @@ pub fn fingerprint_batch(
     } else {
         let chunk = texts.len().div_ceil(threads);
         std::thread::scope(|scope| {
-            for ((t, h), s) in texts.chunks(chunk).zip(hashes.chunks_mut(chunk)).zip(status.chunks_mut(chunk)) {
+            for ((t, h), s) in texts
+                .chunks(chunk)
+                .zip(hashes.chunks_mut(chunk))
+                .zip(status.chunks_mut(chunk))
+            {
                 scope.spawn(move || run(t, h, s));
             }
         });

@@ -25,10 +25,18 @@ pub fn hash64(data: &[u8], seed: u32) -> u64 {
         let mut k2 = u64::from_le_bytes(block[8..].try_into().unwrap());
         k1 = k1.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
         h1 ^= k1;
-        h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
+        h1 = h1
+            .rotate_left(27)
+            .wrapping_add(h2)
+            .wrapping_mul(5)
+            .wrapping_add(0x52dc_e729);
         k2 = k2.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
         h2 ^= k2;
-        h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
+        h2 = h2
+            .rotate_left(31)
+            .wrapping_add(h1)
+            .wrapping_mul(5)
+            .wrapping_add(0x3849_5ab5);
     }
     let tail = blocks.remainder();
     let mut k1: u64 = 0;

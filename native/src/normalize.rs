@@ -16,7 +16,11 @@ pub fn normalize(text: &str) -> String {
     // full-width ASCII character or the ideographic space (Python's `_FULL_WIDTH`
     // shortcut), whose NFKC form is one ASCII character that composes with nothing.
     for c in text.chars() {
-        let c = if nfkc_quick(c) { c } else if let Some(narrow) = full_width(c) { narrow } else {
+        let c = if nfkc_quick(c) {
+            c
+        } else if let Some(narrow) = full_width(c) {
+            narrow
+        } else {
             out.clear();
             push_folded(&mut out, &nfkc(text));
             return out;

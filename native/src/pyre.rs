@@ -39,8 +39,7 @@ impl PyRegex {
             prefilter,
             anchored: build(&format!(r"\A(?:{exact})"))
                 .unwrap_or_else(|e| panic!("{source:?}: {e}")),
-            full: build(&format!(r"\A(?:{exact})\z"))
-                .unwrap_or_else(|e| panic!("{source:?}: {e}")),
+            full: build(&format!(r"\A(?:{exact})\z")).unwrap_or_else(|e| panic!("{source:?}: {e}")),
         }
     }
 
@@ -107,24 +106,25 @@ impl PyRegex {
 /// Python's `re` has no backtracking limit: neither has the core (a pathological line is
 /// slow in both, never an error in one).
 fn build(pattern: &str) -> Result<fancy_regex::Regex, fancy_regex::Error> {
-    fancy_regex::RegexBuilder::new(pattern).backtrack_limit(usize::MAX).build()
+    fancy_regex::RegexBuilder::new(pattern)
+        .backtrack_limit(usize::MAX)
+        .build()
 }
 
 /// Python pattern syntax to Rust syntax with Python's classes (see the module comment).
 /// With `relax`, lookarounds and `\b` are dropped (the prefilter).
 pub fn translate(py: &str, relax: bool) -> String {
     let chars: Vec<char> = py.chars().collect();
-    let word_boundary = format!(
-        "(?:(?<=[{w}])(?![{w}])|(?<![{w}])(?=[{w}]))",
-        w = PY_WORD
-    );
+    let word_boundary = format!("(?:(?<=[{w}])(?![{w}])|(?<![{w}])(?=[{w}]))", w = PY_WORD);
     let mut out = String::new();
     let mut in_class = false;
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         if c == '\\' {
-            let e = *chars.get(i + 1).expect("a pattern does not end in a backslash");
+            let e = *chars
+                .get(i + 1)
+                .expect("a pattern does not end in a backslash");
             i += 2;
             let class_body = match e {
                 's' => Some(PY_SPACE),
@@ -198,10 +198,16 @@ pub fn translate(py: &str, relax: bool) -> String {
                     out.push('^');
                     i += 1;
                 }
-                assert!(chars.get(i + 1) != Some(&']'), "a class starting with ] in {py:?}");
+                assert!(
+                    chars.get(i + 1) != Some(&']'),
+                    "a class starting with ] in {py:?}"
+                );
             }
             '$' => out.push_str(r"\z"),
-            '(' if relax && chars.get(i + 1) == Some(&'?') && matches!(chars.get(i + 2), Some('=' | '!' | '<')) => {
+            '(' if relax
+                && chars.get(i + 1) == Some(&'?')
+                && matches!(chars.get(i + 2), Some('=' | '!' | '<')) =>
+            {
                 // skip the whole lookaround group
                 let mut depth = 0;
                 let mut j = i;

@@ -1,7 +1,9 @@
 //! The Python module `dedup_hbase_core`. Use it through `dedup_hbase/native.py`, which
 //! checks the Unicode version and the patterns and falls back to the reference.
 
-use crate::{boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status};
+use crate::{
+    boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -15,7 +17,10 @@ fn texts_of<'a>(items: &'a [Bound<'a, PyAny>]) -> PyResult<Vec<Option<&'a str>>>
             let s = item.cast::<PyString>().map_err(|_| {
                 PyTypeError::new_err(format!(
                     "text must be a str, not {}",
-                    item.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    item.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
                 ))
             })?;
             Ok(s.to_str().ok())
@@ -23,7 +28,10 @@ fn texts_of<'a>(items: &'a [Bound<'a, PyAny>]) -> PyResult<Vec<Option<&'a str>>>
         .collect()
 }
 
-fn features_dict<'py>(py: Python<'py>, features: Vec<(String, i64)>) -> PyResult<Bound<'py, PyDict>> {
+fn features_dict<'py>(
+    py: Python<'py>,
+    features: Vec<(String, i64)>,
+) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (term, weight) in features {
         dict.set_item(term, weight)?;
@@ -45,7 +53,12 @@ fn batch<'py>(
     Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
 }
 
-fn single(py: Python<'_>, featurizer: &dyn Featurize, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+fn single(
+    py: Python<'_>,
+    featurizer: &dyn Featurize,
+    text: &Bound<'_, PyAny>,
+    seed: u32,
+) -> PyResult<(u64, u8)> {
     let item = [text.clone()];
     let strs = texts_of(&item)?;
     let text = strs[0];
@@ -59,7 +72,9 @@ fn single(py: Python<'_>, featurizer: &dyn Featurize, text: &Bound<'_, PyAny>, s
 }
 
 fn str_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
-    let s = text.cast::<PyString>().map_err(|_| PyTypeError::new_err("text must be a str"))?;
+    let s = text
+        .cast::<PyString>()
+        .map_err(|_| PyTypeError::new_err("text must be a str"))?;
     Ok(s.to_str()
         .map_err(|_| PyValueError::new_err("a text with a lone surrogate cannot enter the core"))?
         .to_owned())
@@ -72,7 +87,12 @@ struct Jieba(JiebaTerms);
 #[pymethods]
 impl Jieba {
     #[new]
-    fn new(py: Python<'_>, dict_path: String, idf_path: String, stop_words: Vec<String>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        dict_path: String,
+        idf_path: String,
+        stop_words: Vec<String>,
+    ) -> PyResult<Self> {
         py.detach(|| {
             let dict = std::fs::read(&dict_path).map_err(|e| format!("{dict_path}: {e}"))?;
             let idf = std::fs::read_to_string(&idf_path).map_err(|e| format!("{idf_path}: {e}"))?;
@@ -89,7 +109,11 @@ impl Jieba {
     }
 
     /// `JiebaFeaturizer.features(text)`
-    fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    fn features<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let text = str_arg(text)?;
         let features = py.detach(|| Featurize::features(&self.0, &text));
         features_dict(py, features)
@@ -104,7 +128,12 @@ impl Jieba {
     }
 
     /// `(simhash, status)`: status 0 ok, 1 empty text, 2 no features, 3 lone surrogate
-    fn fingerprint(&self, py: Python<'_>, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+    fn fingerprint(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        seed: u32,
+    ) -> PyResult<(u64, u8)> {
         single(py, &self.0, text, seed)
     }
 
@@ -140,18 +169,29 @@ impl ShingleCore {
     #[new]
     fn new(n: usize) -> PyResult<Self> {
         if !(1..=16).contains(&n) {
-            return Err(PyValueError::new_err(format!("shingle size must be between 1 and 16, not {n}")));
+            return Err(PyValueError::new_err(format!(
+                "shingle size must be between 1 and 16, not {n}"
+            )));
         }
         Ok(ShingleCore(Shingles(n)))
     }
 
-    fn features<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    fn features<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let text = str_arg(text)?;
         let features = py.detach(|| Featurize::features(&self.0, &text));
         features_dict(py, features)
     }
 
-    fn fingerprint(&self, py: Python<'_>, text: &Bound<'_, PyAny>, seed: u32) -> PyResult<(u64, u8)> {
+    fn fingerprint(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        seed: u32,
+    ) -> PyResult<(u64, u8)> {
         single(py, &self.0, text, seed)
     }
 
@@ -196,7 +236,13 @@ fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("UNIDATA_VERSION", unicode::UNIDATA_VERSION)?;
     m.add("BUILT_FOR_PYTHON", unicode::PYTHON_VERSION)?;
-    m.add("PATTERNS", boilerplate::PATTERNS.iter().copied().collect::<std::collections::HashMap<_, _>>())?;
+    m.add(
+        "PATTERNS",
+        boilerplate::PATTERNS
+            .iter()
+            .copied()
+            .collect::<std::collections::HashMap<_, _>>(),
+    )?;
     m.add("JIEBA_VERSION", 2)?;
     m.add("SHINGLES_VERSION", 1)?;
     m.add_class::<Jieba>()?;

@@ -16,7 +16,12 @@ pub struct SimHash {
 
 impl SimHash {
     pub fn new(seed: u32) -> SimHash {
-        SimHash { seed, set: [0; 64], total: 0, features: 0 }
+        SimHash {
+            seed,
+            set: [0; 64],
+            total: 0,
+            features: 0,
+        }
     }
 
     /// One feature: its weight counts for every bit set in its hash (UTF-8, `seed`).

@@ -26,7 +26,10 @@ impl<V: Copy> SliceMap<V> {
         if text.len() > u32::MAX as usize {
             return Err("a table over 4 GiB".into());
         }
-        Ok(SliceMap { text, table: HashTable::with_capacity(capacity) })
+        Ok(SliceMap {
+            text,
+            table: HashTable::with_capacity(capacity),
+        })
     }
 
     pub fn text(&self) -> &[u8] {
@@ -44,7 +47,9 @@ impl<V: Copy> SliceMap<V> {
     /// The value of ``key``, if it is a key.
     pub fn get(&self, key: &[u8]) -> Option<V> {
         let text = &self.text;
-        self.table.find(hash(key), |&(s, l, _)| slice(text, s, l) == key).map(|&(_, _, v)| v)
+        self.table
+            .find(hash(key), |&(s, l, _)| slice(text, s, l) == key)
+            .map(|&(_, _, v)| v)
     }
 
     /// Make ``text[start..start + len]`` a key with ``value``; an existing key keeps its
@@ -52,7 +57,11 @@ impl<V: Copy> SliceMap<V> {
     pub fn set(&mut self, start: usize, len: usize, value: V, replace: bool) {
         let SliceMap { text, table } = self;
         let key = &text[start..start + len];
-        let entry = table.entry(hash(key), |&(s, l, _)| slice(text, s, l) == key, |&(s, l, _)| hash(slice(text, s, l)));
+        let entry = table.entry(
+            hash(key),
+            |&(s, l, _)| slice(text, s, l) == key,
+            |&(s, l, _)| hash(slice(text, s, l)),
+        );
         match entry {
             Entry::Occupied(mut found) => {
                 if replace {
@@ -67,7 +76,9 @@ impl<V: Copy> SliceMap<V> {
 
     /// Every key and its value, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], V)> {
-        self.table.iter().map(|&(s, l, v)| (slice(&self.text, s, l), v))
+        self.table
+            .iter()
+            .map(|&(s, l, v)| (slice(&self.text, s, l), v))
     }
 
     /// The offset in ``text`` of ``part``, a slice of it.

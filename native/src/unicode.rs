@@ -88,7 +88,10 @@ pub fn ccc(c: char) -> u8 {
 /// `unicodedata.normalize("NFKD", ch)` when it differs from `ch`
 pub fn nfkd(c: char) -> Option<&'static str> {
     let cp = c as u32;
-    tables::DECOMP.binary_search_by_key(&cp, |&(k, _)| k).ok().map(|i| tables::DECOMP[i].1)
+    tables::DECOMP
+        .binary_search_by_key(&cp, |&(k, _)| k)
+        .ok()
+        .map(|i| tables::DECOMP[i].1)
 }
 
 /// The character NFC composes `a` (a starter) and `b` into, if any
@@ -103,7 +106,10 @@ pub fn compose(a: char, b: char) -> Option<char> {
 /// `ch.casefold()` when it differs from `ch`
 pub fn casefold(c: char) -> Option<&'static str> {
     let cp = c as u32;
-    tables::CASEFOLD.binary_search_by_key(&cp, |&(k, _)| k).ok().map(|i| tables::CASEFOLD[i].1)
+    tables::CASEFOLD
+        .binary_search_by_key(&cp, |&(k, _)| k)
+        .ok()
+        .map(|i| tables::CASEFOLD[i].1)
 }
 
 /// `s.strip()`: Python white space off both ends
