@@ -127,14 +127,43 @@ def load(files: Annotated[list[str], typer.Argument(help="Files or folders; - fo
          batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
-         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False) -> None:
+         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
+         engine: Annotated[str, typer.Option(help="local (this machine's cores, Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load).")] = "local",
+         spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master.")] = "local[*]",
+         spark_conf: Annotated[Optional[list[str]], typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
+         staging: Annotated[Optional[str], typer.Option(help="--engine spark: folder (or URI) for the HFiles before they are bulk-loaded (default: the temp folder).")] = None) -> None:
     """Bulk-load documents into the index, on every core. Bad records are reported and
     skipped. Interrupted? Run the same command again: it resumes where it stopped, and
     once finished it does nothing."""
     from .progress import LoadProgress
 
+    if engine not in ("local", "spark"):
+        raise ValueError(f"--engine is local or spark, not {engine!r}")
     index = _open_index(store)
     key = input_identity(files, fmt, id_field, text_field, fingerprints, skip_near_dups)
+    if engine == "spark":
+        if skip_near_dups or groups:
+            raise ValueError("--skip-near-dups and --groups need --engine local (they look up each batch "
+                             "in the index as it grows)")
+        conf = {}
+        for item in spark_conf or []:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise ValueError(f"--spark-conf takes KEY=VALUE, not {item!r}")
+            conf[name.strip()] = value
+        from .spark import spark_load
+
+        reject_file = open(rejects, "w", encoding="utf-8") if rejects else None
+        try:
+            report = spark_load(index, files, fmt=fmt, id_field=id_field, text_field=text_field,
+                                fingerprints=fingerprints, rejects=reject_file, spark_master=spark_master,
+                                spark_conf=conf, staging=staging, checkpoint=key, restart=restart,
+                                batch_size=batch_size)
+        finally:
+            if reject_file:
+                reject_file.close()
+        _load_summary(index, report, json_, skip_near_dups)
+        return
     records = read_records(files, fmt, Fields(id=id_field, text=text_field))
     reject_file = open(rejects, "a" if key and not restart else "w", encoding="utf-8") if rejects else None
     try:
@@ -146,6 +175,10 @@ def load(files: Annotated[list[str], typer.Argument(help="Files or folders; - fo
     finally:
         if reject_file:
             reject_file.close()
+    _load_summary(index, report, json_, skip_near_dups)
+
+
+def _load_summary(index: Index, report, json_: bool, skip_near_dups: bool) -> None:
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
         return

@@ -14,6 +14,9 @@ URL options (all optional)::
                            gateway restarting: about 20 s of back-off in all)
     admin_port=9091        the Thrift2 gateway, used only by ``create`` (split keys, bloom filter,
                            encoding, compression: Thrift1 cannot set them)
+    zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
+                           boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
+    zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
 
 Every unit of work (a get, one fully consumed scan, one batch of mutations) runs in
 ``_run``: it leases a pooled connection, does the work, returns the connection,
@@ -39,7 +42,8 @@ from .base import Item, Store, prefix_end
 logger = logging.getLogger(__name__)
 
 _OPTIONS = {"table_prefix": str, "transport": str, "protocol": str, "pool_size": int,
-            "batch_size": int, "wal": str, "timeout": int, "retries": int, "admin_port": int}
+            "batch_size": int, "wal": str, "timeout": int, "retries": int, "admin_port": int,
+            "zk": str, "zk_parent": str}
 _FAMILY = b"d"
 
 
@@ -49,7 +53,8 @@ class HBaseStore(Store):
     def __init__(self, host: str = "127.0.0.1", port: int = 9090, *, table_prefix: str = "dedup",
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 8,
-                 admin_port: int = 9091, url: str | None = None) -> None:
+                 admin_port: int = 9091, zk: str | None = None, zk_parent: str | None = None,
+                 url: str | None = None) -> None:
         if transport not in ("buffered", "framed"):
             raise ValueError(f"transport must be buffered or framed, not {transport!r}")
         if protocol not in ("binary", "compact"):
@@ -61,6 +66,7 @@ class HBaseStore(Store):
         if not table_prefix.replace("_", "").isalnum():
             raise ValueError(f"table_prefix may hold letters, digits and _ only, not {table_prefix!r}")
         self.host, self.port, self.admin_port = host, port, admin_port
+        self.zk, self.zk_parent = zk, zk_parent
         self.table_prefix = table_prefix
         self.transport, self.protocol = transport, protocol
         self.pool_size, self.batch_size, self.wal = pool_size, batch_size, wal

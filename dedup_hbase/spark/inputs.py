@@ -1,0 +1,164 @@
+"""What the Spark job reads: the input files, planned on the driver exactly as
+``corpus.read_records`` walks them, and parsed in the Python workers with corpus.py's
+own readers, so every record has the same source, line, id, text and error as in a
+local load.
+
+* Line formats (JSONL, CSV, TSV, text, whole files; plain or compressed): one row per
+  file, one file per task. A local file is opened by its path in the worker (nothing is
+  read whole); a file on another file system (``hdfs://``, ``s3a://``...) comes through
+  Spark's ``binaryFile`` source, its bytes in one row (Spark's limit: 2 GB per file).
+* Parquet: Spark's own Parquet reader (row groups split across tasks); the line of a
+  record is its row number in the file (``_metadata.row_index`` + 1), as in a local load.
+
+Every record carries ``ordinal`` (the file's place in the input order) and ``line``:
+together they give the input order that "the last of several records with one id
+wins" needs.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..corpus import FORMATS, STRUCTURED, Fields, Record, format_of, parquet_record, read_opened
+
+RECORD_SCHEMA = ("ordinal int, line long, source string, id string, text string, simhash long, "
+                 "title string, error string, length long, text_bytes long")
+FILE_SCHEMA = "ordinal int, path string, source string, fmt string, doc_id string"
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class InputFile:
+    ordinal: int
+    path: str       # a local path, or a URI Spark's Hadoop file systems read
+    source: str     # as a local load names it in records and rejects
+    fmt: str        # a corpus format, "file" for a document per file
+    doc_id: str | None  # the id of a whole-file document (folders)
+
+    @property
+    def remote(self) -> bool:
+        return is_uri(self.path)
+
+
+def is_uri(path: str) -> bool:
+    scheme = urlsplit(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
+    """The files of ``paths`` in the order ``corpus.read_records`` reads them.
+    ``list_remote(uri)``: the files under a URI, sorted (Hadoop file systems, from the driver)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    out: list[InputFile] = []
+
+    def add(path: str, source: str, file_fmt: str, doc_id: str | None = None) -> None:
+        out.append(InputFile(len(out), path, source, file_fmt, doc_id))
+
+    for path in paths:
+        if path == "-":
+            raise ValueError("--engine spark reads files, not stdin: save the input to a file "
+                             "(or use --engine local)")
+        if is_uri(path):
+            if list_remote is None:
+                raise ValueError(f"cannot list {path}")
+            for uri, relative in list_remote(path):
+                structured = format_of(Path(uri)) in STRUCTURED
+                if relative is None:
+                    add(uri, uri, fmt)
+                else:
+                    add(uri, uri, fmt if fmt != "auto" or structured else "file", relative)
+            continue
+        if path.startswith("file:"):
+            path = unquote(urlsplit(path).path)
+        p = Path(path)
+        if p.is_dir():
+            for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
+                structured = format_of(f) in STRUCTURED
+                add(str(f), str(f), fmt if fmt != "auto" or structured else "file", str(f.relative_to(p)))
+        elif p.exists():
+            add(path, path, fmt)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return out
+
+
+def is_parquet(f: InputFile) -> bool:
+    return f.fmt == "parquet" or (f.fmt == "auto" and format_of(Path(f.path)) == "parquet")
+
+
+# -- in the Python workers ----------------------------------------------------------------
+
+
+def _record_batch(records: list[tuple]):
+    import pyarrow as pa
+
+    columns = list(zip(*records)) if records else [[] for _ in range(10)]
+    types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.string(),
+             pa.int64(), pa.int64()]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(values, t) for values, t in zip(columns, types)],
+        names=["ordinal", "line", "source", "id", "text", "simhash", "title", "error", "length", "text_bytes"])
+
+
+def _row(ordinal: int, r: Record) -> tuple:
+    # a given simhash (0 .. 2^64-1) travels as a signed 64-bit long; text keeps lone
+    # surrogates (invalid UTF-8 of a rejected line) out of Arrow
+    # (the readers never give a record text with lone surrogates: invalid UTF-8 is an error)
+    simhash = None if r.simhash is None else r.simhash - (1 << 64) if r.simhash >= 1 << 63 else r.simhash
+    text = r.text
+    length = len(text) if text is not None else None
+    text_bytes = len(text.encode("utf-8", "surrogateescape")) if text else 0  # as loader.load counts
+    return (ordinal, r.line, r.source, r.id, text, simhash, r.title, r.error, length, text_bytes)
+
+
+def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None):
+    """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
+    -> records (RECORD_SCHEMA), read with corpus.py's readers."""
+    def run(batches):
+        for batch in batches:
+            for row in batch.to_pylist():
+                if by_path is not None:  # binaryFile rows: path, content
+                    f = by_path[row["path"]]
+                    opened = io.BytesIO(row["content"])
+                else:
+                    f = InputFile(row["ordinal"], row["path"], row["source"], row["fmt"], row["doc_id"])
+                    opened = open(f.path, "rb")
+                with opened as raw:
+                    out = []
+                    for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id):
+                        out.append(_row(f.ordinal, record))
+                        if len(out) >= BATCH:
+                            yield _record_batch(out)
+                            out = []
+                    if out:
+                        yield _record_batch(out)
+    return run
+
+
+def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: list[str]):
+    """mapInArrow function: Spark's Parquet rows (the record's columns + file_path, row_index)
+    -> records, as ``corpus`` reads a Parquet file."""
+    def run(batches) -> Iterator:
+        for batch in batches:
+            out = []
+            for row in batch.to_pylist():
+                f = by_path[_local_key(row.pop("_file_path"))]
+                line = row.pop("_row_index") + 1
+                obj = {name: row[f"c{i}"] for i, name in enumerate(columns) if f"c{i}" in row}
+                out.append(_row(f.ordinal, parquet_record(obj, f.source, line, fields)))
+            if out:
+                yield _record_batch(out)
+    return run
+
+
+def _local_key(uri: str) -> str:
+    """``file:///a/b`` -> ``/a/b`` (the key of a local file); other URIs unchanged."""
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return str(Path(unquote(parts.path)))
+    return uri

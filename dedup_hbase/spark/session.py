@@ -1,0 +1,95 @@
+"""The SparkSession of a load, and the JVM helper's jars.
+
+``spark.jars`` = the project's helper (jvm/, built by Maven) + hbase-shaded-mapreduce: HBase
+with every third-party library relocated and no Hadoop, next to Spark's own Hadoop client
+(hadoop-client-api/-runtime), so neither side's guava, protobuf, netty or ZooKeeper meets
+the other's. The same jars go to the driver and, through ``spark.jars``, to every executor.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from ..errors import DedupError
+
+JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
+_REPO = Path(__file__).resolve().parent.parent.parent
+_POM = _REPO / "jvm" / "pom.xml"
+_TARGET = _REPO / "jvm" / "target"
+
+
+def helper_jars(build: bool = True) -> list[str]:
+    """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones
+    jvm/pom.xml builds (built now, once, if Maven is there and they are not)."""
+    given = os.environ.get(JARS_ENV)
+    if given:
+        jars = [j for j in given.split(",") if j]
+        missing = [j for j in jars if not Path(j).exists()]
+        if missing:
+            raise DedupError(f"${JARS_ENV} names missing jars: {', '.join(missing)}")
+        return jars
+    main = _TARGET / "dedup-hbase-spark.jar"
+    if not main.exists() or not list((_TARGET / "lib").glob("*.jar")):
+        if not (build and _POM.exists() and shutil.which("mvn")):
+            raise DedupError("the Spark engine's JVM helper is not built: run scripts/build-spark-helper "
+                             f"(Maven, from {_POM}), or set ${JARS_ENV} to its jars")
+        print("dedup-hbase: building the Spark engine's JVM helper with Maven (once) ...", file=sys.stderr)
+        result = subprocess.run(["mvn", "-B", "-q", "-f", str(_POM), "package"], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise DedupError(f"Maven could not build {_POM}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
+    return [str(main)] + sorted(str(j) for j in (_TARGET / "lib").glob("*.jar"))
+
+
+def _log_config() -> str:
+    with resources.as_file(resources.files("dedup_hbase.spark").joinpath("log4j2.properties")) as path:
+        return str(path)
+
+
+def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None):
+    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise DedupError("--engine spark needs PySpark: pip install 'dedup-hbase[spark]' (and Java 17+)") from None
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
+    if master.startswith("local"):
+        # the Python workers of a local Spark run this same Python (with dedup-hbase installed)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: loopback, no interface scan
+    java_opts = (f"-Dlog4j2.configurationFile=file:{_log_config()} "
+                 "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true")
+    settings = {
+        "spark.app.name": "dedup-hbase load",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        "spark.sql.shuffle.partitions": "16",
+    }
+    if master.startswith("local"):
+        settings["spark.driver.memory"] = "2g"
+    if jars:
+        # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
+        # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
+        # loader of Spark's Hadoop jars (package-private access). On a cluster the jars must be
+        # on every node at these paths, or shipped with spark.jars plus
+        # spark.executor.extraClassPath=<jar file names> (YARN and Kubernetes put them in the
+        # executor's working folder).
+        classpath = os.pathsep.join(jars)
+        settings["spark.driver.extraClassPath"] = classpath
+        settings["spark.executor.extraClassPath"] = classpath
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
