@@ -95,17 +95,19 @@ def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | 
 
 
 def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Fields = Fields(),
-                doc_id: str | None = None) -> Iterator[Record]:
+                doc_id: str | None = None, first_line: int = 1, decompress: bool = True) -> Iterator[Record]:
     """Records of one input file already opened (``raw``: its bytes, compressed or not),
     named ``path`` (for the format and the id of a whole-file document) and ``source`` in
-    the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document)."""
-    stream = _decompress(raw)
+    the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
+    A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
+    as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
+    stream = _decompress(raw) if decompress else io.BufferedReader(raw)
     if fmt == "auto":
         fmt = _format_of(path)
     if fmt == "file":
         yield _whole_file(stream, source, doc_id or path.name)
     else:
-        yield from _read_stream(stream, source, fmt, fields)
+        yield from _read_stream(stream, source, fmt, fields, first_line)
 
 
 def format_of(path: Path) -> str:
@@ -142,7 +144,12 @@ def _text(stream: IO[bytes]) -> IO[str]:
     return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
 
 
-def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields) -> Iterator[Record]:
+def is_compressed(head: bytes) -> bool:
+    """Whether a file starting with these bytes is read through a decompressor."""
+    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"))
+
+
+def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
     if fmt == "auto":  # stdin: sniff
         head = stream.peek(64)[:64].lstrip() if hasattr(stream, "peek") else b""
         fmt = "jsonl" if head.startswith(b"{") else "parquet" if head.startswith(b"PAR1") else "lines"
@@ -151,17 +158,17 @@ def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields) -> It
         return
     text = _text(stream)
     if fmt == "jsonl":
-        yield from _jsonl(text, source, fields)
+        yield from _jsonl(text, source, fields, first_line)
     elif fmt in ("csv", "tsv"):
         yield from _table(text, source, fields, "," if fmt == "csv" else "\t")
     elif fmt == "lines":
-        yield from _lines(text, source)
+        yield from _lines(text, source, first_line)
     else:
         yield _whole_file(stream, source, source)
 
 
-def _jsonl(text: IO[str], source: str, fields: Fields) -> Iterator[Record]:
-    for number, line in enumerate(text, 1):
+def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
+    for number, line in enumerate(text, first_line):
         if not line.strip():
             continue
         if _BAD_UTF8.search(line):
@@ -238,9 +245,9 @@ def parquet_record(row: dict[str, Any], source: str, line: int, fields: Fields) 
     return _from_fields(row, source, line, fields)
 
 
-def _lines(text: IO[str], source: str) -> Iterator[Record]:
+def _lines(text: IO[str], source: str, first_line: int = 1) -> Iterator[Record]:
     name = Path(source).name
-    for number, line in enumerate(text, 1):
+    for number, line in enumerate(text, first_line):
         line = line.rstrip("\r\n")
         if not line.strip():
             continue

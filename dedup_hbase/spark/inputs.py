@@ -27,8 +27,11 @@ from ..corpus import FORMATS, STRUCTURED, Fields, Record, format_of, parquet_rec
 
 RECORD_SCHEMA = ("ordinal int, line long, source string, id string, text string, simhash long, "
                  "title string, error string, length long, text_bytes long")
-FILE_SCHEMA = "ordinal int, path string, source string, fmt string, doc_id string"
+FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
+               "first_line long")
 BATCH = 2000
+MIN_PIECE = 4 << 20     # bytes: a big uncompressed JSONL or text file is read in pieces of at least this
+MAX_PIECE = 128 << 20
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class InputFile:
     source: str     # as a local load names it in records and rejects
     fmt: str        # a corpus format, "file" for a document per file
     doc_id: str | None  # the id of a whole-file document (folders)
+    start: int = 0      # a piece of the file: bytes start..end (end -1: to the end), whose
+    end: int = -1       # first line is line first_line of the file
+    first_line: int = 1
 
     @property
     def remote(self) -> bool:
@@ -87,6 +93,42 @@ def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
     return out
 
 
+def pieces(f: InputFile, parallelism: int) -> list[InputFile]:
+    """A local, uncompressed JSONL or text file cut at line ends into pieces read by
+    separate tasks (each knows the number of its first line); any other file: itself.
+    Files holding a carriage return are not cut (a lone CR ends a line for the readers)."""
+    from ..corpus import is_compressed
+
+    fmt = format_of(Path(f.path)) if f.fmt == "auto" else f.fmt
+    if f.remote or fmt not in ("jsonl", "lines"):
+        return [f]
+    size = Path(f.path).stat().st_size
+    piece = min(MAX_PIECE, max(MIN_PIECE, -(-size // max(1, parallelism))))
+    if size < 2 * piece:
+        return [f]
+    with open(f.path, "rb") as raw:
+        if is_compressed(raw.read(6)):
+            return [f]
+        raw.seek(0)
+        cuts, lines, position, target = [(0, 1)], 1, 0, piece
+        while block := raw.read(8 << 20):
+            if b"\r" in block:
+                return [f]
+            while position + len(block) > target:
+                newline = block.find(b"\n", max(0, target - position))
+                if newline < 0:
+                    break
+                cut = position + newline + 1
+                if cut < size:
+                    cuts.append((cut, lines + block.count(b"\n", 0, newline + 1)))
+                target = cut + piece
+            lines += block.count(b"\n")
+            position += len(block)
+    bounds = [c for c, _ in cuts[1:]] + [-1]
+    return [InputFile(f.ordinal, f.path, f.source, fmt, f.doc_id, start, end, first)
+            for (start, first), end in zip(cuts, bounds)]
+
+
 def is_parquet(f: InputFile) -> bool:
     return f.fmt == "parquet" or (f.fmt == "auto" and format_of(Path(f.path)) == "parquet")
 
@@ -122,15 +164,23 @@ def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None):
     def run(batches):
         for batch in batches:
             for row in batch.to_pylist():
+                whole = True
                 if by_path is not None:  # binaryFile rows: path, content
                     f = by_path[row["path"]]
                     opened = io.BytesIO(row["content"])
                 else:
-                    f = InputFile(row["ordinal"], row["path"], row["source"], row["fmt"], row["doc_id"])
-                    opened = open(f.path, "rb")
+                    f = InputFile(**row)
+                    if f.start == 0 and f.end < 0:
+                        opened = open(f.path, "rb")
+                    else:
+                        whole = False
+                        with open(f.path, "rb") as raw:
+                            raw.seek(f.start)
+                            opened = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
                 with opened as raw:
                     out = []
-                    for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id):
+                    for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id,
+                                              f.first_line, decompress=whole):
                         out.append(_row(f.ordinal, record))
                         if len(out) >= BATCH:
                             yield _record_batch(out)

@@ -31,6 +31,7 @@ files into HBase (a copy when the file systems differ).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
@@ -45,6 +46,20 @@ from ..loader import LoadReport, _Checkpoint
 from ..schema import load_schema, table_name
 from . import inputs, stages
 from .session import helper_jars, make_session
+
+logger = logging.getLogger(__name__)
+
+
+class _Clock:
+    """Elapsed time of each step, logged (``logging`` at INFO, logger dedup_hbase.spark.job)."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def __call__(self, step: str) -> None:
+        now = time.perf_counter()
+        logger.info("%-28s %7.2f s", step, now - self.last)
+        self.last = now
 
 
 def spark_load(index: Index, files: list[str], *, fmt: str = "auto", id_field: str = "id",
@@ -75,22 +90,24 @@ def spark_load(index: Index, files: list[str], *, fmt: str = "auto", id_field: s
     started = time.perf_counter()
     job_ms = int(time.time() * 1000)
     own_session = spark is None
+    clock = _Clock()
     if own_session:
         spark = make_session(spark_master, spark_conf, helper_jars() if hbase else None)
+        clock("spark session")
     try:
         fields = Fields(id=id_field, text=text_field)
-        records = _records(spark, files, fmt, fields)
-        fingerprinted = records.mapInArrow(stages.fingerprint(index.fingerprinter.spec, fingerprints),
-                                           stages.FINGERPRINTED_SCHEMA)
+        fingerprinted = _fingerprinted(spark, files, fmt, fields, index.fingerprinter.spec, fingerprints)
         from pyspark import StorageLevel
 
         fingerprinted = fingerprinted.persist(StorageLevel.MEMORY_AND_DISK)
         report = LoadReport()
         _account(fingerprinted, report, rejects)
+        clock("read, fingerprint, account")
         if hbase:
-            _bulk_load(spark, index, fingerprinted, report, staging, checkpoint, job_ms, _stop_after)
+            _bulk_load(spark, index, fingerprinted, report, staging, checkpoint, job_ms, _stop_after, clock)
         else:
             _driver_writes(index, fingerprinted, report, batch_size, job_ms)
+            clock("driver writes")
         fingerprinted.unpersist()
     finally:
         if own_session:
@@ -103,42 +120,51 @@ def spark_load(index: Index, files: list[str], *, fmt: str = "auto", id_field: s
 # -- reading -------------------------------------------------------------------------------
 
 
-def _records(spark, files: list[str], fmt: str, fields: Fields):
-    """The records of the input files (inputs.RECORD_SCHEMA), one DataFrame."""
+def _fingerprinted(spark, files: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool):
+    """The input records, fingerprinted (stages.FINGERPRINTED_SCHEMA), one DataFrame."""
     from pyspark.sql import functions as F
 
+    fingerprint = stages.fingerprint(spec, use_simhash)
+    parallelism = spark.sparkContext.defaultParallelism
     planned = inputs.plan(files, fmt, lambda uri: _list_remote(spark, uri))
     if not planned:
         raise DedupError("no input files")
     parquet = [f for f in planned if inputs.is_parquet(f)]
-    lines = [f for f in planned if not inputs.is_parquet(f)]
+    lines = [piece for f in planned if not inputs.is_parquet(f) for piece in inputs.pieces(f, parallelism)]
+    # fewer pieces than cores (one big compressed file): spread the records over every core
+    # before fingerprinting (a shuffle of the texts); else parse and fingerprint in one pass
+    spread = len(lines) < parallelism and not parquet and not use_simhash
+
+    def then_fingerprint(parse):
+        return parse if spread else (lambda batches: fingerprint(parse(batches)))
+
+    schema = inputs.RECORD_SCHEMA if spread else stages.FINGERPRINTED_SCHEMA
     parts = []
     local = [f for f in lines if not f.remote]
     if local:
-        rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id) for f in local]
+        rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
+                for f in local]
         frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
-        parts.append(frame.mapInArrow(inputs.parse_files(fields), inputs.RECORD_SCHEMA))
+        parts.append(frame.mapInArrow(then_fingerprint(inputs.parse_files(fields)), schema))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
         frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, by_uri), inputs.RECORD_SCHEMA))
+        parts.append(frame.mapInArrow(then_fingerprint(inputs.parse_files(fields, by_uri)), schema))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
-        frame = spark.read.option("mergeSchema", "true").parquet(*[p if inputs.is_uri(p) else os.path.abspath(p)
-                                                                   for p in by_path])
+        frame = spark.read.option("mergeSchema", "true").parquet(*by_path)
         columns = parquet_columns(frame.columns, fields)
         selected = frame.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(columns)],
                                 F.col("_metadata.file_path").alias("_file_path"),
                                 F.col("_metadata.row_index").alias("_row_index"))
-        parts.append(selected.mapInArrow(inputs.parse_parquet_rows(fields, by_path, columns), inputs.RECORD_SCHEMA))
+        parts.append(selected.mapInArrow(then_fingerprint(inputs.parse_parquet_rows(fields, by_path, columns)),
+                                         schema))
     records = parts[0]
     for part in parts[1:]:
         records = records.unionByName(part)
-    parallelism = spark.sparkContext.defaultParallelism
-    if len(lines) < parallelism and not parquet:
-        # fewer files than cores: spread the records so that every core fingerprints
-        records = records.repartition(parallelism)
+    if spread:
+        records = records.repartition(parallelism).mapInArrow(fingerprint, stages.FINGERPRINTED_SCHEMA)
     return records
 
 
@@ -235,7 +261,7 @@ def spark_partition_targets(partitions: int) -> list[int]:
 
 
 def _bulk_load(spark, index: Index, fingerprinted, report: LoadReport, staging: str | None,
-               checkpoint: str | None, job_ms: int, stop_after: str | None) -> None:
+               checkpoint: str | None, job_ms: int, stop_after: str | None, clock=lambda step: None) -> None:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -264,6 +290,7 @@ def _bulk_load(spark, index: Index, fingerprinted, report: LoadReport, staging: 
     else:
         known = 0
     report.new = distinct - known
+    clock("last of each id, known ids")
 
     parallelism = spark.sparkContext.defaultParallelism
     root = _staging_root(staging)
@@ -280,19 +307,23 @@ def _bulk_load(spark, index: Index, fingerprinted, report: LoadReport, staging: 
             partitions = (len(splits) + 1) * per_region
             targets = spark_partition_targets(partitions)
             source = winners.select("id", "simhash") if table == "index" else winners
-            rows = (source.mapInArrow(make_rows(splits, targets, per_region), stages.ROW_SCHEMA)
-                    .repartition(partitions, "part").sortWithinPartitions("key", "qualifier")
-                    .select("key", "qualifier", "value"))
+            rows = source.mapInArrow(make_rows(splits, targets, per_region), stages.ROW_SCHEMA)
+            if table == "index" or splits:
+                rows = rows.repartition(partitions, "part")
+            # else: one region, and the winners are partitioned by id already: no shuffle
+            rows = rows.sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
             t = schema["tables"][table]
             written = helper.HFileWriter.write(
                 rows._jdf.javaRDD(), f"{job_dir}/{table}", name, family, t["compression"],
                 t["data_block_encoding"], t["bloom_filter"], int(t.get("bloom_prefix_length") or 0),
                 65536, ",".join(s.hex() for s in splits), job_ms, job_ms)
             plans.append((name, f"{job_dir}/{table}", list(written)))
+            clock(f"HFiles of {table} ({len(written)})")
         winners.unpersist()
         for name, folder, written in plans:
             if written:
-                helper.BulkLoad.load(*zk, name, folder)
+                helper.BulkLoad.load(*zk, name, folder, False)
+                clock(f"bulk load of {name}")
             if stop_after == name.rsplit("_", 1)[-1]:
                 raise _Stopped(f"stopped after bulk-loading {name} (test)")
     finally:

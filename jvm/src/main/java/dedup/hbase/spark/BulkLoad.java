@@ -51,11 +51,13 @@ public final class BulkLoad {
   /**
    * Hand every HFile under {@code dir/<family>/} to the table's region servers. A file that
    * straddles a region boundary (the table was split since the files were cut) is split by
-   * BulkLoadHFiles itself. Returns the number of files loaded.
+   * BulkLoadHFiles itself. {@code copy}: copy the files into HBase and leave them (else they
+   * are moved when HBase shares their file system). Returns the number of files loaded.
    */
-  public static int load(String quorum, int port, String znodeParent, String table, String dir)
-      throws Exception {
+  public static int load(String quorum, int port, String znodeParent, String table, String dir,
+      boolean copy) throws Exception {
     Configuration conf = conf(quorum, port, znodeParent);
+    conf.setBoolean(BulkLoadHFiles.ALWAYS_COPY_FILES, copy);
     // one load may bring a file per Spark partition to a region: do not refuse many files
     conf.setInt(BulkLoadHFiles.MAX_FILES_PER_REGION_PER_FAMILY, Integer.MAX_VALUE);
     Map<BulkLoadHFiles.LoadQueueItem, java.nio.ByteBuffer> loaded =
