@@ -288,9 +288,11 @@ def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path
     helper = spark.sparkContext._jvm.dedup.hbase.spark
     folder = f"file://{tmp_path}/job/index"
     name = table_name(store.table_prefix, "index")
-    written = helper.HFileWriter.write(cells._jdf.javaRDD(), folder, name, "d", t["compression"],
-                                       t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"],
-                                       65536, ",".join(s.hex() for s in splits), 1234567890123, 7)
+    spec = "\t".join([folder, name, "d", t["compression"], t["data_block_encoding"], t["bloom_filter"],
+                      str(t["bloom_prefix_length"]), "65536", ",".join(s.hex() for s in splits)])
+    firsts = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.int, 1)
+    written = helper.HFileWriter.write(cells._jdf.queryExecution().toRdd().toJavaRDD(), spec, firsts,
+                                       1234567890123, 7)
     assert len(written) == 16 and sum(int(w.split("\t")[1]) for w in written) == 8000
     zk = store.zk.rpartition(":")
     for _ in range(2):

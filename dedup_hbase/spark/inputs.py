@@ -158,9 +158,15 @@ def _row(ordinal: int, r: Record) -> tuple:
     return (ordinal, r.line, r.source, r.id, text, simhash, r.title, r.error, length, text_bytes)
 
 
-def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None):
+def _as_records(pairs: list[tuple[int, Record]]):
+    return _record_batch([_row(ordinal, r) for ordinal, r in pairs])
+
+
+def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None, finish=_as_records):
     """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
-    -> records (RECORD_SCHEMA), read with corpus.py's readers."""
+    -> records (RECORD_SCHEMA), read with corpus.py's readers. ``finish``: turns a list of
+    (file ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted
+    in the same pass)."""
     def run(batches):
         for batch in batches:
             for row in batch.to_pylist():
@@ -181,16 +187,16 @@ def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None):
                     out = []
                     for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id,
                                               f.first_line, decompress=whole):
-                        out.append(_row(f.ordinal, record))
+                        out.append((f.ordinal, record))
                         if len(out) >= BATCH:
-                            yield _record_batch(out)
+                            yield finish(out)
                             out = []
                     if out:
-                        yield _record_batch(out)
+                        yield finish(out)
     return run
 
 
-def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: list[str]):
+def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: list[str], finish=_as_records):
     """mapInArrow function: Spark's Parquet rows (the record's columns + file_path, row_index)
     -> records, as ``corpus`` reads a Parquet file."""
     def run(batches) -> Iterator:
@@ -200,9 +206,9 @@ def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: l
                 f = by_path[_local_key(row.pop("_file_path"))]
                 line = row.pop("_row_index") + 1
                 obj = {name: row[f"c{i}"] for i, name in enumerate(columns) if f"c{i}" in row}
-                out.append(_row(f.ordinal, parquet_record(obj, f.source, line, fields)))
+                out.append((f.ordinal, parquet_record(obj, f.source, line, fields)))
             if out:
-                yield _record_batch(out)
+                yield finish(out)
     return run
 
 

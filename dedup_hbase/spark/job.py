@@ -135,9 +135,7 @@ def _fingerprinted(spark, files: list[str], fmt: str, fields: Fields, spec: dict
     # before fingerprinting (a shuffle of the texts); else parse and fingerprint in one pass
     spread = len(lines) < parallelism and not parquet and not use_simhash
 
-    def then_fingerprint(parse):
-        return parse if spread else (lambda batches: fingerprint(parse(batches)))
-
+    finish = {} if spread else {"finish": stages.fingerprint_records(spec, use_simhash)}
     schema = inputs.RECORD_SCHEMA if spread else stages.FINGERPRINTED_SCHEMA
     parts = []
     local = [f for f in lines if not f.remote]
@@ -145,12 +143,12 @@ def _fingerprinted(spark, files: list[str], fmt: str, fields: Fields, spec: dict
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
                 for f in local]
         frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
-        parts.append(frame.mapInArrow(then_fingerprint(inputs.parse_files(fields)), schema))
+        parts.append(frame.mapInArrow(inputs.parse_files(fields, **finish), schema))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
         frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(then_fingerprint(inputs.parse_files(fields, by_uri)), schema))
+        parts.append(frame.mapInArrow(inputs.parse_files(fields, by_uri, **finish), schema))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
         frame = spark.read.option("mergeSchema", "true").parquet(*by_path)
@@ -158,7 +156,7 @@ def _fingerprinted(spark, files: list[str], fmt: str, fields: Fields, spec: dict
         selected = frame.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(columns)],
                                 F.col("_metadata.file_path").alias("_file_path"),
                                 F.col("_metadata.row_index").alias("_row_index"))
-        parts.append(selected.mapInArrow(then_fingerprint(inputs.parse_parquet_rows(fields, by_path, columns)),
+        parts.append(selected.mapInArrow(inputs.parse_parquet_rows(fields, by_path, columns, **finish),
                                          schema))
     records = parts[0]
     for part in parts[1:]:
@@ -277,55 +275,68 @@ def _bulk_load(spark, index: Index, fingerprinted, report: LoadReport, staging: 
 
     good = fingerprinted.where(F.col("error").isNull())
     winners = (good.groupBy("id")
-               .agg(F.count(F.lit(1)).alias("n"),
-                    F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length")).alias("w"))
-               .select("id", "n", "w.*").persist(StorageLevel.MEMORY_AND_DISK))
-    counts = winners.agg(F.count(F.lit(1)).alias("ids"), F.sum("n").alias("indexed")).collect()[0]
-    report.indexed = counts["indexed"] or 0
-    distinct = counts["ids"]
+               .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length")).alias("w"))
+               .select("id", "w.*"))
+    report.indexed = report.read - report.rejected
+    known = 0
     if store.scan_range("docs", b"", None, 1):
         # the index holds documents: which of these ids, and with which fingerprint
+        winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
         known = winners.select("id", "simhash").mapInArrow(
             stages.old_fingerprints(store.url, index.scheme.name), stages.OLD_SCHEMA).count()
-    else:
-        known = 0
-    report.new = distinct - known
-    clock("last of each id, known ids")
+        clock("ids in the index already")
 
+    # Both tables' rows in one shuffle: partitions [0, P_index) are the index table's (per_region
+    # of them per region), the rest the document table's; each sorted by (row, qualifier).
     parallelism = spark.sparkContext.defaultParallelism
+    tables, firsts, makers, total = [], [], [], 0
+    names = {t: table_name(store.table_prefix, t) for t in ("index", "docs")}
+    boundaries = dict(zip(("index", "docs"), helper.BulkLoad.splitKeys(*zk, names["index"] + "\n" + names["docs"])
+                          .split("\n")))
     root = _staging_root(staging)
     job_dir = f"{root.rstrip('/')}/{checkpoint or uuid.uuid4().hex}"
+    for table in ("index", "docs"):
+        splits = [bytes.fromhex(h) for h in boundaries[table].split(",") if h]
+        per_region = max(1, math.ceil(2 * parallelism / (len(splits) + 1)))
+        count = (len(splits) + 1) * per_region
+        t = schema["tables"][table]
+        tables.append("\t".join([f"{job_dir}/{table}", names[table], family, t["compression"],
+                                  t["data_block_encoding"], t["bloom_filter"], str(t.get("bloom_prefix_length") or 0),
+                                  "65536", ",".join(x.hex() for x in splits)]))
+        firsts.append(total)
+        makers.append((splits, per_region, total, count))
+        total += count
+    targets = spark_partition_targets(total)
+    (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = makers
+    index_run = stages.index_rows(index.scheme.name, i_splits, targets[i_first:i_first + i_count], i_per)
+    docs_run = stages.doc_rows(d_splits, targets[d_first:d_first + d_count], d_per, job_ms // 1000)
+
+    def both(batches):
+        for batch in batches:
+            yield from index_run([batch])
+            yield from docs_run([batch])
+
+    rows = (winners.mapInArrow(both, stages.ROW_SCHEMA).repartition(total, "part")
+            .sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
     fs_delete = _deleter(spark)
     fs_delete(job_dir)  # what a killed run of the same load left
     try:
-        plans = []
-        for table, make_rows in (("index", lambda s, t, m: stages.index_rows(index.scheme.name, s, t, m)),
-                                 ("docs", lambda s, t, m: stages.doc_rows(s, t, m, job_ms // 1000))):
-            name = table_name(store.table_prefix, table)
-            splits = [bytes.fromhex(h) for h in helper.BulkLoad.splitKeys(*zk, name).split(",") if h]
-            per_region = max(1, math.ceil(2 * parallelism / (len(splits) + 1)))
-            partitions = (len(splits) + 1) * per_region
-            targets = spark_partition_targets(partitions)
-            source = winners.select("id", "simhash") if table == "index" else winners
-            rows = source.mapInArrow(make_rows(splits, targets, per_region), stages.ROW_SCHEMA)
-            if table == "index" or splits:
-                rows = rows.repartition(partitions, "part")
-            # else: one region, and the winners are partitioned by id already: no shuffle
-            rows = rows.sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
-            t = schema["tables"][table]
-            written = helper.HFileWriter.write(
-                rows._jdf.javaRDD(), f"{job_dir}/{table}", name, family, t["compression"],
-                t["data_block_encoding"], t["bloom_filter"], int(t.get("bloom_prefix_length") or 0),
-                65536, ",".join(s.hex() for s in splits), job_ms, job_ms)
-            plans.append((name, f"{job_dir}/{table}", list(written)))
-            clock(f"HFiles of {table} ({len(written)})")
-        winners.unpersist()
-        for name, folder, written in plans:
-            if written:
-                helper.BulkLoad.load(*zk, name, folder, False)
-                clock(f"bulk load of {name}")
-            if stop_after == name.rsplit("_", 1)[-1]:
-                raise _Stopped(f"stopped after bulk-loading {name} (test)")
+        firsts_java = spark.sparkContext._gateway.new_array(jvm.int, len(firsts))
+        for i, first in enumerate(firsts):
+            firsts_java[i] = first
+        written = list(helper.HFileWriter.write(rows._jdf.queryExecution().toRdd().toJavaRDD(), "\n".join(tables),
+                                                firsts_java, job_ms, job_ms))
+        docs_cells = sum(int(w.split("\t")[1]) for w in written if f"/docs/{family}/" in w)
+        report.new = docs_cells - known
+        clock(f"HFiles ({len(written)})")
+        if known:
+            winners.unpersist()
+        for table in ("index", "docs"):
+            if any(f"/{table}/{family}/" in w for w in written):
+                helper.BulkLoad.load(*zk, names[table], f"{job_dir}/{table}", False)
+                clock(f"bulk load of {names[table]}")
+            if stop_after == table:
+                raise _Stopped(f"stopped after bulk-loading {names[table]} (test)")
     finally:
         fs_delete(job_dir)
 

@@ -89,6 +89,32 @@ def fingerprint(spec: dict, use_simhash: bool):
     return run
 
 
+def fingerprint_records(spec: dict, use_simhash: bool):
+    """(file ordinal, Record) lists -> fingerprinted batches (FINGERPRINTED_SCHEMA): the
+    parse and the fingerprint in one pass, no batch in between."""
+    import pyarrow as pa
+
+    def finish(pairs):
+        fp = _fingerprinter(spec)
+        cols = [[] for _ in range(10)]
+        for ordinal, record in pairs:
+            text = record.text
+            fingerprint_record(fp.fingerprint, record, use_simhash)
+            s = record.simhash
+            for col, value in zip(cols, (
+                    ordinal, record.line, record.source, record.id,
+                    None if record.error else (s - (1 << 64) if s >= 1 << 63 else s), record.title,
+                    len(text) if text is not None else None,
+                    len(text.encode("utf-8", "surrogateescape")) if text else 0,
+                    record.error, _reason(record.error) if record.error else None)):
+                col.append(value)
+        types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
+                 pa.string(), pa.string()]
+        return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)], names=[
+            "ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error", "reason"])
+    return finish
+
+
 def _parts(targets: list[int], regions: np.ndarray, spread: np.ndarray, per_region: int) -> np.ndarray:
     """The Spark partition of each row: region r's rows go to partitions
     r * per_region .. + per_region - 1 (``spread`` picks one), named by the values in

@@ -33,19 +33,27 @@ public final class BulkLoad {
     return conf;
   }
 
-  /** The start keys of the table's regions but the first (empty) one, hex, comma-joined. */
-  public static String splitKeys(String quorum, int port, String znodeParent, String table)
+  /**
+   * The start keys of each table's regions but the first (empty) one, hex, comma-joined; one
+   * line per table of {@code tables} (names, one per line).
+   */
+  public static String splitKeys(String quorum, int port, String znodeParent, String tables)
       throws Exception {
-    try (Connection connection = ConnectionFactory.createConnection(conf(quorum, port, znodeParent));
-        RegionLocator locator = connection.getRegionLocator(TableName.valueOf(table))) {
-      List<String> out = new ArrayList<>();
-      for (byte[] start : locator.getStartKeys()) {
-        if (start.length > 0) {
-          out.add(Bytes.toHex(start));
+    List<String> lines = new ArrayList<>();
+    try (Connection connection = ConnectionFactory.createConnection(conf(quorum, port, znodeParent))) {
+      for (String table : tables.split("\n")) {
+        try (RegionLocator locator = connection.getRegionLocator(TableName.valueOf(table))) {
+          List<String> out = new ArrayList<>();
+          for (byte[] start : locator.getStartKeys()) {
+            if (start.length > 0) {
+              out.add(Bytes.toHex(start));
+            }
+          }
+          lines.add(String.join(",", out));
         }
       }
-      return String.join(",", out);
     }
+    return String.join("\n", lines);
   }
 
   /**

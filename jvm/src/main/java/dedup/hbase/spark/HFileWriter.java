@@ -24,7 +24,7 @@ import org.apache.hadoop.hbase.util.BloomFilterUtil;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
  * Writes sorted cells as HFiles, inside Spark's executor JVMs: one HFile per Spark partition and
@@ -34,7 +34,7 @@ import org.apache.spark.sql.Row;
  * its region as it is.
  *
  * <p>Input rows: (key binary, qualifier binary, value binary), sorted by key then qualifier
- * within each partition, no two alike. Every cell gets the one timestamp of the job.
+ * within each partition, no two alike; a partition holds the rows of one table. Every cell gets the one timestamp of the job.
  *
  * <p>Files are written under {@code dir/_tmp/} with the task attempt in their name and renamed into
  * {@code dir/<family>/} when complete, so a failed or retried attempt never leaves a partial
@@ -45,17 +45,29 @@ public final class HFileWriter {
   private HFileWriter() {
   }
 
-  /** Write every partition; returns one "path TAB cells TAB bytes" line per file written. */
-  public static String[] write(JavaRDD<Row> rows, String dir, String table, String family,
-      String compression, String encoding, String bloom, int bloomPrefixLength, int blockSize,
-      String splitKeysHex, long timestamp, long jobTag) {
+  /**
+   * Write every partition; returns one "path TAB cells TAB bytes" line per file written.
+   * {@code tables}: one line per table, TAB-separated: folder, table name, family, compression,
+   * data block encoding, bloom type, bloom prefix length, block size, region split keys (hex,
+   * comma-joined). Partition p belongs to the last table whose {@code firstPartitions} entry is
+   * at most p (so one shuffle and one job serve the index and the document table).
+   * Rows: Spark's internal rows (no conversion to Row objects), binary columns 0..2.
+   */
+  public static String[] write(JavaRDD<InternalRow> rows, String tables, int[] firstPartitions,
+      long timestamp, long jobTag) {
+    String[] specs = tables.split("\n");
     List<String> written = rows.mapPartitionsWithIndex((partition, it) -> {
-      Writer w = new Writer(dir, table, family, compression, encoding, bloom, bloomPrefixLength,
-          blockSize, parseHex(splitKeysHex), timestamp, jobTag, partition);
+      int t = 0;
+      while (t + 1 < firstPartitions.length && firstPartitions[t + 1] <= partition) {
+        t++;
+      }
+      String[] f = specs[t].split("\t", -1);
+      Writer w = new Writer(f[0], f[1], f[2], f[3], f[4], f[5], Integer.parseInt(f[6]),
+          Integer.parseInt(f[7]), parseHex(f[8]), timestamp, jobTag, partition);
       try {
         while (it.hasNext()) {
-          Row row = it.next();
-          w.append((byte[]) row.get(0), (byte[]) row.get(1), (byte[]) row.get(2));
+          InternalRow row = it.next();
+          w.append(row.getBinary(0), row.getBinary(1), row.getBinary(2));
         }
         w.finish();
       } catch (IOException | RuntimeException e) {
