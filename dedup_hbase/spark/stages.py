@@ -94,12 +94,14 @@ def fingerprint_records(spec: dict, use_simhash: bool):
     parse and the fingerprint in one pass, no batch in between."""
     import pyarrow as pa
 
+    def fingerprint_text(text: str) -> int:  # the Fingerprinter (jieba's dictionary) only if texts come
+        return _fingerprinter(spec).fingerprint(text)
+
     def finish(pairs):
-        fp = _fingerprinter(spec)
         cols = [[] for _ in range(10)]
         for ordinal, record in pairs:
             text = record.text
-            fingerprint_record(fp.fingerprint, record, use_simhash)
+            fingerprint_record(fingerprint_text, record, use_simhash)
             s = record.simhash
             for col, value in zip(cols, (
                     ordinal, record.line, record.source, record.id,
