@@ -92,7 +92,8 @@ def spark_load(index: Index, files: list[str], *, fmt: str = "auto", id_field: s
     own_session = spark is None
     clock = _Clock()
     if own_session:
-        spark = make_session(spark_master, spark_conf, helper_jars() if hbase else None)
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit gives the jars
+        spark = make_session(spark_master, spark_conf, helper_jars() if hbase and not submitted else None)
         clock("spark session")
     try:
         fields = Fields(id=id_field, text=text_field)

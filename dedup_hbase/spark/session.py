@@ -51,11 +51,19 @@ def _log_config() -> str:
 
 
 def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None):
-    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here."""
+    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
+
+    Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
+    the class path and the JVM options: only ``conf`` is applied."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise DedupError("--engine spark needs PySpark: pip install 'dedup-hbase[spark]' (and Java 17+)") from None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit
+        builder = SparkSession.builder
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
     if master.startswith("local"):
