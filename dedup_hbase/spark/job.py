@@ -163,7 +163,10 @@ def _fingerprinted(spark, files: list[str], fmt: str, fields: Fields, spec: dict
     for part in parts[1:]:
         records = records.unionByName(part)
     if spread:
-        records = records.repartition(parallelism).mapInArrow(fingerprint, stages.FINGERPRINTED_SCHEMA)
+        # hash of (file, line): deterministic (a retried task gets the same rows) without the
+        # local sort a round-robin repartition does
+        records = (records.repartition(parallelism, "ordinal", "line")
+                   .mapInArrow(fingerprint, stages.FINGERPRINTED_SCHEMA))
     return records
 
 
