@@ -239,17 +239,17 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
     the same index as the local engine's load of v2; its staging folder is gone."""
     from dedup_hbase.spark.job import _Stopped
 
-    docs = sample_docs(400)
+    docs = sample_docs(200)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
     v1.mkdir()
     v2.mkdir()
-    (v1 / "a.jsonl").write_text("\n".join(docs[:300]) + "\n", encoding="utf-8")
+    (v1 / "a.jsonl").write_text("\n".join(docs[:150]) + "\n", encoding="utf-8")
     changed = []
-    for line in docs[:50]:  # same ids, other texts
+    for line in docs[:25]:  # same ids, other texts
         obj = json.loads(line)
         obj["text"] = obj["text"][::-1]
         changed.append(json.dumps(obj, ensure_ascii=False))
-    (v2 / "b.jsonl").write_text("\n".join(changed + docs[250:]) + "\n", encoding="utf-8")
+    (v2 / "b.jsonl").write_text("\n".join(changed + docs[125:]) + "\n", encoding="utf-8")
     spark_url, local_url = hbase_pair
     for url in hbase_pair:
         local_load_to(url, [v1])
@@ -260,7 +260,7 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
     a = spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun")
     b = local_load_to(local_url, [v2])
     assert (a["read"], a["indexed"], a["rejected"]) == (b["read"], b["indexed"], b["rejected"])
-    assert a["new"] == b["new"] == 100  # docs[300:400]; the cut-off run loaded no document row
+    assert a["new"] == b["new"] == 50  # docs[150:200]; the cut-off run loaded no document row
     assert index_cells(spark_url) == index_cells(local_url)
     assert documents(spark_url) == documents(local_url)
     assert not any(p.is_file() for p in staging.rglob("*"))
