@@ -39,7 +39,7 @@ import time
 import uuid
 from typing import IO
 
-from ..corpus import Fields, Record, parquet_columns
+from ..corpus import Fields, parquet_columns
 from ..errors import DedupError
 from ..index import Document, Index
 from ..loader import LoadReport, _Checkpoint
