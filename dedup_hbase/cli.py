@@ -227,7 +227,11 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
-         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False) -> None:
+         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
+         engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
+         spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")] = "local[*]",
+         spark_conf: Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
+         staging: Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")] = None) -> None:
     """Bulk-load documents into the index, on every core.
 
     Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
@@ -242,18 +246,33 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
         saved[0] = records
         bar.update(records, text_bytes)
 
+    fields = Fields(id=id_field, text=text_field)
     try:
-        with LoadProgress(enabled=not quiet and not json_) as bar:
-            report = load_files(index, files, fmt=fmt, fields=Fields(id=id_field, text=text_field),
-                                use_simhash=fingerprints, skip_near_dups=skip_near_dups, rejects=rejects,
-                                restart=restart, batch_size=batch_size, workers=workers, groups=groups,
-                                on_reject=None if quiet else bar.reject, progress=progress)
+        if engine == "spark":
+            from .spark import parse_conf, spark_load_files
+
+            report = spark_load_files(index, files, fmt=fmt, fields=fields, use_simhash=fingerprints,
+                                      rejects=rejects, restart=restart, skip_near_dups=skip_near_dups,
+                                      groups=groups, spark_master=spark_master, spark_conf=parse_conf(spark_conf),
+                                      staging=staging, batch_size=batch_size)
+        elif engine != "local":
+            raise InvalidInput(f"--engine is local or spark, not {engine!r}")
+        else:
+            with LoadProgress(enabled=not quiet and not json_) as bar:
+                report = load_files(index, files, fmt=fmt, fields=fields, use_simhash=fingerprints,
+                                    skip_near_dups=skip_near_dups, rejects=rejects, restart=restart,
+                                    batch_size=batch_size, workers=workers, groups=groups,
+                                    on_reject=None if quiet else bar.reject, progress=progress)
     except (KeyboardInterrupt, Stopped) as stop:
         name, status = _signal_name(stop)
-        then = ("run the same command again to resume" if "-" not in files
-                else "a load from stdin cannot resume: run it again (writes are idempotent)")
-        typer.echo(f"interrupted by {name}: stopped after {saved[0]:,} records, all written and "
-                   f"checkpointed; {then}", err=True)
+        if engine == "spark":
+            typer.echo(f"interrupted by {name}: the Spark job stopped; run the same command again to load "
+                       "(the job starts over; what it wrote is written again, nothing doubles)", err=True)
+        else:
+            then = ("run the same command again to resume" if "-" not in files
+                    else "a load from stdin cannot resume: run it again (writes are idempotent)")
+            typer.echo(f"interrupted by {name}: stopped after {saved[0]:,} records, all written and "
+                       f"checkpointed; {then}", err=True)
         raise typer.Exit(status) from None
     if json_:
         _out({"store": index.store.url, **report.to_dict()})

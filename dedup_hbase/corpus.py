@@ -1,6 +1,7 @@
 """Corpus readers: files, folders or stdin -> a stream of records, one at a time.
 
-Formats: JSON lines, CSV, TSV (a header row names the fields), plain text (a
+Formats: JSON lines, CSV, TSV (a header row names the fields), Parquet (a row per
+document, the line number is the row number; needs pyarrow), plain text (a
 document per line; in a folder, a document per file). Compression (gzip, bzip2,
 xz, zstd with the ``zstandard`` package) is recognised by its magic bytes, so
 ``corpus.jsonl.gz`` and a gzipped stdin both work. Nothing is read whole: memory
@@ -28,8 +29,11 @@ from typing import IO, Any
 from .errors import InvalidInput
 from .fingerprint import parse_hex
 
-FORMATS = ("auto", "jsonl", "csv", "tsv", "lines", "file")
-_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
+_SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
+                  ".parquet": "parquet"}
+STRUCTURED = ("jsonl", "csv", "tsv", "parquet")
+_PARQUET_BATCH = 4096
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd")
 _BAD_UTF8 = re.compile("[\udc80-\udcff]")
 csv.field_size_limit(1 << 30)
@@ -81,20 +85,35 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
 def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
         name = str(path.relative_to(folder))
-        structured = _format_of(path) in ("jsonl", "csv", "tsv")
+        structured = _format_of(path) in STRUCTURED
         yield from _read_file(path, str(path), fmt if fmt != "auto" or structured else "file",
                               fields, doc_id=name)
 
 
 def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | None = None):
     with open(path, "rb") as raw:
-        stream = _decompress(raw)
-        if fmt == "auto":
-            fmt = _format_of(path)
-        if fmt == "file":
-            yield _whole_file(stream, source, doc_id or path.name)
-        else:
-            yield from _read_stream(stream, source, fmt, fields)
+        yield from read_opened(raw, path, source, fmt, fields, doc_id)
+
+
+def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Fields = Fields(),
+                doc_id: str | None = None, first_line: int = 1, decompress: bool = True) -> Iterator[Record]:
+    """Records of one input file already opened (``raw``: its bytes, compressed or not),
+    named ``path`` (for the format and the id of a whole-file document) and ``source`` in
+    the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
+    A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
+    as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
+    stream = _decompress(raw) if decompress else io.BufferedReader(raw)
+    if fmt == "auto":
+        fmt = _format_of(path)
+    if fmt == "file":
+        yield _whole_file(stream, source, doc_id or path.name)
+    else:
+        yield from _read_stream(stream, source, fmt, fields, first_line)
+
+
+def format_of(path: Path) -> str:
+    """The format a file's name implies (compression suffixes ignored); "lines" if none."""
+    return _format_of(path)
 
 
 def _format_of(path: Path) -> str:
@@ -126,23 +145,31 @@ def _text(stream: IO[bytes]) -> IO[str]:
     return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
 
 
-def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields) -> Iterator[Record]:
+def is_compressed(head: bytes) -> bool:
+    """Whether a file starting with these bytes is read through a decompressor."""
+    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"))
+
+
+def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
     if fmt == "auto":  # stdin: sniff
         head = stream.peek(64)[:64].lstrip() if hasattr(stream, "peek") else b""
-        fmt = "jsonl" if head.startswith(b"{") else "lines"
+        fmt = "jsonl" if head.startswith(b"{") else "parquet" if head.startswith(b"PAR1") else "lines"
+    if fmt == "parquet":
+        yield from _parquet(stream, source, fields)
+        return
     text = _text(stream)
     if fmt == "jsonl":
-        yield from _jsonl(text, source, fields)
+        yield from _jsonl(text, source, fields, first_line)
     elif fmt in ("csv", "tsv"):
         yield from _table(text, source, fields, "," if fmt == "csv" else "\t")
     elif fmt == "lines":
-        yield from _lines(text, source)
+        yield from _lines(text, source, first_line)
     else:
         yield _whole_file(stream, source, source)
 
 
-def _jsonl(text: IO[str], source: str, fields: Fields) -> Iterator[Record]:
-    for number, line in enumerate(text, 1):
+def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
+    for number, line in enumerate(text, first_line):
         if not line.strip():
             continue
         if _BAD_UTF8.search(line):
@@ -174,9 +201,54 @@ def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterat
         yield Record(source, reader.line_num, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
 
 
-def _lines(text: IO[str], source: str) -> Iterator[Record]:
+def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]:
+    """Rows of a Parquet file; the line of a record is its row number (from 1). Only the
+    id, text, simhash and title columns are read; a missing column reads as an absent field."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError("Parquet input needs the pyarrow package: pip install pyarrow") from None
+    if not (hasattr(stream, "seekable") and stream.seekable()):
+        stream = io.BytesIO(stream.read())  # Parquet's footer is at the end: stdin is read whole
+    try:
+        parquet = pq.ParquetFile(stream)
+    except Exception as e:  # pyarrow.ArrowInvalid: not a Parquet file
+        yield Record(source, 1, error=f"malformed Parquet: {e}")
+        return
+    yield from parquet_records(parquet.iter_batches(batch_size=_PARQUET_BATCH, columns=parquet_columns(
+        parquet.schema_arrow.names, fields)), source, fields)
+
+
+def parquet_columns(names: Iterable[str], fields: Fields) -> list[str]:
+    """The columns of a Parquet schema that a record reads."""
+    wanted = (fields.id, fields.text, fields.simhash, fields.title)
+    return [name for name in dict.fromkeys(wanted) if name in set(names)]
+
+
+def parquet_records(batches, source: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
+    """Records of Arrow record batches of Parquet rows (line = row number, counted from
+    ``first_line``); a row is read as a JSON object would be (null = absent)."""
+    number = first_line
+    for batch in batches:
+        for row in batch.to_pylist():
+            yield parquet_record(row, source, number, fields)
+            number += 1
+
+
+def parquet_record(row: dict[str, Any], source: str, line: int, fields: Fields) -> Record:
+    """One Parquet row as a record; text columns that hold bytes must be UTF-8."""
+    for key, value in row.items():
+        if isinstance(value, (bytes, bytearray)):
+            try:
+                row[key] = bytes(value).decode("utf-8")
+            except UnicodeDecodeError:
+                return Record(source, line, error="invalid UTF-8")
+    return _from_fields(row, source, line, fields)
+
+
+def _lines(text: IO[str], source: str, first_line: int = 1) -> Iterator[Record]:
     name = Path(source).name
-    for number, line in enumerate(text, 1):
+    for number, line in enumerate(text, first_line):
         line = line.rstrip("\r\n")
         if not line.strip():
             continue

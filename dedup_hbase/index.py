@@ -100,7 +100,8 @@ def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Do
     return list(last), simhashes[keep], [docs[i] for i in keep]
 
 
-def _doc_value(doc: Document) -> bytes:
+def document_value(doc: Document) -> bytes:
+    """A document row's value: the 8-byte big-endian simhash, then the metadata as JSON."""
     meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
     return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
 
@@ -211,17 +212,17 @@ class Index:
         known = [i for i, value in enumerate(old) if value is not None]
         replaced = [i for i in known if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
         if replaced:
-            self.store.delete("index", self._index_keys([ids[i] for i in replaced],
+            self.store.delete("index", self.index_keys([ids[i] for i in replaced],
                                                         [int.from_bytes(old[i][:8], "big") for i in replaced]))
         self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
         for i, d in enumerate(chosen):
             if d.meta:
-                values[i] = _doc_value(d)
+                values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
         return len(ids) - len(known)
 
-    def _index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
+    def index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
         """Sorted index keys (row key + document id) of documents, built vectorised."""
         table, ids = self.scheme.key_table(simhashes), list(raw_ids) * len(self.scheme.flags)
         keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + ids[j] for j in range(len(ids))]
@@ -233,7 +234,7 @@ class Index:
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        self.store.delete("index", self._index_keys([raw for raw, _ in found],
+        self.store.delete("index", self.index_keys([raw for raw, _ in found],
                                                     [int.from_bytes(v[:8], "big") for _, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
         return [raw.decode() for raw, _ in found]

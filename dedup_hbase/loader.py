@@ -30,7 +30,7 @@ from .errors import InvalidInput
 from .fingerprint import Fingerprinter, to_hex
 from .index import Document, Index, encode_id
 from .neardup import batch_pairs, write_groups
-from .workers import FingerprintPool
+from .workers import FingerprintPool, fingerprint_texts
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
 
@@ -89,6 +89,20 @@ def _needs_text(record: Record, use_simhash: bool) -> bool:
     return True
 
 
+def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
+    """Set each record's ``simhash`` (from its text, or the one given) or its ``error``, in
+    place, with the checks and reasons of a load; the texts in one batch call.
+    ``fingerprinter`` may be None when no record has a text to fingerprint."""
+    todo = [record for record in batch if _needs_text(record, use_simhash)]
+    if not todo:
+        return
+    for record, result in zip(todo, fingerprint_texts(fingerprinter, [r.text for r in todo])):
+        if isinstance(result, str):
+            record.error = result
+        else:
+            record.simhash = result
+
+
 def _fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                    pool: FingerprintPool) -> Iterator[list[Record]]:
     """Batches of records with ``simhash`` or ``error`` set, in input order."""
@@ -112,11 +126,12 @@ def _fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int
         yield batch
 
 
-def _reason(error: str) -> str:
+def reason_of(error: str) -> str:
+    """The reason a rejected record is counted under: its error up to the first colon."""
     return error.split(":", 1)[0]
 
 
-class _Checkpoint:
+class Checkpoint:
     """How far a load got, saved with the index under ``load:<key>`` (no key: not saved)."""
 
     def __init__(self, index: Index, key: str | None) -> None:
@@ -147,7 +162,7 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
     """
     if batch_size < 1:
         raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
-    marker = _Checkpoint(index, checkpoint)
+    marker = Checkpoint(index, checkpoint)
     state = None if restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
     if state and state["complete"]:
@@ -166,7 +181,7 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
                     report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
                     if record.error:
                         report.rejected += 1
-                        report.rejected_by_reason[_reason(record.error)] += 1
+                        report.rejected_by_reason[reason_of(record.error)] += 1
                         if rejects is not None:
                             rejects.write(json.dumps({"source": record.source, "line": record.line, "id": record.id,
                                                       "reason": record.error}, ensure_ascii=False) + "\n")

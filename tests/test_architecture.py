@@ -33,9 +33,11 @@ ALLOWED = {
     "loader": {"corpus", "errors", "fingerprint", "index", "neardup", "workers"},
     "progress": {"corpus"},
     "online": {"fingerprint", "index", "neardup"},
+    "spark.": {"corpus", "errors", "features", "fingerprint", "index", "layout", "loader", "schema", "stores",
+               "stores.hbase", "spark."},
     "service": {"errors", "fingerprint", "index", "online"},
     "cli": {"", "corpus", "errors", "fingerprint", "index", "loader", "online", "plan", "progress", "schema",
-            "service", "stores", "stores.hbase_admin"},
+            "native", "service", "spark", "stores", "stores.hbase_admin"},
     "": {"errors", "features", "fingerprint", "index", "layout", "stores"},
     "__main__": {"cli"},
 }

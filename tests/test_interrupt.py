@@ -116,7 +116,8 @@ def assert_all_gone(tree, marker, within=10.0):
         if not left:
             return
         time.sleep(0.1)
-    raise AssertionError(f"processes left {within} s after the load ended: {sorted(set(left))}")
+    raise AssertionError(f"processes left {within} s after the load ended: "
+                         f"{[(pid, _cmdline(pid)[:120]) for pid in sorted(set(left))]}")
 
 
 def feed(pipe, lines):

@@ -23,6 +23,9 @@ GOOD = [
     ("hbase://hb-gw.example.org", StoreURL("hbase", "hbase://hb-gw.example.org", host="hb-gw.example.org",
                                            port=9090)),
     ("hbase://h:19090/", StoreURL("hbase", "hbase://h:19090/", host="h", port=19090)),
+    ("hbase://h/?zk=zk1,zk2:2181&zk_parent=/hbase-unsecure",
+     StoreURL("hbase", "hbase://h/?zk=zk1,zk2:2181&zk_parent=/hbase-unsecure", host="h", port=9090,
+              options={"zk": "zk1,zk2:2181", "zk_parent": "/hbase-unsecure"})),
     ("hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed&protocol=compact&timeout=5000"
      "&retries=3&admin_port=19091&table_prefix=a_1",
      StoreURL("hbase", "hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed&protocol=compact"
@@ -57,6 +60,9 @@ BAD = [
     ("hbase://h/?table_prefix=my-tables", "table_prefix may hold letters, digits and _ only, not 'my-tables'"),
     ("hbase://h/?table_prefix=", "table_prefix may hold letters, digits and _ only, not ''"),
     ("hbase://h/?wal=true&wal=false", "HBase URL option wal is given twice"),
+    ("hbase://h/?zk=zkhost", "HBase URL option zk is HOST[,HOST...]:PORT (the ZooKeeper quorum), not 'zkhost'"),
+    ("hbase://h/?zk=:2181", "HBase URL option zk is HOST[,HOST...]:PORT"),
+    ("hbase://h/?zk_parent=hbase", "HBase URL option zk_parent is a znode path such as /hbase, not 'hbase'"),
 ]
 
 

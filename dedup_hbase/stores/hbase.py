@@ -31,12 +31,15 @@ class HBaseStore(Store):
     def __init__(self, host: str = "127.0.0.1", port: int = HBASE_PORT, *, table_prefix: str = "dedup",
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  batch_size: int = 2000, wal: bool = True, timeout: int = 60000, retries: int = 8,
-                 admin_port: int = 9091, url: str | None = None) -> None:
+                 admin_port: int = 9091, zk: str | None = None, zk_parent: str | None = None,
+                 url: str | None = None) -> None:
         """Checks its arguments (by the rules of the URL options, url.py); connects nowhere."""
         check_hbase_options(table_prefix=table_prefix, transport=transport, protocol=protocol,
                             pool_size=pool_size, batch_size=batch_size, wal=wal, timeout=timeout,
-                            retries=retries, admin_port=admin_port)
+                            retries=retries, admin_port=admin_port,
+                            **{k: v for k, v in (("zk", zk), ("zk_parent", zk_parent)) if v is not None})
         self.host, self.port, self.admin_port = host, port, admin_port
+        self.zk, self.zk_parent = zk, zk_parent  # ZooKeeper: only the Spark engine's bulk load talks to it
         self.table_prefix = table_prefix
         self.transport, self.protocol = transport, protocol
         self.pool_size, self.batch_size, self.wal = pool_size, batch_size, wal

@@ -22,6 +22,9 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
                            gateway restarting: about 20 s of back-off in all)
     admin_port=9091        the Thrift2 gateway, used only to create tables (split keys, bloom
                            filter, encoding, compression: Thrift1 cannot set them)
+    zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
+                           boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
+    zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
 
 ``open_store`` (stores/__init__.py) turns a ``StoreURL`` into a store.
 """
@@ -63,6 +66,19 @@ def _table_prefix(text: str) -> str:
     return text
 
 
+def _zk(text: str) -> str:
+    hosts, sep, port = text.rpartition(":")
+    if not sep or not hosts or not port.isdigit() or not all(h and " " not in h for h in hosts.split(",")):
+        raise InvalidInput(f"HBase URL option zk is HOST[,HOST...]:PORT (the ZooKeeper quorum), not {text!r}")
+    return text
+
+
+def _zk_parent(text: str) -> str:
+    if not text.startswith("/") or " " in text:
+        raise InvalidInput(f"HBase URL option zk_parent is a znode path such as /hbase, not {text!r}")
+    return text
+
+
 def _wal(text: str) -> bool:
     return _choice("wal", "true", "false")(text) == "true"
 
@@ -77,6 +93,8 @@ HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "timeout": _whole("timeout"),
     "retries": _whole("retries"),
     "admin_port": _whole("admin_port", 1, 65535),
+    "zk": _zk,
+    "zk_parent": _zk_parent,
 }
 
 

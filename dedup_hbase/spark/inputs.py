@@ -1,0 +1,220 @@
+"""What the Spark job reads: the input files, planned on the driver exactly as
+``corpus.read_records`` walks them, and parsed in the Python workers with corpus.py's
+own readers, so every record has the same source, line, id, text and error as in a
+local load.
+
+* Line formats (JSONL, CSV, TSV, text, whole files; plain or compressed): one row per
+  file, one file per task. A local file is opened by its path in the worker (nothing is
+  read whole); a file on another file system (``hdfs://``, ``s3a://``...) comes through
+  Spark's ``binaryFile`` source, its bytes in one row (Spark's limit: 2 GB per file).
+* Parquet: Spark's own Parquet reader (row groups split across tasks); the line of a
+  record is its row number in the file (``_metadata.row_index`` + 1), as in a local load.
+
+Every record carries ``ordinal`` (the file's place in the input order) and ``line``:
+together they give the input order that "the last of several records with one id
+wins" needs.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from ..corpus import FORMATS, STRUCTURED, Fields, Record, format_of, parquet_record, read_opened
+
+RECORD_SCHEMA = ("ordinal int, line long, source string, id string, text string, simhash long, "
+                 "title string, error string, length long, text_bytes long")
+FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
+               "first_line long")
+BATCH = 2000
+MIN_PIECE = 4 << 20     # bytes: a big uncompressed JSONL or text file is read in pieces of at least this
+MAX_PIECE = 128 << 20
+
+
+@dataclass(frozen=True)
+class InputFile:
+    ordinal: int
+    path: str       # a local path, or a URI Spark's Hadoop file systems read
+    source: str     # as a local load names it in records and rejects
+    fmt: str        # a corpus format, "file" for a document per file
+    doc_id: str | None  # the id of a whole-file document (folders)
+    start: int = 0      # a piece of the file: bytes start..end (end -1: to the end), whose
+    end: int = -1       # first line is line first_line of the file
+    first_line: int = 1
+
+    @property
+    def remote(self) -> bool:
+        return is_uri(self.path)
+
+
+def is_uri(path: str) -> bool:
+    scheme = urlsplit(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
+    """The files of ``paths`` in the order ``corpus.read_records`` reads them.
+    ``list_remote(uri)``: the files under a URI, sorted (Hadoop file systems, from the driver)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    out: list[InputFile] = []
+
+    def add(path: str, source: str, file_fmt: str, doc_id: str | None = None) -> None:
+        out.append(InputFile(len(out), path, source, file_fmt, doc_id))
+
+    for path in paths:
+        if path == "-":
+            raise ValueError("--engine spark reads files, not stdin: save the input to a file "
+                             "(or use --engine local)")
+        if is_uri(path):
+            if list_remote is None:
+                raise ValueError(f"cannot list {path}")
+            for uri, relative in list_remote(path):
+                structured = format_of(Path(uri)) in STRUCTURED
+                if relative is None:
+                    add(uri, uri, fmt)
+                else:
+                    add(uri, uri, fmt if fmt != "auto" or structured else "file", relative)
+            continue
+        if path.startswith("file:"):
+            path = unquote(urlsplit(path).path)
+        p = Path(path)
+        if p.is_dir():
+            for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
+                structured = format_of(f) in STRUCTURED
+                add(str(f), str(f), fmt if fmt != "auto" or structured else "file", str(f.relative_to(p)))
+        elif p.exists():
+            add(path, path, fmt)
+        else:
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return out
+
+
+def pieces(f: InputFile, parallelism: int) -> list[InputFile]:
+    """A local, uncompressed JSONL or text file cut at line ends into pieces read by
+    separate tasks (each knows the number of its first line); any other file: itself.
+    Files holding a carriage return are not cut (a lone CR ends a line for the readers)."""
+    from ..corpus import is_compressed
+
+    fmt = format_of(Path(f.path)) if f.fmt == "auto" else f.fmt
+    if f.remote or fmt not in ("jsonl", "lines"):
+        return [f]
+    size = Path(f.path).stat().st_size
+    piece = min(MAX_PIECE, max(MIN_PIECE, -(-size // max(1, parallelism))))
+    if size < 2 * piece:
+        return [f]
+    with open(f.path, "rb") as raw:
+        if is_compressed(raw.read(6)):
+            return [f]
+        raw.seek(0)
+        cuts, lines, position, target = [(0, 1)], 1, 0, piece
+        while block := raw.read(8 << 20):
+            if b"\r" in block:
+                return [f]
+            while position + len(block) > target:
+                newline = block.find(b"\n", max(0, target - position))
+                if newline < 0:
+                    break
+                cut = position + newline + 1
+                if cut < size:
+                    cuts.append((cut, lines + block.count(b"\n", 0, newline + 1)))
+                target = cut + piece
+            lines += block.count(b"\n")
+            position += len(block)
+    bounds = [c for c, _ in cuts[1:]] + [-1]
+    return [InputFile(f.ordinal, f.path, f.source, fmt, f.doc_id, start, end, first)
+            for (start, first), end in zip(cuts, bounds)]
+
+
+def is_parquet(f: InputFile) -> bool:
+    return f.fmt == "parquet" or (f.fmt == "auto" and format_of(Path(f.path)) == "parquet")
+
+
+# -- in the Python workers ----------------------------------------------------------------
+
+
+def _record_batch(records: list[tuple]):
+    import pyarrow as pa
+
+    columns = list(zip(*records)) if records else [[] for _ in range(10)]
+    types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.string(),
+             pa.int64(), pa.int64()]
+    return pa.RecordBatch.from_arrays(
+        [pa.array(values, t) for values, t in zip(columns, types)],
+        names=["ordinal", "line", "source", "id", "text", "simhash", "title", "error", "length", "text_bytes"])
+
+
+def _row(ordinal: int, r: Record) -> tuple:
+    # a given simhash (0 .. 2^64-1) travels as a signed 64-bit long; text keeps lone
+    # surrogates (invalid UTF-8 of a rejected line) out of Arrow
+    # (the readers never give a record text with lone surrogates: invalid UTF-8 is an error)
+    simhash = None if r.simhash is None else r.simhash - (1 << 64) if r.simhash >= 1 << 63 else r.simhash
+    text = r.text
+    length = len(text) if text is not None else None
+    text_bytes = len(text.encode("utf-8", "surrogateescape")) if text else 0  # as loader.load counts
+    return (ordinal, r.line, r.source, r.id, text, simhash, r.title, r.error, length, text_bytes)
+
+
+def _as_records(pairs: list[tuple[int, Record]]):
+    return _record_batch([_row(ordinal, r) for ordinal, r in pairs])
+
+
+def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None, finish=_as_records):
+    """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
+    -> records (RECORD_SCHEMA), read with corpus.py's readers. ``finish``: turns a list of
+    (file ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted
+    in the same pass)."""
+    def run(batches):
+        for batch in batches:
+            for row in batch.to_pylist():
+                whole = True
+                if by_path is not None:  # binaryFile rows: path, content
+                    f = by_path[row["path"]]
+                    opened = io.BytesIO(row["content"])
+                else:
+                    f = InputFile(**row)
+                    if f.start == 0 and f.end < 0:
+                        opened = open(f.path, "rb")
+                    else:
+                        whole = False
+                        with open(f.path, "rb") as raw:
+                            raw.seek(f.start)
+                            opened = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
+                with opened as raw:
+                    out = []
+                    for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id,
+                                              f.first_line, decompress=whole):
+                        out.append((f.ordinal, record))
+                        if len(out) >= BATCH:
+                            yield finish(out)
+                            out = []
+                    if out:
+                        yield finish(out)
+    return run
+
+
+def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: list[str], finish=_as_records):
+    """mapInArrow function: Spark's Parquet rows (the record's columns + file_path, row_index)
+    -> records, as ``corpus`` reads a Parquet file."""
+    def run(batches) -> Iterator:
+        for batch in batches:
+            out = []
+            for row in batch.to_pylist():
+                f = by_path[_local_key(row.pop("_file_path"))]
+                line = row.pop("_row_index") + 1
+                obj = {name: row[f"c{i}"] for i, name in enumerate(columns) if f"c{i}" in row}
+                out.append((f.ordinal, parquet_record(obj, f.source, line, fields)))
+            if out:
+                yield finish(out)
+    return run
+
+
+def _local_key(uri: str) -> str:
+    """``file:///a/b`` -> ``/a/b`` (the key of a local file); other URIs unchanged."""
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return str(Path(unquote(parts.path)))
+    return uri

@@ -1,0 +1,202 @@
+"""The SparkSession of a load, and the JVM helper's jars.
+
+``spark.jars`` = the project's helper (jvm/, built by Maven) + hbase-shaded-mapreduce: HBase
+with every third-party library relocated and no Hadoop, next to Spark's own Hadoop client
+(hadoop-client-api/-runtime), so neither side's guava, protobuf, netty or ZooKeeper meets
+the other's. The same jars go to the driver and, through ``spark.jars``, to every executor.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from ..errors import DedupError
+
+JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
+_REPO = Path(__file__).resolve().parent.parent.parent
+_POM = _REPO / "jvm" / "pom.xml"
+_TARGET = _REPO / "jvm" / "target"
+
+
+def helper_jars(build: bool = True) -> list[str]:
+    """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones
+    jvm/pom.xml builds (built now, once, if Maven is there and they are not)."""
+    given = os.environ.get(JARS_ENV)
+    if given:
+        jars = [j for j in given.split(",") if j]
+        missing = [j for j in jars if not Path(j).exists()]
+        if missing:
+            raise DedupError(f"${JARS_ENV} names missing jars: {', '.join(missing)}")
+        return jars
+    main = _TARGET / "dedup-hbase-spark.jar"
+    if not main.exists() or not list((_TARGET / "lib").glob("*.jar")):
+        if not (build and _POM.exists() and shutil.which("mvn")):
+            raise DedupError("the Spark engine's JVM helper is not built: run scripts/build-spark-helper "
+                             f"(Maven, from {_POM}), or set ${JARS_ENV} to its jars")
+        print("dedup-hbase: building the Spark engine's JVM helper with Maven (once) ...", file=sys.stderr)
+        result = subprocess.run(["mvn", "-B", "-q", "-f", str(_POM), "package"], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise DedupError(f"Maven could not build {_POM}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
+    return [str(main)] + sorted(str(j) for j in (_TARGET / "lib").glob("*.jar"))
+
+
+def _log_config() -> str:
+    with resources.as_file(resources.files("dedup_hbase.spark").joinpath("log4j2.properties")) as path:
+        return str(path)
+
+
+def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None):
+    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
+
+    Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
+    the class path and the JVM options: only ``conf`` is applied."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise DedupError("--engine spark needs PySpark: pip install 'dedup-hbase[spark]' (and Java 17+)") from None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit
+        builder = SparkSession.builder
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
+    if master.startswith("local"):
+        # the Python workers of a local Spark run this same Python (with dedup-hbase installed)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: loopback, no interface scan
+    java_opts = (f"-Dlog4j2.configurationFile=file:{_log_config()} "
+                 "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true")
+    settings = {
+        "spark.app.name": "dedup-hbase load",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        "spark.sql.shuffle.partitions": "16",
+    }
+    if master.startswith("local"):
+        settings["spark.driver.memory"] = "2g"
+    if jars:
+        # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
+        # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
+        # loader of Spark's Hadoop jars (package-private access). On a cluster the jars must be
+        # on every node at these paths, or shipped with spark.jars plus
+        # spark.executor.extraClassPath=<jar file names> (YARN and Kubernetes put them in the
+        # executor's working folder).
+        classpath = os.pathsep.join(jars)
+        settings["spark.driver.extraClassPath"] = classpath
+        settings["spark.executor.extraClassPath"] = classpath
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
+            spark = builder.getOrCreate()
+            _watch(spark)
+        spark.sparkContext.setLogLevel("WARN")
+    except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
+        _end_started_jvm()
+        raise
+    return spark
+
+
+@contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM recorded, not acted on, meanwhile; a recorded one is delivered to
+    the handler it would have reached as soon as the block ends. Main thread only (elsewhere
+    signals do not interrupt this thread anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {number: signal.signal(number, lambda n, frame: arrived.append(n))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(arrived):
+            signal.raise_signal(number)
+
+
+def _end_started_jvm() -> None:
+    """End the JVM that PySpark launched in this process, if any (no session to stop yet)."""
+    from pyspark import SparkContext
+
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+    _forget_gateway()
+
+
+# The watchdog: reads its stdin, a pipe from this process. A byte: this process stopped the
+# session itself, nothing to do. End of file without one: this process is gone (SIGKILL, the
+# OOM killer ...), so the JVM it started is killed, at once, not after Spark's shutdown hooks.
+_WATCHDOG = "import os, signal, sys\nif not os.read(0, 1):\n    os.kill(int(sys.argv[1]), signal.SIGKILL)\n"
+
+
+def _watch(spark) -> None:
+    """Make the JVM of a session this process started end when this process ends, however
+    it ends. PySpark's gateway JVM exits by itself when its stdin closes, but through
+    System.exit and Spark's shutdown hooks, which were seen to take over ten seconds; and
+    PySpark gives the JVM no parent-death signal (it replaces any preexec_fn it is given)."""
+    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    if process is None or not hasattr(os, "fork"):
+        return
+    spark._dedup_watchdog = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(process.pid)], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(spark) -> None:
+    """Stop a session that ``make_session`` made, and end its JVM: a load's session is done
+    when it stops (even when an interruption broke off a call to the JVM half way and left
+    the gateway unusable). Never raises."""
+    watchdog = getattr(spark, "_dedup_watchdog", None)
+    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    try:
+        spark.stop()
+    except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
+        pass
+    if process is not None and process.poll() is None:
+        try:
+            process.stdin.close()  # PySpark's gateway exits when its stdin closes ...
+            process.wait(timeout=5)
+        except Exception:
+            process.kill()  # ... or not soon enough (Spark's shutdown hooks)
+            process.wait()
+        _forget_gateway()
+    if watchdog is not None:
+        try:
+            watchdog.stdin.write(b"x")  # stopped here: the watchdog leaves the JVM alone
+            watchdog.stdin.close()
+        except OSError:
+            pass
+        watchdog.wait()
+
+
+def _forget_gateway() -> None:
+    """PySpark keeps its JVM gateway in class attributes for the next session of the process:
+    the JVM is gone, so the next session must start its own."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None

@@ -1,0 +1,423 @@
+"""load --engine spark against a real HBase and a local Spark (local[2]): the same index,
+accounting and rejects as the local engine; reruns; Parquet; the embedded target.
+
+One SparkSession serves the whole module (the JVM helper's jars on its classpath)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import random
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dedup_hbase import Index, open_store
+from dedup_hbase.corpus import Fields, read_records
+from dedup_hbase.loader import load as local_load
+from dedup_hbase.schema import table_name
+from dedup_hbase.spark import inputs
+
+from conftest import SHARED_DATA, hbase_store_url, require_or_skip
+
+pytestmark = [pytest.mark.spark]
+
+VOLATILE = ("elapsed_s", "docs_per_s", "mb_per_s", "store")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
+    from dedup_hbase.spark.session import helper_jars, make_session
+
+    session = make_session("local[2]", {}, helper_jars())
+    yield session
+    session.stop()
+
+
+def with_zk(url: str) -> str:
+    """The test HBase's URL with its ZooKeeper (scripts/test and scripts/hbase-local's port)."""
+    if "zk=" in url:
+        return url
+    return f"{url}&zk=127.0.0.1:{os.environ.get('DEDUP_HBASE_ZK_PORT', '21818')}"
+
+
+@pytest.fixture
+def hbase_pair(hbase_url):
+    """Two fresh HBase indexes (spark, local), dropped afterwards."""
+    urls = [with_zk(hbase_store_url(hbase_url)) for _ in range(2)]
+    for url in urls:
+        Index.create(open_store(url), 4, 3)
+    yield urls
+    for url in urls:
+        with open_store(url) as store:
+            store.drop()
+
+
+def spark_load_to(url: str, spark, files, rejects: Path | None = None, **kw):
+    from dedup_hbase.spark import spark_load
+
+    with open_store(url) as store:
+        index = Index.open(store)
+        out = open(rejects, "w", encoding="utf-8") if rejects else None
+        try:
+            return spark_load(index, [str(f) for f in files], rejects=out, spark=spark, **kw).to_dict()
+        finally:
+            if out:
+                out.close()
+
+
+def local_load_to(url: str, files, rejects: Path | None = None, **kw):
+    with open_store(url, create=True) as store:
+        index = Index.open(store)
+        out = open(rejects, "w", encoding="utf-8") if rejects else None
+        try:
+            records = read_records([str(f) for f in files], "auto", Fields())
+            return local_load(index, records, rejects=out, workers=2, **kw).to_dict()
+        finally:
+            if out:
+                out.close()
+
+
+def same_report(a: dict, b: dict) -> None:
+    strip = lambda r: {k: v for k, v in r.items() if k not in VOLATILE}
+    assert strip(a) == strip(b)
+    assert list(a["rejected_by_reason"]) == list(b["rejected_by_reason"])  # same order
+
+
+def index_cells(url: str) -> set[tuple[bytes, bytes]]:
+    import happybase
+
+    store = open_store(url)
+    connection = happybase.Connection(store.host, store.port)
+    try:
+        table = connection.table(table_name(store.table_prefix, "index"))
+        return {(row, column) for row, cells in table.scan() for column in cells}
+    finally:
+        connection.close()
+
+
+def documents(url: str) -> dict[str, tuple[int, dict]]:
+    """Every document: simhash and metadata without the load time."""
+    with open_store(url) as store:
+        out = {}
+        for key, value in store.iterate("docs"):
+            meta = json.loads(value[8:]) if len(value) > 8 else {}
+            meta.pop("loaded", None)
+            out[key.decode()] = (int.from_bytes(value[:8], "big"), meta)
+        return out
+
+
+def check_json(url: str, probes: Path) -> str:
+    return subprocess.run(["dedup-hbase", "check", "--store", url, "--json", str(probes)], check=True,
+                          capture_output=True, text=True).stdout
+
+
+BAD_LINES = [
+    '{"id": "bad-empty", "text": ""}',
+    'not json at all',
+    '{"text": "a text without an id"}',
+    '[1, 2, 3]',
+    '{"id": "bad-punct", "text": "。。。！！"}',
+    '{"id": "", "text": "an empty id"}',
+    '{"id": "bad-sim", "simhash": "xyz"}',
+]
+
+
+def write_inputs(tmp_path: Path, docs: list[str], seed: int = 3) -> list[Path]:
+    """docs as JSONL with bad records and a repeated id mixed in, plus a small second file
+    (TSV) with bad rows and an invalid UTF-8 line in a text file."""
+    rnd = random.Random(seed)
+    lines = list(docs)
+    for bad in BAD_LINES:
+        lines.insert(rnd.randrange(len(lines)), bad)
+    repeated = json.loads(docs[10])
+    repeated["text"] = json.loads(docs[20])["text"]  # the same id, later, another text: it wins
+    lines.insert(rnd.randrange(len(lines) // 2, len(lines)), json.dumps(repeated, ensure_ascii=False))
+    main = tmp_path / "corpus.jsonl"
+    main.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+    tsv = tmp_path / "more.tsv"
+    tsv.write_text("id\ttext\ttitle\nt1\t第一条 新闻 内容 关于 经济 发展\tT1\nt2\t\t\nt3\ta\tb\tc\n", encoding="utf-8")
+    raw = tmp_path / "lines.txt"
+    raw.write_bytes("第一行 文本 内容 经济\n".encode() + b"\xff\xfe broken\n" + "第三行 文本 新闻 报道\n".encode())
+    return [main, tsv, raw]
+
+
+def test_pieces_read_as_the_whole_file(tmp_path):
+    """A big uncompressed JSONL file read in pieces: the same records, lines and reasons."""
+    lines = [json.dumps({"id": f"d{i}", "text": f"文本 {i} 新闻"}) if i % 7 else ("" if i % 2 else "bad{")
+             for i in range(40_000)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    f = inputs.plan([str(path)], "auto")[0]
+    pieces = inputs.pieces(f, 4)
+    assert len(pieces) == 1  # under two pieces' worth: read whole
+    old = inputs.MIN_PIECE
+    inputs.MIN_PIECE = 64 << 10
+    try:
+        pieces = inputs.pieces(f, 8)
+    finally:
+        inputs.MIN_PIECE = old
+    assert len(pieces) >= 4
+    got = []
+    for p in pieces:
+        from dedup_hbase.corpus import read_opened
+
+        with open(path, "rb") as raw:
+            raw.seek(p.start)
+            data = raw.read() if p.end < 0 else raw.read(p.end - p.start)
+        got += list(read_opened(io.BytesIO(data), path, p.source, p.fmt, Fields(), None, p.first_line, False))
+    assert got == list(read_records([str(path)]))
+    (tmp_path / "cr.jsonl").write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert len(inputs.pieces(inputs.plan([str(tmp_path / "cr.jsonl")], "auto")[0], 8)) == 1
+
+
+def test_partition_targets_are_spark_hash_partitions(spark):
+    from pyspark.sql import functions as F
+
+    from dedup_hbase.spark.job import spark_partition_targets
+
+    for n in (1, 7, 32):
+        targets = spark_partition_targets(n)
+        frame = spark.createDataFrame([(v,) for v in targets], "part int").repartition(n, "part")
+        placed = {r["part"]: r["p"] for r in frame.select("part", F.spark_partition_id().alias("p")).collect()}
+        assert [placed[v] for v in targets] == list(range(n))
+
+
+@pytest.mark.hbase
+@pytest.mark.slow
+def test_20k_documents_same_index_as_the_local_engine(spark, hbase_pair, tmp_path):
+    """The issue's CI test: 20,000 documents of the shared corpus (the news items and the
+    first English glossary entries), bad records mixed in."""
+    with gzip.open(SHARED_DATA / "xwlb_zh.jsonl.gz", "rt", encoding="utf-8") as f:
+        docs = [line.rstrip("\n") for line in f if line.strip()]
+    with gzip.open(SHARED_DATA / "jargon_en.jsonl.gz", "rt", encoding="utf-8") as f:
+        docs += [line.rstrip("\n") for line in f if line.strip()][:20_000 - len(docs)]
+    assert len(docs) == 20_000
+    files = write_inputs(tmp_path, docs)
+    spark_url, local_url = hbase_pair
+    a = spark_load_to(spark_url, spark, files, tmp_path / "rejects-spark.jsonl")
+    b = local_load_to(local_url, files, tmp_path / "rejects-local.jsonl")
+    same_report(a, b)
+    assert a["read"] == 20_000 + len(BAD_LINES) + 1 + 3 + 3  # + repeated id, TSV rows, text lines; blank lines are not records
+    assert a["read"] == a["indexed"] + a["near_duplicates_skipped"] + a["rejected"]
+    assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+    rejected = [json.loads(line) for line in (tmp_path / "rejects-spark.jsonl").read_text().splitlines()]
+    assert {(Path(r["source"]).name, r["reason"].split(":")[0]) for r in rejected} >= {
+        ("corpus.jsonl", "malformed JSON"), ("corpus.jsonl", "featureless text"), ("more.tsv", "1 more fields than the header has"),
+        ("lines.txt", "invalid UTF-8")}
+    assert all(r["line"] >= 1 for r in rejected)
+    cells = index_cells(spark_url)
+    assert len(cells) == 4 * a["new"]
+    assert cells == index_cells(local_url)
+    assert documents(spark_url) == documents(local_url)
+    rnd = random.Random(5)
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text("\n".join(rnd.sample(docs, 500)) + "\n", encoding="utf-8")
+    answers = check_json(spark_url, probes)
+    assert answers == check_json(local_url, probes)
+    found = [len(json.loads(line)["matches"]) for line in answers.splitlines()]
+    assert len(found) == 500 and sum(n >= 1 for n in found) >= 499  # (one id was loaded again with another text)
+
+
+def sample_docs(n: int, seed: int = 1) -> list[str]:
+    with gzip.open(SHARED_DATA / "xwlb_zh.jsonl.gz", "rt", encoding="utf-8") as f:
+        docs = [line.rstrip("\n") for line in f if line.strip()]
+    return random.Random(seed).sample(docs, n)
+
+
+@pytest.mark.hbase
+def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_path):
+    """v1 loaded by the local engine into both; then v2 (some ids with new texts, new ids):
+    the Spark load is cut off after the index table's bulk load, run again, and ends with
+    the same index as the local engine's load of v2; its staging folder is gone."""
+    from dedup_hbase.spark.job import _Stopped
+
+    docs = sample_docs(200)
+    v1, v2 = tmp_path / "v1", tmp_path / "v2"
+    v1.mkdir()
+    v2.mkdir()
+    (v1 / "a.jsonl").write_text("\n".join(docs[:150]) + "\n", encoding="utf-8")
+    changed = []
+    for line in docs[:25]:  # same ids, other texts
+        obj = json.loads(line)
+        obj["text"] = obj["text"][::-1]
+        changed.append(json.dumps(obj, ensure_ascii=False))
+    (v2 / "b.jsonl").write_text("\n".join(changed + docs[125:]) + "\n", encoding="utf-8")
+    spark_url, local_url = hbase_pair
+    for url in hbase_pair:
+        local_load_to(url, [v1])
+    staging = tmp_path / "staging"
+    with pytest.raises(_Stopped):
+        spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun", _stop_after="index")
+    assert not any(p.is_file() for p in staging.rglob("*"))
+    a = spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun")
+    b = local_load_to(local_url, [v2])
+    assert (a["read"], a["indexed"], a["rejected"]) == (b["read"], b["indexed"], b["rejected"])
+    assert a["new"] == b["new"] == 50  # docs[150:200]; the cut-off run loaded no document row
+    assert index_cells(spark_url) == index_cells(local_url)
+    assert documents(spark_url) == documents(local_url)
+    assert not any(p.is_file() for p in staging.rglob("*"))
+    again = spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun")
+    assert again["already_complete"]
+
+
+@pytest.mark.hbase
+def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path):
+    from dedup_hbase.schema import load_schema
+    from dedup_hbase.spark import stages
+    from dedup_hbase.spark.job import spark_partition_targets
+
+    url = hbase_pair[0]
+    store = open_store(url)
+    index = Index.open(store)
+    rnd = random.Random(2)
+    rows = [(f"h{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(2000)]
+    frame = spark.createDataFrame(rows, "id string, simhash long")
+    t = load_schema()["tables"]["index"]
+    splits = [bytes([i * 16]) for i in range(1, 16)]
+    targets = spark_partition_targets(16)
+    cells = (frame.mapInArrow(stages.index_rows(index.scheme.name, splits, targets, 1), stages.ROW_SCHEMA)
+             .repartition(16, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
+    helper = spark.sparkContext._jvm.dedup.hbase.spark
+    folder = f"file://{tmp_path}/job/index"
+    name = table_name(store.table_prefix, "index")
+    spec = "\t".join([folder, name, "d", t["compression"], t["data_block_encoding"], t["bloom_filter"],
+                      str(t["bloom_prefix_length"]), "65536", ",".join(s.hex() for s in splits)])
+    firsts = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.int, 1)
+    written = helper.HFileWriter.write(cells._jdf.queryExecution().toRdd().toJavaRDD(), spec, firsts,
+                                       1234567890123, 7)
+    assert len(written) == 16 and sum(int(w.split("\t")[1]) for w in written) == 8000
+    zk = store.zk.rpartition(":")
+    for _ in range(2):
+        assert helper.BulkLoad.load(zk[0], int(zk[2]), "", name, folder, True) == 16
+        got = index_cells(url)
+        assert len(got) == 8000
+    probe = rows[7]
+    assert [m.id for m in index.query(probe[1] % (1 << 64))] == ["h7"]
+
+
+def parquet_file(path: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    docs = [json.loads(line) for line in sample_docs(120, seed=4)]
+    ids = [d["id"] for d in docs]
+    texts = [d["text"] for d in docs]
+    ids[3], texts[5], texts[6] = None, "", "。。。"
+    ids[9] = ids[8]  # repeated: the later row wins
+    table = pa.table({"id": ids, "text": texts, "title": [d.get("title") for d in docs],
+                      "extra": list(range(len(docs)))})
+    pq.write_table(table, path, row_group_size=50)
+    return path
+
+
+def test_parquet_local_engine_reads_rows(tmp_path):
+    path = parquet_file(tmp_path / "docs.parquet")
+    records = list(read_records([str(path)]))
+    assert len(records) == 120 and [r.line for r in records] == list(range(1, 121))
+    assert records[3].error == "no 'id' field" and records[5].text == ""
+    assert records[0].title and records[0].source == str(path)
+
+
+def test_parquet_and_the_embedded_target(spark, tmp_path):
+    """Parquet and JSONL, by the Spark engine into an embedded store (the driver writes) and
+    by the local engine into another: same report, rejects, documents and answers."""
+    files = [parquet_file(tmp_path / "docs.parquet"), *write_inputs(tmp_path, sample_docs(200, seed=6))]
+    urls = [str(tmp_path / "spark-store"), str(tmp_path / "local-store")]
+    for url in urls:
+        with open_store(url, create=True) as store:
+            Index.create(store, 4, 3)
+    a = spark_load_to(urls[0], spark, files, tmp_path / "rejects-spark.jsonl")
+    b = local_load_to(urls[1], files, tmp_path / "rejects-local.jsonl")
+    same_report(a, b)
+    assert a["rejected_by_reason"]["no 'id' field"] >= 1
+    assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+    assert documents(urls[0]) == documents(urls[1])
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text("\n".join(sample_docs(60, seed=6)) + "\n", encoding="utf-8")
+    assert check_json(urls[0], probes) == check_json(urls[1], probes)
+
+
+@pytest.mark.hbase
+def test_cli_engine_spark(hbase_url, tmp_path):
+    """The command line end to end (its own Spark), and its refusals."""
+    url = with_zk(hbase_store_url(hbase_url))
+    subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
+    try:
+        corpus = tmp_path / "c.jsonl"
+        corpus.write_text("\n".join(sample_docs(50, seed=9)) + "\nnot json\n", encoding="utf-8")
+        out = subprocess.run(["dedup-hbase", "load", "--store", url, "--engine", "spark", "--spark-master", "local[2]",
+                              "--spark-conf", "spark.sql.shuffle.partitions=4", "--json", str(corpus)],
+                             check=True, capture_output=True, text=True).stdout
+        report = json.loads(out)
+        assert (report["read"], report["indexed"], report["new"], report["rejected"]) == (51, 50, 50, 1)
+        refused = subprocess.run(["dedup-hbase", "load", "--store", url, "--engine", "spark", "--skip-near-dups",
+                                  str(corpus)], capture_output=True, text=True)
+        assert refused.returncode == 1 and "need the local engine" in refused.stderr
+        no_zk = re.sub(r"zk=[^&]*&?", "", url)
+        refused = subprocess.run(["dedup-hbase", "load", "--store", no_zk, "--engine", "spark", "--restart",
+                                  str(corpus)], capture_output=True, text=True)
+        assert refused.returncode == 1 and "zk=HOST:PORT" in refused.stderr
+    finally:
+        with open_store(url) as store:
+            store.drop()
+
+
+@pytest.mark.parametrize("when", ["starting", "working"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
+    """Issue 14 for the Spark engine: kill the load (SIGKILL) or stop it (SIGTERM) while its
+    Spark session starts (its JVM launched) or while Spark works (Python workers running);
+    within 10 s neither Spark's JVM nor its Python workers are left (found by a marker in their
+    environment). SIGTERM: one line and status 143."""
+    import signal
+    import time
+    import uuid
+
+    from test_interrupt import assert_all_gone, descendants, marked, start_time
+
+    store = str(tmp_path / "index")
+    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    marker = uuid.uuid4().hex
+    load = subprocess.Popen(["dedup-hbase", "load", "--store", store, "--engine", "spark", "--spark-master",
+                             "local[2]", "-q", str(SHARED_DATA / "xwlb_zh.jsonl.gz")],
+                            env={**os.environ, "DEDUP_HBASE_TEST_MARKER": marker},
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "stderr", "w"))  # Spark's JVM shares it
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # Spark's JVM, and (working) a Python worker of its own
+        tree = descendants(load.pid)
+        workers = [p for p in tree if b"pyspark.daemon" in _cmdline(p) or b"pyspark/daemon" in _cmdline(p)]
+        if any(_cmdline(p).startswith(b"/") and b"/java\x00" in _cmdline(p) for p in tree) and (
+                when == "starting" or workers):
+            break
+        assert load.poll() is None, "the load ended before its Spark workers ran"
+        time.sleep(0.2)
+    else:
+        raise AssertionError("Spark's workers never started")
+    started = {pid: start_time(pid) for pid in descendants(load.pid)}
+    assert len(marked(marker)) >= 2  # the load and its JVM at least
+    load.send_signal(getattr(signal, how))
+    load.wait(timeout=60)
+    err = (tmp_path / "stderr").read_text()
+    if how == "SIGTERM":
+        ours = [line for line in err.splitlines() if not line.startswith("WARNING: ")]  # the JVM writes here too
+        assert load.returncode == 143 and ours == [
+            "interrupted by SIGTERM: the Spark job stopped; run the same command again to load (the job "
+            "starts over; what it wrote is written again, nothing doubles)"], err[-2000:]
+    assert_all_gone(started, marker)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
