@@ -17,8 +17,9 @@ for every call instead.
 Across processes (several servers on one HBase) these locks are not shared: two servers that
 receive near-duplicates of each other within the same few milliseconds can both add them.
 Nothing is lost or corrupted (each write is idempotent and the index stays exact); the cost
-is a near-duplicate pair in the index, which any later lookup reports. Route documents to
-servers by a hash of one flag's scan prefix, or keep one writer, where that matters.
+is a near-duplicate pair in the index, which any later lookup reports. Where that matters,
+keep insert-if-new on one process: routing by fingerprint cannot help, because near-duplicates
+share the prefix of *some* flag, not of one known in advance.
 
 A document's own id counts like any other: the same document sent twice (by two clients,
 or again in one call) is added once, and the second answer is ``added: false`` with the

@@ -12,7 +12,7 @@ import pytest
 
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.schema import table_name
-from dedup_hbase.stores.hbase_admin import _idl
+from dedup_hbase.stores.thrift2 import idl
 
 from conftest import ROOT, hbase_store_url, require_or_skip
 
@@ -30,14 +30,14 @@ def hbase_index_url(hbase_url):
 def thrift2_client(store):
     from thriftpy2.rpc import make_client
 
-    return make_client(_idl().THBaseService, store.host, store.admin_port, timeout=60000)
+    return make_client(idl().THBaseService, store.host, store.admin_port, timeout=60000)
 
 
 def test_init_creates_tables_as_the_schema_says(hbase_index_url):
     subprocess.run(["dedup-hbase", "init", "--store", hbase_index_url, "--regions", "8"], check=True,
                    capture_output=True)
     store = open_store(hbase_index_url)
-    hb2 = _idl()
+    hb2 = idl()
     client = thrift2_client(store)
     name = hb2.TTableName(ns=b"default", qualifier=table_name(store.table_prefix, "index").encode())
     (family,) = client.getTableDescriptor(name).columns

@@ -11,27 +11,18 @@ Without a Thrift2 gateway, run the same DDL (``schema.hbase_shell_ddl``) in the 
 
 from __future__ import annotations
 
-from importlib import resources
-
 from ..errors import StoreError
 from ..schema import TABLES, split_keys, table_name
+from .thrift2 import idl
 
 
 class AdminGatewayUnreachable(StoreError):
     """No Thrift2 gateway answers where tables are to be created."""
 
 
-def _idl():
-    import thriftpy2
-
-    path = resources.files("dedup_hbase").joinpath("hbase_thrift2.thrift")
-    with resources.as_file(path) as file:
-        return thriftpy2.load(str(file), module_name="hbase_thrift2_thrift")
-
-
 def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[bytes]]]:
     """Thrift2 table descriptors and split keys for every table of ``schema``."""
-    hb2 = _idl()
+    hb2 = idl()
     family = schema["family"].encode()
     out = []
     for name in TABLES:
@@ -57,7 +48,7 @@ def create_tables(host: str, port: int, prefix: str, schema: dict, timeout_ms: i
     from thriftpy2.rpc import make_client
     from thriftpy2.transport import TBufferedTransportFactory
 
-    hb2 = _idl()
+    hb2 = idl()
     descriptors = table_descriptors(schema, prefix)
     try:
         client = make_client(hb2.THBaseService, host, port, timeout=timeout_ms,

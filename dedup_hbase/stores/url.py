@@ -5,7 +5,7 @@ URL                                    store
 =====================================  ==========================================
 ``PATH`` or ``local:PATH``             the embedded store in folder PATH (default)
 ``memory:``                            in-process dict, for tests
-``hbase://HOST[:PORT]/?OPTION=V&...``  Apache HBase through the Thrift1 gateway
+``hbase://HOST[:PORT]/?OPTION=V&...``  Apache HBase through its Thrift gateways
 =====================================  ==========================================
 
 HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
@@ -13,15 +13,19 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
     table_prefix=dedup     tables are P_index, P_docs, P_meta
     transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
     protocol=binary        or compact
-    pool_size=4            pooled connections; the prefix scans of a lookup run in parallel on them
-    batch_size=2000        cells per mutateRows call when writing
+    api=thrift2            the data path: thrift2 (the Thrift2 gateway at admin_port: one scan call
+                           per region for all prefixes of a lookup or batch, putMultiple) or
+                           thrift1 (the Thrift1 gateway at PORT, happybase: a scanner per prefix)
+    pool_size=4            pooled connections (of each gateway); scan and put calls run in parallel
+    batch_size=10000       cells per putMultiple (thrift1: mutateRows) call when writing
+    ranges_per_call=1000   row ranges one Thrift2 scan call carries at most
     wal=true               false: bulk writes skip the write-ahead log (faster; a region server
                            crash before the next flush loses them: rerun the load, it is idempotent)
     timeout=60000          socket timeout in ms
     retries=8              attempts per unit of work (connection dropped, server idle timeout,
                            gateway restarting: about 20 s of back-off in all)
-    admin_port=9091        the Thrift2 gateway, used only to create tables (split keys, bloom
-                           filter, encoding, compression: Thrift1 cannot set them)
+    admin_port=9091        the Thrift2 gateway: the data path (api=thrift2) and table creation
+                           (split keys, bloom filter, encoding, compression: Thrift1 cannot set them)
     zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
                            boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
     zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
@@ -87,12 +91,14 @@ HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "table_prefix": _table_prefix,
     "transport": _choice("transport", "buffered", "framed"),
     "protocol": _choice("protocol", "binary", "compact"),
+    "api": _choice("api", "thrift2", "thrift1"),
     "pool_size": _whole("pool_size"),
     "batch_size": _whole("batch_size"),
     "wal": _wal,
     "timeout": _whole("timeout"),
     "retries": _whole("retries"),
     "admin_port": _whole("admin_port", 1, 65535),
+    "ranges_per_call": _whole("ranges_per_call"),
     "zk": _zk,
     "zk_parent": _zk_parent,
 }

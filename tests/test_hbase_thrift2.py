@@ -1,0 +1,221 @@
+"""The Thrift2 data path (stores/thrift2.py) against a real HBase: one-call multi-range
+scans return exactly what one scan per prefix returns (Thrift1, happybase), lookups equal
+brute force and the embedded store, bulk puts land every cell once, retries survive a
+Thrift2 gateway restart. The protobuf filter is hand-encoded, so HBase itself is the
+test of the encoding."""
+
+import json
+import random
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from dedup_hbase import Document, Index, open_store
+from dedup_hbase.stores import thrift2
+
+from conftest import ROOT, hbase_store_url, require_or_skip
+
+pytestmark = pytest.mark.hbase
+
+
+@pytest.fixture
+def stores(hbase_url):
+    """The same fresh tables through both data paths: (thrift2 store, thrift1 store)."""
+    url = hbase_store_url(hbase_url)
+    new, old = open_store(url), open_store(url + "&api=thrift1")
+    Index.create(new, 4, 3)
+    yield new, old
+    new.drop()
+    new.close()
+    old.close()
+
+
+def test_filter_encoding_by_hand():
+    encoded = thrift2.multi_row_range_filter([(b"ab", b"ac"), (b"\xff", None)])
+    name = thrift2.MULTI_ROW_RANGE_FILTER.encode()
+    assert encoded.startswith(b"\x0a" + bytes([len(name)]) + name + b"\x12")
+    # RowRange{start "ab", inclusive, stop "ac", exclusive}, RowRange{start ff, inclusive, stop ""}
+    assert encoded.endswith(b"\x0a\x0c\x0a\x02ab\x10\x01\x1a\x02ac\x20\x00"
+                            b"\x0a\x09\x0a\x01\xff\x10\x01\x1a\x00\x20\x00")
+    assert thrift2._varint(300) == b"\xac\x02"
+    with pytest.raises(ValueError):
+        thrift2.multi_row_range_filter([(b"b", b"a")])
+
+
+def test_ranges():
+    assert thrift2.prefix_range(b"\x01\xff", 4) == (b"\x01\xff", b"\x01\xff\xff\xff\x00")
+    assert thrift2.prefix_range(b"a\xff\xff") == (b"a\xff\xff", b"b")
+    assert thrift2.prefix_range(b"\xff\xff") == (b"\xff\xff", None)
+    assert thrift2.prefix_range(b"") == (b"", None)
+    assert thrift2.merge_ranges([(b"c", b"d"), (b"a", b"b"), (b"b", b"c"), (b"x", None), (b"y", b"z")]) == \
+        [(b"a", b"d"), (b"x", None)]
+
+
+def _index_keys(rnd, n_rows, wide=()):
+    """Index keys (13-byte row + id) spread over all first bytes, some rows near 0xff..,
+    some prefixes full of 0xff, and ``wide`` rows with many qualifiers each."""
+    keys = set()
+    for i in range(n_rows):
+        row = rnd.getrandbits(104).to_bytes(13, "big")
+        if i % 50 == 0:
+            row = b"\xff" * rnd.randrange(1, 6) + row
+            row = row[:13]
+        if i % 70 == 0:
+            row = b"\x00" * 5 + row[5:]
+        keys.add(row + f"q{i}".encode())
+    for row, count in wide:
+        keys.update(row + f"w{j:05d}".encode() for j in range(count))
+    return sorted(keys)
+
+
+def cell_keys(cells, prefix: bytes) -> list[bytes]:
+    """Whole keys back from a scan prefix's ``Cells`` (13-byte rows)."""
+    width = 13 - len(prefix)
+    return [prefix + int(rest).to_bytes(8, "big")[8 - width:] + cells.qualifier(i)
+            for i, rest in enumerate(cells.rests)]
+
+
+def test_one_call_scans_equal_per_prefix_scans(stores):
+    new, old = stores
+    rnd = random.Random(11)
+    wide = [(b"\x42\x42\x42\x42\x01" + bytes(8), 3000), (b"\xff" * 13, 500)]
+    keys = _index_keys(rnd, 4000, wide)
+    new.put("index", ((k, b"") for k in keys))
+    prefixes = sorted({k[:5] for k in keys[::7]}) + [b"\xff\xff\xff\xff\xff", b"\xff\xff\xff", b"\x00\x00\x00\x00\x00",
+                                                        b"\x42\x42\x42\x42\x01", b"\x42\x42", b"\x42\x42",
+                                                        b"\x10\x20\x30\x40\x05", b"\xff", b""]
+    rnd.shuffle(prefixes)
+    want = old.scan("index", prefixes, values=False)  # one Thrift1 scanner per prefix
+    assert [[k for k, _ in items] for items in want] == [[k for k in keys if k.startswith(p)] for p in prefixes]
+    assert new.scan("index", prefixes, values=False) == want
+    for per_call in (1, 3, 10_000):  # more ranges than one call carries: several calls
+        new.ranges_per_call = per_call
+        assert new.scan("index", prefixes, values=False) == want
+        index_prefixes = [p for p in prefixes if 5 <= len(p) <= 13][:40]  # what the index scans
+        cells = new.scan_cells("index", index_prefixes)
+        assert [cell_keys(c, p) for c, p in zip(cells, index_prefixes)] == \
+            [[k for k in keys if k.startswith(p)] for p in index_prefixes]
+    assert new.scan("index", [b""], values=False) == [[(k, b"") for k in keys]]
+    assert new.scan("index", [], values=False) == []
+    longer = [keys[5][:15], keys[5][:13] + b"w", keys[5]]  # prefixes that reach into the qualifier
+    assert new.scan("index", longer, values=False) == old.scan("index", longer, values=False)
+
+
+def test_scan_calls_continue_past_their_row_limit(stores):
+    new, _ = stores
+    rnd = random.Random(12)
+    keys = _index_keys(rnd, 500, [(b"\x80" * 13, 2000)])
+    new.put("index", ((k, b"") for k in keys))
+    table = new._name("index")
+    ranges = thrift2.merge_ranges([thrift2.prefix_range(k[:3], 13) for k in keys[::3]])
+    expected = sorted({k[:13] for k in keys if any(a <= k[:13] < b for a, b in ranges)})
+    with new._connections2().lease() as conn:
+        for rows in (1, 2, 7, 100_000):
+            results = conn.scan_ranges(table, ranges, b"d", rows_per_call=rows)
+            assert [r.row for r in results] == expected
+            wide = [r for r in results if r.row == b"\x80" * 13]
+            assert [len(r.columnValues) for r in wide] == [2000]  # a wide row comes back whole
+
+
+def test_lookups_equal_brute_force_and_the_embedded_store(hbase_url, tmp_path):
+    rnd = random.Random(5)
+    values = [rnd.getrandbits(64) for _ in range(4000)]
+    values += [v ^ (1 << rnd.randrange(64)) for v in values[:300]]  # near-duplicates
+    values += [values[7]] * 40  # one fingerprint, many documents: a wide row per flag
+    docs = [Document(f"id{i}", v) for i, v in enumerate(values)]
+    queries = [v ^ (1 << rnd.randrange(64)) ^ (1 << rnd.randrange(64)) for v in values[:400]]
+    queries += [rnd.getrandbits(64) for _ in range(100)] + [values[7]]
+    fps = np.array(values, dtype=np.uint64)
+    for scheme in (4, 5):
+        url = hbase_store_url(hbase_url) + "&ranges_per_call=50"
+        hbase = Index.create(open_store(url), scheme, 3)
+        embedded = Index.create(open_store(str(tmp_path / f"e{scheme}"), create=True), scheme, 3)
+        try:
+            hbase.add_many(docs)
+            embedded.add_many(docs)
+            batched = hbase.query_many(queries)
+            assert batched == embedded.query_many(queries)
+            singles = [hbase.query(q) for q in queries[:60]] + [hbase.query(queries[-1])]
+            assert singles == batched[:60] + [batched[-1]]
+            for q, matches in zip(queries, batched):
+                distances = np.bitwise_count(fps ^ np.uint64(q))
+                truth = sorted((f"id{i}", int(distances[i])) for i in np.flatnonzero(distances <= 3))
+                assert sorted((m.id, m.distance) for m in matches) == truth
+            assert len(batched[-1]) >= 41  # the 41 copies, and near-duplicates of them
+            got = hbase.get(["id7", "nope", "id3"])  # the documents of matches: one multi-get
+            assert [d and (d.id, d.simhash) for d in got] == [("id7", values[7]), None, ("id3", values[3])]
+        finally:
+            hbase.store.drop()
+            hbase.store.close()
+            embedded.store.close()
+
+
+def test_bulk_puts_land_every_cell_once(hbase_url):
+    url = hbase_store_url(hbase_url) + "&wal=false&batch_size=7&pool_size=3"
+    store = open_store(url)
+    try:
+        index = Index.create(store, 5, 3)
+        rnd = random.Random(3)
+        docs = [Document(f"w{i}", rnd.getrandbits(64)) for i in range(700)]
+        index.add_many(docs)
+        index.add_many(docs[:100])  # again: idempotent
+        stats = index.stats()
+        assert (stats["documents"], stats["index_cells"]) == (700, 7000)
+        old = open_store(url + "&api=thrift1")  # counted through the other gateway
+        keys = [k for k, _ in old.iterate("index")]
+        assert len(keys) == len(set(keys)) == 7000
+        assert sorted(k[13:] for k in keys) == sorted(d.id.encode() for d in docs for _ in range(10))
+        old.close()
+        index.delete(["w1", "w2"])
+        assert index.stats()["index_cells"] == 6980
+        assert index.get(["w1", "w3"])[0] is None
+    finally:
+        store.drop()
+        store.close()
+
+
+def test_iterate_pages_through_thrift2(stores):
+    new, old = stores
+    keys = _index_keys(random.Random(8), 300, [(b"\x33" * 13, 40)])
+    new.put("index", ((k, b"") for k in keys))
+    for page in (1, 7, 1000):
+        assert [k for k, _ in new.iterate("index", page=page)] == keys
+        assert [k for k, _ in new.iterate("index", b"\x33", page=page)] == [k for k in keys if k[:1] == b"\x33"]
+    assert new.scan_range("index", keys[10], keys[20], 5) == old.scan_range("index", keys[10], keys[20], 5)
+
+
+def test_load_survives_a_thrift2_gateway_restart(hbase_url):
+    """The Thrift2 gateway (the data path) is killed and restarted in the middle of a load
+    fed through stdin: the load finishes by itself with the right counts."""
+    launcher = ROOT / "scripts" / "hbase-local"
+    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
+        require_or_skip("needs the gateway of scripts/hbase-local, which is not running here")
+    n = 60_000
+    rnd = random.Random(10)
+    lines = [json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n" for i in range(n)]
+    url = hbase_store_url(hbase_url) + "&retries=12"
+    subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
+    try:
+        load = subprocess.Popen(["dedup-hbase", "load", "--fingerprints", "--batch-size", "1000", "--json",
+                                 "--store", url, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        load.stdin.write("".join(lines[: n // 2]))
+        load.stdin.flush()
+        probe, deadline = open_store(url + "&api=thrift1"), time.monotonic() + 120
+        while sum(1 for _ in probe.iterate("docs")) < n // 4:
+            assert load.poll() is None, load.stderr.read()
+            assert time.monotonic() < deadline, "the first quarter never reached HBase"
+            time.sleep(0.2)
+        probe.close()
+        subprocess.run([str(launcher), "restart-thrift2"], check=True, capture_output=True)
+        load.stdin.write("".join(lines[n // 2:]))
+        out, err = load.communicate(timeout=600)
+        assert load.returncode == 0, err
+        report = json.loads(out)
+        assert (report["read"], report["indexed"], report["rejected"]) == (n, n, 0)
+        stats = Index.open(open_store(url)).stats()
+        assert (stats["documents"], stats["index_cells"]) == (n, 4 * n)
+    finally:
+        open_store(url).drop()
