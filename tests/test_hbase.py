@@ -143,9 +143,11 @@ def test_recovers_from_connections_the_server_dropped(hbase_url):
         store.drop()
 
 
-def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
-    """The Thrift1 gateway is killed and restarted in the middle of a load: the load
-    finishes by itself with the right counts (retries in the store, idempotent writes).
+@pytest.mark.parametrize("restart, api", [("restart-thrift2", "thrift2"), ("restart-thrift", "thrift1")])
+def test_load_survives_a_thrift_gateway_restart(hbase_url, restart, api):
+    """The gateway of the data path (Thrift2, or Thrift1 with api=thrift1) is killed and
+    restarted in the middle of a load: the load finishes by itself with the right counts
+    (retries in the store, idempotent writes).
 
     The load reads stdin, so it is mid-load by construction, however fast the machine:
     the first half is fed, the gateway restarts once part of it is in HBase (the rest
@@ -156,7 +158,7 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
     n = 60_000
     rnd = random.Random(9)
     lines = [json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n" for i in range(n)]
-    url = hbase_store_url(hbase_url)
+    url = hbase_store_url(hbase_url) + f"&api={api}&retries=12"
     subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
     try:
         load = subprocess.Popen(["dedup-hbase", "load", "--fingerprints", "--batch-size", "1000", "--json",
@@ -170,7 +172,7 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url, tmp_path):
             assert time.monotonic() < deadline, "the first quarter never reached HBase"
             time.sleep(0.2)
         probe.close()
-        subprocess.run([str(launcher), "restart-thrift"], check=True, capture_output=True)
+        subprocess.run([str(launcher), restart], check=True, capture_output=True)
         load.stdin.write("".join(lines[n // 2:]))
         out, err = load.communicate(timeout=600)
         assert load.returncode == 0, err

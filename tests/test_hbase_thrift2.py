@@ -4,10 +4,7 @@ brute force and the embedded store, bulk puts land every cell once, retries surv
 Thrift2 gateway restart. The protobuf filter is hand-encoded, so HBase itself is the
 test of the encoding."""
 
-import json
 import random
-import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -15,7 +12,7 @@ import pytest
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.stores import thrift2
 
-from conftest import ROOT, hbase_store_url, require_or_skip
+from conftest import hbase_store_url
 
 pytestmark = pytest.mark.hbase
 
@@ -184,38 +181,3 @@ def test_iterate_pages_through_thrift2(stores):
         assert [k for k, _ in new.iterate("index", page=page)] == keys
         assert [k for k, _ in new.iterate("index", b"\x33", page=page)] == [k for k in keys if k[:1] == b"\x33"]
     assert new.scan_range("index", keys[10], keys[20], 5) == old.scan_range("index", keys[10], keys[20], 5)
-
-
-def test_load_survives_a_thrift2_gateway_restart(hbase_url):
-    """The Thrift2 gateway (the data path) is killed and restarted in the middle of a load
-    fed through stdin: the load finishes by itself with the right counts."""
-    launcher = ROOT / "scripts" / "hbase-local"
-    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
-        require_or_skip("needs the gateway of scripts/hbase-local, which is not running here")
-    n = 60_000
-    rnd = random.Random(10)
-    lines = [json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n" for i in range(n)]
-    url = hbase_store_url(hbase_url) + "&retries=12"
-    subprocess.run(["dedup-hbase", "init", "--store", url], check=True, capture_output=True)
-    try:
-        load = subprocess.Popen(["dedup-hbase", "load", "--fingerprints", "--batch-size", "1000", "--json",
-                                 "--store", url, "-"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        load.stdin.write("".join(lines[: n // 2]))
-        load.stdin.flush()
-        probe, deadline = open_store(url + "&api=thrift1"), time.monotonic() + 120
-        while sum(1 for _ in probe.iterate("docs")) < n // 4:
-            assert load.poll() is None, load.stderr.read()
-            assert time.monotonic() < deadline, "the first quarter never reached HBase"
-            time.sleep(0.2)
-        probe.close()
-        subprocess.run([str(launcher), "restart-thrift2"], check=True, capture_output=True)
-        load.stdin.write("".join(lines[n // 2:]))
-        out, err = load.communicate(timeout=600)
-        assert load.returncode == 0, err
-        report = json.loads(out)
-        assert (report["read"], report["indexed"], report["rejected"]) == (n, n, 0)
-        stats = Index.open(open_store(url)).stats()
-        assert (stats["documents"], stats["index_cells"]) == (n, 4 * n)
-    finally:
-        open_store(url).drop()

@@ -94,14 +94,14 @@ def wait_for_workers(proc, count=2, timeout=120):
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read()
         tree = descendants(proc.pid)
-        workers = [p for p in tree if b"spawn_main" in _cmdline(p)]
+        workers = [p for p in tree if b"spawn_main" in cmdline(p)]
         if len(workers) >= count:
             return {pid: start_time(pid) for pid in tree}
         time.sleep(0.1)
     raise AssertionError("the load's workers never started")
 
 
-def _cmdline(pid: int) -> bytes:
+def cmdline(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return f.read()
@@ -117,7 +117,7 @@ def assert_all_gone(tree, marker, within=10.0):
             return
         time.sleep(0.1)
     raise AssertionError(f"processes left {within} s after the load ended: "
-                         f"{[(pid, _cmdline(pid)[:120]) for pid in sorted(set(left))]}")
+                         f"{[(pid, cmdline(pid)[:120]) for pid in sorted(set(left))]}")
 
 
 def feed(pipe, lines):

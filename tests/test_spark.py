@@ -382,7 +382,7 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     import time
     import uuid
 
-    from test_interrupt import assert_all_gone, descendants, marked, start_time
+    from test_interrupt import assert_all_gone, cmdline, descendants, marked, start_time
 
     store = str(tmp_path / "index")
     subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
@@ -394,8 +394,8 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # Spark's JVM, and (working) a Python worker of its own
         tree = descendants(load.pid)
-        workers = [p for p in tree if b"pyspark.daemon" in _cmdline(p) or b"pyspark/daemon" in _cmdline(p)]
-        if any(_cmdline(p).startswith(b"/") and b"/java\x00" in _cmdline(p) for p in tree) and (
+        workers = [p for p in tree if b"pyspark.daemon" in cmdline(p) or b"pyspark/daemon" in cmdline(p)]
+        if any(cmdline(p).startswith(b"/") and b"/java\x00" in cmdline(p) for p in tree) and (
                 when == "starting" or workers):
             break
         assert load.poll() is None, "the load ended before its Spark workers ran"
@@ -414,10 +414,3 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
             "starts over; what it wrote is written again, nothing doubles)"], err[-2000:]
     assert_all_gone(started, marker)
 
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
