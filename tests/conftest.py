@@ -1,4 +1,4 @@
-"""Fixtures: a real HBase, and the shared development corpus.
+"""Fixtures: a real HBase, and the shared development corpora with their reference features.
 
 HBase is found, in order: an existing server named by DEDUP_HBASE_TEST_URL
 (hbase://HOST:PORT, as scripts/test sets it); the project's launcher scripts/hbase-local
@@ -8,10 +8,15 @@ DEDUP_HBASE_REQUIRE=1 (as in CI).
 
 from __future__ import annotations
 
+import functools
+import gzip
+import json
+import multiprocessing
 import os
 import shutil
 import subprocess
 import uuid
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -62,3 +67,37 @@ def xwlb_path():
     if not path.exists():
         pytest.skip(f"{path} is absent (shared development data)")
     return path
+
+
+# -- the shared corpora and what the Python reference makes of them -------------------------
+
+
+@functools.cache
+def shared_texts(path: Path) -> tuple[str, ...]:
+    """The texts of a shared corpus (JSON lines, gzip), in file order; read once per session."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return tuple(json.loads(line)["text"] for line in f)
+
+
+@functools.cache
+def _reference_featurizer(name: str):
+    from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
+
+    return JiebaFeaturizer(fast=False) if name == "jieba" else ShingleFeaturizer(int(name.removeprefix("shingles")))
+
+
+def _reference_chunk(name: str, texts: list[str]) -> list[dict[str, int]]:
+    featurizer = _reference_featurizer(name)
+    return [featurizer.features(text) for text in texts]
+
+
+@functools.cache
+def reference_features(path: Path, name: str) -> tuple[dict[str, int], ...]:
+    """The Python reference's features (pure jieba, never rjieba or the core; or shingles) of
+    every text of a shared corpus, in order: computed once per session, on every core (the
+    compiled core's and the rjieba path's tests both compare against it)."""
+    texts = shared_texts(path)
+    chunks = [list(texts[i:i + 500]) for i in range(0, len(texts), 500)]
+    with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        parts = pool.map(_reference_chunk, [name] * len(chunks), chunks)
+        return tuple(features for part in parts for features in part)

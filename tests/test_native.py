@@ -10,8 +10,6 @@ The reference is the Python code with pure jieba (``JiebaFeaturizer(fast=False)`
 
 from __future__ import annotations
 
-import gzip
-import json
 import shutil
 import sys
 import unicodedata
@@ -27,6 +25,8 @@ from dedup_hbase import boilerplate, native, workers
 from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer, normalize
 from dedup_hbase.fingerprint import Fingerprinter, Hasher
 
+from conftest import reference_features, shared_texts
+
 try:
     import dedup_hbase_core as core
 except ImportError:  # scripts/setup builds it wherever cargo is
@@ -40,7 +40,7 @@ JIEBA = Fingerprinter(JiebaFeaturizer(), 0)._core
 SHINGLES = {n: Fingerprinter(ShingleFeaturizer(n), 0)._core for n in (1, 2, 4, 7)}
 
 
-def reference_features(name: str, text: str) -> dict[str, int]:
+def reference_features_of(name: str, text: str) -> dict[str, int]:
     return REFERENCE.features(text) if name == "jieba" else ShingleFeaturizer(int(name[8:])).features(text)
 
 
@@ -126,17 +126,12 @@ def test_the_core_read_jiebas_idf_table_as_python_does():
 # -- every document of the shared corpora -------------------------------------------------
 
 
-def corpus(path) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line)["text"] for line in f]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["xwlb_zh.jsonl.gz", "jargon_en.jsonl.gz"])
 @pytest.mark.parametrize("featurizer", ["jieba", "shingles4"])
 def test_every_shared_document(xwlb_path, name, featurizer):
-    texts = corpus(xwlb_path.parent / name)
-    want = [reference_features(featurizer, text) for text in texts]
+    path = xwlb_path.parent / name
+    texts, want = list(shared_texts(path)), reference_features(path, featurizer)
     differing = [i for i, text in enumerate(texts) if core_features(featurizer, text) != want[i]]
     assert differing == []
     # the core's batch against the reference's SimHash of the reference's features
@@ -230,7 +225,7 @@ def test_random_text_has_the_same_jieba_words(text):
 @HYPOTHESIS
 @given(text, st.sampled_from(["jieba", "shingles1", "shingles2", "shingles4", "shingles7"]))
 def test_random_text_has_the_same_features(text, featurizer):
-    assert core_features(featurizer, text) == reference_features(featurizer, text)
+    assert core_features(featurizer, text) == reference_features_of(featurizer, text)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
