@@ -100,7 +100,7 @@ def loads(report: Report) -> dict:
             "from dedup_hbase.features import JiebaFeaturizer as J; f = J(fast=False); f._tokenizer; f._idf",
         "compiled core: dictionary + IDF table":
             "from dedup_hbase import native; from dedup_hbase.features import JiebaFeaturizer as J; "
-            "native.core_for(J(), 0).core",
+            "native.core_for(J(), 0, None).core",
     }
     out = {}
     for name, body in code.items():

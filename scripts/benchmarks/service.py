@@ -28,12 +28,17 @@ from .common import Report, percentiles, progress
 from .load import texts
 
 
-def start_service(store: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", "0"], stderr=subprocess.PIPE,
-                            text=True)
-    line = proc.stderr.readline()
-    if not line.startswith("serving "):
-        raise RuntimeError(f"the service did not start: {line}{proc.stderr.read()}")
+def start_service(store: str, log: Path) -> tuple[subprocess.Popen, str]:
+    """``dedup-hbase serve`` on a free port, its stderr into ``log`` (a file: a pipe nobody
+    reads would stall the service once full); the URL it serves."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", "0"], stderr=err, text=True)
+    deadline = time.monotonic() + 120
+    while not (line := log.read_text().partition("\n")[0]).startswith("serving ") or not line.endswith("stops"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the service did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
     return proc, line.split(" on ", 1)[1].split(" ", 1)[0]
 
 
@@ -52,7 +57,11 @@ async def generate(url: str, path: str, bodies: list[bytes], clients: int, secon
                 body = bodies[i % len(bodies)]
                 i += clients
                 started = time.perf_counter_ns()
-                response = await client.post(path, content=body, headers={"content-type": "application/json"})
+                try:
+                    response = await client.post(path, content=body, headers={"content-type": "application/json"})
+                except httpx.TransportError as e:  # counted, and the run goes on: the report names it
+                    errors.append(f"{type(e).__name__}: {e}")
+                    continue
                 latencies.append((time.perf_counter_ns() - started) / 1000)
                 if response.status_code != 200:
                     errors.append(f"{response.status_code} {response.text[:200]}")
@@ -74,13 +83,17 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
     check_bodies = [json.dumps([{"id": d["id"], "text": d["text"]}], ensure_ascii=False).encode() for d in corpus]
     add_bodies = [json.dumps([{"id": f"{d['id']}@{uuid.uuid4().hex[:6]}", "text": d["text"]}],
                              ensure_ascii=False).encode() for d in corpus[half:]]
-    proc, url = start_service(store)
+    log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
+    proc, url = start_service(store, log)
     rows = []
     try:
         for name, path, bodies in (("check", "/v1/check", check_bodies),
                                    ("add?if_new=true", "/v1/add?if_new=true", add_bodies)):
             progress(f"  {store}: {name}, {args.service_clients} clients, {args.service_seconds} s ...\n")
             result = asyncio.run(generate(url, path, bodies, args.service_clients, args.service_seconds))
+            if result["errors"]:
+                progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
+                         f", its log ends:\n{log.read_text()[-3000:]}\n")
             rows.append({"endpoint": name, **result})
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -105,7 +105,7 @@ def run(report: Report, args, url: str | None) -> None:
     work.rmdir()
 
     rows = []
-    for (name, _engine), r in results.items():
+    for (name, engine), r in results.items():
         rep = r["report"]
         index_rows = 4 * rep["new"]
         mb = rep["text_bytes"] / 1e6
