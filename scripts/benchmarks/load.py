@@ -119,7 +119,7 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                 ("embedded store, 1 worker", str(work / "embedded1"), ["--workers", "1"])]
         if hbase_url:
             sep = "&" if "?" in hbase_url else "?"
-            runs.append(("HBase (Thrift1, WAL off), 2 workers",
+            runs.append(("HBase (WAL off), 2 workers",
                          f"{hbase_url}{sep}table_prefix=b{uuid.uuid4().hex[:8]}&wal=false", []))
         table, data["end_to_end"] = [], []
         for name, store, extra in runs:
