@@ -11,6 +11,7 @@ import time
 import pytest
 
 from dedup_hbase import Document, Index, open_store
+from dedup_hbase.errors import StoreError
 from dedup_hbase.schema import table_name
 from dedup_hbase.stores.thrift2 import idl
 
@@ -110,6 +111,22 @@ def test_exact_lookups_and_parallel_equals_sequential(hbase_url):
             index.store.close()
     finally:
         open_store(url).drop()
+
+
+@pytest.mark.parametrize("api", ["thrift2", "thrift1"])
+def test_a_missing_table_is_a_store_error_naming_it(hbase_url, api, caplog):
+    """HBase's own errors (here TableNotFoundException) come back as one StoreError, at once,
+    not as a Thrift exception or after the retries meant for dropped connections."""
+    url = hbase_store_url(hbase_url) + f"&api={api}&retries=3"
+    store = open_store(url)
+    name = table_name(store.table_prefix, "docs")
+    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase")
+    for call in (lambda: store.get("docs", [b"x"]), lambda: store.scan_range("docs", b"", None, 5),
+                 lambda: store.put("docs", [(b"x", b"y")])):
+        with pytest.raises(StoreError, match=f"HBase at .* refused the call: .*{name}"):
+            call()
+    assert [r.message for r in caplog.records if "attempt" in r.message] == []  # not retried
+    store.close()
 
 
 def test_wal_off_and_small_batches_write_everything(hbase_url):

@@ -99,8 +99,10 @@ class HBaseStore(Store):
         Only idempotent work goes through here (puts of the same cells, deletes,
         fully consumed scans), so repeating an attempt is always safe.
         """
+        from thriftpy2.thrift import TException
         from thriftpy2.transport import TTransportException
 
+        port = self.admin_port if thrift2 else self.port
         for attempt in range(1, self.retries + 1):
             try:
                 if thrift2:
@@ -110,10 +112,12 @@ class HBaseStore(Store):
                     return work(conn)
             except (OSError, TTransportException) as e:  # OSError: sockets reset, refused, broken
                 if attempt == self.retries:
-                    port = self.admin_port if thrift2 else self.port
                     raise StoreError(f"HBase at {self.host}:{port} failed {attempt} times: {e}") from None
                 logger.debug("HBase call failed (%s), attempt %d of %d", e, attempt, self.retries)
                 time.sleep(min(0.2 * 2 ** attempt, 5))
+            except TException as e:  # HBase answered with an error (TIOError, TIllegalArgument): no retry
+                message = getattr(e, "message", None) or str(e) or type(e).__name__
+                raise StoreError(f"HBase at {self.host}:{port} refused the call: {message}") from None
 
     def _parallel(self, fn, items: list) -> list:
         """``[fn(x) for x in items]``, run on the store's threads when there are several."""
