@@ -371,8 +371,7 @@ def test_cli_engine_spark(hbase_url, tmp_path):
             store.drop()
 
 
-@pytest.mark.parametrize("when", ["starting", "working"])
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("how, when", [("SIGKILL", "working"), ("SIGTERM", "starting")])
 def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     """Issue 14 for the Spark engine: kill the load (SIGKILL) or stop it (SIGTERM) while its
     Spark session starts (its JVM launched) or while Spark works (Python workers running);

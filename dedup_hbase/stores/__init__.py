@@ -1,7 +1,8 @@
 """Stores, chosen by URL: ``parse_store_url`` (url.py, pure) says which, ``open_store`` builds it.
 
 The store contract is ``Store`` (base.py). Stores: ``memory.py``; the embedded RocksDB store
-(the ``local`` package, the default); Apache HBase (``hbase.py``, ``hbase_admin.py``).
+(the ``local`` package, the default); Apache HBase (``hbase.py``; ``thrift2.py`` its data path,
+``hbase_admin.py`` table creation).
 Building a store opens no network connection (HBase connects on first use).
 """
 
