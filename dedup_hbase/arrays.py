@@ -1,4 +1,6 @@
-"""Two numpy helpers shared by the index's batched lookups and the embedded store's codec."""
+"""Small numpy helpers shared across the package: ranges of consecutive pieces (the index's
+batched lookups, the embedded store's codec) and the one conversion between unsigned 64-bit
+fingerprints and the signed 64-bit integers of Spark, Arrow and Parquet columns."""
 
 from __future__ import annotations
 
@@ -17,3 +19,27 @@ def ranges(begins: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     shift = np.repeat(begins - starts(lengths), lengths)
     return shift + np.arange(total, dtype=np.int64)
+
+
+_WRAP = 1 << 64
+
+
+def signed64(value: int) -> int:
+    """An unsigned 64-bit value as the signed 64-bit integer with the same bits."""
+    return value - _WRAP if value >= 1 << 63 else value
+
+
+def unsigned64(value: int) -> int:
+    """A signed (or unsigned) 64-bit integer as the unsigned value with the same bits."""
+    return value % _WRAP
+
+
+def as_unsigned(values) -> np.ndarray:
+    """int64 (or uint64) values as uint64 with the same bits, without copying where possible."""
+    array = np.asarray(values)
+    return array if array.dtype == np.uint64 else array.astype(np.int64, copy=False).view(np.uint64)
+
+
+def as_signed(values) -> np.ndarray:
+    """uint64 (or int64) values as int64 with the same bits."""
+    return as_unsigned(values).view(np.int64)

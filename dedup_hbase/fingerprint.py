@@ -17,7 +17,7 @@ import mmh3
 import numpy as np
 
 from .errors import EmptyDocument, InvalidInput
-from .features import make_featurizer
+from .features import featurizer_from_spec, make_featurizer
 
 DEFAULT_SEED = 0
 _CACHE_LIMIT = 1 << 20
@@ -140,6 +140,12 @@ class Fingerprinter:
         if not weighted:
             raise EmptyDocument(EmptyDocument.EMPTY_TEXT if not text.strip() else EmptyDocument.NO_FEATURES)
         return self.hasher.simhash(weighted)
+
+
+def fingerprinter_from_spec(spec: Mapping, native: bool = True) -> Fingerprinter:
+    """The fingerprinter an index records as its ``spec`` (featurizer, version, parameters,
+    seed); refuses another featurizer version (features.featurizer_from_spec)."""
+    return Fingerprinter(featurizer_from_spec(spec), spec.get("seed", DEFAULT_SEED), native)
 
 
 def make_fingerprinter(featurizer: str | None = None, *, shingle_size: int | None = None,

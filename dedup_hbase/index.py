@@ -30,9 +30,8 @@ import numpy as np
 
 from .arrays import ranges
 from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
-from .features import featurizer_from_spec
-from .fingerprint import Fingerprinter, make_fingerprinter, to_hex
-from .layout import KEY_BYTES, PREFIX_BYTES, Scheme
+from .fingerprint import Fingerprinter, fingerprinter_from_spec, make_fingerprinter, to_hex
+from .layout import PREFIX_BYTES, Scheme
 from .plan import choose_scheme
 from .schema import load_schema
 from .stores.base import Cells, Store
@@ -100,6 +99,25 @@ def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Do
     return list(last), simhashes[keep], [docs[i] for i in keep]
 
 
+def document_meta(loaded: int, source: str | None = None, line: int | None = None,
+                  title: str | None = None, length: int | None = None) -> dict[str, Any]:
+    """The metadata a document row keeps (``Index.get`` returns it): when it was loaded (Unix
+    seconds) and, where known, its source file and line, its title and its text's length in
+    characters. Every writer (a load on either engine, the service) builds it here, so a
+    document reads the same however it came in."""
+    meta: dict[str, Any] = {}
+    if source is not None:
+        meta["source"] = source
+    if line is not None:
+        meta["line"] = line
+    meta["loaded"] = loaded
+    if title:
+        meta["title"] = title
+    if length is not None:
+        meta["length"] = length
+    return meta
+
+
 def document_value(doc: Document) -> bytes:
     """A document row's value: the 8-byte big-endian simhash, then the metadata as JSON."""
     meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
@@ -156,7 +174,7 @@ class Index:
             raise IndexMismatch(f"{store.url}: index format {config.get('format')}, expected {FORMAT}")
         spec = config["fingerprint"]
         if fingerprinter is None:
-            fingerprinter = Fingerprinter(featurizer_from_spec(spec), spec.get("seed", 0))
+            fingerprinter = fingerprinter_from_spec(spec)
         elif fingerprinter.spec != spec:
             raise IndexMismatch(
                 f"{store.url} was built with featurizer {_describe(spec)}, not "
@@ -208,34 +226,34 @@ class Index:
         if not docs:
             return 0
         ids, simhashes, chosen = _columns(docs)
-        old = self.store.get("docs", ids)
-        known = [i for i, value in enumerate(old) if value is not None]
-        replaced = [i for i in known if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
-        if replaced:
-            self.store.delete("index", self.index_keys([ids[i] for i in replaced],
-                                                        [int.from_bytes(old[i][:8], "big") for i in replaced]))
+        known = self.retire_old_fingerprints(ids, simhashes)
         self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
         for i, d in enumerate(chosen):
             if d.meta:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
-        return len(ids) - len(known)
+        return len(ids) - known
 
-    def index_keys(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> list[bytes]:
-        """Sorted index keys (row key + document id) of documents, built vectorised."""
-        table, ids = self.scheme.key_table(simhashes), list(raw_ids) * len(self.scheme.flags)
-        keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + ids[j] for j in range(len(ids))]
-        keys.sort()
-        return keys
+    def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> int:
+        """Before documents are (re)written: delete the index rows of every id whose stored
+        fingerprint differs from its new one in ``simhashes``, so no old row keeps matching.
+        Returns how many of the ids the index holds already. Writes no new row."""
+        old = self.store.get("docs", list(raw_ids))
+        known = [i for i, value in enumerate(old) if value is not None]
+        replaced = [(raw_ids[i], int.from_bytes(old[i][:8], "big")) for i in known
+                    if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
+        if replaced:
+            self.store.delete("index", self.scheme.index_keys([r for r, _ in replaced], [o for _, o in replaced]))
+        return len(known)
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their index rows; returns the ids that were present."""
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        self.store.delete("index", self.index_keys([raw for raw, _ in found],
-                                                    [int.from_bytes(v[:8], "big") for _, v in found]))
+        self.store.delete("index", self.scheme.index_keys([raw for raw, _ in found],
+                                                           [int.from_bytes(v[:8], "big") for _, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
         return [raw.decode() for raw, _ in found]
 

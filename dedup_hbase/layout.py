@@ -47,6 +47,8 @@ from typing import TYPE_CHECKING
 from .errors import InvalidInput
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import numpy as np
 
 KEY_BYTES = 13
@@ -188,19 +190,17 @@ class Scheme:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
         return [_PREFIX.pack(self.segment(simhash, f), f) for f in range(1, len(self.flags) + 1)]
 
+    def index_keys(self, raw_ids: "Sequence[bytes]", simhashes: "Sequence[int]") -> list[bytes]:
+        """The index keys (row key + document id) of documents, sorted: every flag's row key of
+        ``simhashes[i]`` followed by ``raw_ids[i]``. What deleting the documents' index rows needs."""
+        table, ids = self.key_table(simhashes), list(raw_ids) * len(self.flags)
+        keys = [table[j * KEY_BYTES:(j + 1) * KEY_BYTES] + ids[j] for j in range(len(ids))]
+        keys.sort()
+        return keys
+
     def row_keys(self, simhash: int) -> list[bytes]:
         """The 13-byte index row keys of ``simhash``, one per flag, in flag order."""
         if not 0 <= simhash <= _U64:
             raise InvalidInput(f"a simhash is an unsigned 64-bit number, not {simhash!r}")
         return [_KEY.pack(self.segment(simhash, f), f, simhash)
                 for f in range(1, len(self.flags) + 1)]
-
-
-def split_key(key: bytes) -> tuple[int, int, int]:
-    """``(segment, flag, simhash)`` of a 13-byte row key."""
-    return _KEY.unpack(key[:KEY_BYTES])
-
-
-def key_simhash(key: bytes) -> int:
-    """The simhash stored in bytes 5..12 of a row key."""
-    return int.from_bytes(key[PREFIX_BYTES:KEY_BYTES], "big")

@@ -28,8 +28,8 @@ import numpy as np
 from .corpus import Fields, Record, input_identity, read_records
 from .errors import InvalidInput
 from .fingerprint import Fingerprinter, to_hex
-from .index import Document, Index, encode_id
-from .neardup import batch_pairs, write_groups
+from .index import Document, Index, document_meta, encode_id
+from .neardup import earlier_matches, write_groups
 from .workers import FingerprintPool, fingerprint_texts
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
@@ -72,63 +72,65 @@ class LoadReport:
         return report
 
 
-def _needs_text(record: Record, use_simhash: bool) -> bool:
-    """Validate what can be checked without fingerprinting; True if the text must be
-    fingerprinted."""
-    if record.error:
-        return False
-    try:
-        encode_id(record.id)
-    except ValueError as e:
-        record.error = str(e)
-        return False
-    if use_simhash or record.text is None:
-        if record.simhash is None:
-            record.error = "no simhash" if use_simhash else "no text"
-        return False
-    return True
+def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
+    """Check what can be checked without fingerprinting (setting ``error`` where a record
+    fails); return the records whose text must be fingerprinted."""
+    todo = []
+    for record in batch:
+        if record.error:
+            continue
+        try:
+            encode_id(record.id)
+        except ValueError as e:
+            record.error = str(e)
+            continue
+        if use_simhash or record.text is None:
+            if record.simhash is None:
+                record.error = "no simhash" if use_simhash else "no text"
+        else:
+            todo.append(record)
+    return todo
 
 
-def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
-    """Set each record's ``simhash`` (from its text, or the one given) or its ``error``, in
-    place, with the checks and reasons of a load; the texts in one batch call.
-    ``fingerprinter`` may be None when no record has a text to fingerprint."""
-    todo = [record for record in batch if _needs_text(record, use_simhash)]
-    if not todo:
-        return
-    for record, result in zip(todo, fingerprint_texts(fingerprinter, [r.text for r in todo])):
+def _set_results(todo: list[Record], results: list[int | str]) -> None:
+    for record, result in zip(todo, results):
         if isinstance(result, str):
             record.error = result
         else:
             record.simhash = result
 
 
+def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
+    """Set each record's ``simhash`` (from its text, or the one given) or its ``error``, in
+    place, with the checks and reasons of a load; the texts in one batch call.
+    ``fingerprinter`` may be None when no record has a text to fingerprint."""
+    todo = _to_fingerprint(batch, use_simhash)
+    if todo:
+        _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
+
+
 def _fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                    pool: FingerprintPool) -> Iterator[list[Record]]:
-    """Batches of records with ``simhash`` or ``error`` set, in input order."""
-    def texts_of(batch: list[Record]) -> list[str]:
-        return [r.text for r in batch if _needs_text(r, use_simhash)]
-
-    def batches() -> Iterator[list[Record]]:
+    """``fingerprint_batch`` over a stream of records, batches fingerprinted on the pool's
+    workers, yielded in input order."""
+    def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
         while batch := list(islice(it, batch_size)):
-            yield batch
+            yield batch, _to_fingerprint(batch, use_simhash)
 
-    for batch, results in pool.map(batches(), texts_of):
-        todo = iter(results)
-        for record in batch:
-            if not record.error and not (use_simhash or record.text is None):
-                result = next(todo)
-                if isinstance(result, str):
-                    record.error = result
-                else:
-                    record.simhash = result
+    for (batch, todo), results in pool.map(checked(), lambda item: [r.text for r in item[1]]):
+        _set_results(todo, results)
         yield batch
 
 
 def reason_of(error: str) -> str:
     """The reason a rejected record is counted under: its error up to the first colon."""
     return error.split(":", 1)[0]
+
+
+def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
+    """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
+    return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"
 
 
 class Checkpoint:
@@ -183,24 +185,20 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
                         report.rejected += 1
                         report.rejected_by_reason[reason_of(record.error)] += 1
                         if rejects is not None:
-                            rejects.write(json.dumps({"source": record.source, "line": record.line, "id": record.id,
-                                                      "reason": record.error}, ensure_ascii=False) + "\n")
+                            rejects.write(reject_line(record.source, record.line, record.id, record.error))
                         if on_reject is not None:
                             on_reject(record)
                     else:
                         good.append(record)
                 duplicate_of = _near_duplicates(index, good, edges) if (skip_near_dups or edges) else {}
-                docs = []
+                docs, now = [], int(time.time())
                 for position, record in enumerate(good):
                     if skip_near_dups and position in duplicate_of:
                         report.near_duplicates_skipped += 1
                         continue
-                    meta = {"source": record.source, "line": record.line, "loaded": int(time.time())}
-                    if record.title:
-                        meta["title"] = record.title
-                    if record.text is not None:
-                        meta["length"] = len(record.text)
-                    docs.append(Document(record.id, record.simhash, meta))
+                    length = None if record.text is None else len(record.text)
+                    docs.append(Document(record.id, record.simhash,
+                                         document_meta(now, record.source, record.line, record.title, length)))
                 if docs:
                     report.new += index.add_many(docs)
                     report.indexed += len(docs)
@@ -259,10 +257,11 @@ def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -
             found[position] = others[0]
             pairs.extend((other, record.id) for other in others)
     simhashes = np.array([r.simhash for r in batch], dtype=np.uint64)
-    for i, j in sorted(batch_pairs(simhashes, index.scheme, index.k), key=lambda p: (p[1], p[0])):
-        if batch[i].id != batch[j].id:
-            found.setdefault(j, batch[i].id)
-            pairs.append((batch[i].id, batch[j].id))
+    for j, earlier in earlier_matches(simhashes, index.scheme, index.k).items():
+        for i, _ in earlier:
+            if batch[i].id != batch[j].id:
+                found.setdefault(j, batch[i].id)
+                pairs.append((batch[i].id, batch[j].id))
     if edges is not None:
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     return found

@@ -42,6 +42,16 @@ def batch_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> set[tuple[int,
     return pairs
 
 
+def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, list[tuple[int, int]]]:
+    """Position ``j`` -> ``[(i, distance), ...]``: every earlier position ``i < j`` of the batch
+    whose fingerprint is within ``k`` bits of ``simhashes[j]``, ``i`` ascending. Positions
+    with no earlier near-duplicate are absent."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for i, j in sorted(batch_pairs(simhashes, scheme, k), key=lambda p: (p[1], p[0])):
+        out.setdefault(j, []).append((i, (int(simhashes[i]) ^ int(simhashes[j])).bit_count()))
+    return out
+
+
 def _pairs_in_run(simhashes: np.ndarray, members: np.ndarray, k: int, pairs: set) -> None:
     for a in range(0, len(members), _BLOCK):
         left = members[a:a + _BLOCK]

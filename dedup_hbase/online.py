@@ -40,7 +40,7 @@ import numpy as np
 
 from .fingerprint import to_hex
 from .index import Document, Index, Match
-from .neardup import batch_pairs
+from .neardup import earlier_matches
 
 STRIPES = 1 << 12
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing: scan prefixes -> stripes
@@ -117,11 +117,8 @@ class OnlineIndex:
     def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
         """Position -> the earlier documents of ``docs`` within k bits."""
         simhashes = np.array([d.simhash for d in docs], dtype=np.uint64)
-        out: dict[int, list[Match]] = {}
-        for i, j in sorted(batch_pairs(simhashes, self.index.scheme, self.index.k)):
-            distance = (docs[i].simhash ^ docs[j].simhash).bit_count()
-            out.setdefault(j, []).append(Match(docs[i].id, docs[i].simhash, distance))
-        return out
+        return {j: [Match(docs[i].id, docs[i].simhash, distance) for i, distance in found]
+                for j, found in earlier_matches(simhashes, self.index.scheme, self.index.k).items()}
 
     def _simhashes_of(self, doc_ids: Sequence[str]) -> list[int]:
         with self._store_lock:

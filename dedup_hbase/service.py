@@ -42,7 +42,7 @@ from typing import Any
 
 from .errors import DedupError, InvalidInput, StoreError
 from .fingerprint import parse_hex, to_hex
-from .index import MAX_ID_BYTES, Document
+from .index import MAX_ID_BYTES, Document, document_meta
 from .online import OnlineIndex
 
 logger = logging.getLogger(__name__)
@@ -200,10 +200,7 @@ class DedupService:
 
 
 def _meta(doc: _Doc, now: int) -> dict[str, Any]:
-    meta: dict[str, Any] = {"loaded": now}
-    if doc.text is not None:
-        meta["length"] = len(doc.text)
-    return meta
+    return document_meta(now, length=None if doc.text is None else len(doc.text))
 
 
 def create_app(service: DedupService):

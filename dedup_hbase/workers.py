@@ -37,8 +37,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from .errors import InvalidInput
-from .features import featurizer_from_spec
-from .fingerprint import Fingerprinter
+from .fingerprint import Fingerprinter, fingerprinter_from_spec
 
 T = TypeVar("T")
 Result = int | str  # a simhash, or why there is none
@@ -68,7 +67,7 @@ def _start(spec: dict, parent: int) -> None:
     global _worker
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _worker = Fingerprinter(featurizer_from_spec(spec), spec.get("seed", 0))
+    _worker = fingerprinter_from_spec(spec)
     _worker.fingerprint("warm up the tokenizer")
 
 

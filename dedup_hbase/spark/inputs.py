@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..arrays import signed64
 from ..corpus import FORMATS, STRUCTURED, Fields, Record, format_of, parquet_record, read_opened
 
 RECORD_SCHEMA = ("ordinal int, line long, source string, id string, text string, simhash long, "
@@ -151,7 +152,7 @@ def _row(ordinal: int, r: Record) -> tuple:
     # a given simhash (0 .. 2^64-1) travels as a signed 64-bit long; text keeps lone
     # surrogates (invalid UTF-8 of a rejected line) out of Arrow
     # (the readers never give a record text with lone surrogates: invalid UTF-8 is an error)
-    simhash = None if r.simhash is None else r.simhash - (1 << 64) if r.simhash >= 1 << 63 else r.simhash
+    simhash = None if r.simhash is None else signed64(r.simhash)
     text = r.text
     length = len(text) if text is not None else None
     text_bytes = len(text.encode("utf-8", "surrogateescape")) if text else 0  # as loader.load counts

@@ -30,7 +30,6 @@ files into HBase (a copy when the file systems differ).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -40,10 +39,11 @@ import uuid
 from pathlib import Path
 from typing import IO
 
+from ..arrays import unsigned64
 from ..corpus import Fields, input_identity, parquet_columns
 from ..errors import DedupError, InvalidInput
-from ..index import Document, Index
-from ..loader import Checkpoint, LoadReport
+from ..index import Document, Index, document_meta
+from ..loader import Checkpoint, LoadReport, reject_line
 from ..schema import load_schema, table_name
 from . import inputs, stages
 from .session import helper_jars, make_session
@@ -245,8 +245,7 @@ def _account(fingerprinted, report: LoadReport, rejects: IO[str] | None) -> None
         bad = (fingerprinted.where(F.col("error").isNotNull()).select("ordinal", "line", "source", "id", "error")
                .orderBy("ordinal", "line"))
         for row in bad.toLocalIterator():
-            rejects.write(json.dumps({"source": row["source"], "line": row["line"], "id": row["id"],
-                                      "reason": row["error"]}, ensure_ascii=False) + "\n")
+            rejects.write(reject_line(row["source"], row["line"], row["id"], row["error"]))
 
 
 # -- embedded store: the driver writes ---------------------------------------------------------
@@ -268,12 +267,8 @@ def _driver_writes(index: Index, fingerprinted, report: LoadReport, batch_size: 
             docs.clear()
 
     for row in good.toLocalIterator():
-        meta = {"source": row["source"], "line": row["line"], "loaded": loaded // 1000}
-        if row["title"]:
-            meta["title"] = row["title"]
-        if row["length"] is not None:
-            meta["length"] = row["length"]
-        docs.append(Document(row["id"], row["simhash"] % (1 << 64), meta))
+        meta = document_meta(loaded // 1000, row["source"], row["line"], row["title"], row["length"])
+        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta))
         if len(docs) >= batch_size:
             flush()
     flush()
@@ -324,7 +319,7 @@ def _bulk_load(spark, index: Index, fingerprinted, report: LoadReport, staging: 
         # the index holds documents: which of these ids, and with which fingerprint
         winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
         known = winners.select("id", "simhash").mapInArrow(
-            stages.old_fingerprints(store.url, index.scheme.name), stages.OLD_SCHEMA).count()
+            stages.old_fingerprints(store.url), stages.OLD_SCHEMA).groupBy().sum("known").collect()[0][0] or 0
         clock("ids in the index already")
 
     # Both tables' rows in one shuffle: partitions [0, P_index) are the index table's (per_region

@@ -2,58 +2,50 @@
 
 Each worker process keeps one Fingerprinter per fingerprint spec (built, and jieba's
 dictionary loaded, on the first batch it sees; Spark reuses its Python workers across
-tasks) and one store connection per URL. Nothing here knows the row-key layout: index
-rows come from the index's ``Scheme.key_table``, replaced documents' old rows from
-``Index.index_keys``, document values from ``index.document_value``, as in a local load.
+tasks) and one index per store URL. Nothing here knows the row-key layout or the document
+row: index rows come from the index's ``Scheme.key_table``, replaced documents' old rows
+go through ``Index.retire_old_fingerprints``, document values from ``index.document_meta``
+and ``index.document_value``, as in a local load.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from typing import Any
 
 import numpy as np
 
+from ..arrays import as_unsigned, signed64, unsigned64
 from ..corpus import Record
-from ..features import featurizer_from_spec
-from ..fingerprint import Fingerprinter
-from ..index import Document, Index, document_value
+from ..fingerprint import Fingerprinter, fingerprinter_from_spec
+from ..index import Document, Index, document_meta, document_value
 from ..layout import KEY_BYTES, Scheme
 from ..loader import fingerprint_batch, reason_of
 
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
                         "length long, text_bytes long, error string, reason string")
 ROW_SCHEMA = "part int, key binary, qualifier binary, value binary"
-OLD_SCHEMA = "id string, old long"
+OLD_SCHEMA = "known long"
 
 _fingerprinters: dict[str, Fingerprinter] = {}
-_stores: dict[str, Any] = {}
+_indexes: dict[str, Index] = {}
 
 
 def _fingerprinter(spec: dict) -> Fingerprinter:
     key = json.dumps(spec, sort_keys=True)
     fp = _fingerprinters.get(key)
     if fp is None:
-        fp = _fingerprinters[key] = Fingerprinter(featurizer_from_spec(spec), spec.get("seed", 0))
+        fp = _fingerprinters[key] = fingerprinter_from_spec(spec)
     return fp
 
 
-def _store(url: str):
-    store = _stores.get(url)
-    if store is None:
+def _index(url: str) -> Index:
+    index = _indexes.get(url)
+    if index is None:
         from ..stores import open_store
 
-        store = _stores[url] = open_store(url)
-    return store
-
-
-def to_signed(values: np.ndarray) -> np.ndarray:
-    return values.astype(np.uint64).view(np.int64)
-
-
-def to_unsigned(values) -> np.ndarray:
-    return np.asarray(values, dtype=np.int64).view(np.uint64)
+        index = _indexes[url] = Index.open(open_store(url))
+    return index
 
 
 def fingerprint(spec: dict, use_simhash: bool):
@@ -67,10 +59,10 @@ def fingerprint(spec: dict, use_simhash: bool):
         for batch in batches:
             cols = batch.to_pydict()
             records = [Record(cols["source"][i], cols["line"][i], cols["id"][i], cols["text"][i],
-                              None if cols["simhash"][i] is None else cols["simhash"][i] % (1 << 64),
+                              None if cols["simhash"][i] is None else unsigned64(cols["simhash"][i]),
                               cols["title"][i], cols["error"][i]) for i in range(batch.num_rows)]
             fingerprint_batch(fp, records, use_simhash)
-            simhash = [None if r.error else _signed(r.simhash) for r in records]
+            simhash = [None if r.error else signed64(r.simhash) for r in records]
             error = [r.error for r in records]
             reason = [reason_of(r.error) if r.error else None for r in records]
             yield pa.RecordBatch.from_arrays(
@@ -80,11 +72,6 @@ def fingerprint(spec: dict, use_simhash: bool):
                 names=["ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
                        "reason"])
     return run
-
-
-def _signed(simhash: int) -> int:
-    """An unsigned 64-bit simhash as Spark's signed long."""
-    return simhash - (1 << 64) if simhash >= 1 << 63 else simhash
 
 
 def fingerprint_records(spec: dict, use_simhash: bool):
@@ -100,7 +87,7 @@ def fingerprint_records(spec: dict, use_simhash: bool):
         texts = not use_simhash and any(r.text is not None and not r.error for r in records)
         fingerprint_batch(_fingerprinter(spec) if texts else None, records, use_simhash)
         cols = [[ordinal for ordinal, _ in pairs], [r.line for r in records], [r.source for r in records],
-                [r.id for r in records], [None if r.error else _signed(r.simhash) for r in records],
+                [r.id for r in records], [None if r.error else signed64(r.simhash) for r in records],
                 [r.title for r in records], lengths, sizes, [r.error for r in records],
                 [reason_of(r.error) if r.error else None for r in records]]
         types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
@@ -140,7 +127,7 @@ def index_rows(scheme_name: str, splits: list[bytes], targets: list[int], per_re
             n = batch.num_rows
             if not n:
                 continue
-            sims = to_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
+            sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
             table = scheme.key_table(sims)
             keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(KEY_BYTES), n * flags, [None, pa.py_buffer(table)])
             raw = np.frombuffer(table, dtype=np.uint8).reshape(n * flags, KEY_BYTES)
@@ -167,12 +154,8 @@ def doc_rows(splits: list[bytes], targets: list[int], per_region: int, loaded: i
                 continue
             values, keys = [], []
             for i in range(n):
-                meta = {"source": cols["source"][i], "line": cols["line"][i], "loaded": loaded}
-                if cols["title"][i]:
-                    meta["title"] = cols["title"][i]
-                if cols["length"][i] is not None:
-                    meta["length"] = cols["length"][i]
-                doc = Document(cols["id"][i], cols["simhash"][i] % (1 << 64), meta)
+                meta = document_meta(loaded, cols["source"][i], cols["line"][i], cols["title"][i], cols["length"][i])
+                doc = Document(cols["id"][i], unsigned64(cols["simhash"][i]), meta)
                 keys.append(doc.id.encode("utf-8"))
                 values.append(document_value(doc))
             regions = _regions((np.frombuffer(b"".join(k[:1] or b"\0" for k in keys), dtype=np.uint8),
@@ -185,35 +168,21 @@ def doc_rows(splits: list[bytes], targets: list[int], per_region: int, loaded: i
     return run
 
 
-def old_fingerprints(url: str, scheme_name: str, chunk: int = 1000):
-    """winners (id, simhash) -> (id, old simhash) of the ids the index holds already.
-    Where the old fingerprint differs, its index rows are deleted here, through the store,
-    as ``Index.add_many`` does before it writes (idempotent: a retried task deletes again)."""
+def old_fingerprints(url: str, chunk: int = 1000):
+    """winners (id, simhash) -> per batch, how many of its ids the index holds already. Where the old
+    fingerprint differs, its index rows are deleted here, through the store, as
+    ``Index.add_many`` does before it writes (``Index.retire_old_fingerprints``; idempotent:
+    a retried task deletes again)."""
     import pyarrow as pa
 
-    scheme = Scheme.parse(scheme_name)
-
     def run(batches):
-        store = _store(url)
-        index = Index(store, scheme, scheme.max_k, None)
+        index = _index(url)
         for batch in batches:
-            cols = batch.to_pydict()
-            out_ids, out_old = [], []
-            for start in range(0, batch.num_rows, chunk):
-                ids = cols["id"][start:start + chunk]
-                sims = cols["simhash"][start:start + chunk]
-                raw = [i.encode("utf-8") for i in ids]
-                old = store.get("docs", raw)
-                replaced = [(r, int.from_bytes(v[:8], "big")) for r, v, s in zip(raw, old, sims)
-                            if v is not None and int.from_bytes(v[:8], "big") != s % (1 << 64)]
-                if replaced:
-                    store.delete("index", index.index_keys([r for r, _ in replaced], [o for _, o in replaced]))
-                for i, v in zip(ids, old):
-                    if v is not None:
-                        out_ids.append(i)
-                        value = int.from_bytes(v[:8], "big")
-                        out_old.append(value - (1 << 64) if value >= 1 << 63 else value)
-            if out_ids:
-                yield pa.RecordBatch.from_arrays([pa.array(out_ids, pa.string()), pa.array(out_old, pa.int64())],
-                                                 names=["id", "old"])
+            ids = batch.column("id").to_pylist()
+            sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
+            known = 0
+            for start in range(0, len(ids), chunk):
+                raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
+                known += index.retire_old_fingerprints(raw, sims[start:start + chunk])
+            yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64())], names=["known"])
     return run
