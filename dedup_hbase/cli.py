@@ -1,37 +1,38 @@
 """The ``dedup-hbase`` command line: a thin shell over the library.
 
 Global options, before or after the command: ``--store URL`` (else the DEDUP_HBASE_STORE
-environment variable, else the folder ``dedup-index`` in the current directory),
-``--verbose``, ``--version``. Each command is a few lines over one library call plus its
+environment variable, else the folder ``dedup-index`` in the current directory) and
+``--verbose``; ``--version``. Each command is a few lines over one library call plus its
 output; ``--json`` makes that output JSON (lines). Errors a user can cause (a DedupError:
 bad input, no index, a store that cannot be reached; or a file that cannot be read) print
-one line and exit with code 1; ``--verbose`` adds the traceback. Anything else is a bug and
-shows its traceback.
+one line and exit with code 1; ``--verbose`` adds the traceback. SIGINT and SIGTERM stop a
+command with one line saying what is safe, and exit with 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
-import signal
 import sys
 import traceback
 from contextlib import ExitStack
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
-from . import __version__
+from . import __version__, engines
 from . import plan as planning
+from .batches import fingerprint_records
 from .corpus import FORMATS, Fields, read_records
 from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput
 from .fingerprint import make_fingerprinter, parse_hex, to_hex
 from .index import Index, fingerprinter_for
+from .interrupts import STOPS, Interrupted, exit_status, signal_of, sigterm_raises
+from .loader import LoadOptions
 from .loader import check as check_records
-from .loader import fingerprint_records, load_files
 from .schema import hbase_shell_ddl, load_schema
 from .stores import DEFAULT_URL, ENV_VAR, Store, open_store, parse_store_url
 from .stores.hbase_admin import AdminGatewayUnreachable
@@ -42,72 +43,14 @@ _HINTS = {
     FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
     AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
 }
-_GLOBAL_VALUE_OPTIONS = ("--store", "-s")
-_GLOBAL_FLAGS = ("--verbose", "-v")
-_GLOBAL_HELP = ("Global options (before or after the command): --store, -s URL: the index "
-                f"(PATH or local:PATH, memory:, hbase://HOST:PORT/?table_prefix=P; else the environment "
-                f"variable {ENV_VAR}, else {DEFAULT_URL}); --verbose, -v: debug log and tracebacks.")
-
-
-def _hoist_global_options(args: list[str]) -> list[str]:
-    """Move global options written after the command to before it (``check --store URL
-    FILE`` means ``--store URL check FILE``). Stops at ``--``."""
-    head, i = [], 0
-    while i < len(args) and (args[i] in _GLOBAL_VALUE_OPTIONS + _GLOBAL_FLAGS or args[i].startswith("--store=")
-                             or args[i] in ("--version", "--help")):
-        step = 2 if args[i] in _GLOBAL_VALUE_OPTIONS else 1
-        head += args[i:i + step]
-        i += step
-    if i >= len(args):
-        return args
-    moved, kept, rest = [], [], args[i + 1:]
-    j = 0
-    while j < len(rest):
-        arg = rest[j]
-        if arg == "--":
-            kept += rest[j:]
-            break
-        if arg in _GLOBAL_VALUE_OPTIONS and j + 1 < len(rest):
-            moved += rest[j:j + 2]
-            j += 2
-            continue
-        (moved if arg in _GLOBAL_FLAGS or arg.startswith("--store=") else kept).append(arg)
-        j += 1
-    return head + moved + [args[i]] + kept
-
-
-class _Root(TyperGroup):
-    """The root command: global options may also follow the command, and every command's
-    help lists them."""
-
-    def parse_args(self, ctx, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _hoist_global_options(args))
-
-    def get_command(self, ctx, name: str):
-        command = super().get_command(ctx, name)
-        if command is not None and _GLOBAL_HELP not in (command.epilog or ""):
-            command.epilog = _GLOBAL_HELP
-        return command
-
-
-class Stopped(BaseException):
-    """SIGTERM arrived (a BaseException, like KeyboardInterrupt for SIGINT, so that no
-    ``except Exception`` on the way swallows it)."""
-
-
-def _stop_on_sigterm(signum, frame) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
-    raise Stopped()
-
-
-def _signal_name(stop: BaseException) -> tuple[str, int]:
-    """The signal behind an interruption and the exit status for it (128 + its number)."""
-    number = signal.SIGTERM if isinstance(stop, Stopped) else signal.SIGINT
-    return number.name, 128 + number
+_STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
+StoreOption = Annotated[str | None, typer.Option(
+    "--store", "-s", help=f"{_STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
 
 
 class Session:
-    """What one run of a command owns: the store URL, the stores it opened (closed when the
+    """What one run of a command owns: the store URL, the store it opened (closed when the
     command ends, however it ends) and the verbosity."""
 
     def __init__(self, url: str, verbose: bool) -> None:
@@ -128,7 +71,7 @@ class Session:
 
 
 app = typer.Typer(
-    name="dedup-hbase", cls=_Root, no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", no_args_is_help=True, add_completion=False,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
@@ -144,43 +87,51 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def root(ctx: typer.Context,
-         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True,
-                                            help="PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P")] = DEFAULT_URL,
-         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")] = False,
+         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True, help=_STORE_HELP)] = DEFAULT_URL,
+         verbose: VerboseOption = False,
          version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                               help="Print the version and exit.")] = False) -> None:
-    """Global options; they may also follow the command."""
-    if verbose:
-        logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
-        logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
-    if sys.platform != "win32":  # SIGTERM (a scheduler, `kill`) stops a command the way Ctrl-C does
-        previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
-        ctx.call_on_close(lambda: signal.signal(signal.SIGTERM, previous))
-    session = Session(store, verbose)
-    ctx.obj = session
-    ctx.call_on_close(session.close)
+                                               help="Print the version and the fingerprint path, and exit.")] = False) -> None:
+    """Global options; --store and --verbose may also follow the command."""
+    ctx.obj = Session(store, verbose)
+    ctx.with_resource(sigterm_raises())  # SIGTERM (a scheduler, `kill`) stops a command as Ctrl-C does
+    ctx.call_on_close(ctx.obj.close)
+
+
+def _fail(ctx: typer.Context, message: str, status: int) -> None:
+    if ctx.obj.verbose:
+        traceback.print_exc()
+    typer.echo(message, err=True)
+    raise typer.Exit(status)
 
 
 def _command(fn):
-    """Register ``fn`` (whose first parameter is ``ctx``, holding the Session) as a command
-    whose user errors print one line and exit 1."""
+    """Register ``fn(ctx, ...)`` as a command that also takes the global options and whose
+    user errors and interruptions print one line (exit 1, or 128 + the signal)."""
     @functools.wraps(fn)
-    def wrapper(ctx: typer.Context, *args, **kwargs):
+    def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
+        ctx.obj.url = store or ctx.obj.url
+        ctx.obj.verbose = verbose or ctx.obj.verbose
+        if ctx.obj.verbose:
+            logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
+            logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
         try:
             return fn(ctx, *args, **kwargs)
         except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
-        except (KeyboardInterrupt, Stopped) as stop:
-            name, status = _signal_name(stop)
-            typer.echo(f"interrupted by {name}", err=True)
-            raise typer.Exit(status) from None
+        except Interrupted as stop:
+            _fail(ctx, f"interrupted by {stop.signal.name}: {stop}", stop.status)
+        except STOPS as stop:
+            _fail(ctx, f"interrupted by {signal_of(stop).name}", exit_status(signal_of(stop)))
         except (DedupError, OSError) as e:
-            if ctx.obj.verbose:
-                traceback.print_exc()
             hint = next((text for kind, text in _HINTS.items() if isinstance(e, kind)), "")
-            typer.echo(f"error: {e}{hint}", err=True)
-            raise typer.Exit(1) from None
+            _fail(ctx, f"error: {e}{hint}", 1)
+
+    signature = inspect.signature(fn, eval_str=True)
+    wrapper.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(),
+        inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
+        inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
     return app.command()(wrapper)
 
 
@@ -209,11 +160,9 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions)
     if json_:
         _out({"store": index.store.url, **Index.read_config(index.store)})
-        return
-    chosen = index.scheme
-    typer.echo(f"created index at {index.store.url}: scheme {chosen.name} ({chosen.blocks} blocks taken "
-               f"{chosen.take} at a time, {len(chosen.flags)} rows per document, finds every match "
-               f"within {chosen.max_k} bits), k={k}, featurizer {fingerprinter.featurizer.name}")
+    else:
+        typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
+                   f"k={k}, featurizer {fingerprinter.featurizer.name}")
 
 
 @_command
@@ -239,53 +188,21 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from .progress import LoadProgress
 
+    options = LoadOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, skip_near_dups, groups,
+                          rejects, restart, batch_size, workers)
+    spark = None
+    if engines.check_engine(engine) == "spark":
+        from .spark import SparkOptions
+
+        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf), staging)
     index = ctx.obj.index()
-    saved = [0]  # records done and checkpointed: the loader reports progress after each checkpoint
-
-    def progress(records: int, text_bytes: int) -> None:
-        saved[0] = records
-        bar.update(records, text_bytes)
-
-    fields = Fields(id=id_field, text=text_field)
-    try:
-        if engine == "spark":
-            from .spark import parse_conf, spark_load_files
-
-            report = spark_load_files(index, files, fmt=fmt, fields=fields, use_simhash=fingerprints,
-                                      rejects=rejects, restart=restart, skip_near_dups=skip_near_dups,
-                                      groups=groups, spark_master=spark_master, spark_conf=parse_conf(spark_conf),
-                                      staging=staging, batch_size=batch_size)
-        elif engine != "local":
-            raise InvalidInput(f"--engine is local or spark, not {engine!r}")
-        else:
-            with LoadProgress(enabled=not quiet and not json_) as bar:
-                report = load_files(index, files, fmt=fmt, fields=fields, use_simhash=fingerprints,
-                                    skip_near_dups=skip_near_dups, rejects=rejects, restart=restart,
-                                    batch_size=batch_size, workers=workers, groups=groups,
-                                    on_reject=None if quiet else bar.reject, progress=progress)
-    except (KeyboardInterrupt, Stopped) as stop:
-        name, status = _signal_name(stop)
-        if engine == "spark":
-            typer.echo(f"interrupted by {name}: the Spark job stopped; run the same command again to load "
-                       "(the job starts over; what it wrote is written again, nothing doubles)", err=True)
-        else:
-            then = ("run the same command again to resume" if "-" not in files
-                    else "a load from stdin cannot resume: run it again (writes are idempotent)")
-            typer.echo(f"interrupted by {name}: stopped after {saved[0]:,} records, all written and "
-                       f"checkpointed; {then}", err=True)
-        raise typer.Exit(status) from None
+    with LoadProgress(enabled=not quiet and not json_ and engine == "local") as bar:
+        report = engines.load(index, files, options, engine, spark, progress=bar.update,
+                              on_reject=None if quiet else bar.reject)
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
-    elif report.already_complete:
-        typer.echo(f"already loaded (read {report.read}, indexed {report.indexed}): nothing to do; "
-                   "--restart loads again", err=True)
     else:
-        reasons = ", ".join(f"{n} {r}" for r, n in report.rejected_by_reason.most_common())
-        resumed = f"resumed after {report.resumed_after}; " if report.resumed_after else ""
-        skipped = f", skipped {report.near_duplicates_skipped} near-duplicates" if skip_near_dups else ""
-        typer.echo(f"{resumed}read {report.read}, indexed {report.indexed} ({report.new} new){skipped}, "
-                   f"rejected {report.rejected}{f' ({reasons})' if reasons else ''} in {report.elapsed_s:.1f} s: "
-                   f"{report.docs_per_s:,.0f} docs/s, {report.mb_per_s:.2f} MB/s", err=True)
+        typer.echo(report.summary(), err=True)
 
 
 def _read_text(text: str | None, file: str | None, what: str) -> str:
@@ -349,10 +266,7 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
 
     Uses the featurizer of the index in --store when there is one (so the output can be
     loaded with load --fingerprints), else the options."""
-    options = (featurizer, shingle_size, seed)
-    wanted = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed) if any(
-        x is not None for x in options) else None
-    fp = fingerprinter_for(ctx.obj.store(), wanted)
+    fp = fingerprinter_for(ctx.obj.store(), featurizer, shingle_size=shingle_size, seed=seed)
     if file is None:
         value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
@@ -400,13 +314,8 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
     if json_:
         for row in rows:
             _out(row.to_dict())
-        return
-    typer.echo(f"{docs:,} documents, k={k}, ids of {id_bytes} bytes (uniform fingerprints assumed)")
-    typer.echo(f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
-               f"{'HBase bytes':>11} {'candidates/lookup':>17}")
-    for r in rows:
-        typer.echo(f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {_size(r.key_bytes):>10} "
-                   f"{_size(r.hbase_bytes):>11} {r.candidates:>17,.1f}")
+    else:
+        typer.echo(planning.table(docs, k, id_bytes, rows))
 
 
 @_command
@@ -438,30 +347,13 @@ def serve(ctx: typer.Context,
     limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes)
     online = OnlineIndex(ctx.obj.index())
     online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
-    stopped: list[str] = []
-
-    def note(signum, frame) -> None:  # uvicorn stops gracefully on these, then hands them on here
-        stopped.append(signal.Signals(signum).name)
 
     def ready(url: str) -> None:
         typer.echo(f"serving {online.index.store.url} on {url} (POST /v1/check, POST /v1/add?if_new=true, "
                    "GET|DELETE /v1/docs/ID, GET /v1/stats, GET /healthz); Ctrl-C stops", err=True)
 
-    previous = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    typer.echo(f"stopped{f' by {stopped[0]}' if stopped else ''}", err=True)
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} EB"
+    stopped = run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready)
+    typer.echo(f"stopped{f' by {stopped}' if stopped else ''}", err=True)
 
 
 def main() -> None:

@@ -368,10 +368,13 @@ def _qualifier(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
     return scanned[j].qualifier(i - (ends[j - 1] if j else 0))
 
 
-def fingerprinter_for(store: Store, wanted: Fingerprinter | None = None) -> Fingerprinter:
+def fingerprinter_for(store: Store, featurizer: str | None = None, *, shingle_size: int | None = None,
+                      seed: int | None = None) -> Fingerprinter:
     """The fingerprinter to use with ``store``: the index's own when the store holds an
-    index (refusing a different ``wanted`` one: its fingerprints could not be loaded
-    there), else ``wanted``, else the default (jieba, seed 0)."""
+    index (refusing other options: its fingerprints could not be loaded there), else the
+    one the options name (``make_fingerprinter``: jieba, seed 0 by default)."""
+    given = any(x is not None for x in (featurizer, shingle_size, seed))
+    wanted = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed) if given else None
     if store.exists():
         return Index.open(store, wanted).fingerprinter
     return wanted or make_fingerprinter()

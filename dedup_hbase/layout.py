@@ -122,6 +122,12 @@ class Scheme:
         raise InvalidInput(f"unknown scheme {text!r}: use 4, 5 or BLOCKS/TAKE such as 6/3")
 
     @property
+    def description(self) -> str:
+        """``4 blocks taken 1 at a time, 4 rows per document, finds every match within 3 bits``."""
+        return (f"{self.blocks} blocks taken {self.take} at a time, {len(self.flags)} rows per document, "
+                f"finds every match within {self.max_k} bits")
+
+    @property
     def max_k(self) -> int:
         """The largest Hamming distance for which every match is found."""
         return self.blocks - self.take

@@ -1,15 +1,18 @@
-"""Bulk jobs over a stream of records: ``load`` (index them) and ``check`` (look them up).
+"""Bulk loads: every record of the inputs indexed or rejected, accounted for, resumable.
 
-Both read records (corpus.py) in batches, fingerprint them on every core
-(workers.py) and account for every record: ``read == indexed + skipped + rejected``.
-A rejected record (no text, bad JSON, invalid UTF-8, featureless text, ...) is
-counted by reason, reported, and skipped; the job goes on.
+``load_files`` reads records (corpus.py) in batches, fingerprints them on every core
+(batches.py, workers.py), writes them (``Index.add_many``) and accounts for every
+record: ``read == indexed + skipped + rejected``. A rejected record (no text, bad JSON,
+invalid UTF-8, featureless text, ...) is counted by reason, reported, and skipped; the
+load goes on. ``check`` looks records up the same way and writes nothing.
 
 Resuming: writes are idempotent (the same document always makes the same keys), and
 after every written batch ``load`` saves with the index (``Index.write_state``) how many
-input records are done, under a name derived from the inputs' identity
-(``load_files``). Run the same load again after a kill and it skips what was done and
-finishes the rest; run it once more and it does nothing.
+input records are done, under a name derived from the inputs' identity and the options
+that shape the records (``LoadOptions.checkpoint_key``). Run the same load again after a
+kill and it skips what was done and finishes the rest; run it once more and it does nothing.
+
+The same ``LoadOptions`` drive the Spark engine (spark/); engines.py picks the engine.
 """
 
 from __future__ import annotations
@@ -25,14 +28,53 @@ from typing import IO, Any
 
 import numpy as np
 
-from .corpus import Fields, Record, input_identity, read_records
+from .batches import fingerprinted, reason_of, reject_line
+from .corpus import FORMATS, Fields, Record, input_identity, read_records
 from .errors import InvalidInput
-from .fingerprint import Fingerprinter, to_hex
-from .index import Document, Index, document_meta, encode_id
+from .fingerprint import to_hex
+from .index import Document, Index, document_meta
+from .interrupts import STOPS, Interrupted
 from .neardup import earlier_matches, write_groups
-from .workers import FingerprintPool, fingerprint_texts
+from .workers import FingerprintPool
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What a load does with its inputs, on either engine (the options of ``dedup-hbase load``).
+
+    ``fingerprints``: records carry a precomputed ``simhash``; their text is not read.
+    ``skip_near_dups``: a document within k bits of one indexed or earlier in the load is
+    left out. ``groups``: write the near-duplicate groups found to this JSONL file.
+    ``rejects``: write every rejected record to this JSONL file. ``restart``: ignore the
+    checkpoint of an earlier run. ``batch_size``: documents per batch (fingerprint, write,
+    checkpoint). ``workers``: fingerprinting workers of the local engine (None: one per core).
+    """
+
+    fmt: str = "auto"
+    fields: Fields = Fields()
+    fingerprints: bool = False
+    skip_near_dups: bool = False
+    groups: str | None = None
+    rejects: str | None = None
+    restart: bool = False
+    batch_size: int = 2000
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.fmt not in FORMATS:
+            raise InvalidInput(f"unknown format {self.fmt!r}: choose one of {', '.join(FORMATS)}")
+        if self.batch_size < 1:
+            raise InvalidInput(f"batch_size must be >= 1, not {self.batch_size}")
+        if self.workers is not None and self.workers < 1:
+            raise InvalidInput(f"workers must be >= 1, not {self.workers}")
+
+    def checkpoint_key(self, paths: list[str]) -> str | None:
+        """The name of this load's checkpoint: the inputs as they are now and the options that
+        shape the records; None for stdin (it cannot be read twice)."""
+        return input_identity(paths, self.fmt, self.fields.id, self.fields.text, self.fingerprints,
+                              self.skip_near_dups)
 
 
 @dataclass
@@ -64,73 +106,23 @@ class LoadReport:
         out["mb_per_s"] = round(self.mb_per_s, 3)
         return out
 
+    def summary(self) -> str:
+        """One line for people: what was read, indexed, skipped and rejected, and how fast."""
+        if self.already_complete:
+            return f"already loaded (read {self.read}, indexed {self.indexed}): nothing to do; --restart loads again"
+        reasons = ", ".join(f"{n} {r}" for r, n in self.rejected_by_reason.most_common())
+        resumed = f"resumed after {self.resumed_after}; " if self.resumed_after else ""
+        skipped = f", skipped {self.near_duplicates_skipped} near-duplicates" if self.near_duplicates_skipped else ""
+        return (f"{resumed}read {self.read}, indexed {self.indexed} ({self.new} new){skipped}, rejected "
+                f"{self.rejected}{f' ({reasons})' if reasons else ''} in {self.elapsed_s:.1f} s: "
+                f"{self.docs_per_s:,.0f} docs/s, {self.mb_per_s:.2f} MB/s")
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LoadReport":
         known = {f.name for f in fields(cls)}
         report = cls(**{k: v for k, v in data.items() if k in known})
         report.rejected_by_reason = Counter(report.rejected_by_reason)
         return report
-
-
-def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
-    """Check what can be checked without fingerprinting (setting ``error`` where a record
-    fails); return the records whose text must be fingerprinted."""
-    todo = []
-    for record in batch:
-        if record.error:
-            continue
-        try:
-            encode_id(record.id)
-        except ValueError as e:
-            record.error = str(e)
-            continue
-        if use_simhash or record.text is None:
-            if record.simhash is None:
-                record.error = "no simhash" if use_simhash else "no text"
-        else:
-            todo.append(record)
-    return todo
-
-
-def _set_results(todo: list[Record], results: list[int | str]) -> None:
-    for record, result in zip(todo, results):
-        if isinstance(result, str):
-            record.error = result
-        else:
-            record.simhash = result
-
-
-def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
-    """Set each record's ``simhash`` (from its text, or the one given) or its ``error``, in
-    place, with the checks and reasons of a load; the texts in one batch call.
-    ``fingerprinter`` may be None when no record has a text to fingerprint."""
-    todo = _to_fingerprint(batch, use_simhash)
-    if todo:
-        _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
-
-
-def _fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
-                   pool: FingerprintPool) -> Iterator[list[Record]]:
-    """``fingerprint_batch`` over a stream of records, batches fingerprinted on the pool's
-    workers, yielded in input order."""
-    def checked() -> Iterator[tuple[list[Record], list[Record]]]:
-        it = iter(records)
-        while batch := list(islice(it, batch_size)):
-            yield batch, _to_fingerprint(batch, use_simhash)
-
-    for (batch, todo), results in pool.map(checked(), lambda item: [r.text for r in item[1]]):
-        _set_results(todo, results)
-        yield batch
-
-
-def reason_of(error: str) -> str:
-    """The reason a rejected record is counted under: its error up to the first colon."""
-    return error.split(":", 1)[0]
-
-
-def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
-    """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
-    return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"
 
 
 class Checkpoint:
@@ -148,52 +140,37 @@ class Checkpoint:
                                                "report": report.to_dict()})
 
 
-def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
-         batch_size: int = 2000, workers: int | None = None, skip_near_dups: bool = False,
-         groups: str | Path | None = None, checkpoint: str | None = None, restart: bool = False,
-         rejects: IO[str] | None = None, on_reject: Callable[[Record], None] | None = None,
-         progress: Progress | None = None) -> LoadReport:
-    """Index every usable record and return the accounting.
+def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOptions(), *,
+         checkpoint: str | None = None, rejects: IO[str] | None = None,
+         on_reject: Callable[[Record], None] | None = None, progress: Progress | None = None) -> LoadReport:
+    """Index every usable record and return the accounting (``options``: see LoadOptions;
+    ``fmt`` and ``fields`` are the reader's business and unused here).
 
-    ``skip_near_dups``: do not index a document within the index's k of one already
-    indexed or of an earlier one in the same batch. ``groups``: write the near-duplicate
-    groups there as JSON lines. ``checkpoint``: a key naming this load's inputs; with
-    it an interrupted load resumes and a finished one is not repeated (``restart``
-    ignores a previous run). Without it, loading the same records again rewrites the
-    same keys and changes nothing.
+    ``checkpoint``: a key naming this load's inputs; with it an interrupted load resumes
+    and a finished one is not repeated. Without it, loading the same records again
+    rewrites the same keys and changes nothing. ``rejects``: an open file for the
+    rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
+    ``interrupts.sigterm_raises``), saying how far the load got.
     """
-    if batch_size < 1:
-        raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
     marker = Checkpoint(index, checkpoint)
-    state = None if restart else marker.read()
+    state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
     if state and state["complete"]:
         report.already_complete = True
         return report
-    report.resumed_after = report.read
-    edges_path = Path(f"{groups}.edges") if groups else None
+    report.resumed_after = done = report.read
+    edges_path = Path(f"{options.groups}.edges") if options.groups else None
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
     try:
-        with FingerprintPool(index.fingerprinter, 1 if use_simhash else workers) as pool:
+        with FingerprintPool(index.fingerprinter, 1 if options.fingerprints else options.workers) as pool:
             remaining = islice(records, report.read, None)
-            for batch in _fingerprinted(remaining, use_simhash, batch_size, pool):
-                good = []
-                for record in batch:
-                    report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
-                    if record.error:
-                        report.rejected += 1
-                        report.rejected_by_reason[reason_of(record.error)] += 1
-                        if rejects is not None:
-                            rejects.write(reject_line(record.source, record.line, record.id, record.error))
-                        if on_reject is not None:
-                            on_reject(record)
-                    else:
-                        good.append(record)
-                duplicate_of = _near_duplicates(index, good, edges) if (skip_near_dups or edges) else {}
+            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool):
+                good = _account(batch, report, rejects, on_reject)
+                duplicate_of = _near_duplicates(index, good, edges) if (options.skip_near_dups or edges) else {}
                 docs, now = [], int(time.time())
                 for position, record in enumerate(good):
-                    if skip_near_dups and position in duplicate_of:
+                    if options.skip_near_dups and position in duplicate_of:
                         report.near_duplicates_skipped += 1
                         continue
                     length = None if record.text is None else len(record.text)
@@ -205,8 +182,13 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
                 report.read += len(batch)
                 report.elapsed_s = time.perf_counter() - started
                 marker.save(report, complete=False)
+                done = report.read
                 if progress is not None:
                     progress(report.read, report.text_bytes)
+    except STOPS as stop:
+        then = ("run the same command again to resume" if checkpoint
+                else "a load from stdin cannot resume: run it again (writes are idempotent)")
+        raise Interrupted(stop, f"stopped after {done:,} records, all written and checkpointed; {then}") from None
     finally:
         if edges is not None:
             edges.close()
@@ -214,36 +196,45 @@ def load(index: Index, records: Iterable[Record], *, use_simhash: bool = False,
     marker.save(report, complete=True)
     if edges_path is not None:
         with open(edges_path, encoding="utf-8") as f:
-            write_groups((tuple(json.loads(line)) for line in f), Path(groups))
+            write_groups((tuple(json.loads(line)) for line in f), Path(options.groups))
         edges_path.unlink()
     return report
 
 
-def load_files(index: Index, paths: list[str], *, fmt: str = "auto", fields: Fields = Fields(),
-               use_simhash: bool = False, skip_near_dups: bool = False, rejects: str | Path | None = None,
-               restart: bool = False, **options: Any) -> LoadReport:
-    """``load`` the records of files, folders or ``-`` (stdin), resumable: the checkpoint
-    is named after the inputs as they are now (paths, sizes, modification times) and the
-    settings that shape the records, so rerunning the same command resumes it (stdin
-    cannot be read twice: no checkpoint). ``rejects``: a JSONL file of every rejected
-    record, appended to when a load resumes. Other options as ``load``."""
-    key = input_identity(paths, fmt, fields.id, fields.text, use_simhash, skip_near_dups)
-    records = read_records(paths, fmt, fields)
-    reject_file = open(rejects, "a" if key and not restart else "w", encoding="utf-8") if rejects else None
+def _account(batch: list[Record], report: LoadReport, rejects: IO[str] | None,
+             on_reject: Callable[[Record], None] | None) -> list[Record]:
+    """Count a fingerprinted batch's bytes and rejects into ``report``; return its good records."""
+    good = []
+    for record in batch:
+        report.text_bytes += len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
+        if record.error:
+            report.rejected += 1
+            report.rejected_by_reason[reason_of(record.error)] += 1
+            if rejects is not None:
+                rejects.write(reject_line(record.source, record.line, record.id, record.error))
+            if on_reject is not None:
+                on_reject(record)
+        else:
+            good.append(record)
+    return good
+
+
+def load_files(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), *,
+               on_reject: Callable[[Record], None] | None = None, progress: Progress | None = None) -> LoadReport:
+    """``load`` the records of files, folders or ``-`` (stdin), resumable: rerunning the
+    same command resumes it (``LoadOptions.checkpoint_key``; stdin cannot be read twice:
+    no checkpoint). ``options.rejects``: a JSONL file of every rejected record, appended to
+    when a load resumes."""
+    key = options.checkpoint_key(paths)
+    records = read_records(paths, options.fmt, options.fields)
+    reject_file = (open(options.rejects, "a" if key and not options.restart else "w", encoding="utf-8")
+                   if options.rejects else None)
     try:
-        return load(index, records, use_simhash=use_simhash, skip_near_dups=skip_near_dups, checkpoint=key,
-                    restart=restart, rejects=reject_file, **options)
+        return load(index, records, options, checkpoint=key, rejects=reject_file, on_reject=on_reject,
+                    progress=progress)
     finally:
         if reject_file is not None:
             reject_file.close()
-
-
-def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,
-                        batch_size: int = 1000, workers: int | None = 1) -> Iterator[Record]:
-    """Every record, in input order, with ``simhash`` set, or ``error`` saying why not."""
-    with FingerprintPool(fingerprinter, workers) as pool:
-        for batch in _fingerprinted(records, use_simhash, batch_size, pool):
-            yield from batch
 
 
 def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -> dict[int, str]:
@@ -273,7 +264,7 @@ def check(index: Index, records: Iterable[Record], *, k: int | None = None, use_
     ``{"id", "source", "line", "error"}`` when it could not be fingerprinted.
     Lookups are batched (``Index.query_many``); nothing is written."""
     with FingerprintPool(index.fingerprinter, workers) as pool:
-        for batch in _fingerprinted(records, use_simhash, batch_size, pool):
+        for batch in fingerprinted(records, use_simhash, batch_size, pool):
             good = [r for r in batch if not r.error]
             answers = iter(index.query_many([r.simhash for r in good], k))
             for record in batch:

@@ -55,6 +55,25 @@ def plans(docs: int, k: int = 3, id_bytes: int = 16) -> list[PlanRow]:
     return rows
 
 
+def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow]) -> str:
+    """``plans`` as a table for people (``dedup-hbase plan``), sizes in B, KB, MB, ... (powers of 1000)."""
+    lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes (uniform fingerprints assumed)",
+             f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
+             f"{'HBase bytes':>11} {'candidates/lookup':>17}"]
+    lines += [f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {human_bytes(r.key_bytes):>10} "
+              f"{human_bytes(r.hbase_bytes):>11} {r.candidates:>17,.1f}" for r in rows]
+    return "\n".join(lines)
+
+
+def human_bytes(n: float) -> str:
+    """``116.0 GB``: a byte count in decimal units, one decimal place (whole bytes below 1 KB)."""
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} EB"
+
+
 def schemes_for(k: int) -> list[Scheme]:
     """The classic 4- and 5-split where they suffice, and every B blocks taken m at a
     time with B - m = k that fits the row key (flags <= 255, segments <= 32 bits)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import socket
 import threading
 import time
@@ -292,9 +293,10 @@ def create_app(service: DedupService):
 
 
 def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, limits: Limits = Limits(),
-          log_level: str = "warning", ready=None) -> None:
-    """Serve until SIGINT or SIGTERM (uvicorn stops gracefully: requests in flight finish).
-    ``port`` 0 picks a free port; ``ready(url)`` is called once the socket listens."""
+          log_level: str = "warning", ready=None) -> str | None:
+    """Serve until SIGINT or SIGTERM (uvicorn stops gracefully: requests in flight finish);
+    returns the name of the signal that stopped it. ``port`` 0 picks a free port;
+    ``ready(url)`` is called once the socket listens."""
     try:
         import uvicorn
     except ImportError:
@@ -312,4 +314,15 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
     if ready is not None:
         ready(f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
-    uvicorn.Server(config).run(sockets=[sock])
+    stopped: list[str] = []
+
+    def note(signum, frame) -> None:  # uvicorn stops gracefully on these, then hands them on here
+        stopped.append(signal.Signals(signum).name)
+
+    previous = {number: signal.signal(number, note) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return stopped[0] if stopped else None

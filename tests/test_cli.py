@@ -207,21 +207,6 @@ def test_python_dash_m_and_help():
     assert "DEDUP_HBASE_STORE" in run("load", "--help").stdout
 
 
-@pytest.mark.parametrize("args, expected", [
-    (["check", "--store", "S", "f.jsonl", "--json"], ["--store", "S", "check", "f.jsonl", "--json"]),
-    (["check", "f.jsonl", "-s", "S", "-v"], ["-s", "S", "-v", "check", "f.jsonl"]),
-    (["--store", "A", "stats", "--store=B"], ["--store", "A", "--store=B", "stats"]),
-    (["-v", "query", "--k", "2", "text"], ["-v", "query", "--k", "2", "text"]),
-    (["fingerprint", "--", "--store", "x"], ["fingerprint", "--", "--store", "x"]),
-    (["--version"], ["--version"]),
-    (["stats", "--store"], ["stats", "--store"]),  # no value: left for the command to refuse
-])
-def test_global_options_move_before_the_command(args, expected):
-    from dedup_hbase.cli import _hoist_global_options
-
-    assert _hoist_global_options(args) == expected
-
-
 def test_global_options_before_or_after_the_command(loaded):
     runner = CliRunner()
     forms = [["--store", loaded, "stats", "--json"], ["stats", "--store", loaded, "--json"],

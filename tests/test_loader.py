@@ -9,7 +9,8 @@ import pytest
 from dedup_hbase import Index, Scheme, open_store
 from dedup_hbase.corpus import Record
 from dedup_hbase.fingerprint import hamming
-from dedup_hbase.loader import load
+from dedup_hbase.interrupts import Interrupted
+from dedup_hbase.loader import LoadOptions, load
 from dedup_hbase.neardup import batch_pairs
 
 
@@ -70,8 +71,8 @@ def test_skip_near_dups_and_groups(tmp_path, batch_size):
     fps = planted(1500, 2)
     index = Index.create(open_store("memory:"), 4, 3)
     groups = tmp_path / "groups.jsonl"
-    report = load(index, records(fps, bad_every=50), use_simhash=True, batch_size=batch_size,
-                  skip_near_dups=True, groups=groups)
+    report = load(index, records(fps, bad_every=50),
+                  LoadOptions(fingerprints=True, batch_size=batch_size, skip_near_dups=True, groups=str(groups)))
     kept = expected_kept(fps, batch_size, 3, bad_every=50)
     assert {d.id for d in index.get([f"d{i}" for i in range(len(fps))]) if d} == kept
     assert (report.read, report.rejected, report.indexed) == (1500, 30, len(kept))
@@ -93,7 +94,7 @@ def test_skip_near_dups_and_groups(tmp_path, batch_size):
 def test_groups_without_skipping_index_everything(tmp_path):
     fps = planted(400, 3)
     index = Index.create(open_store("memory:"), 5, 3)
-    report = load(index, records(fps), use_simhash=True, groups=tmp_path / "g.jsonl")
+    report = load(index, records(fps), LoadOptions(fingerprints=True, groups=str(tmp_path / "g.jsonl")))
     assert (report.indexed, report.near_duplicates_skipped) == (400, 0)
     pairs = {(i, j) for i in range(400) for j in range(i + 1, 400) if hamming(fps[i], fps[j]) <= 3}
     linked = {f"d{i}" for p in pairs for i in p}
@@ -111,13 +112,14 @@ def test_checkpoint_resumes_and_a_finished_load_does_nothing():
                 raise KeyboardInterrupt
             yield record
 
-    with pytest.raises(KeyboardInterrupt):
-        load(index, interrupted(450), use_simhash=True, batch_size=100, checkpoint="job1")
+    options = LoadOptions(fingerprints=True, batch_size=100)
+    with pytest.raises(Interrupted, match="^stopped after 400 records, all written and checkpointed; run the same"):
+        load(index, interrupted(450), options, checkpoint="job1")
     assert index.stats()["documents"] == 400  # four whole batches written and checkpointed
-    report = load(index, records(fps), use_simhash=True, batch_size=100, checkpoint="job1")
+    report = load(index, records(fps), options, checkpoint="job1")
     assert (report.resumed_after, report.read, report.indexed, report.already_complete) == (400, 1000, 1000, False)
     assert index.stats()["documents"] == 1000
-    again = load(index, records(fps), use_simhash=True, batch_size=100, checkpoint="job1")
+    again = load(index, records(fps), options, checkpoint="job1")
     assert again.already_complete and again.read == 1000
-    other = load(index, records(fps[:10]), use_simhash=True, checkpoint="job2")
+    other = load(index, records(fps[:10]), LoadOptions(fingerprints=True), checkpoint="job2")
     assert (other.read, other.new) == (10, 0)

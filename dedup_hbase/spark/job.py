@@ -36,14 +36,17 @@ import os
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from ..arrays import unsigned64
-from ..corpus import Fields, input_identity, parquet_columns
+from ..batches import reject_line
+from ..corpus import Fields, parquet_columns
 from ..errors import DedupError, InvalidInput
 from ..index import Document, Index, document_meta
-from ..loader import Checkpoint, LoadReport, reject_line
+from ..interrupts import STOPS, Interrupted
+from ..loader import Checkpoint, LoadOptions, LoadReport
 from ..schema import load_schema, table_name
 from . import inputs, stages
 from .session import helper_jars, make_session
@@ -52,32 +55,48 @@ from .session import stop as stop_session
 logger = logging.getLogger(__name__)
 
 
-def parse_conf(items: list[str] | None) -> dict[str, str]:
-    """Spark settings given as KEY=VALUE."""
-    conf = {}
-    for item in items or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise InvalidInput(f"a Spark setting is KEY=VALUE, not {item!r}")
-        conf[name.strip()] = value
-    return conf
+@dataclass(frozen=True)
+class SparkOptions:
+    """Where and how a Spark job runs: the master (``local[*]``, ``yarn``, ``k8s://...``), Spark
+    settings (``--spark-conf KEY=VALUE``) and the staging folder or URI of the HFiles."""
+
+    master: str = "local[*]"
+    conf: dict[str, str] = field(default_factory=dict)
+    staging: str | None = None
+
+    @staticmethod
+    def parse_conf(items: list[str] | None) -> dict[str, str]:
+        """Spark settings given as KEY=VALUE."""
+        conf = {}
+        for item in items or []:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise InvalidInput(f"a Spark setting is KEY=VALUE, not {item!r}")
+            conf[name.strip()] = value
+        return conf
 
 
-def spark_load_files(index: Index, paths: list[str], *, fmt: str = "auto", fields: Fields = Fields(),
-                     use_simhash: bool = False, rejects: str | Path | None = None, restart: bool = False,
-                     skip_near_dups: bool = False, groups: str | Path | None = None, **options) -> LoadReport:
+def spark_load_files(index: Index, paths: list[str], options: LoadOptions = LoadOptions(),
+                     spark: SparkOptions = SparkOptions()) -> LoadReport:
     """``loader.load_files`` as a Spark job (``spark_load``): the same checkpoint name (a finished
     load is not repeated), the same rejects file (written whole by each run that runs). Options
     the Spark engine cannot do are refused: skipping near-duplicates and their groups look up
-    every batch in the index as it grows, which a bulk load does not do."""
-    if skip_near_dups or groups:
+    every batch in the index as it grows, which a bulk load does not do. Raises
+    ``Interrupted`` on SIGINT or SIGTERM."""
+    if options.skip_near_dups or options.groups:
         raise InvalidInput("skipping near-duplicates and writing their groups need the local engine: they "
                            "look up each batch in the index as it grows")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    key = input_identity(paths, fmt, fields.id, fields.text, use_simhash, skip_near_dups)
-    return spark_load(index, paths, fmt=fmt, id_field=fields.id, text_field=fields.text, fingerprints=use_simhash,
-                      rejects_path=rejects, checkpoint=key, restart=restart, **options)
+    try:
+        return spark_load(index, paths, fmt=options.fmt, id_field=options.fields.id, text_field=options.fields.text,
+                          fingerprints=options.fingerprints, rejects_path=options.rejects,
+                          checkpoint=options.checkpoint_key(paths), restart=options.restart,
+                          batch_size=options.batch_size, spark_master=spark.master, spark_conf=spark.conf,
+                          staging=spark.staging)
+    except STOPS as stop:
+        raise Interrupted(stop, "the Spark job stopped; run the same command again to load (the job starts "
+                                "over; what it wrote is written again, nothing doubles)") from None
 
 
 class _Clock:

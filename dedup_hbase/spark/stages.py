@@ -16,11 +16,11 @@ import zlib
 import numpy as np
 
 from ..arrays import as_unsigned, signed64, unsigned64
+from ..batches import fingerprint_batch, reason_of
 from ..corpus import Record
 from ..fingerprint import Fingerprinter, fingerprinter_from_spec
 from ..index import Document, Index, document_meta, document_value
 from ..layout import KEY_BYTES, Scheme
-from ..loader import fingerprint_batch, reason_of
 
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
                         "length long, text_bytes long, error string, reason string")
@@ -50,7 +50,7 @@ def _index(url: str) -> Index:
 
 def fingerprint(spec: dict, use_simhash: bool):
     """records (inputs.RECORD_SCHEMA) -> fingerprinted records: simhash or error, as
-    ``loader.load`` decides them (``loader.fingerprint_batch``: same checks, same reasons,
+    ``loader.load`` decides them (``batches.fingerprint_batch``: same checks, same reasons,
     the texts of a batch in one call)."""
     import pyarrow as pa
 

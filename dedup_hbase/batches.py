@@ -1,0 +1,88 @@
+"""Records fingerprinted in batches, with the checks and reasons every bulk job shares.
+
+A load, a check, a group job and the Spark engine's workers all turn input records
+(corpus.py) into fingerprints the same way, here: a record with a usable id gets its
+``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
+a batch go to the fingerprinter in one call. A rejected record is counted under its
+``reason_of`` and, where the user asks for them, written as a ``reject_line``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from .corpus import Record
+from .fingerprint import Fingerprinter
+from .index import encode_id
+from .workers import FingerprintPool, fingerprint_texts
+
+
+def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
+    """Check what can be checked without fingerprinting (setting ``error`` where a record
+    fails); return the records whose text must be fingerprinted."""
+    todo = []
+    for record in batch:
+        if record.error:
+            continue
+        try:
+            encode_id(record.id)
+        except ValueError as e:
+            record.error = str(e)
+            continue
+        if use_simhash or record.text is None:
+            if record.simhash is None:
+                record.error = "no simhash" if use_simhash else "no text"
+        else:
+            todo.append(record)
+    return todo
+
+
+def _set_results(todo: list[Record], results: list[int | str]) -> None:
+    for record, result in zip(todo, results):
+        if isinstance(result, str):
+            record.error = result
+        else:
+            record.simhash = result
+
+
+def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
+    """Set each record's ``simhash`` (from its text, or with ``use_simhash`` the one it
+    carries) or its ``error``, in place; the texts in one batch call. ``fingerprinter`` may
+    be None when no record has a text to fingerprint."""
+    todo = _to_fingerprint(batch, use_simhash)
+    if todo:
+        _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
+
+
+def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
+                  pool: FingerprintPool) -> Iterator[list[Record]]:
+    """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
+    on the pool's workers, yielded in input order."""
+    def checked() -> Iterator[tuple[list[Record], list[Record]]]:
+        it = iter(records)
+        while batch := list(islice(it, batch_size)):
+            yield batch, _to_fingerprint(batch, use_simhash)
+
+    for (batch, todo), results in pool.map(checked(), lambda item: [r.text for r in item[1]]):
+        _set_results(todo, results)
+        yield batch
+
+
+def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,
+                        batch_size: int = 1000, workers: int | None = 1) -> Iterator[Record]:
+    """Every record, in input order, with ``simhash`` set, or ``error`` saying why not."""
+    with FingerprintPool(fingerprinter, workers) as pool:
+        for batch in fingerprinted(records, use_simhash, batch_size, pool):
+            yield from batch
+
+
+def reason_of(error: str) -> str:
+    """The reason a rejected record is counted under: its error up to the first colon."""
+    return error.split(":", 1)[0]
+
+
+def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
+    """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
+    return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"

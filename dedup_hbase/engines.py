@@ -1,0 +1,37 @@
+"""The bulk jobs by engine: the same job on this machine's cores (``local``: loader.py) or as
+one Apache Spark job (``spark``: the spark package, imported only when asked for).
+
+The engines take the same options (``loader.LoadOptions``) and give the same report; the
+Spark engine also takes ``SparkOptions`` (master, settings, staging). Both raise
+``interrupts.Interrupted`` when a signal stops them, with what the user may do next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .corpus import Record
+from .errors import InvalidInput
+from .index import Index
+from .loader import LoadOptions, LoadReport, Progress, load_files
+
+ENGINES = ("local", "spark")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise InvalidInput(f"--engine is {' or '.join(ENGINES)}, not {engine!r}")
+    return engine
+
+
+def load(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), engine: str = "local",
+         spark=None, *, progress: Progress | None = None,
+         on_reject: Callable[[Record], None] | None = None) -> LoadReport:
+    """Load ``paths`` into ``index`` on ``engine``. ``spark``: the Spark engine's
+    ``SparkOptions`` (default: local[*]). ``progress`` and ``on_reject`` are the local
+    engine's live reports (the Spark engine reports at its end)."""
+    if check_engine(engine) == "spark":
+        from .spark import SparkOptions, spark_load_files
+
+        return spark_load_files(index, paths, options, spark or SparkOptions())
+    return load_files(index, paths, options, on_reject=on_reject, progress=progress)
