@@ -177,6 +177,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
+         progress_every: Annotated[float, typer.Option(help="Off a terminal: a progress line on stderr at most every this many seconds (0: after every batch).")] = 10.0,
          engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
          spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")] = "local[*]",
          spark_conf: Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
@@ -196,7 +197,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
 
         spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf), staging)
     index = ctx.obj.index()
-    with LoadProgress(enabled=not quiet and not json_ and engine == "local") as bar:
+    with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
     if json_:

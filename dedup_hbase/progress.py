@@ -1,4 +1,9 @@
-"""Progress display for long jobs (rich, on stderr): documents, docs/s, MB/s, rejects."""
+"""Progress of long jobs on stderr: documents, docs/s, MB/s, rejects.
+
+On a terminal, a live line (rich). Elsewhere (a log file, a pipeline, a test), a plain line
+``progress: N records done and checkpointed, ...`` after the first checkpoint and then at most
+every ``every`` seconds (0: after every checkpoint), so a log shows how far a long load got.
+"""
 
 from __future__ import annotations
 
@@ -14,20 +19,20 @@ REPORTED_REJECTS = 20
 
 
 class LoadProgress:
-    """A live line ``N docs  D docs/s  M MB/s`` and the first rejected records.
+    """A live line ``N docs  D docs/s  M MB/s`` (plain lines off a terminal) and the first
+    rejected records. Silent when ``enabled`` is false."""
 
-    Disabled (silent) when ``enabled`` is false; the live line only draws on a terminal.
-    """
-
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, every: float = 10.0) -> None:
         self.enabled = enabled
         self.console = Console(stderr=True, soft_wrap=True)
         self.rejects = 0
+        self.live = enabled and sys.stderr.isatty()
+        self.every = every
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                                  console=self.console, transient=True,
-                                  disable=not (enabled and sys.stderr.isatty()))
+                                  console=self.console, transient=True, disable=not self.live)
         self._task = None
         self._started = time.perf_counter()
+        self._printed: float | None = None
 
     def __enter__(self) -> "LoadProgress":
         self._progress.__enter__()
@@ -42,10 +47,15 @@ class LoadProgress:
                                "(--rejects FILE keeps them all)", highlight=False)
 
     def update(self, docs: int, text_bytes: int) -> None:
-        elapsed = max(time.perf_counter() - self._started, 1e-9)
-        self._progress.update(self._task, description=(
-            f"{docs:,} docs  {docs / elapsed:,.0f} docs/s  {text_bytes / 1e6 / elapsed:.2f} MB/s"
-            f"  {self.rejects} rejected"))
+        """``docs`` records (``text_bytes`` bytes of text) are done and checkpointed."""
+        now = time.perf_counter()
+        elapsed = max(now - self._started, 1e-9)
+        rates = f"{docs / elapsed:,.0f} docs/s, {text_bytes / 1e6 / elapsed:.2f} MB/s, {self.rejects} rejected"
+        if self.live:
+            self._progress.update(self._task, description=f"{docs:,} docs  {rates}")
+        elif self.enabled and (self._printed is None or now - self._printed >= self.every):
+            self._printed = now
+            print(f"progress: {docs:,} records done and checkpointed, {rates}", file=sys.stderr, flush=True)
 
     def reject(self, record: Record) -> None:
         self.rejects += 1

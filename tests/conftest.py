@@ -2,14 +2,19 @@
 
 HBase is found, in order: an existing server named by DEDUP_HBASE_TEST_URL
 (hbase://HOST:PORT, as scripts/test sets it); the project's launcher scripts/hbase-local
-(Java and Maven present); else the HBase tests skip with the reason, or fail when
-DEDUP_HBASE_REQUIRE=1 (as in CI).
+(Java and Maven present).
+
+What a test needs and cannot find (HBase, PySpark, the shared corpora in ../shared/data,
+an optional package) makes it fail when DEDUP_HBASE_REQUIRE=1 or CI is set (scripts/test
+and CI set them: there every test must run), and skip otherwise, loudly: the end of the
+run lists every such skip under a banner, so a local run that proved less than CI's says so.
 """
 
 from __future__ import annotations
 
 import functools
 import gzip
+import inspect
 import json
 import multiprocessing
 import os
@@ -20,16 +25,38 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Every random choice is seeded: hypothesis tries the same examples on every run and machine.
+settings.register_profile("dedup-hbase", derandomize=True)
+settings.load_profile("dedup-hbase")
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+_MISSING: list[tuple[str, str]] = []  # (test, reason) of every test skipped for want of something
+
+
+def required() -> bool:
+    """Every test must run (DEDUP_HBASE_REQUIRE=1, or CI set): a missing prerequisite fails."""
+    return os.environ.get("DEDUP_HBASE_REQUIRE") == "1" or os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
 def require_or_skip(reason: str):
-    """Skip, or fail when DEDUP_HBASE_REQUIRE=1 (CI): there, an HBase test must run."""
-    if os.environ.get("DEDUP_HBASE_REQUIRE") == "1":
-        pytest.fail(f"HBase is required (DEDUP_HBASE_REQUIRE=1) but unavailable: {reason}")
-    pytest.skip(reason)
+    """Skip, listed in the end-of-run banner; or fail where every test must run (``required``)."""
+    if required():
+        pytest.fail(f"this test must run here (DEDUP_HBASE_REQUIRE=1 or CI) but cannot: {reason}")
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or inspect.stack()[1].filename
+    _MISSING.append((test, reason))
+    pytest.skip(reason, allow_module_level=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MISSING:
+        terminalreporter.section("SKIPPED FOR WANT OF A PREREQUISITE: this run proved less than CI's", sep="!")
+        for test, reason in _MISSING:
+            terminalreporter.line(f"{test}: {reason}")
 
 
 @pytest.fixture(scope="session")
@@ -61,12 +88,22 @@ def hbase_store_url(base: str) -> str:
     return f"{base}{sep}table_prefix=t{uuid.uuid4().hex[:10]}"
 
 
+def shared_corpus(name: str) -> Path:
+    """A shared development corpus (``../shared/data/NAME``, beside the repository, not in it)."""
+    path = SHARED_DATA / name
+    if not path.exists():
+        require_or_skip(f"the shared corpus {path} is missing (put ../shared/data beside the repository)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def xwlb_path():
-    path = SHARED_DATA / "xwlb_zh.jsonl.gz"
-    if not path.exists():
-        pytest.skip(f"{path} is absent (shared development data)")
-    return path
+    return shared_corpus("xwlb_zh.jsonl.gz")
+
+
+@pytest.fixture(scope="session")
+def jargon_path():
+    return shared_corpus("jargon_en.jsonl.gz")
 
 
 # -- the shared corpora and what the Python reference makes of them -------------------------

@@ -38,7 +38,7 @@ def corpus(draw):
 
 
 @pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: s.name)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=corpus())
 def test_lookup_equals_brute_force(scheme, data):
     query, docs = data

@@ -2,9 +2,11 @@
 next run finishes it with every document exactly once.
 
 The load is mid-way by construction, on any machine: its input is a regular file followed by
-a named pipe that nobody writes to yet, so it loads the file, then waits on the pipe with its
-fingerprint workers alive. The processes it started are found by a marker in their
-environment (every child inherits it) and by the process tree recorded before the signal.
+a named pipe, so it loads the file, then waits on the pipe with its fingerprint workers alive.
+The test sends the signal once the load has opened the pipe (the test's own opening of it
+for writing succeeds only then) and before anything is written to it. The processes the load
+started are found by a marker in their environment (every child inherits it) and by the
+process tree recorded before the signal.
 
 These loads run on the Python path (DEDUP_HBASE_NATIVE=0), whose workers are processes; with
 the compiled core the workers are threads of the load itself (the last test)."""
@@ -121,6 +123,19 @@ def assert_all_gone(tree, marker, within=10.0):
                          f"{[(pid, cmdline(pid)[:120]) for pid in sorted(set(left))]}")
 
 
+def opened_by_the_load(pipe, proc, timeout=300):
+    """Wait until ``proc`` has opened the pipe for reading (it has read the whole file before
+    it, and now waits for the pipe's first line); returns the pipe's write end, unwritten."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            return os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO while no reader has it open
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError("the load never opened the pipe")
+
+
 def feed(pipe, lines):
     """Write the pipe's documents from a thread (opening a pipe blocks until a reader opens it)."""
     def write():
@@ -161,12 +176,13 @@ def test_sigterm_and_ctrl_c_stop_the_workers_and_the_next_run_resumes(setup, how
     marker = uuid.uuid4().hex
     load = start_load(store, [path, pipe], marker, start_new_session=True)
     tree = wait_for_workers(load)
-    time.sleep(1)  # the file's batches go by; the load then waits on the pipe
+    held = opened_by_the_load(pipe, load)
     if how == "SIGINT":
         os.killpg(load.pid, signal.SIGINT)  # Ctrl-C: the whole foreground process group
     else:
         load.send_signal(signal.SIGTERM)
     out, err = load.communicate(timeout=60)
+    os.close(held)
     assert load.returncode == 128 + getattr(signal, how), err
     assert out == "" and "Traceback" not in err
     (line,) = err.splitlines()
@@ -194,9 +210,10 @@ def test_sigkill_takes_the_workers_with_it(setup):
     load = start_load(store, [path, pipe], marker)
     tree = wait_for_workers(load)
     assert len(tree) >= 3  # two workers and multiprocessing's resource tracker
-    time.sleep(1)
+    held = opened_by_the_load(pipe, load)
     load.send_signal(signal.SIGKILL)
     load.wait(timeout=60)
+    os.close(held)
     assert_all_gone(tree, marker)  # nobody told them: the kernel (parent-death signal) did
 
     writer = feed(pipe, later)
@@ -240,14 +257,14 @@ from dedup_hbase.workers import die_with_parent
 
 def busy(parent):
     die_with_parent(parent)
+    print("armed", os.getpid(), flush=True)  # the parent-death signal is asked for
     while True:  # reads no pipe: nothing but the kernel can tell it that its parent is gone
         time.sleep(0.05)
 
 if __name__ == "__main__":
     child = multiprocessing.get_context("spawn").Process(target=busy, args=(os.getpid(),))
     child.start()
-    print(child.pid, flush=True)
-    time.sleep(600)
+    child.join()
 """
 
 
@@ -256,10 +273,10 @@ def test_a_busy_worker_dies_with_its_parent(tmp_path):
     script.write_text(BUSY_CHILD)
     parent = subprocess.Popen([os.environ.get("DEDUP_HBASE_PYTHON", "python"), str(script)],
                               stdout=subprocess.PIPE, text=True)
-    child = int(parent.stdout.readline())
+    armed, child = parent.stdout.readline().split()  # printed by the child once it is armed
+    child = int(child)
     started = start_time(child)
-    time.sleep(0.5)
-    assert alive(child, started)
+    assert armed == "armed" and alive(child, started)
     parent.kill()
     parent.wait()
     assert_all_gone({child: started}, uuid.uuid4().hex)
