@@ -1,8 +1,9 @@
 """Progress of long jobs on stderr: documents, docs/s, MB/s, rejects.
 
 On a terminal, a live line (rich). Elsewhere (a log file, a pipeline, a test), a plain line
-``progress: N records done and checkpointed, ...`` after the first checkpoint and then at most
-every ``every`` seconds (0: after every checkpoint), so a log shows how far a long load got.
+``progress: N records done and checkpointed, ...`` after a checkpoint at most every ``every``
+seconds (0: after every checkpoint), so a log shows how far a long load got; a load shorter
+than that prints none.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ class LoadProgress:
                                   console=self.console, transient=True, disable=not self.live)
         self._task = None
         self._started = time.perf_counter()
-        self._printed: float | None = None
+        self._printed = self._started
 
     def __enter__(self) -> "LoadProgress":
         self._progress.__enter__()
         self._task = self._progress.add_task("starting", total=None)
-        self._started = time.perf_counter()
+        self._started = self._printed = time.perf_counter()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -53,7 +54,7 @@ class LoadProgress:
         rates = f"{docs / elapsed:,.0f} docs/s, {text_bytes / 1e6 / elapsed:.2f} MB/s, {self.rejects} rejected"
         if self.live:
             self._progress.update(self._task, description=f"{docs:,} docs  {rates}")
-        elif self.enabled and (self._printed is None or now - self._printed >= self.every):
+        elif self.enabled and now - self._printed >= self.every:
             self._printed = now
             print(f"progress: {docs:,} records done and checkpointed, {rates}", file=sys.stderr, flush=True)
 

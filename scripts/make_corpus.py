@@ -6,7 +6,8 @@ Documents are sentences of real Chinese words drawn from jieba's bundled diction
 are copies of others made the way copies arise on the web: a repost with a new time
 stamp and view counter, a site's boilerplate line added, about 1% of the characters
 changed, the last sentence dropped. ``queries.jsonl`` holds more
-such copies plus fresh documents, to look up with ``dedup-hbase check``.
+such copies plus fresh documents, to look up with ``dedup-hbase check``; ``repost.txt``
+is the text of its first repost, to look up with ``dedup-hbase query --file``.
 
     python scripts/make_corpus.py --docs 2000 --out demo
 """
@@ -86,6 +87,7 @@ def main() -> None:
                 originals.append((f"news-{i:05d}", text))
                 record = {"id": f"news-{i:05d}", "text": text}
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    reposts = []
     with open(out / "queries.jsonl", "w", encoding="utf-8") as f:
         for n in range(args.queries):
             if n % 4 == 3:
@@ -94,8 +96,14 @@ def main() -> None:
                 source_id, source = rnd.choice(originals)
                 kind, text = near_copy(rnd, source, words, weights)
                 record = {"id": f"copy-of-{source_id}", "text": text, "kind": kind}
+                if kind == "repost":
+                    reposts.append(text)
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    print(f"wrote {args.docs} documents to {out / 'corpus.jsonl.gz'} and {args.queries} lookups to {out / 'queries.jsonl'}")
+    if reposts:
+        (out / "repost.txt").write_text(reposts[0], encoding="utf-8")
+    repost = f" and a repost to {out / 'repost.txt'}" if reposts else ""
+    print(f"wrote {args.docs} documents to {out / 'corpus.jsonl.gz'}, {args.queries} lookups to "
+          f"{out / 'queries.jsonl'}{repost}")
 
 
 if __name__ == "__main__":
