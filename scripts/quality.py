@@ -14,9 +14,13 @@ the corpus ("distractors"), looks every variant up, and reports per kind of vari
 Every fingerprint method runs on the same documents and variants in the same run:
 dedup-hbase's featurizers as shipped (``jieba``; ``shingles`` of 4 and 3 characters), and
 the ``simhash`` package (leonsim) with its default features and with jieba words. The
-harness uses dedup_hbase's public API only; it measures what ships, nothing of its own.
-(The ablations that chose jieba version 2 ran in this harness's earlier revisions, up to
-commit 41904de; docs/quality.md keeps their results.)
+fingerprints come from dedup_hbase's public API (``make_fingerprinter``, ``Index``): it
+measures what ships, no featurizer of its own. Two helpers of the package's modules serve
+the report, not the measurement: ``features.normalize`` for the 4-gram Jaccard that tells a
+false match from a natural near-duplicate, and ``boilerplate.boilerplate_reason`` /
+``logical_lines`` for ``--show-boilerplate`` (what the rules drop). The ablations that chose
+jieba version 2 ran in this harness's earlier revisions (up to commit 41904de);
+docs/history/quality-ablation-2026-11-22.md keeps their results.
 
 Lookups are brute force (numpy XOR + popcount over all indexed fingerprints), which
 gives exactly the answers of dedup-hbase's index (proven exact in tests/); pass
