@@ -4,20 +4,34 @@
 >>> index = Index.create(open_store("memory:"), scheme=4, k=3)
 >>> index.add("a", "国家卫生健康委通报最新疫情")
 >>> index.query(index.fingerprint("国家卫生健康委通报最新疫情"))
+
+The names below are imported when first used, so that ``import dedup_hbase`` (and the
+command line's start) costs nothing until they are.
 """
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.2.0"  # the one place; pyproject.toml reads it
 
-from .errors import DedupError, EmptyDocument, IndexMismatch, IndexNotFound, InvalidInput, StoreError
-from .features import JiebaFeaturizer, ShingleFeaturizer, make_featurizer
-from .fingerprint import Fingerprinter, hamming, make_fingerprinter, parse_hex, to_hex
-from .index import Document, Index, Match
-from .layout import Scheme
-from .stores import Store, open_store, parse_store_url
+_HOMES = {
+    "errors": ("DedupError", "EmptyDocument", "IndexMismatch", "IndexNotFound", "InvalidInput", "StoreError"),
+    "features": ("JiebaFeaturizer", "ShingleFeaturizer", "make_featurizer"),
+    "fingerprint": ("Fingerprinter", "hamming", "make_fingerprinter", "parse_hex", "to_hex"),
+    "index": ("Document", "Index", "Match"),
+    "layout": ("Scheme",),
+    "stores": ("Store", "open_store", "parse_store_url"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+__all__ = sorted(_HOME_OF)
 
-__all__ = [
-    "DedupError", "Document", "EmptyDocument", "Fingerprinter", "Index", "IndexMismatch",
-    "IndexNotFound", "InvalidInput", "JiebaFeaturizer", "Match", "Scheme", "ShingleFeaturizer", "Store",
-    "StoreError", "hamming", "make_featurizer", "make_fingerprinter", "open_store", "parse_hex",
-    "parse_store_url", "to_hex",
-]
+
+def __getattr__(name: str):
+    if name not in _HOME_OF:
+        raise AttributeError(f"module 'dedup_hbase' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME_OF[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]

@@ -15,7 +15,7 @@ from itertools import islice
 
 from .corpus import Record
 from .fingerprint import Fingerprinter
-from .index import encode_id
+from .ids import encode_id
 from .workers import FingerprintPool, fingerprint_texts
 
 

@@ -22,11 +22,12 @@ from contextlib import ExitStack
 from typing import Annotated
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from . import __version__, engines
 from . import plan as planning
 from .batches import fingerprint_records
-from .corpus import FORMATS, Fields, read_records
+from .corpus import FORMATS, Fields, check_columns, read_records
 from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput
 from .fingerprint import make_fingerprinter, parse_hex, to_hex
 from .index import Index, fingerprinter_for
@@ -43,10 +44,43 @@ _HINTS = {
     FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
     AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
 }
+EXIT_REJECTS = 3  # a load finished, but rejected more records than --max-rejects allows
 _STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", help=f"{_STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
+
+
+# What a missing optional package is needed for: the extra that brings it (pyproject.toml).
+_EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "starlette": "service", "uvicorn": "service",
+           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
+
+
+def _missing(e: ModuleNotFoundError) -> str:
+    name = (e.name or "").split(".")[0]
+    extra = _EXTRAS.get(name)
+    how = (f"pip install '.[{extra}]' in the dedup-hbase folder (scripts/setup --test installs every extra)"
+           if extra else f"pip install {name}")
+    return f"error: this needs the Python package {name}, which is not installed: {how}"
+
+
+class _FlagsShowNoType:
+    """Help lists a flag (--json, --help) without a type: it takes no value."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class _Command(_FlagsShowNoType, TyperCommand):
+    pass
+
+
+class _Group(_FlagsShowNoType, TyperGroup):
+    pass
 
 
 class Session:
@@ -71,7 +105,7 @@ class Session:
 
 
 app = typer.Typer(
-    name="dedup-hbase", no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", cls=_Group, no_args_is_help=True, add_completion=False,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
@@ -123,6 +157,8 @@ def _command(fn):
             _fail(ctx, f"interrupted by {stop.signal.name}: {stop}", stop.status)
         except STOPS as stop:
             _fail(ctx, f"interrupted by {signal_of(stop).name}", exit_status(signal_of(stop)))
+        except ModuleNotFoundError as e:
+            _fail(ctx, _missing(e), 1)
         except (DedupError, OSError) as e:
             hint = next((text for kind, text in _HINTS.items() if isinstance(e, kind)), "")
             _fail(ctx, f"error: {e}{hint}", 1)
@@ -132,7 +168,7 @@ def _command(fn):
         *signature.parameters.values(),
         inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
         inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
-    return app.command()(wrapper)
+    return app.command(cls=_Command)(wrapper)
 
 
 def _out(obj) -> None:
@@ -174,6 +210,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
          workers: Annotated[int | None, typer.Option(help="Fingerprinting workers: threads with the compiled core, else processes (default: one per core).")] = None,
          batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
+         max_rejects: Annotated[str | None, typer.Option(help="Exit with status 3 when more records than this are rejected: a count (10) or a share (0.01, 1%). Default: only when every record is.")] = None,
          restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
          json_: Json = False,
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
@@ -190,7 +227,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     from .progress import LoadProgress
 
     options = LoadOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, skip_near_dups, groups,
-                          rejects, restart, batch_size, workers)
+                          rejects, restart, batch_size, workers, LoadOptions.parse_max_rejects(max_rejects))
     spark = None
     if engines.check_engine(engine) == "spark":
         from .spark import SparkOptions
@@ -203,7 +240,11 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     if json_:
         _out({"store": index.store.url, **report.to_dict()})
     else:
-        typer.echo(report.summary(), err=True)
+        typer.echo(report.summary(index.fingerprinter.label), err=True)
+    failure = report.failure(options.max_rejects)
+    if failure:
+        typer.echo(f"error: {failure}{'' if options.rejects else '; --rejects FILE keeps them'}", err=True)
+        raise typer.Exit(EXIT_REJECTS)
 
 
 def _read_text(text: str | None, file: str | None, what: str) -> str:
@@ -245,9 +286,9 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           json_: Json = False) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing."""
-    index = ctx.obj.index()
-    records = read_records(files, fmt, Fields(id=id_field, text=text_field))
-    for answer in check_records(index, records, k=k, use_simhash=fingerprints):
+    index, fields = ctx.obj.index(), Fields(id=id_field, text=text_field)
+    check_columns(files, fmt, fields, fingerprints)
+    for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints):
         if json_:
             _out(answer)
         elif "error" in answer:
@@ -278,7 +319,7 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
             if json_:
                 _out({"id": record.id, "source": record.source, "line": record.line, "error": record.error})
         elif json_:
-            _out({"id": record.id, "simhash": to_hex(record.simhash)})
+            _out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
         else:
             typer.echo(f"{to_hex(record.simhash)}\t{record.id}")
 
@@ -358,7 +399,11 @@ def serve(ctx: typer.Context,
 
 
 def main() -> None:
-    app(prog_name="dedup-hbase")
+    try:
+        app(prog_name="dedup-hbase")
+    except KeyboardInterrupt:  # outside a command (its options being read): as inside one
+        typer.echo("interrupted by SIGINT", err=True)
+        sys.exit(exit_status(2))
 
 
 __all__ = ["app", "main"]

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from .errors import InvalidInput
 from .fingerprint import parse_hex
+from .ids import document_id
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -35,6 +36,7 @@ _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv
 STRUCTURED = ("jsonl", "csv", "tsv", "parquet")
 _PARQUET_BATCH = 4096
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+_SNIFF = 8192  # bytes looked at to tell a binary file from text
 _BAD_UTF8 = re.compile("[\udc80-\udcff]")
 csv.field_size_limit(1 << 30)
 
@@ -50,6 +52,7 @@ class Record:
     simhash: int | None = None
     title: str | None = None
     error: str | None = None
+    featurizer: str | None = None  # which featurizer made ``simhash`` (fingerprint records say)
 
     @property
     def where(self) -> str:
@@ -58,12 +61,14 @@ class Record:
 
 @dataclass(frozen=True)
 class Fields:
-    """Which input fields hold the id, the text, the simhash and the title."""
+    """Which input fields hold the id, the text, the simhash, the title and the featurizer
+    that made the simhash."""
 
     id: str = "id"
     text: str = "text"
     simhash: str = "simhash"
     title: str = "title"
+    featurizer: str = "featurizer"
 
 
 def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Fields(),
@@ -150,12 +155,29 @@ def is_compressed(head: bytes) -> bool:
     return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"))
 
 
+def binary_reason(head: bytes) -> str | None:
+    """Why the first bytes of a file say it is not text (a NUL byte, or mostly bytes that
+    are not UTF-8), or None. A binary file read line by line would index junk."""
+    nul = head.find(b"\0")
+    if nul >= 0:
+        return f"binary data, not text (a NUL byte at byte {nul})"
+    decoded = head[:-3].decode("utf-8", "replace") if len(head) > 3 else ""
+    if decoded and decoded.count("\ufffd") > 0.1 * len(decoded):
+        return "binary data, not text (mostly bytes that are not UTF-8)"
+    return None
+
+
 def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
+    head = stream.peek(_SNIFF)[:_SNIFF] if hasattr(stream, "peek") else b""
     if fmt == "auto":  # stdin: sniff
-        head = stream.peek(64)[:64].lstrip() if hasattr(stream, "peek") else b""
-        fmt = "jsonl" if head.startswith(b"{") else "parquet" if head.startswith(b"PAR1") else "lines"
+        start = head[:64].lstrip()
+        fmt = "jsonl" if start.startswith(b"{") else "parquet" if start.startswith(b"PAR1") else "lines"
     if fmt == "parquet":
         yield from _parquet(stream, source, fields)
+        return
+    reason = binary_reason(head) if first_line == 1 else None
+    if reason:  # one reject for the whole file
+        yield Record(source, first_line, error=reason)
         return
     text = _text(stream)
     if fmt == "jsonl":
@@ -187,18 +209,27 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> I
 
 
 def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterator[Record]:
-    reader = csv.DictReader(text, delimiter=delimiter)
+    """Rows of a CSV or TSV file under its header; a record is reported at its first line
+    (a quoted field may span several)."""
+    reader = csv.reader(text, delimiter=delimiter)
+    start = 1
     try:
+        header = next(reader, None)
+        if header is None:
+            return
+        start = reader.line_num + 1
         for row in reader:
-            line = reader.line_num
-            if None in row:
-                yield Record(source, line, error=f"{len(row[None])} more fields than the header has")
-            elif any(v is not None and _BAD_UTF8.search(v) for v in row.values()):
+            line, start = start, reader.line_num + 1
+            if not row:  # a blank line
+                continue
+            if len(row) > len(header):
+                yield Record(source, line, error=f"{len(row) - len(header)} more fields than the header has")
+            elif any(_BAD_UTF8.search(value) for value in row):
                 yield Record(source, line, error="invalid UTF-8")
             else:
-                yield _from_fields(row, source, line, fields)
+                yield _from_fields(dict(zip(header, row)), source, line, fields)
     except csv.Error as e:
-        yield Record(source, reader.line_num, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
+        yield Record(source, start, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
 
 
 def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]:
@@ -207,7 +238,7 @@ def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ValueError("Parquet input needs the pyarrow package: pip install pyarrow") from None
+        raise InvalidInput("Parquet input needs the pyarrow package: pip install pyarrow (or '.[spark]' in the dedup-hbase folder)") from None
     if not (hasattr(stream, "seekable") and stream.seekable()):
         stream = io.BytesIO(stream.read())  # Parquet's footer is at the end: stdin is read whole
     try:
@@ -221,7 +252,7 @@ def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]
 
 def parquet_columns(names: Iterable[str], fields: Fields) -> list[str]:
     """The columns of a Parquet schema that a record reads."""
-    wanted = (fields.id, fields.text, fields.simhash, fields.title)
+    wanted = (fields.id, fields.text, fields.simhash, fields.title, fields.featurizer)
     return [name for name in dict.fromkeys(wanted) if name in set(names)]
 
 
@@ -259,19 +290,26 @@ def _lines(text: IO[str], source: str, first_line: int = 1) -> Iterator[Record]:
 
 
 def _whole_file(stream: IO[bytes], source: str, doc_id: str) -> Record:
+    data = stream.read()
+    reason = binary_reason(data[:_SNIFF])
+    if reason:
+        return Record(source, 1, id=doc_id, error=reason)
     try:
-        return Record(source, 1, id=doc_id, text=stream.read().decode("utf-8"))
+        return Record(source, 1, id=doc_id, text=data.decode("utf-8"))
     except UnicodeDecodeError as e:
         return Record(source, 1, id=doc_id, error=f"invalid UTF-8 at byte {e.start}")
 
 
 def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) -> Record:
     record = Record(source, line)
-    doc_id = obj.get(fields.id)
-    if doc_id is None or doc_id == "" or isinstance(doc_id, (dict, list, bool)):
-        record.error = f"no {fields.id!r} field" if doc_id is None else f"bad {fields.id!r}: {doc_id!r}"
+    if fields.id not in obj:
+        record.error = f"no {fields.id!r} field"
         return record
-    record.id = str(doc_id)
+    try:
+        record.id = document_id(obj[fields.id], fields.id)
+    except InvalidInput as e:
+        record.error = str(e)
+        return record
     title = obj.get(fields.title)
     record.title = title if isinstance(title, str) else None
     text, simhash = obj.get(fields.text), obj.get(fields.simhash)
@@ -281,6 +319,8 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
         except ValueError as e:
             record.error = f"bad {fields.simhash!r}: {e}"
             return record
+        made_by = obj.get(fields.featurizer)
+        record.featurizer = made_by if isinstance(made_by, str) and made_by else None
     if text is not None and not isinstance(text, str):
         record.error = f"{fields.text!r} is not a string"
     elif text is not None:
@@ -288,6 +328,49 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
     elif record.simhash is None:
         record.error = f"no {fields.text!r} field (nor {fields.simhash!r})"
     return record
+
+
+_FLAG_OF = {"id": "--id-field", "text": "--text-field"}
+
+
+def check_columns(paths: Iterable[str], fmt: str, fields: Fields, fingerprints: bool = False) -> None:
+    """Refuse, before a job reads any record, a CSV, TSV or Parquet input whose header has no
+    column for the id, or for the text (the simhash with ``fingerprints``): every record would
+    be rejected. JSON lines and text have no header: their records are checked one by one."""
+    wanted = [("id", fields.id), ("simhash", fields.simhash) if fingerprints else ("text", fields.text)]
+    for path in _structured_files(paths, fmt):
+        columns = _columns_of(path, fmt)
+        for role, name in wanted:
+            if columns is not None and name not in columns:
+                how = f"; name the {role} column with {_FLAG_OF[role]}" if role in _FLAG_OF else ""
+                raise InvalidInput(f"{path} has no {name!r} column (its columns: "
+                                   f"{', '.join(columns) or 'none'}){how}")
+
+
+def _structured_files(paths: Iterable[str], fmt: str) -> Iterator[Path]:
+    for path in paths:
+        p = Path(path)
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")) if p.is_dir() else [p]
+        for f in files:
+            if path != "-" and f.exists() and (fmt if fmt != "auto" else _format_of(f)) in ("csv", "tsv", "parquet"):
+                yield f
+
+
+def _columns_of(path: Path, fmt: str) -> list[str] | None:
+    """The header of a CSV/TSV file or the schema of a Parquet file; None if unreadable (its
+    records then say why)."""
+    kind = fmt if fmt != "auto" else _format_of(path)
+    try:
+        with open(path, "rb") as raw:
+            stream = _decompress(raw)
+            if kind == "parquet":
+                import pyarrow.parquet as pq
+
+                return list(pq.ParquetFile(stream if stream.seekable() else io.BytesIO(stream.read())).schema_arrow.names)
+            line = _text(stream).readline()
+            return next(csv.reader([line], delimiter="," if kind == "csv" else "\t"), [])
+    except Exception:  # a broken file: its records are rejected with the reason
+        return None
 
 
 def input_identity(paths: Iterable[str], *settings: Any) -> str | None:

@@ -98,6 +98,11 @@ class Fingerprinter:
     def spec(self) -> dict:
         return {**self.featurizer.spec, "seed": self.hasher.seed}
 
+    @property
+    def label(self) -> str:
+        """``spec`` in one short string (``spec_label``), as fingerprint records carry it."""
+        return spec_label(self.spec)
+
     @cached_property
     def _core(self):
         """The compiled core's fingerprinter, or None (the Python path)."""
@@ -140,6 +145,20 @@ class Fingerprinter:
         if not weighted:
             raise EmptyDocument(EmptyDocument.EMPTY_TEXT if not text.strip() else EmptyDocument.NO_FEATURES)
         return self.hasher.simhash(weighted)
+
+
+def spec_label(spec: Mapping) -> str:
+    """A featurizer spec in one short string, as fingerprint records carry it:
+    ``jieba/2;seed=0``, ``shingles/1;n=4;seed=0`` (name/version, parameters, seed)."""
+    params = [f"{k}={v}" for k, v in sorted(spec.get("params", {}).items())]
+    return ";".join([f"{spec['name']}/{spec.get('version')}", *params, f"seed={spec.get('seed', DEFAULT_SEED)}"])
+
+
+def describe_spec(spec: Mapping) -> str:
+    """A featurizer spec for people: ``jieba v2 (seed 0)``, ``shingles v1 (n=4; seed 0)``."""
+    params = [f"{k}={v}" for k, v in spec.get("params", {}).items()]
+    params.append(f"seed {spec.get('seed', DEFAULT_SEED)}")
+    return f"{spec['name']} v{spec.get('version')} ({'; '.join(params)})"
 
 
 def fingerprinter_from_spec(spec: Mapping, native: bool = True) -> Fingerprinter:

@@ -30,14 +30,14 @@ import numpy as np
 
 from .arrays import ranges
 from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
-from .fingerprint import Fingerprinter, fingerprinter_from_spec, make_fingerprinter, to_hex
+from .fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter, to_hex
+from .ids import MAX_ID_BYTES, encode_id
 from .layout import PREFIX_BYTES, Scheme
 from .plan import choose_scheme
 from .schema import load_schema
 from .stores.base import Cells, Store
 
 FORMAT = 1
-MAX_ID_BYTES = 1024
 _CONFIG_KEY = b"config"
 _NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
 _BATCH = 4096  # queries compared in one numpy pass (bounds memory)
@@ -52,6 +52,14 @@ class Match(NamedTuple):
         return {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
 
 
+class Written(NamedTuple):
+    """What a write did: how many ids were new, and how many held another fingerprint
+    (whose index rows it deleted)."""
+
+    new: int
+    replaced: int
+
+
 @dataclass(slots=True)
 class Document:
     """A document as indexed: id, fingerprint and free-form metadata."""
@@ -59,17 +67,6 @@ class Document:
     id: str
     simhash: int
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def encode_id(doc_id: str) -> bytes:
-    """The UTF-8 bytes of a document id; refuses what is not a non-empty str of at most
-    ``MAX_ID_BYTES`` bytes."""
-    if not isinstance(doc_id, str) or not doc_id:
-        raise InvalidInput(f"a document id is a non-empty string, not {doc_id!r}")
-    raw = doc_id.encode("utf-8")
-    if len(raw) > MAX_ID_BYTES:
-        raise InvalidInput(f"document id longer than {MAX_ID_BYTES} bytes: {doc_id[:40]!r}...")
-    return raw
 
 
 def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
@@ -84,7 +81,7 @@ def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Do
             simhashes = np.array(sims, dtype=np.uint64)  # OverflowError outside 0 .. 2^64 - 1
         else:
             simhashes = None
-    except (AttributeError, OverflowError):
+    except (AttributeError, OverflowError, UnicodeEncodeError):
         simhashes = None
     if simhashes is None:
         for d in docs:
@@ -177,8 +174,8 @@ class Index:
             fingerprinter = fingerprinter_from_spec(spec)
         elif fingerprinter.spec != spec:
             raise IndexMismatch(
-                f"{store.url} was built with featurizer {_describe(spec)}, not "
-                f"{_describe(fingerprinter.spec)}: fingerprints from different featurizers "
+                f"{store.url} was built with featurizer {describe_spec(spec)}, not "
+                f"{describe_spec(fingerprinter.spec)}: fingerprints from different featurizers "
                 "are not comparable")
         return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter)
 
@@ -220,32 +217,37 @@ class Index:
 
     def add_many(self, docs: Sequence[Document]) -> int:
         """Index documents; re-adding an id replaces its old fingerprint (of several
-        documents with one id here, the last counts). Returns how many ids were new.
-        Checks every document before writing any. Does not deduplicate near-duplicates:
-        every document is indexed."""
+        documents with one id here, the last counts). Returns how many ids were new
+        (``write`` also says how many were replaced). Checks every document before writing
+        any. Does not deduplicate near-duplicates: every document is indexed."""
+        return self.write(docs).new
+
+    def write(self, docs: Sequence[Document]) -> Written:
+        """``add_many``, saying how many ids were new and how many replaced."""
         if not docs:
-            return 0
+            return Written(0, 0)
         ids, simhashes, chosen = _columns(docs)
-        known = self.retire_old_fingerprints(ids, simhashes)
+        written = self.retire_old_fingerprints(ids, simhashes)
         self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
         for i, d in enumerate(chosen):
             if d.meta:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
-        return len(ids) - known
+        return written
 
-    def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> int:
+    def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> Written:
         """Before documents are (re)written: delete the index rows of every id whose stored
         fingerprint differs from its new one in ``simhashes``, so no old row keeps matching.
-        Returns how many of the ids the index holds already. Writes no new row."""
+        Says how many of the ids are new to the index and how many had another fingerprint.
+        Writes no new row."""
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]
         replaced = [(raw_ids[i], int.from_bytes(old[i][:8], "big")) for i in known
                     if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
         if replaced:
             self.store.delete("index", self.scheme.index_keys([r for r, _ in replaced], [o for _, o in replaced]))
-        return len(known)
+        return Written(len(raw_ids) - len(known), len(replaced))
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their index rows; returns the ids that were present."""
@@ -378,10 +380,3 @@ def fingerprinter_for(store: Store, featurizer: str | None = None, *, shingle_si
     if store.exists():
         return Index.open(store, wanted).fingerprinter
     return wanted or make_fingerprinter()
-
-
-def _describe(spec: Mapping[str, Any]) -> str:
-    """``jieba v2 (seed 0)``, ``shingles v1 (n=4; seed 0)``: a featurizer spec for people."""
-    params = [f"{k}={v}" for k, v in spec.get("params", {}).items()]
-    params.append(f"seed {spec.get('seed', 0)}")
-    return f"{spec['name']} v{spec.get('version')} ({'; '.join(params)})"

@@ -29,9 +29,10 @@ from typing import IO, Any
 import numpy as np
 
 from .batches import fingerprinted, reason_of, reject_line
-from .corpus import FORMATS, Fields, Record, input_identity, read_records
-from .errors import InvalidInput
+from .corpus import FORMATS, Fields, Record, check_columns, input_identity, read_records
+from .errors import IndexMismatch, InvalidInput
 from .fingerprint import to_hex
+from .ids import shown
 from .index import Document, Index, document_meta
 from .interrupts import STOPS, Interrupted
 from .neardup import earlier_matches, write_groups
@@ -50,6 +51,9 @@ class LoadOptions:
     ``rejects``: write every rejected record to this JSONL file. ``restart``: ignore the
     checkpoint of an earlier run. ``batch_size``: documents per batch (fingerprint, write,
     checkpoint). ``workers``: fingerprinting workers of the local engine (None: one per core).
+    ``max_rejects``: how many rejected records make the load count as failed (a count, or a
+    fraction of the records read when below 1; None: only a load that rejected every record);
+    see ``LoadReport.failure``.
     """
 
     fmt: str = "auto"
@@ -61,6 +65,7 @@ class LoadOptions:
     restart: bool = False
     batch_size: int = 2000
     workers: int | None = None
+    max_rejects: float | None = None
 
     def __post_init__(self) -> None:
         if self.fmt not in FORMATS:
@@ -69,6 +74,22 @@ class LoadOptions:
             raise InvalidInput(f"batch_size must be >= 1, not {self.batch_size}")
         if self.workers is not None and self.workers < 1:
             raise InvalidInput(f"workers must be >= 1, not {self.workers}")
+        if self.max_rejects is not None and (self.max_rejects < 0 or (1 <= self.max_rejects != int(self.max_rejects))):
+            raise InvalidInput(f"max_rejects is a whole number or a fraction below 1, not {self.max_rejects}")
+
+    @staticmethod
+    def parse_max_rejects(text: str | None) -> float | None:
+        """``--max-rejects``: ``10`` (records), ``0.01`` or ``1%`` (of the records read)."""
+        if text is None:
+            return None
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            value = -1.0
+        if value < 0 or (value >= 1 and value != int(value)) or (text.endswith("%") and value >= 1):
+            raise InvalidInput(f"--max-rejects is a number of records (10), or a share of them (0.01 or 1%), "
+                               f"not {text!r}")
+        return int(value) if value >= 1 else value
 
     def checkpoint_key(self, paths: list[str]) -> str | None:
         """The name of this load's checkpoint: the inputs as they are now and the options that
@@ -89,6 +110,9 @@ class LoadReport:
     elapsed_s: float = 0.0
     resumed_after: int = 0      # records done by earlier runs of the same load
     already_complete: bool = False
+    replaced: int = 0           # documents the index held with another fingerprint
+    unlabeled: int = 0          # precomputed fingerprints that did not say which featurizer made them
+    rejects_written: bool = False  # a finished load run again wrote its rejects file anew
 
     @property
     def docs_per_s(self) -> float:
@@ -106,16 +130,41 @@ class LoadReport:
         out["mb_per_s"] = round(self.mb_per_s, 3)
         return out
 
-    def summary(self) -> str:
-        """One line for people: what was read, indexed, skipped and rejected, and how fast."""
+    def summary(self, featurizer: str | None = None) -> str:
+        """For people: what was read, indexed, skipped and rejected, and how fast; then, on
+        lines of their own, what needs a second look (``featurizer``: the index's label)."""
         if self.already_complete:
-            return f"already loaded (read {self.read}, indexed {self.indexed}): nothing to do; --restart loads again"
+            wrote = f"; its {self.rejected} rejected records written again" if self.rejects_written else ""
+            return (f"already loaded (read {self.read}, indexed {self.indexed}): nothing to do{wrote}; "
+                    "--restart loads again")
         reasons = ", ".join(f"{n} {r}" for r, n in self.rejected_by_reason.most_common())
         resumed = f"resumed after {self.resumed_after}; " if self.resumed_after else ""
         skipped = f", skipped {self.near_duplicates_skipped} near-duplicates" if self.near_duplicates_skipped else ""
-        return (f"{resumed}read {self.read}, indexed {self.indexed} ({self.new} new){skipped}, rejected "
-                f"{self.rejected}{f' ({reasons})' if reasons else ''} in {self.elapsed_s:.1f} s: "
-                f"{self.docs_per_s:,.0f} docs/s, {self.mb_per_s:.2f} MB/s")
+        replaced = f", {self.replaced} replaced" if self.replaced else ""
+        lines = [f"{resumed}read {self.read}, indexed {self.indexed} ({self.new} new{replaced}){skipped}, rejected "
+                 f"{self.rejected}{f' ({reasons})' if reasons else ''} in {self.elapsed_s:.1f} s: "
+                 f"{self.docs_per_s:,.0f} docs/s, {self.mb_per_s:.2f} MB/s"]
+        if self.replaced:
+            lines.append(f"note: {self.replaced} documents were in the index with another fingerprint: "
+                         "their old index rows are gone")
+        if self.unlabeled:
+            lines.append(f"note: {self.unlabeled} fingerprints did not say which featurizer made them (no "
+                         f"'featurizer' field): taken as the index's own{f' ({featurizer})' if featurizer else ''}")
+        return "\n".join(lines)
+
+    def failure(self, max_rejects: float | None = None) -> str | None:
+        """Why this load counts as failed for its rejects, or None: more than ``max_rejects``
+        rejected (a count, or a fraction of the records read when below 1); without a limit,
+        every record rejected (a load that indexed nothing of what it was given)."""
+        if not self.rejected:
+            return None
+        if max_rejects is None:
+            return f"every record was rejected ({self.rejected:,} of {self.read:,})" if self.rejected == self.read else None
+        limit = max_rejects * self.read if max_rejects < 1 else max_rejects
+        if self.rejected > limit:
+            allowed = f"{max_rejects:.2%} of {self.read:,}" if max_rejects < 1 else f"{int(max_rejects):,}"
+            return f"{self.rejected:,} records were rejected, more than --max-rejects allows ({allowed})"
+        return None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LoadReport":
@@ -167,6 +216,8 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
             remaining = islice(records, report.read, None)
             for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool):
                 good = _account(batch, report, rejects, on_reject)
+                if options.fingerprints:
+                    report.unlabeled += _check_featurizers(good, index.fingerprinter.label)
                 duplicate_of = _near_duplicates(index, good, edges) if (options.skip_near_dups or edges) else {}
                 docs, now = [], int(time.time())
                 for position, record in enumerate(good):
@@ -177,7 +228,9 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
                     docs.append(Document(record.id, record.simhash,
                                          document_meta(now, record.source, record.line, record.title, length)))
                 if docs:
-                    report.new += index.add_many(docs)
+                    written = index.write(docs)
+                    report.new += written.new
+                    report.replaced += written.replaced
                     report.indexed += len(docs)
                 report.read += len(batch)
                 report.elapsed_s = time.perf_counter() - started
@@ -199,6 +252,17 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
             write_groups((tuple(json.loads(line)) for line in f), Path(options.groups))
         edges_path.unlink()
     return report
+
+
+def _check_featurizers(records: list[Record], label: str) -> int:
+    """Refuse precomputed fingerprints that another featurizer made (they would silently
+    replace comparable ones); returns how many did not say which featurizer made them."""
+    for record in records:
+        if record.featurizer is not None and record.featurizer != label:
+            raise IndexMismatch(f"{record.where}: the fingerprint of {shown(record.id)} was made by featurizer "
+                                f"{record.featurizer}, this index's is {label}: fingerprints of different "
+                                "featurizers are not comparable; nothing of this batch was written")
+    return sum(record.featurizer is None for record in records)
 
 
 def _account(batch: list[Record], report: LoadReport, rejects: IO[str] | None,
@@ -224,17 +288,33 @@ def load_files(index: Index, paths: list[str], options: LoadOptions = LoadOption
     """``load`` the records of files, folders or ``-`` (stdin), resumable: rerunning the
     same command resumes it (``LoadOptions.checkpoint_key``; stdin cannot be read twice:
     no checkpoint). ``options.rejects``: a JSONL file of every rejected record, appended to
-    when a load resumes."""
+    when a load resumes, written anew when a finished load is run again. A CSV, TSV or
+    Parquet input without the columns the load needs is refused before anything is read."""
+    check_columns(paths, options.fmt, options.fields, options.fingerprints)
     key = options.checkpoint_key(paths)
     records = read_records(paths, options.fmt, options.fields)
     reject_file = (open(options.rejects, "a" if key and not options.restart else "w", encoding="utf-8")
                    if options.rejects else None)
     try:
-        return load(index, records, options, checkpoint=key, rejects=reject_file, on_reject=on_reject,
-                    progress=progress)
+        report = load(index, records, options, checkpoint=key, rejects=reject_file, on_reject=on_reject,
+                      progress=progress)
     finally:
         if reject_file is not None:
             reject_file.close()
+    if report.already_complete and options.rejects and report.rejected:
+        _write_rejects_again(index, paths, options)
+        report.rejects_written = True
+    return report
+
+
+def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -> None:
+    """The rejects file of a finished load, from the inputs read (and fingerprinted) again;
+    nothing is written to the index."""
+    with open(options.rejects, "w", encoding="utf-8") as out, \
+            FingerprintPool(index.fingerprinter, 1 if options.fingerprints else options.workers) as pool:
+        records = read_records(paths, options.fmt, options.fields)
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool):
+            out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 
 def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -> dict[int, str]:

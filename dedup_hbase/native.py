@@ -7,7 +7,7 @@ faster. The Python code stays the reference and the fallback: ``Fingerprinter`` 
 core when ``core_for`` gives one, and its own code otherwise. The core is refused, with
 the reason ``describe()`` tells, when
 
-* it is not installed (``pip install 'dedup-hbase[fast]'``, see the README),
+* it is not installed (``pip install ./native '.[fast]'`` in the dedup-hbase folder, see the README),
 * ``DEDUP_HBASE_NATIVE=0`` is set,
 * it was built with another Unicode version than this interpreter's (its character
   tables come from the Python it was built for),
@@ -43,7 +43,7 @@ def _load():
     try:
         import dedup_hbase_core as core
     except ImportError:
-        return None, "not installed (pip install 'dedup-hbase[fast]', see the README)"
+        return None, "not installed (pip install ./native '.[fast]' in the dedup-hbase folder, with cargo; see the README)"
     from . import boilerplate
     from .features import JiebaFeaturizer, ShingleFeaturizer
 

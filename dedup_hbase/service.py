@@ -43,7 +43,8 @@ from typing import Any
 
 from .errors import DedupError, InvalidInput, StoreError
 from .fingerprint import parse_hex, to_hex
-from .index import MAX_ID_BYTES, Document, document_meta
+from .ids import document_id
+from .index import Document, document_meta
 from .online import OnlineIndex
 
 logger = logging.getLogger(__name__)
@@ -102,33 +103,36 @@ def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
         raise RequestError(413, f"a request holds at most {limits.max_docs} documents, not {len(items)}")
     docs = []
     for position, item in enumerate(items):
-        doc_id = item.get("id") if isinstance(item, dict) else None
+        given = item.get("id") if isinstance(item, dict) else None
 
-        def bad(message: str, status: int = 400, position: int = position, doc_id: Any = doc_id):
-            return RequestError(status, f"document {position}{f' ({doc_id!r})' if doc_id is not None else ''}: "
-                                        f"{message}", position, doc_id)
+        def bad(message: str, status: int = 400, position: int = position, doc_id: Any = None):
+            named = f" ({doc_id!r})" if doc_id is not None else ""
+            return RequestError(status, f"document {position}{named}: {message}", position, doc_id)
 
         if not isinstance(item, dict):
             raise bad(f"a document is a JSON object, not a JSON {_json_type(item)}")
-        if not isinstance(doc_id, str) or not doc_id:
-            raise bad("no id (a non-empty string)" if doc_id in (None, "") else f"the id is not a string: {doc_id!r}")
-        if len(doc_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
-            raise bad(f"the id is longer than {MAX_ID_BYTES} bytes")
+        if "id" not in item:
+            raise bad("no id (a string or a whole number)")
+        try:
+            doc_id = document_id(given)  # the rule of ids.py, as for files the CLI reads
+        except InvalidInput as e:
+            raise bad(str(e)) from None
         text, simhash = item.get("text"), item.get("simhash")
         if (text is None) == (simhash is None):
-            raise bad("give its text or its simhash" if text is None else "give its text or its simhash, not both")
+            raise bad("give its text or its simhash" if text is None else "give its text or its simhash, not both",
+                      doc_id=doc_id)
         if text is not None:
             if not isinstance(text, str):
-                raise bad(f"the text is a JSON {_json_type(text)}, not a string")
+                raise bad(f"the text is a JSON {_json_type(text)}, not a string", doc_id=doc_id)
             size = len(text.encode("utf-8", "surrogatepass"))
             if size > limits.max_text_bytes:
-                raise bad(f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413)
+                raise bad(f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413, doc_id=doc_id)
             docs.append(_Doc(position, doc_id, text, None))
         else:
             try:
                 docs.append(_Doc(position, doc_id, None, parse_hex(simhash if isinstance(simhash, str) else "")))
             except InvalidInput:
-                raise bad(f"the simhash is 16 hex digits, not {simhash!r}") from None
+                raise bad(f"the simhash is 16 hex digits, not {simhash!r}", doc_id=doc_id) from None
     return docs
 
 
@@ -300,7 +304,7 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     try:
         import uvicorn
     except ImportError:
-        raise DedupError("the service needs uvicorn and starlette: pip install 'dedup-hbase[service]'") from None
+        raise DedupError("the service needs uvicorn and starlette: pip install '.[service]' in the dedup-hbase folder") from None
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

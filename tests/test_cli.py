@@ -64,7 +64,7 @@ def test_exact_forms_end_to_end(tmp_path, corpus):
     assert query["simhash"] == by_id["b1"]["simhash"] and [m["id"] for m in query["matches"]] == ["b1"]
     fp = run("fingerprint", "--file", str(corpus), "--json", env=env)
     assert [json.loads(x) for x in fp.stdout.splitlines()] == [
-        {"id": x["id"], "simhash": x["simhash"]} for x in lines]
+        {"id": x["id"], "simhash": x["simhash"], "featurizer": "jieba/2;seed=0"} for x in lines]
     assert run("fingerprint", DOCS[3]["text"], env=env).stdout.strip() == by_id["c1"]["simhash"]
     stats = json.loads(run("stats", "--json", env=env).stdout)
     assert {k: stats[k] for k in ("documents", "index_rows", "scheme", "k")} == {

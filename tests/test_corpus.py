@@ -61,7 +61,7 @@ def test_csv_tsv_and_custom_fields(tmp_path):
     csv_text = b'doc,body\nx,"hello, ""world""\nline two"\ny,bye\nz,a,extra\n'
     got = records(tmp_path, "c.csv", csv_text, fields=Fields(id="doc", text="body"))
     assert [(r.id, r.text, r.line, r.error) for r in got] == [
-        ("x", 'hello, "world"\nline two', 3, None), ("y", "bye", 4, None),
+        ("x", 'hello, "world"\nline two', 2, None), ("y", "bye", 4, None),  # a record is at its first line
         (None, None, 5, "1 more fields than the header has")]
     got = records(tmp_path, "c.tsv", b"id\ttext\n1\tone\n")
     assert [(r.id, r.text) for r in got] == [("1", "one")]

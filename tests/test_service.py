@@ -155,8 +155,12 @@ BAD = [
     (b"{not json", 400, "the body is not JSON"),
     (b'{"id": "a", "text": "x"}', 400, "the body is a JSON array of documents, not a JSON object"),
     (b'["a"]', 400, "document 0: a document is a JSON object, not a JSON string"),
-    (b'[{"text": "x"}]', 400, "document 0: no id (a non-empty string)"),
-    (b'[{"id": 7, "text": "x"}]', 400, "document 0 (7): the id is not a string: 7"),
+    (b'[{"text": "x"}]', 400, "document 0: no id (a string or a whole number)"),
+    (b'[{"id": 1.5, "text": "x"}]', 400, "document 0: bad 'id': 1.5 is a fraction (an id is a string or a whole number)"),
+    (b'[{"id": null, "text": "x"}]', 400, "document 0: 'id' is null"),
+    (b'[{"id": "", "text": "x"}]', 400, "document 0: 'id' is empty"),
+    (json.dumps([{"id": "x" * 10_000, "text": "x"}]).encode(), 400,
+     "document 0: document id longer than 1024 bytes: 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (10,000 characters)"),
     (b'[{"id": "ok", "text": "x"}, {"id": "b"}]', 400, "document 1 ('b'): give its text or its simhash"),
     (b'[{"id": "b", "text": "x", "simhash": "00000000000000ff"}]', 400,
      "document 0 ('b'): give its text or its simhash, not both"),
@@ -177,6 +181,7 @@ def test_every_kind_of_bad_input_gets_its_4xx_and_the_service_keeps_answering(st
             for path in ("/v1/check", "/v1/add?if_new=true"):
                 response = client.post(path, content=body, headers={"content-type": "application/json"})
                 assert (response.status_code, response.json()["error"][:len(message)]) == (status, message), body[:60]
+                assert len(response.content) < 500  # no input echoed whole (a 10,000-character id)
         named = client.post("/v1/add", json=[{"id": "ok", "text": "x"}, {"id": "b"}]).json()
         assert (named["document"], named["id"]) == (1, "b")
         assert client.post("/v1/add?if_new=maybe", json=[]).json() == {"error": "if_new is true or false, not 'maybe'"}

@@ -61,7 +61,7 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise DedupError("--engine spark needs PySpark: pip install 'dedup-hbase[spark]' (and Java 17+)") from None
+        raise DedupError("--engine spark needs PySpark: pip install '.[spark]' in the dedup-hbase folder (and Java 17+)") from None
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit
         builder = SparkSession.builder
         for key, value in (conf or {}).items():

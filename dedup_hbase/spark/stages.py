@@ -183,6 +183,6 @@ def old_fingerprints(url: str, chunk: int = 1000):
             known = 0
             for start in range(0, len(ids), chunk):
                 raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
-                known += index.retire_old_fingerprints(raw, sims[start:start + chunk])
+                known += len(raw) - index.retire_old_fingerprints(raw, sims[start:start + chunk]).new
             yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64())], names=["known"])
     return run
