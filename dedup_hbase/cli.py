@@ -28,7 +28,7 @@ from . import __version__, engines
 from . import plan as planning
 from .batches import fingerprint_records
 from .corpus import FORMATS, Fields, check_columns, read_records
-from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput
+from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput, missing_package
 from .fingerprint import make_fingerprinter, parse_hex, to_hex
 from .index import Index, fingerprinter_for
 from .interrupts import STOPS, Interrupted, exit_status, signal_of, sigterm_raises
@@ -51,36 +51,17 @@ StoreOption = Annotated[str | None, typer.Option(
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
 
 
-# What a missing optional package is needed for: the extra that brings it (pyproject.toml).
-_EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "starlette": "service", "uvicorn": "service",
-           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
-
-
-def _missing(e: ModuleNotFoundError) -> str:
-    name = (e.name or "").split(".")[0]
-    extra = _EXTRAS.get(name)
-    how = (f"pip install '.[{extra}]' in the dedup-hbase folder (scripts/setup --test installs every extra)"
-           if extra else f"pip install {name}")
-    return f"error: this needs the Python package {name}, which is not installed: {how}"
-
-
-class _FlagsShowNoType:
+class _Flagless:
     """Help lists a flag (--json, --help) without a type: it takes no value."""
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
-        for param in params:
-            if getattr(param, "is_flag", False) and param.metavar is None:
-                param.metavar = ""
+        for flag in (p for p in params if getattr(p, "is_flag", False) and p.metavar is None):
+            flag.metavar = ""
         return params
 
 
-class _Command(_FlagsShowNoType, TyperCommand):
-    pass
-
-
-class _Group(_FlagsShowNoType, TyperGroup):
-    pass
+_Command, _Group = type("_Command", (_Flagless, TyperCommand), {}), type("_Group", (_Flagless, TyperGroup), {})
 
 
 class Session:
@@ -158,7 +139,7 @@ def _command(fn):
         except STOPS as stop:
             _fail(ctx, f"interrupted by {signal_of(stop).name}", exit_status(signal_of(stop)))
         except ModuleNotFoundError as e:
-            _fail(ctx, _missing(e), 1)
+            _fail(ctx, f"error: {missing_package(e)}", 1)
         except (DedupError, OSError) as e:
             hint = next((text for kind, text in _HINTS.items() if isinstance(e, kind)), "")
             _fail(ctx, f"error: {e}{hint}", 1)

@@ -38,3 +38,18 @@ class FeaturizerVersionMismatch(IndexMismatch):
 
 class StoreError(DedupError):
     """A store could not be opened, reached or written."""
+
+
+# The extra (pyproject.toml) that brings each optional package.
+_EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "starlette": "service", "uvicorn": "service",
+           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
+
+
+def missing_package(e: ModuleNotFoundError) -> str:
+    """What to tell a user whose command needs a package that is not installed: its name and
+    how to install it (the extra that brings it, from a clone of dedup-hbase)."""
+    name = (e.name or str(e)).split(".")[0]
+    extra = _EXTRAS.get(name)
+    how = (f"pip install '.[{extra}]' in the dedup-hbase folder (scripts/setup --test installs every extra)"
+           if extra else f"pip install {name}")
+    return f"this needs the Python package {name}, which is not installed: {how}"
