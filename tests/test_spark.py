@@ -18,6 +18,7 @@ import pytest
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.corpus import Fields, read_records
+from dedup_hbase.loader import LoadOptions
 from dedup_hbase.loader import load as local_load
 from dedup_hbase.schema import table_name
 from dedup_hbase.spark import inputs
@@ -26,7 +27,9 @@ from conftest import SHARED_DATA, hbase_store_url, require_or_skip
 
 pytestmark = [pytest.mark.spark]
 
-VOLATILE = ("elapsed_s", "docs_per_s", "mb_per_s", "store")
+# "replaced": the local engine counts a repeated id of the input written over its earlier record in another
+# batch; the Spark engine keeps the last record of an id before it writes, and counts only documents held before
+VOLATILE = ("elapsed_s", "docs_per_s", "mb_per_s", "store", "replaced")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +83,7 @@ def local_load_to(url: str, files, rejects: Path | None = None, **kw):
         out = open(rejects, "w", encoding="utf-8") if rejects else None
         try:
             records = read_records([str(f) for f in files], "auto", Fields())
-            return local_load(index, records, rejects=out, workers=2, **kw).to_dict()
+            return local_load(index, records, LoadOptions(workers=2, **kw), rejects=out).to_dict()
         finally:
             if out:
                 out.close()
@@ -323,7 +326,7 @@ def test_parquet_local_engine_reads_rows(tmp_path):
     path = parquet_file(tmp_path / "docs.parquet")
     records = list(read_records([str(path)]))
     assert len(records) == 120 and [r.line for r in records] == list(range(1, 121))
-    assert records[3].error == "no 'id' field" and records[5].text == ""
+    assert records[3].error == "'id' is null" and records[5].text == ""
     assert records[0].title and records[0].source == str(path)
 
 
