@@ -8,7 +8,7 @@
 //! with Python jieba's classes.
 
 use crate::boilerplate::body_text;
-use crate::jieba_cut::PrefixDict;
+use crate::jieba_cut::{PrefixDict, Scratch};
 use crate::normalize::normalize;
 use crate::slice_map::SliceMap;
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
@@ -33,7 +33,7 @@ impl JiebaTerms {
         let (dict, idf) = std::thread::scope(|scope| {
             let idf = scope.spawn(|| load_idf(idf));
             (
-                PrefixDict::load(dict),
+                PrefixDict::load(&dict),
                 idf.join().expect("the IDF loader panicked"),
             )
         });
@@ -62,6 +62,7 @@ impl JiebaTerms {
         // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
         // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
         // (a "\r\n" pair whole) and every other character are each a token of their own.
+        let mut scratch = Scratch::default();
         let mut rest = text;
         while let Some(first) = rest.chars().next() {
             let han = is_han_default(first);
@@ -71,7 +72,7 @@ impl JiebaTerms {
             let (block, tail) = rest.split_at(end);
             rest = tail;
             if han {
-                self.dict.cut(block, out);
+                self.dict.cut(block, out, &mut scratch);
             } else {
                 let mut chars = block.char_indices().peekable();
                 while let Some((i, c)) = chars.next() {
