@@ -8,21 +8,50 @@
 //! with Python jieba's classes.
 
 use crate::boilerplate::body_text;
-use crate::jieba_cut::{PrefixDict, Scratch};
+use crate::jieba_cut::{PrefixDict, Scratch, Token, NO_NODE};
 use crate::normalize::normalize;
 use crate::slice_map::SliceMap;
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::borrow::Cow;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashSet};
+use std::hash::BuildHasher;
 
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
 
+/// The node of a term that is a 4-gram: its range is in `Work::grams`, not in the text
+/// (no node of the dictionary has it: ids are below 2^31)
+const A_GRAM: u32 = u32::MAX - 2;
+
+/// `idf_of_node` of a node whose key is not in the IDF table
+const ABSENT: i32 = i32::MIN;
+/// `idf_of_node` of a node whose IDF does not fit in it: the table has it
+const LOOK_UP: i32 = i32::MIN + 1;
+
 pub struct JiebaTerms {
     dict: PrefixDict,
     idf: SliceMap<i64>,
+    /// the IDF of the key of each node of `dict`, so most terms need no lookup by text
+    idf_of_node: Vec<i32>,
     median: i64,
     stop_words: FxHashSet<String>,
+    /// `log_count` of the small counts
+    log_counts: Vec<i64>,
+}
+
+/// The buffers of one text's features, kept from text to text (one per thread).
+#[derive(Default)]
+pub struct Work {
+    cut: Scratch,
+    tokens: Vec<Token>,
+    /// the 4-grams of the words of an alphabet, one after the other
+    grams: String,
+    /// the terms, in order: tokens, or (node `A_GRAM`) ranges of `grams`
+    terms: Vec<Token>,
+    /// `Counter(terms)`: each distinct term (its first occurrence) and its count
+    counts: Vec<(Token, u32)>,
+    /// the positions in `counts`, by the term's text
+    index: HashTable<u32>,
 }
 
 impl JiebaTerms {
@@ -38,11 +67,23 @@ impl JiebaTerms {
             )
         });
         let (dict, (idf, median)) = (dict?, idf?);
+        let mut idf_of_node = vec![ABSENT; dict.ids()];
+        for (word, value) in idf.iter() {
+            let word = std::str::from_utf8(word).expect("the table is a str");
+            if let Some(node) = dict.find(word) {
+                idf_of_node[node as usize] = match i32::try_from(value) {
+                    Ok(v) if v > LOOK_UP => v,
+                    _ => LOOK_UP,
+                };
+            }
+        }
         Ok(JiebaTerms {
             dict,
             idf,
+            idf_of_node,
             median,
             stop_words: stop_words.into_iter().collect(),
+            log_counts: (0..256u32).map(log_count).collect(),
         })
     }
 
@@ -58,21 +99,27 @@ impl JiebaTerms {
     /// `JiebaFeaturizer.words(text)` with the HMM off: Python jieba's `cut`
     /// (`Tokenizer.cut(text, HMM=False)`).
     pub fn words<'t>(&self, text: &'t str, out: &mut Vec<&'t str>) {
+        let mut tokens = Vec::new();
+        self.tokens(text, &mut tokens, &mut Scratch::default());
+        out.extend(tokens.iter().map(|t| &text[t.start..t.end]));
+    }
+
+    /// The tokens of `words(text)`, in order: they cover the text, each starts where
+    /// the one before ends.
+    pub fn tokens(&self, text: &str, out: &mut Vec<Token>, scratch: &mut Scratch) {
         // blocks = re_han_default.split(sentence), re_han_default =
         // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
         // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
         // (a "\r\n" pair whole) and every other character are each a token of their own.
-        let mut scratch = Scratch::default();
-        let mut rest = text;
-        while let Some(first) = rest.chars().next() {
+        let mut base = 0;
+        while let Some(first) = text[base..].chars().next() {
             let han = is_han_default(first);
-            let end = rest
+            let end = text[base..]
                 .find(|c| is_han_default(c) != han)
-                .unwrap_or(rest.len());
-            let (block, tail) = rest.split_at(end);
-            rest = tail;
+                .map_or(text.len(), |e| base + e);
+            let block = &text[base..end];
             if han {
-                self.dict.cut(block, out, &mut scratch);
+                self.dict.cut(block, base, out, scratch);
             } else {
                 let mut chars = block.char_indices().peekable();
                 while let Some((i, c)) = chars.next() {
@@ -81,63 +128,113 @@ impl JiebaTerms {
                         chars.next();
                         end += 1;
                     }
-                    out.push(&block[i..end]);
+                    out.push(Token {
+                        start: base + i,
+                        end: base + end,
+                        node: NO_NODE,
+                    });
                 }
             }
+            base = end;
         }
     }
 
     /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
-    pub fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+    pub fn each_feature(&self, text: &str, work: &mut Work, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
-        let mut tokens = Vec::new();
-        self.words(&body, &mut tokens);
-        let mut terms: Vec<Cow<str>> = Vec::with_capacity(tokens.len());
-        for token in join_letters(&tokens) {
-            self.terms_of(token, &mut terms);
+        let Work {
+            cut,
+            tokens,
+            grams,
+            terms,
+            counts,
+            index,
+        } = work;
+        tokens.clear();
+        grams.clear();
+        terms.clear();
+        counts.clear();
+        index.clear();
+        self.tokens(&body, tokens, cut);
+        join_letters(&body, tokens);
+        for &token in tokens.iter() {
+            self.terms_of(&body, token, grams, terms);
         }
+        let text_of = |t: &Token| {
+            if t.node == A_GRAM {
+                &grams[t.start..t.end]
+            } else {
+                &body[t.start..t.end]
+            }
+        };
         // Counter(terms), in first-seen order
-        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
-        let mut counts: Vec<(&str, u32)> = Vec::new();
-        for term in &terms {
-            match index.get(term.as_ref()) {
-                Some(&i) => counts[i].1 += 1,
+        for term in terms.iter() {
+            let key = text_of(term);
+            let hash = FxBuildHasher.hash_one(key);
+            match index.find(hash, |&i| text_of(&counts[i as usize].0) == key) {
+                Some(&i) => counts[i as usize].1 += 1,
                 None => {
-                    index.insert(term, counts.len());
-                    counts.push((term, 1));
+                    index.insert_unique(hash, counts.len() as u32, |&i| {
+                        FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
+                    });
+                    counts.push((*term, 1));
                 }
             }
         }
         // gram = median // GRAM; weight = _log_count(count) * (gram if term[0] == " " else
         // idf.get(term, median)) // 1000
         let gram = self.median.div_euclid(GRAM as i64);
-        for (term, count) in counts {
-            let idf = if term.starts_with(' ') {
+        for (term, count) in counts.iter() {
+            let key = text_of(term);
+            let idf = if key.starts_with(' ') {
                 gram
             } else {
-                self.idf.get(term.as_bytes()).unwrap_or(self.median)
+                self.idf_of(key, term.node)
             };
-            sink(term, (log_count(count) * idf).div_euclid(1000));
+            let log_count = match self.log_counts.get(*count as usize) {
+                Some(&value) => value,
+                None => log_count(*count),
+            };
+            sink(key, (log_count * idf).div_euclid(1000));
+        }
+    }
+
+    /// `idf.get(term, median)`; `node` is the term's node in the dictionary, if known
+    #[inline]
+    fn idf_of(&self, term: &str, node: u32) -> i64 {
+        let known = match node {
+            NO_NODE | A_GRAM => LOOK_UP,
+            node => self.idf_of_node[node as usize],
+        };
+        match known {
+            ABSENT => self.median,
+            LOOK_UP => self.idf.get(term.as_bytes()).unwrap_or(self.median),
+            value => value as i64,
         }
     }
 
     /// `JiebaFeaturizer._terms_of(token)`: none when it is not a word; the padded
-    /// 4-grams of a word of an alphabet; the word itself otherwise.
-    fn terms_of<'t>(&self, token: Cow<'t, str>, terms: &mut Vec<Cow<'t, str>>) {
-        if !self.is_word(&token) {
+    /// 4-grams of a word of an alphabet (written to `grams`); the word itself otherwise.
+    fn terms_of(&self, body: &str, token: Token, grams: &mut String, terms: &mut Vec<Token>) {
+        let word = &body[token.start..token.end];
+        if !self.is_word(word) {
             return;
         }
-        if is_letters(&token) {
+        if is_letters(word) {
             // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
             let padded: Vec<char> = std::iter::once(' ')
-                .chain(token.chars())
+                .chain(word.chars())
                 .chain(std::iter::once(' '))
                 .collect();
             for gram in padded.windows(GRAM) {
-                let mut term = String::with_capacity(1 + gram.len() * 4);
-                term.push(' ');
-                term.extend(gram);
-                terms.push(Cow::Owned(term));
+                let start = grams.len();
+                grams.push(' ');
+                grams.extend(gram);
+                terms.push(Token {
+                    start,
+                    end: grams.len(),
+                    node: A_GRAM,
+                });
             }
         } else {
             terms.push(token);
@@ -167,26 +264,29 @@ fn is_letters(token: &str) -> bool {
     token.chars().any(is_alpha) && !token.chars().any(is_han)
 }
 
-/// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before it.
-fn join_letters<'t>(tokens: &[&'t str]) -> Vec<Cow<'t, str>> {
-    let mut out: Vec<Cow<'t, str>> = Vec::with_capacity(tokens.len());
-    for &token in tokens {
-        let mut chars = token.chars();
-        let single = match (chars.next(), chars.next()) {
-            (Some(c), None) => Some(c),
-            _ => None,
-        };
+/// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before
+/// it, in place. Tokens are consecutive ranges of `text`, so a joined token is a range too.
+fn join_letters(text: &str, tokens: &mut Vec<Token>) {
+    let mut kept = 0;
+    for i in 0..tokens.len() {
+        let token = tokens[i];
+        let mut chars = text[token.start..token.end].chars();
         // len(token) == 1 and out and token.isalpha() and not _is_han(token)
         // and out[-1].isalpha() and _is_letters(out[-1])
-        if let (Some(c), Some(last)) = (single, out.last_mut()) {
-            if is_alpha(c) && !is_han(c) && str_is_alpha(last) && is_letters(last) {
-                last.to_mut().push(c);
+        if let (Some(c), None, true) = (chars.next(), chars.next(), kept > 0) {
+            let last = &mut tokens[kept - 1];
+            let before = &text[last.start..last.end];
+            if is_alpha(c) && !is_han(c) && str_is_alpha(before) && is_letters(before) {
+                debug_assert_eq!(last.end, token.start);
+                last.end = token.end;
+                last.node = NO_NODE; // out[-1] += token: a new string
                 continue;
             }
         }
-        out.push(Cow::Borrowed(token));
+        tokens[kept] = token;
+        kept += 1;
     }
-    out
+    tokens.truncate(kept);
 }
 
 /// `_log_count(count)`: `1000 + round(1000 * math.log(count))`, ties to even as Python rounds

@@ -17,6 +17,7 @@ pub mod pyre;
 pub mod shingles;
 pub mod simhash;
 pub mod slice_map;
+pub mod trie;
 pub mod unicode;
 
 /// What a document's fingerprint came to (the batch's status byte).
@@ -34,35 +35,51 @@ pub enum Status {
 
 /// A featurizer the core mirrors.
 pub trait Featurize: Send + Sync {
+    /// The buffers of one text, kept from text to text (one per thread).
+    type Work: Default;
+
     /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64));
+    fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64));
 
     /// `featurizer.features(text)`
     fn features(&self, text: &str) -> Vec<(String, i64)> {
         let mut out = Vec::new();
-        self.each_feature(text, &mut |f, w| out.push((f.to_owned(), w)));
+        self.each_feature(text, &mut Self::Work::default(), &mut |f, w| {
+            out.push((f.to_owned(), w))
+        });
         out
     }
 }
 
 impl Featurize for jieba_terms::JiebaTerms {
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
-        jieba_terms::JiebaTerms::each_feature(self, text, sink)
+    type Work = jieba_terms::Work;
+
+    fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64)) {
+        jieba_terms::JiebaTerms::each_feature(self, text, work, sink)
     }
 }
 
 pub struct Shingles(pub usize);
 
 impl Featurize for Shingles {
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+    type Work = ();
+
+    fn each_feature(&self, text: &str, _: &mut (), sink: &mut dyn FnMut(&str, i64)) {
         shingles::each_feature(text, self.0, sink)
     }
 }
 
 /// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
-pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<u64, Status> {
+pub fn fingerprint<F: Featurize>(
+    featurizer: &F,
+    text: &str,
+    seed: u32,
+    work: &mut F::Work,
+) -> Result<u64, Status> {
     let mut simhash = simhash::SimHash::new(seed);
-    featurizer.each_feature(text, &mut |feature, weight| simhash.add(feature, weight));
+    featurizer.each_feature(text, work, &mut |feature, weight| {
+        simhash.add(feature, weight)
+    });
     if simhash.features == 0 {
         // "empty text" if not text.strip() else "no features (...)"
         return Err(if unicode::strip(text).is_empty() {
@@ -74,39 +91,52 @@ pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<
     Ok(simhash.finish())
 }
 
-/// Fingerprints of a batch, on `threads` threads; `None` texts (lone surrogates) get
-/// `Status::Surrogate`.
-pub fn fingerprint_batch(
-    featurizer: &dyn Featurize,
+/// Texts a worker takes at a time from a batch split over threads
+const CHUNK: usize = 8;
+
+/// Fingerprints of a batch, and each text's status byte; `None` texts (lone surrogates)
+/// get `Status::Surrogate`. With `threads` > 1 that many threads take chunks of the batch
+/// until none is left (texts differ in length: no thread waits for another's share).
+pub fn fingerprint_batch<F: Featurize>(
+    featurizer: &F,
     texts: &[Option<&str>],
     seed: u32,
     threads: usize,
 ) -> (Vec<u64>, Vec<u8>) {
     let mut hashes = vec![0u64; texts.len()];
     let mut status = vec![0u8; texts.len()];
-    let run = |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8]| {
-        for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
-            match text {
-                None => *s = Status::Surrogate as u8,
-                Some(text) => match fingerprint(featurizer, text, seed) {
-                    Ok(value) => *h = value,
-                    Err(why) => *s = why as u8,
-                },
+    let run =
+        |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8], work: &mut F::Work| {
+            for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
+                match text {
+                    None => *s = Status::Surrogate as u8,
+                    Some(text) => match fingerprint(featurizer, text, seed, work) {
+                        Ok(value) => *h = value,
+                        Err(why) => *s = why as u8,
+                    },
+                }
             }
-        }
-    };
-    let threads = threads.clamp(1, texts.len().max(1));
+        };
+    let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
     if threads == 1 {
-        run(texts, &mut hashes, &mut status);
+        run(texts, &mut hashes, &mut status, &mut F::Work::default());
     } else {
-        let chunk = texts.len().div_ceil(threads);
+        let chunks = std::sync::Mutex::new(
+            texts
+                .chunks(CHUNK)
+                .zip(hashes.chunks_mut(CHUNK))
+                .zip(status.chunks_mut(CHUNK)),
+        );
         std::thread::scope(|scope| {
-            for ((t, h), s) in texts
-                .chunks(chunk)
-                .zip(hashes.chunks_mut(chunk))
-                .zip(status.chunks_mut(chunk))
-            {
-                scope.spawn(move || run(t, h, s));
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    let mut work = F::Work::default();
+                    loop {
+                        let next = chunks.lock().expect("a worker panicked").next();
+                        let Some(((t, h), s)) = next else { break };
+                        run(t, h, s, &mut work);
+                    }
+                });
             }
         });
     }

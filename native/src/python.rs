@@ -39,9 +39,9 @@ fn features_dict<'py>(
     Ok(dict)
 }
 
-fn batch<'py>(
+fn batch<'py, F: Featurize>(
     py: Python<'py>,
-    featurizer: &dyn Featurize,
+    featurizer: &F,
     texts: &Bound<'py, PyList>,
     seed: u32,
     threads: usize,
@@ -53,9 +53,9 @@ fn batch<'py>(
     Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
 }
 
-fn single(
+fn single<F: Featurize>(
     py: Python<'_>,
-    featurizer: &dyn Featurize,
+    featurizer: &F,
     text: &Bound<'_, PyAny>,
     seed: u32,
 ) -> PyResult<(u64, u8)> {
@@ -64,7 +64,7 @@ fn single(
     let text = strs[0];
     Ok(py.detach(|| match text {
         None => (0, Status::Surrogate as u8),
-        Some(text) => match crate::fingerprint(featurizer, text, seed) {
+        Some(text) => match crate::fingerprint(featurizer, text, seed, &mut F::Work::default()) {
             Ok(h) => (h, 0),
             Err(s) => (0, s as u8),
         },
