@@ -48,8 +48,8 @@ pub struct Work {
     grams: String,
     /// the terms, in order: tokens, or (node `A_GRAM`) ranges of `grams`
     terms: Vec<Token>,
-    /// `Counter(terms)`: each distinct term (its first occurrence) and its count
-    counts: Vec<(Token, u32)>,
+    /// `Counter(terms)`: each distinct term (its first occurrence), its count and its IDF
+    counts: Vec<(Token, u32, i64)>,
     /// the positions in `counts`, by the term's text
     index: HashTable<u32>,
 }
@@ -167,7 +167,10 @@ impl JiebaTerms {
                 &body[t.start..t.end]
             }
         };
-        // Counter(terms), in first-seen order
+        // Counter(terms), in first-seen order, with gram = median // GRAM and
+        // (gram if term[0] == " " else idf.get(term, median)) of each (looked up as soon
+        // as a term is seen: the lookups overlap)
+        let gram = self.median.div_euclid(GRAM as i64);
         for term in terms.iter() {
             let key = text_of(term);
             let hash = FxBuildHasher.hash_one(key);
@@ -177,25 +180,22 @@ impl JiebaTerms {
                     index.insert_unique(hash, counts.len() as u32, |&i| {
                         FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
                     });
-                    counts.push((*term, 1));
+                    let idf = if key.starts_with(' ') {
+                        gram
+                    } else {
+                        self.idf_of(key, term.node)
+                    };
+                    counts.push((*term, 1, idf));
                 }
             }
         }
-        // gram = median // GRAM; weight = _log_count(count) * (gram if term[0] == " " else
-        // idf.get(term, median)) // 1000
-        let gram = self.median.div_euclid(GRAM as i64);
-        for (term, count) in counts.iter() {
-            let key = text_of(term);
-            let idf = if key.starts_with(' ') {
-                gram
-            } else {
-                self.idf_of(key, term.node)
-            };
-            let log_count = match self.log_counts.get(*count as usize) {
+        // weight = _log_count(count) * idf // 1000
+        for &(term, count, idf) in counts.iter() {
+            let log_count = match self.log_counts.get(count as usize) {
                 Some(&value) => value,
-                None => log_count(*count),
+                None => log_count(count),
             };
-            sink(key, (log_count * idf).div_euclid(1000));
+            sink(text_of(&term), (log_count * idf).div_euclid(1000));
         }
     }
 
