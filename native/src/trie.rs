@@ -37,6 +37,12 @@ fn edge(parent: u32, c: u32) -> u64 {
 
 pub struct Trie {
     slots: Vec<u64>,
+    /// a Bloom filter of the edges, about 8 bits an edge: most failed steps (more than
+    /// half the steps of a text: each walk ends with one) are answered here, from a table
+    /// small enough to stay in the cache, instead of by a probe of `slots`
+    filter: Vec<u64>,
+    /// 64 - log2(filter.len())
+    filter_shift: u32,
     /// 64 - log2(slots.len()): the home slot of an edge is the top bits of its hash
     shift: u32,
     /// the root's child by each character below `DIRECT` (`NONE`: none)
@@ -48,8 +54,33 @@ impl Trie {
         let slots = slots.next_power_of_two().max(2);
         Trie {
             slots: vec![EMPTY; slots],
+            filter: vec![u64::MAX; 1], // lets every edge through until `finish`
+            filter_shift: 64,
             shift: 64 - slots.trailing_zeros(),
             first: vec![NONE; DIRECT],
+        }
+    }
+
+    /// The word of `filter` of an edge, and its two bits in it
+    #[inline(always)]
+    fn filter_bits(&self, edge: u64) -> (usize, u64) {
+        let h = edge.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+        // (a shift by 64 is no shift: the one word of an unfiltered trie is word 0)
+        let word = h.checked_shr(self.filter_shift).unwrap_or(0) as usize;
+        (word, (1 << (h & 63)) | (1 << ((h >> 6) & 63)))
+    }
+
+    /// Fill the filter from the edges in the table.
+    fn build_filter(&mut self) {
+        let edges = self.slots.iter().filter(|&&s| s != EMPTY).count();
+        let words = (edges / 8).next_power_of_two().max(1);
+        self.filter = vec![0; words];
+        self.filter_shift = 64 - words.trailing_zeros();
+        for i in 0..self.slots.len() {
+            if self.slots[i] != EMPTY {
+                let (word, bits) = self.filter_bits(self.slots[i] & !VALUE_MASK);
+                self.filter[word] |= bits;
+            }
         }
     }
 
@@ -74,6 +105,10 @@ impl Trie {
             };
         }
         let edge = edge(node, c);
+        let (word, bits) = self.filter_bits(edge);
+        if self.filter[word] & bits != bits {
+            return None;
+        }
         let mask = self.slots.len() - 1;
         let mut i = self.home(edge);
         loop {
@@ -207,7 +242,9 @@ impl TrieBuilder {
     }
 
     pub fn finish(self) -> Trie {
-        self.trie
+        let mut trie = self.trie;
+        trie.build_filter();
+        trie
     }
 }
 
