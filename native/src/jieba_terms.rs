@@ -15,6 +15,7 @@ use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
 use hashbrown::HashTable;
 use rustc_hash::{FxBuildHasher, FxHashSet};
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
@@ -23,18 +24,33 @@ const GRAM: usize = 4;
 /// (no node of the dictionary has it: ids are below 2^31)
 const A_GRAM: u32 = u32::MAX - 2;
 
-/// `idf_of_node` of a node whose key is not in the IDF table
-const ABSENT: i32 = i32::MIN;
-/// `idf_of_node` of a node whose IDF does not fit in it: the table has it
-const LOOK_UP: i32 = i32::MIN + 1;
+/// What a token is as a term: `_terms_of(token)`, with the IDF of a term that is the token
+#[derive(Clone, Copy)]
+enum Kind {
+    /// not `_is_word`: no term
+    NotATerm,
+    /// `_is_letters`: its padded 4-grams are the terms
+    Letters,
+    /// the token is the term, with this `idf.get(token, median)`
+    Term(i64),
+}
+
+/// `kinds` of a node not met yet, and the other kinds but `Term` (the IDFs are above)
+const UNSEEN: i32 = i32::MIN;
+const NOT_A_TERM: i32 = i32::MIN + 1;
+const LETTERS: i32 = i32::MIN + 2;
+/// a `Term` whose IDF does not fit here
+const BY_TEXT: i32 = i32::MIN + 3;
 
 pub struct JiebaTerms {
     dict: PrefixDict,
     idf: SliceMap<i64>,
-    /// the IDF of the key of each node of `dict`, so most terms need no lookup by text
-    idf_of_node: Vec<i32>,
     median: i64,
     stop_words: FxHashSet<String>,
+    /// the `Kind` of the word of each node of `dict`, learnt the first time a text has
+    /// it (the reference keeps the same cache, `JiebaFeaturizer._terms`): a word of the
+    /// dictionary is classified once, not at every occurrence
+    kinds: Vec<AtomicI32>,
     /// `log_count` of the small counts
     log_counts: Vec<i64>,
 }
@@ -44,10 +60,12 @@ pub struct JiebaTerms {
 pub struct Work {
     cut: Scratch,
     tokens: Vec<Token>,
+    /// `kinds` of each token's node
+    codes: Vec<i32>,
     /// the 4-grams of the words of an alphabet, one after the other
     grams: String,
-    /// the terms, in order: tokens, or (node `A_GRAM`) ranges of `grams`
-    terms: Vec<Token>,
+    /// the terms, in order, with their IDFs: tokens, or (node `A_GRAM`) ranges of `grams`
+    terms: Vec<(Token, i64)>,
     /// `Counter(terms)`: each distinct term (its first occurrence), its count and its IDF
     counts: Vec<(Token, u32, i64)>,
     /// the positions in `counts`, by the term's text
@@ -67,20 +85,10 @@ impl JiebaTerms {
             )
         });
         let (dict, (idf, median)) = (dict?, idf?);
-        let mut idf_of_node = vec![ABSENT; dict.ids()];
-        for (word, value) in idf.iter() {
-            let word = std::str::from_utf8(word).expect("the table is a str");
-            if let Some(node) = dict.find(word) {
-                idf_of_node[node as usize] = match i32::try_from(value) {
-                    Ok(v) if v > LOOK_UP => v,
-                    _ => LOOK_UP,
-                };
-            }
-        }
         Ok(JiebaTerms {
+            kinds: (0..dict.ids()).map(|_| AtomicI32::new(UNSEEN)).collect(),
             dict,
             idf,
-            idf_of_node,
             median,
             stop_words: stop_words.into_iter().collect(),
             log_counts: (0..256u32).map(log_count).collect(),
@@ -145,6 +153,7 @@ impl JiebaTerms {
         let Work {
             cut,
             tokens,
+            codes,
             grams,
             terms,
             counts,
@@ -157,8 +166,16 @@ impl JiebaTerms {
         index.clear();
         self.tokens(&body, tokens, cut);
         join_letters(&body, tokens);
-        for &token in tokens.iter() {
-            self.terms_of(&body, token, grams, terms);
+        // what the tokens that are words of the dictionary are known to be, gathered
+        // first: the loads are independent, so they overlap
+        codes.clear();
+        codes.extend(tokens.iter().map(|t| {
+            self.kinds
+                .get(t.node as usize)
+                .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
+        }));
+        for (&token, &code) in tokens.iter().zip(codes.iter()) {
+            self.terms_of(&body, token, code, grams, terms);
         }
         let text_of = |t: &Token| {
             if t.node == A_GRAM {
@@ -167,12 +184,9 @@ impl JiebaTerms {
                 &body[t.start..t.end]
             }
         };
-        // Counter(terms), in first-seen order, with gram = median // GRAM and
-        // (gram if term[0] == " " else idf.get(term, median)) of each (looked up as soon
-        // as a term is seen: the lookups overlap)
-        let gram = self.median.div_euclid(GRAM as i64);
-        for term in terms.iter() {
-            let key = text_of(term);
+        // Counter(terms), in first-seen order
+        for &(term, idf) in terms.iter() {
+            let key = text_of(&term);
             let hash = FxBuildHasher.hash_one(key);
             match index.find(hash, |&i| text_of(&counts[i as usize].0) == key) {
                 Some(&i) => counts[i as usize].1 += 1,
@@ -180,16 +194,12 @@ impl JiebaTerms {
                     index.insert_unique(hash, counts.len() as u32, |&i| {
                         FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
                     });
-                    let idf = if key.starts_with(' ') {
-                        gram
-                    } else {
-                        self.idf_of(key, term.node)
-                    };
-                    counts.push((*term, 1, idf));
+                    counts.push((term, 1, idf));
                 }
             }
         }
-        // weight = _log_count(count) * idf // 1000
+        // weight = _log_count(count) * (gram if term[0] == " " else idf.get(term, median))
+        // // 1000
         for &(term, count, idf) in counts.iter() {
             let log_count = match self.log_counts.get(count as usize) {
                 Some(&value) => value,
@@ -199,45 +209,79 @@ impl JiebaTerms {
         }
     }
 
-    /// `idf.get(term, median)`; `node` is the term's node in the dictionary, if known
+    /// The `Kind` of `word`, a token; `node` is its node when it is a word of the
+    /// dictionary (`NO_NODE` if not known), `code` what `kinds` says of the node.
     #[inline]
-    fn idf_of(&self, term: &str, node: u32) -> i64 {
-        let known = match node {
-            NO_NODE | A_GRAM => LOOK_UP,
-            node => self.idf_of_node[node as usize],
-        };
-        match known {
-            ABSENT => self.median,
-            LOOK_UP => self.idf.get(term.as_bytes()).unwrap_or(self.median),
-            value => value as i64,
+    fn kind(&self, word: &str, node: u32, code: i32) -> Kind {
+        match code {
+            UNSEEN => {
+                let kind = self.kind_of(word);
+                if let Some(memo) = self.kinds.get(node as usize) {
+                    let code = match kind {
+                        Kind::NotATerm => NOT_A_TERM,
+                        Kind::Letters => LETTERS,
+                        Kind::Term(idf) => match i32::try_from(idf) {
+                            Ok(idf) if idf > BY_TEXT => idf,
+                            _ => BY_TEXT,
+                        },
+                    };
+                    // (two threads may both classify a word first: they store the same)
+                    memo.store(code, Ordering::Relaxed);
+                }
+                kind
+            }
+            NOT_A_TERM => Kind::NotATerm,
+            LETTERS => Kind::Letters,
+            BY_TEXT => self.kind_of(word),
+            idf => Kind::Term(idf as i64),
         }
     }
 
-    /// `JiebaFeaturizer._terms_of(token)`: none when it is not a word; the padded
-    /// 4-grams of a word of an alphabet (written to `grams`); the word itself otherwise.
-    fn terms_of(&self, body: &str, token: Token, grams: &mut String, terms: &mut Vec<Token>) {
-        let word = &body[token.start..token.end];
+    /// The `Kind` of `word`, from its text
+    fn kind_of(&self, word: &str) -> Kind {
         if !self.is_word(word) {
-            return;
-        }
-        if is_letters(word) {
-            // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
-            let padded: Vec<char> = std::iter::once(' ')
-                .chain(word.chars())
-                .chain(std::iter::once(' '))
-                .collect();
-            for gram in padded.windows(GRAM) {
-                let start = grams.len();
-                grams.push(' ');
-                grams.extend(gram);
-                terms.push(Token {
-                    start,
-                    end: grams.len(),
-                    node: A_GRAM,
-                });
-            }
+            Kind::NotATerm
+        } else if is_letters(word) {
+            Kind::Letters
         } else {
-            terms.push(token);
+            Kind::Term(self.idf.get(word.as_bytes()).unwrap_or(self.median))
+        }
+    }
+
+    /// `JiebaFeaturizer._terms_of(token)` with their IDFs: none when it is not a word; the
+    /// padded 4-grams of a word of an alphabet (written to `grams`, IDF `median // GRAM`);
+    /// the word itself otherwise.
+    fn terms_of(
+        &self,
+        body: &str,
+        token: Token,
+        code: i32,
+        grams: &mut String,
+        terms: &mut Vec<(Token, i64)>,
+    ) {
+        let word = &body[token.start..token.end];
+        match self.kind(word, token.node, code) {
+            Kind::NotATerm => {}
+            Kind::Term(idf) => terms.push((token, idf)),
+            Kind::Letters => {
+                // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
+                let gram = self.median.div_euclid(GRAM as i64);
+                let padded: Vec<char> = std::iter::once(' ')
+                    .chain(word.chars())
+                    .chain(std::iter::once(' '))
+                    .collect();
+                for chars in padded.windows(GRAM) {
+                    let start = grams.len();
+                    grams.push(' ');
+                    grams.extend(chars);
+                    let term = Token {
+                        start,
+                        end: grams.len(),
+                        node: A_GRAM,
+                    };
+                    terms.push((term, gram));
+                }
+            }
         }
     }
 
