@@ -132,7 +132,9 @@ class NativeFingerprinter:
     def fingerprint_many(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """Fingerprints of ``texts`` (uint64, 0 where there is none) and, by position,
         the EmptyDocument message of each text without one. The GIL is released while
-        the core works; ``threads`` > 1 splits the batch over that many threads."""
+        the core works; with ``threads`` > 1 that many threads share the batch, each
+        taking a few texts at a time until none is left (a long text holds up only its
+        own thread). The texts' UTF-8 is taken on the calling thread first."""
         hashes, status = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
                                                      self.seed, threads)
         out = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)

@@ -145,3 +145,79 @@ pub fn fingerprint_batch<F: Featurize>(
 
 #[cfg(feature = "python")]
 mod python;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    /// One feature a text: the text itself. The texts named "meet" wait until as many
+    /// of them as `meet` says are being worked on at once.
+    struct Meeting {
+        meet: usize,
+        arrived: Mutex<usize>,
+        all_here: Condvar,
+    }
+
+    impl Featurize for Meeting {
+        type Work = ();
+
+        fn each_feature(&self, text: &str, _: &mut (), sink: &mut dyn FnMut(&str, i64)) {
+            if text.starts_with("meet") {
+                let mut arrived = self.arrived.lock().unwrap();
+                *arrived += 1;
+                self.all_here.notify_all();
+                // (the timeout only turns a batch that never runs them at once into a failure)
+                let (arrived, _) = self
+                    .all_here
+                    .wait_timeout_while(arrived, Duration::from_secs(60), |n| *n < self.meet)
+                    .unwrap();
+                assert!(
+                    *arrived >= self.meet,
+                    "the texts were not worked on at once"
+                );
+            }
+            if !text.is_empty() {
+                sink(text, 1);
+            }
+        }
+    }
+
+    fn meeting(meet: usize) -> Meeting {
+        Meeting {
+            meet,
+            arrived: Mutex::new(0),
+            all_here: Condvar::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_runs_on_as_many_threads_as_it_is_given() {
+        // three texts that must be worked on at the same time, in three different chunks
+        let mut texts: Vec<String> = (0..37).map(|i| format!("text {i}")).collect();
+        for (i, at) in [0, CHUNK, 2 * CHUNK].into_iter().enumerate() {
+            texts[at] = format!("meet {i}");
+        }
+        texts[5] = String::new();
+        let strs: Vec<Option<&str>> = texts.iter().map(|t| Some(t.as_str())).collect();
+        let (hashes, status) = fingerprint_batch(&meeting(3), &strs, 7, 3);
+        // in input order, as one thread gives them
+        let (one, one_status) = fingerprint_batch(&meeting(1), &strs, 7, 1);
+        assert_eq!((hashes, status.clone()), (one, one_status));
+        assert_eq!(status[5], Status::EmptyText as u8);
+        assert_eq!(status.iter().filter(|&&s| s != 0).count(), 1);
+    }
+
+    #[test]
+    fn more_threads_than_chunks_and_surrogates() {
+        let strs = [Some("a"), None, Some(""), Some("b")];
+        let (hashes, status) = fingerprint_batch(&meeting(1), &strs, 0, 16);
+        assert_eq!(
+            status,
+            [0, Status::Surrogate as u8, Status::EmptyText as u8, 0]
+        );
+        assert_eq!(hashes[0], mmh3::hash64(b"a", 0)); // one feature: its own hash
+        assert_eq!(fingerprint_batch(&meeting(1), &[], 0, 4), (vec![], vec![]));
+    }
+}
