@@ -55,6 +55,9 @@ pub struct JiebaTerms {
     log_counts: Vec<i64>,
 }
 
+/// The most tokens whose buffers a `Work` keeps for the next text
+const KEEP_TOKENS: usize = 1 << 20;
+
 /// The buffers of one text's features, kept from text to text (one per thread).
 #[derive(Default)]
 pub struct Work {
@@ -206,6 +209,10 @@ impl JiebaTerms {
                 None => log_count(count),
             };
             sink(text_of(&term), (log_count * idf).div_euclid(1000));
+        }
+        // a very long text leaves no buffers of its size behind
+        if work.tokens.capacity() > KEEP_TOKENS {
+            *work = Work::default();
         }
     }
 

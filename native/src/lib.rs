@@ -8,6 +8,8 @@
 //! `shingles`, `mmh3`, `simhash`. The Python bindings are in `python` below; the
 //! wrapper that picks the core or the reference is `dedup_hbase/native.py`.
 
+use std::sync::Mutex;
+
 pub mod boilerplate;
 pub mod jieba_cut;
 pub mod jieba_terms;
@@ -36,7 +38,7 @@ pub enum Status {
 /// A featurizer the core mirrors.
 pub trait Featurize: Send + Sync {
     /// The buffers of one text, kept from text to text (one per thread).
-    type Work: Default;
+    type Work: Default + Send;
 
     /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
     fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64));
@@ -91,6 +93,30 @@ pub fn fingerprint<F: Featurize>(
     Ok(simhash.finish())
 }
 
+/// The `Work` buffers of the calls before, for the next ones: a call takes one for each
+/// of its threads and gives it back, so buffers grown for one text serve the next call's
+/// (a call with one text is most of the calls of `query TEXT` and of the service).
+pub struct Works<W>(Mutex<Vec<W>>);
+
+impl<W: Default> Default for Works<W> {
+    fn default() -> Self {
+        Works(Mutex::new(Vec::new()))
+    }
+}
+
+impl<W: Default> Works<W> {
+    /// `f` with buffers of a call before (or new ones), which are then kept.
+    pub fn with<R>(&self, f: impl FnOnce(&mut W) -> R) -> R {
+        let taken = self.0.lock().ok().and_then(|mut kept| kept.pop());
+        let mut work = taken.unwrap_or_default();
+        let result = f(&mut work);
+        if let Ok(mut kept) = self.0.lock() {
+            kept.push(work);
+        }
+        result
+    }
+}
+
 /// Texts a worker takes at a time from a batch split over threads
 const CHUNK: usize = 8;
 
@@ -102,6 +128,7 @@ pub fn fingerprint_batch<F: Featurize>(
     texts: &[Option<&str>],
     seed: u32,
     threads: usize,
+    works: &Works<F::Work>,
 ) -> (Vec<u64>, Vec<u8>) {
     let mut hashes = vec![0u64; texts.len()];
     let mut status = vec![0u8; texts.len()];
@@ -119,7 +146,7 @@ pub fn fingerprint_batch<F: Featurize>(
         };
     let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
     if threads == 1 {
-        run(texts, &mut hashes, &mut status, &mut F::Work::default());
+        works.with(|work| run(texts, &mut hashes, &mut status, work));
     } else {
         let chunks = std::sync::Mutex::new(
             texts
@@ -130,12 +157,11 @@ pub fn fingerprint_batch<F: Featurize>(
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
-                    let mut work = F::Work::default();
-                    loop {
+                    works.with(|work| loop {
                         let next = chunks.lock().expect("a worker panicked").next();
                         let Some(((t, h), s)) = next else { break };
-                        run(t, h, s, &mut work);
-                    }
+                        run(t, h, s, work);
+                    })
                 });
             }
         });
@@ -201,9 +227,9 @@ mod tests {
         }
         texts[5] = String::new();
         let strs: Vec<Option<&str>> = texts.iter().map(|t| Some(t.as_str())).collect();
-        let (hashes, status) = fingerprint_batch(&meeting(3), &strs, 7, 3);
+        let (hashes, status) = fingerprint_batch(&meeting(3), &strs, 7, 3, &Works::default());
         // in input order, as one thread gives them
-        let (one, one_status) = fingerprint_batch(&meeting(1), &strs, 7, 1);
+        let (one, one_status) = fingerprint_batch(&meeting(1), &strs, 7, 1, &Works::default());
         assert_eq!((hashes, status.clone()), (one, one_status));
         assert_eq!(status[5], Status::EmptyText as u8);
         assert_eq!(status.iter().filter(|&&s| s != 0).count(), 1);
@@ -212,12 +238,16 @@ mod tests {
     #[test]
     fn more_threads_than_chunks_and_surrogates() {
         let strs = [Some("a"), None, Some(""), Some("b")];
-        let (hashes, status) = fingerprint_batch(&meeting(1), &strs, 0, 16);
+        let works = Works::default();
+        let (hashes, status) = fingerprint_batch(&meeting(1), &strs, 0, 16, &works);
         assert_eq!(
             status,
             [0, Status::Surrogate as u8, Status::EmptyText as u8, 0]
         );
         assert_eq!(hashes[0], mmh3::hash64(b"a", 0)); // one feature: its own hash
-        assert_eq!(fingerprint_batch(&meeting(1), &[], 0, 4), (vec![], vec![]));
+        assert_eq!(
+            fingerprint_batch(&meeting(1), &[], 0, 4, &works),
+            (vec![], vec![])
+        );
     }
 }
