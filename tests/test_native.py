@@ -353,7 +353,7 @@ def test_the_cores_own_tests_pass():
     once, and that every line boundary of str.splitlines starts with a byte the core's
     splitlines decodes."""
     native_dir = Path(__file__).resolve().parent.parent / "native"
-    result = subprocess.run(["cargo", "test", "--quiet", "--release", "--no-default-features", "--lib"],
+    result = subprocess.run(["cargo", "test", "--quiet", "--no-default-features", "--lib"],
                             cwd=native_dir, capture_output=True, text=True,
                             env={**os.environ, "PYO3_PYTHON": sys.executable})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
