@@ -126,12 +126,19 @@ class Fingerprinter:
             return core.fingerprint(text)
         return self._reference(text)
 
-    def fingerprint_many(self, texts: list[str]) -> tuple[np.ndarray, dict[int, str]]:
+    def fingerprint_many(self, texts: list[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """Fingerprints of a batch (uint64, 0 where there is none) and, by position, why
-        each text without one has none (the EmptyDocument message)."""
+        each text without one has none (the EmptyDocument message).
+
+        With the compiled core, ``threads`` threads share the batch (the GIL released),
+        each taking a few texts at a time until none is left: give it the cores the caller
+        owns. The Python path runs on the calling thread whatever ``threads`` says (the
+        GIL would serialise its threads); processes are its way to use more cores."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidInput(f"threads must be a positive integer, not {threads!r}")
         core = self._core
         if core is not None:
-            return core.fingerprint_many(texts)
+            return core.fingerprint_many(texts, threads)
         out, errors = np.zeros(len(texts), dtype=np.uint64), {}
         for i, text in enumerate(texts):
             try:

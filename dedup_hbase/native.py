@@ -2,8 +2,9 @@
 ``dedup_hbase_core``, built from ``native/``), when it is installed and usable.
 
 The core does the whole text-to-fingerprint path of the ``jieba`` (version 2) and
-``shingles`` (version 1) featurizers, bit for bit as the Python code does, about ten times
-faster. The Python code stays the reference and the fallback: ``Fingerprinter`` uses the
+``shingles`` (version 1) featurizers, bit for bit as the Python code does, some thirty times
+faster than the reference on one core, and on as many cores as a batch call is given
+(``scripts/bench fingerprint`` measures it; docs/native-core.md). The Python code stays the reference and the fallback: ``Fingerprinter`` uses the
 core when ``core_for`` gives one, and its own code otherwise. The core is refused, with
 the reason ``describe()`` tells, when
 
@@ -132,7 +133,9 @@ class NativeFingerprinter:
     def fingerprint_many(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """Fingerprints of ``texts`` (uint64, 0 where there is none) and, by position,
         the EmptyDocument message of each text without one. The GIL is released while
-        the core works; ``threads`` > 1 splits the batch over that many threads."""
+        the core works; with ``threads`` > 1 that many threads share the batch, each
+        taking a few texts at a time until none is left (a long text holds up only its
+        own thread). The texts' UTF-8 is taken on the calling thread first."""
         hashes, status = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
                                                      self.seed, threads)
         out = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)

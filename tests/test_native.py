@@ -10,10 +10,13 @@ The reference is the Python code with pure jieba (``JiebaFeaturizer(fast=False)`
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 import unicodedata
 from functools import cache
+from pathlib import Path
 
 import mmh3
 import numpy as np
@@ -22,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dedup_hbase import boilerplate, native, workers
+from dedup_hbase.errors import InvalidInput
 from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer, normalize
 from dedup_hbase.fingerprint import Fingerprinter, Hasher
 
@@ -317,3 +321,40 @@ def test_the_batch_threads_give_the_same_answer():
     texts = [f"第{i}条新闻：国家卫生健康委通报长江生态环境" for i in range(200)] + ["", "的"]
     one = JIEBA.core.fingerprint_batch(texts, 7, 1)
     assert JIEBA.core.fingerprint_batch(texts, 7, 3) == one
+
+
+@pytest.mark.parametrize("featurizer", ["jieba", "shingles4"])
+@pytest.mark.parametrize("threads", [2, 3, 64])
+def test_fingerprint_many_on_threads_is_the_reference(xwlb_path, featurizer, threads):
+    """Fingerprinter.fingerprint_many(texts, threads): the reference's answers in input
+    order, whatever the number of threads (more than the batch's chunks too); the texts
+    without features and a lone surrogate (which the reference fingerprints) in between."""
+    texts = list(shared_texts(xwlb_path)[:300])
+    texts[7:7] = ["", "的 了", "中华人民共和国\udfff", " \t"]
+    fast, slow = both(featurizer, 1)
+    got, want = fast.fingerprint_many(texts, threads=threads), slow.fingerprint_many(texts)
+    assert got[1] == want[1] and {7, 10} <= set(got[1])
+    assert np.array_equal(got[0], want[0]) and got[0][9] != 0
+    # the Python path takes the argument and stays on the calling thread
+    python = slow.fingerprint_many(texts[:20], threads=threads)
+    assert python[1] == want[1] and np.array_equal(python[0], want[0][:20])
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2", None])
+def test_fingerprint_many_refuses_a_thread_count_that_is_not_a_positive_integer(threads):
+    for f in both("jieba", 0):
+        with pytest.raises(InvalidInput, match=f"threads must be a positive integer, not {threads!r}"):
+            f.fingerprint_many(["国家通报"], threads=threads)
+
+
+@pytest.mark.slow
+def test_the_cores_own_tests_pass():
+    """native/'s Rust tests: among them, that a batch given 3 threads works on 3 texts at
+    once, and that every line boundary of str.splitlines starts with a byte the core's
+    splitlines decodes."""
+    native_dir = Path(__file__).resolve().parent.parent / "native"
+    result = subprocess.run(["cargo", "test", "--quiet", "--no-default-features", "--lib"],
+                            cwd=native_dir, capture_output=True, text=True,
+                            env={**os.environ, "PYO3_PYTHON": sys.executable})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "test result: ok" in result.stdout

@@ -10,6 +10,7 @@
 use crate::pyre::PyRegex;
 use crate::unicode::{is_alnum, is_digit, len, split_whitespace, splitlines, strip};
 use rustc_hash::FxHashSet;
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 /// `_CJK` / `_RE_CJK`: `[\u3400-\u9fff\uf900-\ufaff]`
@@ -117,28 +118,34 @@ fn distinct_matches(p: &PyRegex, line: &str) -> usize {
 pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
     let r = rules();
     debug_assert!(!line.contains('\n'));
-    // n = len(line); if n == 0: "empty"
-    let n = len(line);
+    // n = len(line); alnum = sum(map(str.isalnum, line)); digits = sum(map(str.isdigit,
+    // line)); cjk = n - len(_RE_CJK.sub("", line)): one pass
+    let (mut n, mut alnum, mut digits, mut cjk) = (0usize, 0usize, 0usize, 0usize);
+    for c in line.chars() {
+        n += 1;
+        alnum += is_alnum(c) as usize;
+        digits += is_digit(c) as usize;
+        cjk += is_cjk(c) as usize;
+    }
+    // if n == 0: "empty"; if alnum == 0: "symbols"
     if n == 0 {
         return Some("empty");
     }
-    // alnum = sum(map(str.isalnum, line)); if alnum == 0: "symbols"
-    let alnum = line.chars().filter(|&c| is_alnum(c)).count();
     if alnum == 0 {
         return Some("symbols");
     }
-    // digits = sum(map(str.isdigit, line)); cjk = n - len(_RE_CJK.sub("", line))
-    let digits = line.chars().filter(|&c| is_digit(c)).count();
-    let cjk = line.chars().filter(|&c| is_cjk(c)).count();
     let cjk_line = cjk as f64 > n as f64 / 3.0;
     // short = n <= (60 if cjk > n / 3 else 120)
     let short = n <= if cjk_line { 60 } else { 120 };
 
     // legal = len({m.group(0) for m in _RE_LEGAL.finditer(line)}); labelled = re.match(...)
     // if (legal and short) or ((legal >= 2 or labelled) and n <= 300): "legal"
-    let legal = distinct_matches(&r.legal, line);
-    if (legal > 0 && short) || (n <= 300 && (legal >= 2 || r.labelled.matches_start(line))) {
-        return Some("legal");
+    // (past 300 characters a line is not short and neither matters: no search)
+    if n <= 300 {
+        let legal = distinct_matches(&r.legal, line);
+        if (legal > 0 && short) || legal >= 2 || r.labelled.matches_start(line) {
+            return Some("legal");
+        }
     }
     // urls = sum(len(m.group(0)) for m in _RE_URL.finditer(line)) if "." in line or "://" in line else 0
     // if urls and (urls >= 0.3 * n or short): "url"
@@ -163,16 +170,20 @@ pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
     // (split returns the separators' group 1 too: a lone '>' '-' '_' stays an item)
     // seps = len(_RE_SEP.findall(menu))
     // if seps >= 2 and len(items) >= 3 and n <= 150 and not _SENT_END.search(line): ...
-    let pieces = r.sep.split_with_group(menu);
-    let seps = pieces.len() / 2;
-    if seps >= 2 && n <= 150 {
-        let items: Vec<usize> = pieces
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty() && !strip(s).is_empty() && !r.sep.full_match(s))
-            .map(len)
-            .collect();
-        if items.len() >= 3 && !r.sent_end.search(line) {
+    // (n <= 150 first: the split is the slowest rule, and its answer matters only then)
+    if n <= 150 {
+        let pieces = r.sep.split_with_group(menu);
+        let seps = pieces.len() / 2;
+        let items: Vec<usize> = match seps {
+            0 | 1 => Vec::new(), // (not needed)
+            _ => pieces
+                .into_iter()
+                .flatten()
+                .filter(|s| !s.is_empty() && !strip(s).is_empty() && !r.sep.full_match(s))
+                .map(len)
+                .collect(),
+        };
+        if seps >= 2 && items.len() >= 3 && !r.sent_end.search(line) {
             // mean = sum(len(s) for s in items) / len(items); longest = max(...)
             let mean = items.iter().sum::<usize>() as f64 / items.len() as f64;
             let longest = *items.iter().max().unwrap();
@@ -195,11 +206,13 @@ pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
     // if (cjk > len(menu) / 3 and len(words) >= (3 if menu != line else 4)
     //     and max(len(w) for w in words) <= 5 and not _SENT_END.search(line)): "nav"
     if cjk as f64 > len(menu) as f64 / 3.0 {
-        let words: Vec<&str> = split_whitespace(menu).collect();
-        if words.len() >= if menu != line { 3 } else { 4 }
-            && words.iter().map(|w| len(w)).max().unwrap() <= 5
-            && !r.sent_end.search(line)
-        {
+        // (the first word longer than 5 characters settles it: no need to go on)
+        let mut words = 0;
+        let all_short = split_whitespace(menu).all(|w| {
+            words += 1;
+            w.chars().nth(5).is_none()
+        });
+        if all_short && words >= if menu != line { 3 } else { 4 } && !r.sent_end.search(line) {
             return Some("nav");
         }
     }
@@ -287,7 +300,7 @@ fn is_wrapped(lines: &[&str]) -> bool {
 }
 
 /// `logical_lines(text)`: stripped non-empty lines, each hard-wrapped block joined.
-pub fn logical_lines(text: &str) -> Vec<String> {
+pub fn logical_lines(text: &str) -> Vec<Cow<'_, str>> {
     let mut out = Vec::new();
     for block in rules().blank_line.split(text) {
         let lines: Vec<&str> = splitlines(block)
@@ -296,9 +309,9 @@ pub fn logical_lines(text: &str) -> Vec<String> {
             .filter(|l| !l.is_empty())
             .collect();
         if lines.len() >= 2 && is_wrapped(&lines) {
-            out.push(join_lines(&lines));
+            out.push(Cow::Owned(join_lines(&lines)));
         } else {
-            out.extend(lines.into_iter().map(str::to_owned));
+            out.extend(lines.into_iter().map(Cow::Borrowed));
         }
     }
     out
@@ -310,11 +323,11 @@ pub fn body_text(text: &str) -> String {
     let lines = logical_lines(text);
     let kept: Vec<&str> = lines
         .iter()
-        .map(String::as_str)
+        .map(Cow::as_ref)
         .filter(|l| boilerplate_reason(l).is_none())
         .collect();
     if kept.is_empty() {
-        join_lines(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+        join_lines(&lines.iter().map(Cow::as_ref).collect::<Vec<_>>())
     } else {
         join_lines(&kept)
     }

@@ -8,21 +8,71 @@
 //! with Python jieba's classes.
 
 use crate::boilerplate::body_text;
-use crate::jieba_cut::PrefixDict;
+use crate::jieba_cut::{PrefixDict, Scratch, Token, NO_NODE};
 use crate::normalize::normalize;
 use crate::slice_map::SliceMap;
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::borrow::Cow;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashSet};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
+
+/// The node of a term that is a 4-gram: its range is in `Work::grams`, not in the text
+/// (no node of the dictionary has it: ids are below 2^31)
+const A_GRAM: u32 = u32::MAX - 2;
+
+/// What a token is as a term: `_terms_of(token)`, with the IDF of a term that is the token
+#[derive(Clone, Copy)]
+enum Kind {
+    /// not `_is_word`: no term
+    NotATerm,
+    /// `_is_letters`: its padded 4-grams are the terms
+    Letters,
+    /// the token is the term, with this `idf.get(token, median)`
+    Term(i64),
+}
+
+/// `kinds` of a node not met yet, and the other kinds but `Term` (the IDFs are above)
+const UNSEEN: i32 = i32::MIN;
+const NOT_A_TERM: i32 = i32::MIN + 1;
+const LETTERS: i32 = i32::MIN + 2;
+/// a `Term` whose IDF does not fit here
+const BY_TEXT: i32 = i32::MIN + 3;
 
 pub struct JiebaTerms {
     dict: PrefixDict,
     idf: SliceMap<i64>,
     median: i64,
     stop_words: FxHashSet<String>,
+    /// the `Kind` of the word of each node of `dict`, learnt the first time a text has
+    /// it (the reference keeps the same cache, `JiebaFeaturizer._terms`): a word of the
+    /// dictionary is classified once, not at every occurrence
+    kinds: Vec<AtomicI32>,
+    /// `log_count` of the small counts
+    log_counts: Vec<i64>,
+}
+
+/// The most tokens whose buffers a `Work` keeps for the next text
+const KEEP_TOKENS: usize = 1 << 20;
+
+/// The buffers of one text's features, kept from text to text (one per thread).
+#[derive(Default)]
+pub struct Work {
+    cut: Scratch,
+    tokens: Vec<Token>,
+    /// `kinds` of each token's node
+    codes: Vec<i32>,
+    /// the 4-grams of the words of an alphabet, one after the other
+    grams: String,
+    /// the terms, in order, with their IDFs: tokens, or (node `A_GRAM`) ranges of `grams`
+    terms: Vec<(Token, i64)>,
+    /// `Counter(terms)`: each distinct term (its first occurrence), its count and its IDF
+    counts: Vec<(Token, u32, i64)>,
+    /// the positions in `counts`, by the term's text
+    index: HashTable<u32>,
 }
 
 impl JiebaTerms {
@@ -33,16 +83,18 @@ impl JiebaTerms {
         let (dict, idf) = std::thread::scope(|scope| {
             let idf = scope.spawn(|| load_idf(idf));
             (
-                PrefixDict::load(dict),
+                PrefixDict::load(&dict),
                 idf.join().expect("the IDF loader panicked"),
             )
         });
         let (dict, (idf, median)) = (dict?, idf?);
         Ok(JiebaTerms {
+            kinds: (0..dict.ids()).map(|_| AtomicI32::new(UNSEEN)).collect(),
             dict,
             idf,
             median,
             stop_words: stop_words.into_iter().collect(),
+            log_counts: (0..256u32).map(log_count).collect(),
         })
     }
 
@@ -58,20 +110,27 @@ impl JiebaTerms {
     /// `JiebaFeaturizer.words(text)` with the HMM off: Python jieba's `cut`
     /// (`Tokenizer.cut(text, HMM=False)`).
     pub fn words<'t>(&self, text: &'t str, out: &mut Vec<&'t str>) {
+        let mut tokens = Vec::new();
+        self.tokens(text, &mut tokens, &mut Scratch::default());
+        out.extend(tokens.iter().map(|t| &text[t.start..t.end]));
+    }
+
+    /// The tokens of `words(text)`, in order: they cover the text, each starts where
+    /// the one before ends.
+    pub fn tokens(&self, text: &str, out: &mut Vec<Token>, scratch: &mut Scratch) {
         // blocks = re_han_default.split(sentence), re_han_default =
         // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
         // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
         // (a "\r\n" pair whole) and every other character are each a token of their own.
-        let mut rest = text;
-        while let Some(first) = rest.chars().next() {
+        let mut base = 0;
+        while let Some(first) = text[base..].chars().next() {
             let han = is_han_default(first);
-            let end = rest
+            let end = text[base..]
                 .find(|c| is_han_default(c) != han)
-                .unwrap_or(rest.len());
-            let (block, tail) = rest.split_at(end);
-            rest = tail;
+                .map_or(text.len(), |e| base + e);
+            let block = &text[base..end];
             if han {
-                self.dict.cut(block, out);
+                self.dict.cut(block, base, out, scratch);
             } else {
                 let mut chars = block.char_indices().peekable();
                 while let Some((i, c)) = chars.next() {
@@ -80,66 +139,156 @@ impl JiebaTerms {
                         chars.next();
                         end += 1;
                     }
-                    out.push(&block[i..end]);
+                    out.push(Token {
+                        start: base + i,
+                        end: base + end,
+                        node: NO_NODE,
+                    });
                 }
             }
+            base = end;
         }
     }
 
     /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
-    pub fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+    pub fn each_feature(&self, text: &str, work: &mut Work, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
-        let mut tokens = Vec::new();
-        self.words(&body, &mut tokens);
-        let mut terms: Vec<Cow<str>> = Vec::with_capacity(tokens.len());
-        for token in join_letters(&tokens) {
-            self.terms_of(token, &mut terms);
+        let Work {
+            cut,
+            tokens,
+            codes,
+            grams,
+            terms,
+            counts,
+            index,
+        } = work;
+        tokens.clear();
+        grams.clear();
+        terms.clear();
+        counts.clear();
+        index.clear();
+        self.tokens(&body, tokens, cut);
+        join_letters(&body, tokens);
+        // what the tokens that are words of the dictionary are known to be, gathered
+        // first: the loads are independent, so they overlap
+        codes.clear();
+        codes.extend(tokens.iter().map(|t| {
+            self.kinds
+                .get(t.node as usize)
+                .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
+        }));
+        for (&token, &code) in tokens.iter().zip(codes.iter()) {
+            self.terms_of(&body, token, code, grams, terms);
         }
+        let text_of = |t: &Token| {
+            if t.node == A_GRAM {
+                &grams[t.start..t.end]
+            } else {
+                &body[t.start..t.end]
+            }
+        };
         // Counter(terms), in first-seen order
-        let mut index: FxHashMap<&str, usize> = FxHashMap::default();
-        let mut counts: Vec<(&str, u32)> = Vec::new();
-        for term in &terms {
-            match index.get(term.as_ref()) {
-                Some(&i) => counts[i].1 += 1,
+        for &(term, idf) in terms.iter() {
+            let key = text_of(&term);
+            let hash = FxBuildHasher.hash_one(key);
+            match index.find(hash, |&i| text_of(&counts[i as usize].0) == key) {
+                Some(&i) => counts[i as usize].1 += 1,
                 None => {
-                    index.insert(term, counts.len());
-                    counts.push((term, 1));
+                    index.insert_unique(hash, counts.len() as u32, |&i| {
+                        FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
+                    });
+                    counts.push((term, 1, idf));
                 }
             }
         }
-        // gram = median // GRAM; weight = _log_count(count) * (gram if term[0] == " " else
-        // idf.get(term, median)) // 1000
-        let gram = self.median.div_euclid(GRAM as i64);
-        for (term, count) in counts {
-            let idf = if term.starts_with(' ') {
-                gram
-            } else {
-                self.idf.get(term.as_bytes()).unwrap_or(self.median)
+        // weight = _log_count(count) * (gram if term[0] == " " else idf.get(term, median))
+        // // 1000
+        for &(term, count, idf) in counts.iter() {
+            let log_count = match self.log_counts.get(count as usize) {
+                Some(&value) => value,
+                None => log_count(count),
             };
-            sink(term, (log_count(count) * idf).div_euclid(1000));
+            sink(text_of(&term), (log_count * idf).div_euclid(1000));
+        }
+        // a very long text leaves no buffers of its size behind
+        if work.tokens.capacity() > KEEP_TOKENS {
+            *work = Work::default();
         }
     }
 
-    /// `JiebaFeaturizer._terms_of(token)`: none when it is not a word; the padded
-    /// 4-grams of a word of an alphabet; the word itself otherwise.
-    fn terms_of<'t>(&self, token: Cow<'t, str>, terms: &mut Vec<Cow<'t, str>>) {
-        if !self.is_word(&token) {
-            return;
-        }
-        if is_letters(&token) {
-            // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
-            let padded: Vec<char> = std::iter::once(' ')
-                .chain(token.chars())
-                .chain(std::iter::once(' '))
-                .collect();
-            for gram in padded.windows(GRAM) {
-                let mut term = String::with_capacity(1 + gram.len() * 4);
-                term.push(' ');
-                term.extend(gram);
-                terms.push(Cow::Owned(term));
+    /// The `Kind` of `word`, a token; `node` is its node when it is a word of the
+    /// dictionary (`NO_NODE` if not known), `code` what `kinds` says of the node.
+    #[inline]
+    fn kind(&self, word: &str, node: u32, code: i32) -> Kind {
+        match code {
+            UNSEEN => {
+                let kind = self.kind_of(word);
+                if let Some(memo) = self.kinds.get(node as usize) {
+                    let code = match kind {
+                        Kind::NotATerm => NOT_A_TERM,
+                        Kind::Letters => LETTERS,
+                        Kind::Term(idf) => match i32::try_from(idf) {
+                            Ok(idf) if idf > BY_TEXT => idf,
+                            _ => BY_TEXT,
+                        },
+                    };
+                    // (two threads may both classify a word first: they store the same)
+                    memo.store(code, Ordering::Relaxed);
+                }
+                kind
             }
+            NOT_A_TERM => Kind::NotATerm,
+            LETTERS => Kind::Letters,
+            BY_TEXT => self.kind_of(word),
+            idf => Kind::Term(idf as i64),
+        }
+    }
+
+    /// The `Kind` of `word`, from its text
+    fn kind_of(&self, word: &str) -> Kind {
+        if !self.is_word(word) {
+            Kind::NotATerm
+        } else if is_letters(word) {
+            Kind::Letters
         } else {
-            terms.push(token);
+            Kind::Term(self.idf.get(word.as_bytes()).unwrap_or(self.median))
+        }
+    }
+
+    /// `JiebaFeaturizer._terms_of(token)` with their IDFs: none when it is not a word; the
+    /// padded 4-grams of a word of an alphabet (written to `grams`, IDF `median // GRAM`);
+    /// the word itself otherwise.
+    fn terms_of(
+        &self,
+        body: &str,
+        token: Token,
+        code: i32,
+        grams: &mut String,
+        terms: &mut Vec<(Token, i64)>,
+    ) {
+        let word = &body[token.start..token.end];
+        match self.kind(word, token.node, code) {
+            Kind::NotATerm => {}
+            Kind::Term(idf) => terms.push((token, idf)),
+            Kind::Letters => {
+                // padded = f" {token} "; terms = " " + padded[i:i + n] for each i
+                let gram = self.median.div_euclid(GRAM as i64);
+                let padded: Vec<char> = std::iter::once(' ')
+                    .chain(word.chars())
+                    .chain(std::iter::once(' '))
+                    .collect();
+                for chars in padded.windows(GRAM) {
+                    let start = grams.len();
+                    grams.push(' ');
+                    grams.extend(chars);
+                    let term = Token {
+                        start,
+                        end: grams.len(),
+                        node: A_GRAM,
+                    };
+                    terms.push((term, gram));
+                }
+            }
         }
     }
 
@@ -166,26 +315,29 @@ fn is_letters(token: &str) -> bool {
     token.chars().any(is_alpha) && !token.chars().any(is_han)
 }
 
-/// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before it.
-fn join_letters<'t>(tokens: &[&'t str]) -> Vec<Cow<'t, str>> {
-    let mut out: Vec<Cow<'t, str>> = Vec::with_capacity(tokens.len());
-    for &token in tokens {
-        let mut chars = token.chars();
-        let single = match (chars.next(), chars.next()) {
-            (Some(c), None) => Some(c),
-            _ => None,
-        };
+/// `_join_letters(tokens)`: a single non-Han letter is glued to the run of letters before
+/// it, in place. Tokens are consecutive ranges of `text`, so a joined token is a range too.
+fn join_letters(text: &str, tokens: &mut Vec<Token>) {
+    let mut kept = 0;
+    for i in 0..tokens.len() {
+        let token = tokens[i];
+        let mut chars = text[token.start..token.end].chars();
         // len(token) == 1 and out and token.isalpha() and not _is_han(token)
         // and out[-1].isalpha() and _is_letters(out[-1])
-        if let (Some(c), Some(last)) = (single, out.last_mut()) {
-            if is_alpha(c) && !is_han(c) && str_is_alpha(last) && is_letters(last) {
-                last.to_mut().push(c);
+        if let (Some(c), None, true) = (chars.next(), chars.next(), kept > 0) {
+            let last = &mut tokens[kept - 1];
+            let before = &text[last.start..last.end];
+            if is_alpha(c) && !is_han(c) && str_is_alpha(before) && is_letters(before) {
+                debug_assert_eq!(last.end, token.start);
+                last.end = token.end;
+                last.node = NO_NODE; // out[-1] += token: a new string
                 continue;
             }
         }
-        out.push(Cow::Borrowed(token));
+        tokens[kept] = token;
+        kept += 1;
     }
-    out
+    tokens.truncate(kept);
 }
 
 /// `_log_count(count)`: `1000 + round(1000 * math.log(count))`, ties to even as Python rounds

@@ -8,6 +8,8 @@
 //! `shingles`, `mmh3`, `simhash`. The Python bindings are in `python` below; the
 //! wrapper that picks the core or the reference is `dedup_hbase/native.py`.
 
+use std::sync::Mutex;
+
 pub mod boilerplate;
 pub mod jieba_cut;
 pub mod jieba_terms;
@@ -17,6 +19,7 @@ pub mod pyre;
 pub mod shingles;
 pub mod simhash;
 pub mod slice_map;
+pub mod trie;
 pub mod unicode;
 
 /// What a document's fingerprint came to (the batch's status byte).
@@ -34,35 +37,51 @@ pub enum Status {
 
 /// A featurizer the core mirrors.
 pub trait Featurize: Send + Sync {
+    /// The buffers of one text, kept from text to text (one per thread).
+    type Work: Default + Send;
+
     /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64));
+    fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64));
 
     /// `featurizer.features(text)`
     fn features(&self, text: &str) -> Vec<(String, i64)> {
         let mut out = Vec::new();
-        self.each_feature(text, &mut |f, w| out.push((f.to_owned(), w)));
+        self.each_feature(text, &mut Self::Work::default(), &mut |f, w| {
+            out.push((f.to_owned(), w))
+        });
         out
     }
 }
 
 impl Featurize for jieba_terms::JiebaTerms {
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
-        jieba_terms::JiebaTerms::each_feature(self, text, sink)
+    type Work = jieba_terms::Work;
+
+    fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64)) {
+        jieba_terms::JiebaTerms::each_feature(self, text, work, sink)
     }
 }
 
 pub struct Shingles(pub usize);
 
 impl Featurize for Shingles {
-    fn each_feature(&self, text: &str, sink: &mut dyn FnMut(&str, i64)) {
+    type Work = ();
+
+    fn each_feature(&self, text: &str, _: &mut (), sink: &mut dyn FnMut(&str, i64)) {
         shingles::each_feature(text, self.0, sink)
     }
 }
 
 /// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
-pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<u64, Status> {
+pub fn fingerprint<F: Featurize>(
+    featurizer: &F,
+    text: &str,
+    seed: u32,
+    work: &mut F::Work,
+) -> Result<u64, Status> {
     let mut simhash = simhash::SimHash::new(seed);
-    featurizer.each_feature(text, &mut |feature, weight| simhash.add(feature, weight));
+    featurizer.each_feature(text, work, &mut |feature, weight| {
+        simhash.add(feature, weight)
+    });
     if simhash.features == 0 {
         // "empty text" if not text.strip() else "no features (...)"
         return Err(if unicode::strip(text).is_empty() {
@@ -74,39 +93,76 @@ pub fn fingerprint(featurizer: &dyn Featurize, text: &str, seed: u32) -> Result<
     Ok(simhash.finish())
 }
 
-/// Fingerprints of a batch, on `threads` threads; `None` texts (lone surrogates) get
-/// `Status::Surrogate`.
-pub fn fingerprint_batch(
-    featurizer: &dyn Featurize,
+/// The `Work` buffers of the calls before, for the next ones: a call takes one for each
+/// of its threads and gives it back, so buffers grown for one text serve the next call's
+/// (a call with one text is most of the calls of `query TEXT` and of the service).
+pub struct Works<W>(Mutex<Vec<W>>);
+
+impl<W: Default> Default for Works<W> {
+    fn default() -> Self {
+        Works(Mutex::new(Vec::new()))
+    }
+}
+
+impl<W: Default> Works<W> {
+    /// `f` with buffers of a call before (or new ones), which are then kept.
+    pub fn with<R>(&self, f: impl FnOnce(&mut W) -> R) -> R {
+        let taken = self.0.lock().ok().and_then(|mut kept| kept.pop());
+        let mut work = taken.unwrap_or_default();
+        let result = f(&mut work);
+        if let Ok(mut kept) = self.0.lock() {
+            kept.push(work);
+        }
+        result
+    }
+}
+
+/// Texts a worker takes at a time from a batch split over threads
+const CHUNK: usize = 8;
+
+/// Fingerprints of a batch, and each text's status byte; `None` texts (lone surrogates)
+/// get `Status::Surrogate`. With `threads` > 1 that many threads take chunks of the batch
+/// until none is left (texts differ in length: no thread waits for another's share).
+pub fn fingerprint_batch<F: Featurize>(
+    featurizer: &F,
     texts: &[Option<&str>],
     seed: u32,
     threads: usize,
+    works: &Works<F::Work>,
 ) -> (Vec<u64>, Vec<u8>) {
     let mut hashes = vec![0u64; texts.len()];
     let mut status = vec![0u8; texts.len()];
-    let run = |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8]| {
-        for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
-            match text {
-                None => *s = Status::Surrogate as u8,
-                Some(text) => match fingerprint(featurizer, text, seed) {
-                    Ok(value) => *h = value,
-                    Err(why) => *s = why as u8,
-                },
+    let run =
+        |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8], work: &mut F::Work| {
+            for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
+                match text {
+                    None => *s = Status::Surrogate as u8,
+                    Some(text) => match fingerprint(featurizer, text, seed, work) {
+                        Ok(value) => *h = value,
+                        Err(why) => *s = why as u8,
+                    },
+                }
             }
-        }
-    };
-    let threads = threads.clamp(1, texts.len().max(1));
+        };
+    let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
     if threads == 1 {
-        run(texts, &mut hashes, &mut status);
+        works.with(|work| run(texts, &mut hashes, &mut status, work));
     } else {
-        let chunk = texts.len().div_ceil(threads);
+        let chunks = std::sync::Mutex::new(
+            texts
+                .chunks(CHUNK)
+                .zip(hashes.chunks_mut(CHUNK))
+                .zip(status.chunks_mut(CHUNK)),
+        );
         std::thread::scope(|scope| {
-            for ((t, h), s) in texts
-                .chunks(chunk)
-                .zip(hashes.chunks_mut(chunk))
-                .zip(status.chunks_mut(chunk))
-            {
-                scope.spawn(move || run(t, h, s));
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    works.with(|work| loop {
+                        let next = chunks.lock().expect("a worker panicked").next();
+                        let Some(((t, h), s)) = next else { break };
+                        run(t, h, s, work);
+                    })
+                });
             }
         });
     }
@@ -115,3 +171,83 @@ pub fn fingerprint_batch(
 
 #[cfg(feature = "python")]
 mod python;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    /// One feature a text: the text itself. The texts named "meet" wait until as many
+    /// of them as `meet` says are being worked on at once.
+    struct Meeting {
+        meet: usize,
+        arrived: Mutex<usize>,
+        all_here: Condvar,
+    }
+
+    impl Featurize for Meeting {
+        type Work = ();
+
+        fn each_feature(&self, text: &str, _: &mut (), sink: &mut dyn FnMut(&str, i64)) {
+            if text.starts_with("meet") {
+                let mut arrived = self.arrived.lock().unwrap();
+                *arrived += 1;
+                self.all_here.notify_all();
+                // (the timeout only turns a batch that never runs them at once into a failure)
+                let (arrived, _) = self
+                    .all_here
+                    .wait_timeout_while(arrived, Duration::from_secs(60), |n| *n < self.meet)
+                    .unwrap();
+                assert!(
+                    *arrived >= self.meet,
+                    "the texts were not worked on at once"
+                );
+            }
+            if !text.is_empty() {
+                sink(text, 1);
+            }
+        }
+    }
+
+    fn meeting(meet: usize) -> Meeting {
+        Meeting {
+            meet,
+            arrived: Mutex::new(0),
+            all_here: Condvar::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_runs_on_as_many_threads_as_it_is_given() {
+        // three texts that must be worked on at the same time, in three different chunks
+        let mut texts: Vec<String> = (0..37).map(|i| format!("text {i}")).collect();
+        for (i, at) in [0, CHUNK, 2 * CHUNK].into_iter().enumerate() {
+            texts[at] = format!("meet {i}");
+        }
+        texts[5] = String::new();
+        let strs: Vec<Option<&str>> = texts.iter().map(|t| Some(t.as_str())).collect();
+        let (hashes, status) = fingerprint_batch(&meeting(3), &strs, 7, 3, &Works::default());
+        // in input order, as one thread gives them
+        let (one, one_status) = fingerprint_batch(&meeting(1), &strs, 7, 1, &Works::default());
+        assert_eq!((hashes, status.clone()), (one, one_status));
+        assert_eq!(status[5], Status::EmptyText as u8);
+        assert_eq!(status.iter().filter(|&&s| s != 0).count(), 1);
+    }
+
+    #[test]
+    fn more_threads_than_chunks_and_surrogates() {
+        let strs = [Some("a"), None, Some(""), Some("b")];
+        let works = Works::default();
+        let (hashes, status) = fingerprint_batch(&meeting(1), &strs, 0, 16, &works);
+        assert_eq!(
+            status,
+            [0, Status::Surrogate as u8, Status::EmptyText as u8, 0]
+        );
+        assert_eq!(hashes[0], mmh3::hash64(b"a", 0)); // one feature: its own hash
+        assert_eq!(
+            fingerprint_batch(&meeting(1), &[], 0, 4, &works),
+            (vec![], vec![])
+        );
+    }
+}

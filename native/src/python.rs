@@ -3,6 +3,7 @@
 
 use crate::{
     boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status,
+    Works,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -39,23 +40,26 @@ fn features_dict<'py>(
     Ok(dict)
 }
 
-fn batch<'py>(
+fn batch<'py, F: Featurize>(
     py: Python<'py>,
-    featurizer: &dyn Featurize,
+    featurizer: &F,
+    works: &Works<F::Work>,
     texts: &Bound<'py, PyList>,
     seed: u32,
     threads: usize,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let strs = texts_of(&items)?;
-    let (hashes, status) = py.detach(|| crate::fingerprint_batch(featurizer, &strs, seed, threads));
+    let (hashes, status) =
+        py.detach(|| crate::fingerprint_batch(featurizer, &strs, seed, threads, works));
     let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
     Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
 }
 
-fn single(
+fn single<F: Featurize>(
     py: Python<'_>,
-    featurizer: &dyn Featurize,
+    featurizer: &F,
+    works: &Works<F::Work>,
     text: &Bound<'_, PyAny>,
     seed: u32,
 ) -> PyResult<(u64, u8)> {
@@ -64,7 +68,7 @@ fn single(
     let text = strs[0];
     Ok(py.detach(|| match text {
         None => (0, Status::Surrogate as u8),
-        Some(text) => match crate::fingerprint(featurizer, text, seed) {
+        Some(text) => match works.with(|work| crate::fingerprint(featurizer, text, seed, work)) {
             Ok(h) => (h, 0),
             Err(s) => (0, s as u8),
         },
@@ -82,7 +86,7 @@ fn str_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
 
 /// The jieba featurizer (version 2): `Jieba(dict_path, idf_path, stop_words)`.
 #[pyclass(frozen, module = "dedup_hbase_core")]
-struct Jieba(JiebaTerms);
+struct Jieba(JiebaTerms, Works<<JiebaTerms as Featurize>::Work>);
 
 #[pymethods]
 impl Jieba {
@@ -104,7 +108,7 @@ impl Jieba {
                 terms
             })
         })
-        .map(Jieba)
+        .map(|terms| Jieba(terms, Works::default()))
         .map_err(PyValueError::new_err)
     }
 
@@ -134,7 +138,7 @@ impl Jieba {
         text: &Bound<'_, PyAny>,
         seed: u32,
     ) -> PyResult<(u64, u8)> {
-        single(py, &self.0, text, seed)
+        single(py, &self.0, &self.1, text, seed)
     }
 
     /// `(fingerprints, statuses)`: 8 little-endian bytes and one status byte a text
@@ -146,7 +150,7 @@ impl Jieba {
         seed: u32,
         threads: usize,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        batch(py, &self.0, texts, seed, threads)
+        batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
     /// `({word: idf in thousandths}, median)` as the core read them
@@ -162,7 +166,7 @@ impl Jieba {
 
 /// The shingle featurizer (version 1): `Shingles(n)`.
 #[pyclass(frozen, name = "Shingles", module = "dedup_hbase_core")]
-struct ShingleCore(Shingles);
+struct ShingleCore(Shingles, Works<()>);
 
 #[pymethods]
 impl ShingleCore {
@@ -173,7 +177,7 @@ impl ShingleCore {
                 "shingle size must be between 1 and 16, not {n}"
             )));
         }
-        Ok(ShingleCore(Shingles(n)))
+        Ok(ShingleCore(Shingles(n), Works::default()))
     }
 
     fn features<'py>(
@@ -192,7 +196,7 @@ impl ShingleCore {
         text: &Bound<'_, PyAny>,
         seed: u32,
     ) -> PyResult<(u64, u8)> {
-        single(py, &self.0, text, seed)
+        single(py, &self.0, &self.1, text, seed)
     }
 
     #[pyo3(signature = (texts, seed, threads=1))]
@@ -203,7 +207,7 @@ impl ShingleCore {
         seed: u32,
         threads: usize,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        batch(py, &self.0, texts, seed, threads)
+        batch(py, &self.0, &self.1, texts, seed, threads)
     }
 }
 

@@ -127,19 +127,26 @@ pub fn split_whitespace(s: &str) -> impl Iterator<Item = &str> {
 pub fn splitlines(s: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    let mut iter = s.char_indices().peekable();
-    while let Some((i, c)) = iter.next() {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        // every line boundary is a control character or starts with byte 0xC2 (U+0085)
+        // or 0xE2 (U+2028, U+2029): the other bytes need no decoding (a test checks it)
+        let b = bytes[i];
+        if b >= 0x20 && b != 0xC2 && b != 0xE2 {
+            i += 1;
+            continue;
+        }
+        let c = s[i..].chars().next().expect("i is at a character");
+        let mut end = i + c.len_utf8();
         if is_linebreak(c) {
             out.push(&s[start..i]);
-            let mut end = i + c.len_utf8();
-            if c == '\r' {
-                if let Some(&(j, '\n')) = iter.peek() {
-                    iter.next();
-                    end = j + 1;
-                }
+            if c == '\r' && bytes.get(end) == Some(&b'\n') {
+                end += 1;
             }
             start = end;
         }
+        i = end;
     }
     if start < s.len() {
         out.push(&s[start..]);
@@ -156,4 +163,43 @@ pub fn str_is_alpha(s: &str) -> bool {
 #[inline]
 pub fn len(s: &str) -> usize {
     s.chars().count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_boundaries_start_with_the_bytes_splitlines_decodes() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32) {
+            if is_linebreak(c) {
+                let mut buf = [0; 4];
+                let first = c.encode_utf8(&mut buf).as_bytes()[0];
+                assert!(first < 0x20 || first == 0xC2 || first == 0xE2, "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn splitlines_is_pythons() {
+        // "a\r\nb\rc\nd\x85e\u2028f\u2029g\x1ch\x0bi\x0cj".splitlines() and
+        // "\n\nx\r".splitlines()
+        assert_eq!(
+            splitlines("a\r\nb\rc\nd\u{85}e\u{2028}f\u{2029}g\x1ch\x0bi\x0cj\u{2027}\u{a0}"),
+            [
+                "a",
+                "b",
+                "c",
+                "d",
+                "e",
+                "f",
+                "g",
+                "h",
+                "i",
+                "j\u{2027}\u{a0}"
+            ]
+        );
+        assert_eq!(splitlines("\n\nx\r"), ["", "", "x"]);
+        assert_eq!(splitlines(""), Vec::<&str>::new());
+    }
 }
