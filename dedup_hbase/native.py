@@ -61,11 +61,6 @@ def _load():
     return core, ""
 
 
-def available() -> bool:
-    """The compiled core is installed and usable."""
-    return _load()[0] is not None
-
-
 def describe() -> str:
     """Which fingerprint path is in use, for ``--version`` and ``stats``."""
     core, why = _load()

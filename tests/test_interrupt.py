@@ -227,8 +227,10 @@ def test_sigkill_takes_the_workers_with_it(setup):
 
 def test_with_the_compiled_core_a_load_starts_no_process(setup):
     from dedup_hbase import native
+    from dedup_hbase.features import JiebaFeaturizer
+    from dedup_hbase.fingerprint import Fingerprinter
 
-    if not native.available():
+    if not Fingerprinter(JiebaFeaturizer()).uses_core:
         if shutil.which("cargo"):  # scripts/setup builds the core wherever cargo is: here it must be in use
             pytest.fail(f"the compiled core is not in use: {native.describe()}")
         pytest.skip(f"the compiled core is not in use (no cargo here): {native.describe()}")
