@@ -11,82 +11,31 @@ command with one line saying what is safe, and exit with 128 + the signal's numb
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
-import logging
-import os
 import sys
-import traceback
-from contextlib import ExitStack
 from typing import Annotated
 
 import typer
-from typer.core import TyperCommand, TyperGroup
 
 from . import __version__, engines
 from . import plan as planning
 from .batches import fingerprint_records
+from .command import STORE_HELP, Group, Session, VerboseOption, command, out
+from .command import Command as _Command
 from .corpus import FORMATS, Fields, check_columns, read_records
-from .errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, InvalidInput, missing_package
+from .errors import InvalidInput
 from .fingerprint import make_fingerprinter, parse_hex, to_hex
 from .index import Index, fingerprinter_for
-from .interrupts import STOPS, Interrupted, exit_status, signal_of, sigterm_raises
+from .interrupts import exit_status, sigterm_raises
 from .loader import LoadOptions
 from .loader import check as check_records
 from .schema import hbase_shell_ddl, load_schema
-from .stores import DEFAULT_URL, ENV_VAR, Store, open_store, parse_store_url
-from .stores.hbase_admin import AdminGatewayUnreachable
+from .stores import DEFAULT_URL, ENV_VAR, parse_store_url
 
-# What the CLI adds to a library error: the command that fixes it.
-_HINTS = {
-    IndexNotFound: ": create one with `dedup-hbase init`",
-    FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
-    AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
-}
 EXIT_REJECTS = 3  # a load finished, but rejected more records than --max-rejects allows
-_STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", "-s", help=f"{_STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
-VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
-
-
-class _Flagless:
-    """Help lists a flag (--json, --help) without a type: it takes no value."""
-
-    def get_params(self, ctx):
-        params = super().get_params(ctx)
-        for flag in (p for p in params if getattr(p, "is_flag", False) and p.metavar is None):
-            flag.metavar = ""
-        return params
-
-
-_Command, _Group = type("_Command", (_Flagless, TyperCommand), {}), type("_Group", (_Flagless, TyperGroup), {})
-
-
-class Session:
-    """What one run of a command owns: the store URL, the store it opened (closed when the
-    command ends, however it ends) and the verbosity."""
-
-    def __init__(self, url: str, verbose: bool) -> None:
-        self.url, self.verbose = url, verbose
-        self._resources = ExitStack()
-        self._store: Store | None = None
-
-    def store(self, create: bool = False) -> Store:
-        if self._store is None:
-            self._store = self._resources.enter_context(open_store(self.url, create=create))
-        return self._store
-
-    def index(self) -> Index:
-        return Index.open(self.store())
-
-    def close(self) -> None:
-        self._resources.close()
-
 
 app = typer.Typer(
-    name="dedup-hbase", cls=_Group, no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=False,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
@@ -102,7 +51,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def root(ctx: typer.Context,
-         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True, help=_STORE_HELP)] = DEFAULT_URL,
+         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True, help=STORE_HELP)] = DEFAULT_URL,
          verbose: VerboseOption = False,
          version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                                help="Print the version and the fingerprint path, and exit.")] = False) -> None:
@@ -112,48 +61,9 @@ def root(ctx: typer.Context,
     ctx.call_on_close(ctx.obj.close)
 
 
-def _fail(ctx: typer.Context, message: str, status: int) -> None:
-    if ctx.obj.verbose:
-        traceback.print_exc()
-    typer.echo(message, err=True)
-    raise typer.Exit(status)
-
-
 def _command(fn):
-    """Register ``fn(ctx, ...)`` as a command that also takes the global options and whose
-    user errors and interruptions print one line (exit 1, or 128 + the signal)."""
-    @functools.wraps(fn)
-    def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
-        ctx.obj.url = store or ctx.obj.url
-        ctx.obj.verbose = verbose or ctx.obj.verbose
-        if ctx.obj.verbose:
-            logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
-            logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
-        try:
-            return fn(ctx, *args, **kwargs)
-        except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise typer.Exit(0) from None
-        except Interrupted as stop:
-            _fail(ctx, f"interrupted by {stop.signal.name}: {stop}", stop.status)
-        except STOPS as stop:
-            _fail(ctx, f"interrupted by {signal_of(stop).name}", exit_status(signal_of(stop)))
-        except ModuleNotFoundError as e:
-            _fail(ctx, f"error: {missing_package(e)}", 1)
-        except (DedupError, OSError) as e:
-            hint = next((text for kind, text in _HINTS.items() if isinstance(e, kind)), "")
-            _fail(ctx, f"error: {e}{hint}", 1)
-
-    signature = inspect.signature(fn, eval_str=True)
-    wrapper.__signature__ = signature.replace(parameters=[
-        *signature.parameters.values(),
-        inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
-        inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
-    return app.command(cls=_Command)(wrapper)
-
-
-def _out(obj) -> None:
-    typer.echo(json.dumps(obj, ensure_ascii=False))
+    """Register ``fn(ctx, ...)`` as a command (command.py: global options, one-line errors)."""
+    return app.command(cls=_Command)(command(fn))
 
 
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
@@ -176,7 +86,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions)
     if json_:
-        _out({"store": index.store.url, **Index.read_config(index.store)})
+        out({"store": index.store.url, **Index.read_config(index.store)})
     else:
         typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
                    f"k={k}, featurizer {fingerprinter.featurizer.name}")
@@ -219,7 +129,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
     if json_:
-        _out({"store": index.store.url, **report.to_dict()})
+        out({"store": index.store.url, **report.to_dict()})
     else:
         typer.echo(report.summary(index.fingerprinter.label), err=True)
     failure = report.failure(options.max_rejects)
@@ -253,7 +163,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
     value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
     matches = index.query(value, k)
     if json_:
-        _out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
+        out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
         return
     typer.echo(f"simhash {to_hex(value)}: {len(matches)} match{'es' if len(matches) != 1 else ''} "
                f"within {index.k if k is None else k} bits")
@@ -271,7 +181,7 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
     check_columns(files, fmt, fields, fingerprints)
     for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints):
         if json_:
-            _out(answer)
+            out(answer)
         elif "error" in answer:
             typer.echo(f"{answer['source']}:{answer['line']} {answer['id'] or ''}: rejected: {answer['error']}", err=True)
         else:
@@ -298,9 +208,9 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)
             if json_:
-                _out({"id": record.id, "source": record.source, "line": record.line, "error": record.error})
+                out({"id": record.id, "source": record.source, "line": record.line, "error": record.error})
         elif json_:
-            _out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
+            out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
         else:
             typer.echo(f"{to_hex(record.simhash)}\t{record.id}")
 
@@ -310,7 +220,7 @@ def stats(ctx: typer.Context, json_: Json = False) -> None:
     """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
     result = ctx.obj.index().stats()
     if json_:
-        _out(result)
+        out(result)
         return
     for key, value in result.items():
         typer.echo(f"{key:>14}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
@@ -322,7 +232,7 @@ def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Do
     deleted = ctx.obj.index().delete(ids)
     missing = [i for i in dict.fromkeys(ids) if i not in set(deleted)]
     if json_:
-        _out({"deleted": deleted, "missing": missing})
+        out({"deleted": deleted, "missing": missing})
     else:
         typer.echo(f"deleted {len(deleted)}" + (f"; not found: {', '.join(missing)}" if missing else ""))
 
@@ -336,7 +246,7 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
     rows = planning.plans(docs, k, id_bytes)
     if json_:
         for row in rows:
-            _out(row.to_dict())
+            out(row.to_dict())
     else:
         typer.echo(planning.table(docs, k, id_bytes, rows))
 

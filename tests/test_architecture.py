@@ -41,8 +41,9 @@ ALLOWED = {
     "spark.": {"arrays", "batches", "corpus", "errors", "fingerprint", "index", "interrupts", "layout", "loader",
                "schema", "stores", "stores.hbase", "spark."},
     "service": {"errors", "fingerprint", "ids", "index", "online"},
-    "cli": {"", "batches", "corpus", "engines", "errors", "fingerprint", "index", "interrupts", "loader", "native",
-            "online", "plan", "progress", "schema", "service", "spark", "stores", "stores.hbase_admin"},
+    "command": {"errors", "index", "interrupts", "stores", "stores.hbase_admin"},
+    "cli": {"", "batches", "command", "corpus", "engines", "errors", "fingerprint", "index", "interrupts", "loader",
+            "native", "online", "plan", "progress", "schema", "service", "spark", "stores"},
     "": {"errors", "features", "fingerprint", "index", "layout", "stores"},
     "__main__": {"cli"},
 }
