@@ -8,7 +8,7 @@ from importlib import resources
 
 from .errors import InvalidInput
 
-TABLES = ("index", "docs", "meta")
+TABLES = ("index", "docs", "meta", "locks")
 
 
 @cache

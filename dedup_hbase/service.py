@@ -195,6 +195,8 @@ class DedupService:
         out: dict[str, Any] = {"store": index.store.url, "scheme": index.scheme.name, "k": index.k,
                                "featurizer": index.fingerprinter.spec, "uptime_s": round(time.time() - self.started, 1),
                                "server": dict(self.counters)}
+        fleet = self.online.fleet
+        out["fleet_locks"] = None if fleet is None else {"lease_s": fleet.lease_s, "owner": fleet.owner, **fleet.counters}
         if full:
             out["index"] = self.online.stats()
         return out

@@ -31,6 +31,7 @@ from ..errors import StoreError
 from ..schema import TABLES, load_schema, table_name
 from . import thrift2
 from .base import Cells, Item, ListCells, Store, row_width
+from .hbase_locks import LeaseLocks
 from .url import HBASE_PORT, check_hbase_options
 
 SKIP_WAL = 1  # Thrift2's TDurability.SKIP_WAL
@@ -47,11 +48,13 @@ class HBaseStore(Store):
                  transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
                  batch_size: int = 10000, wal: bool = True, timeout: int = 60000, retries: int = 8,
                  admin_port: int = 9091, api: str = "thrift2", ranges_per_call: int = 1000,
-                 zk: str | None = None, zk_parent: str | None = None, url: str | None = None) -> None:
+                 zk: str | None = None, zk_parent: str | None = None, fleet_locks: bool = True, lease: int = 30,
+                 url: str | None = None) -> None:
         """Checks its arguments (by the rules of the URL options, url.py); connects nowhere."""
         check_hbase_options(table_prefix=table_prefix, transport=transport, protocol=protocol,
                             pool_size=pool_size, batch_size=batch_size, wal=wal, timeout=timeout,
                             retries=retries, admin_port=admin_port, api=api, ranges_per_call=ranges_per_call,
+                            fleet_locks=fleet_locks, lease=lease,
                             **{k: v for k, v in (("zk", zk), ("zk_parent", zk_parent)) if v is not None})
         self.host, self.port, self.admin_port = host, port, admin_port
         self.zk, self.zk_parent = zk, zk_parent  # ZooKeeper: only the Spark engine's bulk load talks to it
@@ -60,6 +63,8 @@ class HBaseStore(Store):
         self.pool_size, self.batch_size, self.wal = pool_size, batch_size, wal
         self.timeout, self.retries = timeout, retries
         self.api, self.ranges_per_call = api, ranges_per_call
+        self.use_fleet_locks, self.lease = fleet_locks, lease
+        self._locks: LeaseLocks | None = None
         self.url = url or f"hbase://{host}:{port}/?table_prefix={table_prefix}"
         self._pool = None
         self._pool2: thrift2.Pool | None = None
@@ -97,7 +102,8 @@ class HBaseStore(Store):
         ``thrift2`` of the Thrift2 pool); retry when it drops.
 
         Only idempotent work goes through here (puts of the same cells, deletes,
-        fully consumed scans), so repeating an attempt is always safe.
+        fully consumed scans), so repeating an attempt is always safe; the one exception,
+        the locks' check-and-set calls, read the cell after a "no" (hbase_locks.py).
         """
         from thriftpy2.thrift import TException
         from thriftpy2.transport import TTransportException
@@ -128,6 +134,19 @@ class HBaseStore(Store):
                 self._executor = ThreadPoolExecutor(self.pool_size, thread_name_prefix="hbase")
         return list(self._executor.map(fn, items))
 
+    def fleet_locks(self) -> LeaseLocks | None:
+        """Leases in the locks table (hbase_locks.py), unless the URL says fleet_locks=false."""
+        if not self.use_fleet_locks:
+            return None
+        with self._lock:
+            if self._locks is None:
+                self._locks = LeaseLocks(self._call2, self._name("locks"), self._family, self.lease)
+            return self._locks
+
+    def _call2(self, method: str, *args):
+        """One Thrift2 call by name (the locks' check-and-set calls), through the retry loop."""
+        return self._run(lambda conn: getattr(conn.client, method)(*args), thrift2=True)
+
     def _name(self, table: str) -> bytes:
         if table not in self._row_bytes:
             raise StoreError(f"{self.url}: no table {table!r}")
@@ -154,7 +173,7 @@ class HBaseStore(Store):
     # -- tables ----------------------------------------------------------------
 
     def exists(self) -> bool:
-        names = {table_name(self.table_prefix, t).encode() for t in TABLES}
+        names = {table_name(self.table_prefix, t).encode() for t in TABLES if t != "locks"}  # older stores have none
         return names <= set(self._run(lambda conn: conn.tables()))
 
     def create(self, schema: dict) -> None:

@@ -29,6 +29,10 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
     zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
                            boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
     zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
+    fleet_locks=true       add?if_new=true takes a lease on each scan prefix in the locks table, so
+                           that it is exact across any number of servers on these tables (hbase_locks.py);
+                           false: exact only within one process (one server does all the adds)
+    lease=30               seconds a dead server's locks block others at most (from when they see them)
 
 ``open_store`` (stores/__init__.py) turns a ``StoreURL`` into a store.
 """
@@ -101,6 +105,8 @@ HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "ranges_per_call": _whole("ranges_per_call"),
     "zk": _zk,
     "zk_parent": _zk_parent,
+    "fleet_locks": lambda text: _choice("fleet_locks", "true", "false")(text) == "true",
+    "lease": _whole("lease", 1, 86400),
 }
 
 
@@ -165,7 +171,8 @@ def _parse_hbase(url: str) -> StoreURL:
 def check_hbase_options(**options: Any) -> None:
     """Check typed HBase options (as a library caller passes them) by the URL's rules."""
     for key, value in options.items():
-        text = ("true" if value else "false") if key == "wal" and isinstance(value, bool) else str(value)
-        if key == "wal" and not isinstance(value, bool):
-            raise InvalidInput(f"wal must be True or False, not {value!r}")
+        flag = key in ("wal", "fleet_locks")
+        text = ("true" if value else "false") if flag and isinstance(value, bool) else str(value)
+        if flag and not isinstance(value, bool):
+            raise InvalidInput(f"{key} must be True or False, not {value!r}")
         HBASE_OPTIONS[key](text)
