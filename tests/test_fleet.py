@@ -164,5 +164,7 @@ def test_without_fleet_locks_racing_servers_double_clusters(fleet_url):
     answers, stats = run_fleet(url, docs)
     indexed = indexed_per_cluster(url, docs)
     assert all(ids for ids in indexed.values())
-    assert sum(len(ids) > 1 for ids in indexed.values()) > 0
+    doubled = sum(len(ids) > 1 for ids in indexed.values())
+    print(f"clusters doubled without fleet locks: {doubled} of {CLUSTERS}")
+    assert doubled > 0
     assert all(s["fleet_locks"] is None for s in stats)

@@ -140,7 +140,7 @@ class HBaseStore(Store):
             return None
         with self._lock:
             if self._locks is None:
-                self._locks = LeaseLocks(self._call2, self._name("locks"), self._family, self.lease)
+                self._locks = LeaseLocks(self._call2, self._name("locks"), self._family, self.lease, self._parallel)
             return self._locks
 
     def _call2(self, method: str, *args):

@@ -15,8 +15,10 @@ single-row operations through the Thrift2 gateway:
 
 (``checkAndMutate`` without a value, the IDL's put-if-absent, fails inside HBase 2's Thrift2
 gateway: "Internal error processing checkAndMutate"; ``checkAndPut`` without one works.)
-Locks are taken one by one in sorted key order, so two adds never wait for each other in a
-cycle. A call whose reply was lost is retried by the store's one retry loop; an answer of
+All the locks of an add are first tried at once (in parallel, no waiting); if some are held
+by others, the ones taken after the first missing key (in sorted order) are given back, and the
+rest are taken one by one in sorted key order, waiting where held: an add waits only while it
+holds a sorted prefix of its keys, so two adds never wait for each other in a cycle. A call whose reply was lost is retried by the store's one retry loop; an answer of
 "not taken" is then checked by reading the cell: our own unique value there means the first
 attempt took it.
 
@@ -56,7 +58,7 @@ from contextlib import contextmanager
 from ..errors import StoreError
 
 QUALIFIER = b"o"
-POLL_S = (0.002, 0.1)  # waiting for a lock: first and longest pause between looks
+POLL_S = (0.002, 0.02)  # waiting for a lock: first and longest pause between looks
 
 logger = logging.getLogger(__name__)
 
@@ -68,8 +70,10 @@ class LeaseLocks:
     ``checkAndDelete``, ``get``) through the store's retry loop: the store passes it in, so
     this module knows no connection. No I/O until ``held`` is used."""
 
-    def __init__(self, call: Callable, table: bytes, family: bytes, lease_s: float) -> None:
+    def __init__(self, call: Callable, table: bytes, family: bytes, lease_s: float,
+                 parallel: Callable = lambda fn, items: [fn(x) for x in items]) -> None:
         self.call, self.table, self.family, self.lease_s = call, table, family, lease_s
+        self.parallel = parallel
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._numbers = itertools.count(1)
         self._random = random.Random()
@@ -83,13 +87,25 @@ class LeaseLocks:
     def held(self, keys: Sequence[bytes]) -> Iterator["Lease"]:
         """Hold a lock on every key (sorted, each once) for the body; yields the ``Lease``,
         whose ``check()`` the body calls before it writes. Gives them back after."""
-        lease = Lease(self)
+        lease, keys = Lease(self), sorted(set(keys))
         try:
-            for key in sorted(set(keys)):
+            for key, taken in zip(keys, self.parallel(self._try, keys)):
+                if taken:
+                    self.counters["taken"] += 1
+                    lease.held[key] = taken
+            missing = next((i for i, key in enumerate(keys) if key not in lease.held), len(keys))
+            self._give_back(lease, keys[missing:])  # wait only while holding a sorted prefix
+            for key in keys[missing:]:
                 self._take(key, lease)
             yield lease
         finally:
             self._give_back(lease)
+
+    def _try(self, key: bytes) -> tuple[bytes, float] | None:
+        """One attempt at ``key``, without waiting: (our value, when sent) if taken."""
+        mine, sent = self._value(), time.monotonic()
+        taken = self.call("checkAndPut", self.table, key, self.family, QUALIFIER, None, self._put(key, mine))
+        return (mine, sent) if taken else None
 
     def _take(self, key: bytes, lease: Lease) -> None:
         mine, sent = self._value(), time.monotonic()
@@ -120,18 +136,23 @@ class LeaseLocks:
         self.counters["taken"] += 1
         lease.held[key] = (mine, sent)
 
-    def _give_back(self, lease: Lease) -> None:
-        for key, (mine, _) in sorted(lease.held.items(), reverse=True):
-            try:
-                given = self.call("checkAndDelete", self.table, key, self.family, QUALIFIER, mine, self._delete(key))
-            except StoreError as e:  # the lease then runs out by itself
-                logger.warning("could not give back lock %s (%s); it expires after %s s", key.hex(), e, self.lease_s)
-                continue
-            if not given and self._read(key) not in (None, mine):
-                self.counters["lost"] += 1
-                logger.error("lock %s was taken over while held: this add may have doubled a near-duplicate "
-                             "(a stall longer than half the lease of %s s)", key.hex(), self.lease_s)
-        lease.held.clear()
+    def _give_back(self, lease: Lease, keys: Sequence[bytes] | None = None) -> None:
+        """Give back the held ``keys`` (default: all held), in parallel."""
+        chosen = [(key, lease.held.pop(key)[0]) for key in (list(lease.held) if keys is None else keys)
+                  if key in lease.held]
+        self.parallel(self._give_back_one, chosen)
+
+    def _give_back_one(self, item: tuple[bytes, bytes]) -> None:
+        key, mine = item
+        try:
+            given = self.call("checkAndDelete", self.table, key, self.family, QUALIFIER, mine, self._delete(key))
+        except StoreError as e:  # the lease then runs out by itself
+            logger.warning("could not give back lock %s (%s); it expires after %s s", key.hex(), e, self.lease_s)
+            return
+        if not given and self._read(key) not in (None, mine):
+            self.counters["lost"] += 1
+            logger.error("lock %s was taken over while held: this add may have doubled a near-duplicate "
+                         "(a stall longer than half the lease of %s s)", key.hex(), self.lease_s)
 
     def _swap(self, key: bytes, old: bytes, new: bytes) -> bool:
         from .thrift2 import idl
