@@ -272,7 +272,9 @@ def serve(ctx: typer.Context,
 
     POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or
     {"id", "simhash"}; GET and DELETE /v1/docs/ID; GET /v1/stats; GET /healthz. With if_new a
-    document is added only when nothing within k bits is indexed or earlier in the request."""
+    document is added only when nothing within k bits is indexed or earlier in the request,
+    exact across servers on one HBase (leases in its locks table; the store URL's
+    fleet_locks=false turns them off where one server does all the adds, lease=S sets them)."""
     from .online import OnlineIndex
     from .service import Limits
     from .service import serve as run_service

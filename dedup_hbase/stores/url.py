@@ -10,7 +10,7 @@ URL                                    store
 
 HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
 
-    table_prefix=dedup     tables are P_index, P_docs, P_meta
+    table_prefix=dedup     tables are P_index, P_docs, P_meta, P_locks
     transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
     protocol=binary        or compact
     api=thrift2            the data path: thrift2 (the Thrift2 gateway at admin_port: one scan call
