@@ -33,6 +33,7 @@ written (upsert by id: its old fingerprint is replaced).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -41,8 +42,10 @@ from typing import Any
 import numpy as np
 
 from .fingerprint import to_hex
+from .ids import encode_id
 from .index import Document, Index, Match
 from .neardup import earlier_matches
+from .retention import expired_ids, written_at
 
 STRIPES = 1 << 12
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing: scan prefixes -> stripes
@@ -118,6 +121,24 @@ class OnlineIndex:
                 lease.check()
             self.index.add_many([doc for doc, decision in zip(docs, decisions) if decision.added])
         return decisions
+
+    def remove_expired(self, chunk: int = 1000) -> int:
+        """Delete the documents older than the index's TTL and their index cells (retention.py),
+        each chunk under the locks of its documents and checked again there, so a document
+        written meanwhile stays. Returns how many were deleted."""
+        ttl, removed = self.index.ttl, 0
+        if not ttl:
+            return 0
+        with self._store_lock:
+            doomed = expired_ids(self.index.store, ttl)
+        for start in range(0, len(doomed), chunk):
+            ids = doomed[start:start + chunk]
+            with self._held(self._simhashes_of(ids)), self._store_lock:
+                now = time.time()
+                values = self.index.store.get("docs", [encode_id(i) for i in ids])
+                removed += len(self.index.delete([i for i, v in zip(ids, values)
+                                                  if (t := written_at(v)) is not None and t + ttl <= now]))
+        return removed
 
     def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
         """Position -> the earlier documents of ``docs`` within k bits."""

@@ -26,7 +26,9 @@ again is safe: writes are idempotent, and a document added by the failed attempt
 answered ``added: false`` with itself among its matches. The service never stops on a bad
 request.
 
-Fingerprinting and store calls run in a thread pool, so the event loop keeps answering.
+Fingerprinting and store calls run in a thread pool, so the event loop keeps answering. An
+index with a TTL (``init --ttl``) has its expired documents removed by a background thread
+(at start, then every TTL/2, at most hourly; retention.py).
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ class DedupService:
 
     def stats(self, full: bool) -> dict[str, Any]:
         index = self.online.index
-        out: dict[str, Any] = {"store": index.store.url, "scheme": index.scheme.name, "k": index.k,
+        out: dict[str, Any] = {"store": index.store.url, "scheme": index.scheme.name, "k": index.k, "ttl_s": index.ttl,
                                "featurizer": index.fingerprinter.spec, "uptime_s": round(time.time() - self.started, 1),
                                "server": dict(self.counters)}
         fleet = self.online.fleet
@@ -200,6 +202,17 @@ class DedupService:
         if full:
             out["index"] = self.online.stats()
         return out
+
+    def expire_until(self, stop: threading.Event) -> None:
+        """With a TTL: remove expired documents now, then every TTL/2 (1 s to 1 h), until ``stop``."""
+        interval = min(max(self.online.index.ttl / 2, 1), 3600)
+        while True:
+            try:
+                self.count(documents_expired=self.online.remove_expired())
+            except DedupError as e:
+                logger.warning("removing expired documents failed (tried again in %.0f s): %s", interval, e)
+            if stop.wait(interval):
+                return
 
     def health(self) -> dict[str, Any]:
         self.online.config()  # a round trip to the store
@@ -316,7 +329,11 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
         sock.close()
         raise OSError(e.errno, f"cannot listen on {host}:{port}: {e.strerror}") from None
     sock.listen(2048)
-    app = create_app(DedupService(online, limits))
+    service = DedupService(online, limits)
+    app = create_app(service)
+    stop = threading.Event()
+    if online.index.ttl:
+        threading.Thread(target=service.expire_until, args=(stop,), name="expire", daemon=True).start()
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
     if ready is not None:
         ready(f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
@@ -329,6 +346,7 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
+        stop.set()
         for number, handler in previous.items():
             signal.signal(number, handler)
     return stopped[0] if stopped else None

@@ -34,7 +34,8 @@ def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[byte
             name=family, maxVersions=t["versions"], configuration=config or None,
             bloomnFilterType=getattr(hb2.TBloomFilterType, t["bloom_filter"]),
             dataBlockEncoding=getattr(hb2.TDataBlockEncoding, t["data_block_encoding"]),
-            compressionType=getattr(hb2.TCompressionAlgorithm, t["compression"]))
+            compressionType=getattr(hb2.TCompressionAlgorithm, t["compression"]),
+            timeToLive=t.get("ttl"))  # seconds (an index made with --ttl); None: forever
         descriptor = hb2.TTableDescriptor(
             tableName=hb2.TTableName(ns=b"default", qualifier=table_name(prefix, name).encode()),
             columns=[column])
