@@ -355,7 +355,8 @@ class Index:
         return {"store": self.store.url, "documents": documents, "index_rows": rows,
                 "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
-                "featurizer": config["fingerprint"], "created": config.get("created"), "ttl_s": self.ttl,
+                "featurizer": config["fingerprint"], "created": config.get("created"),
+                **({"ttl_s": self.ttl} if self.ttl else {}),
                 "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
 
 
