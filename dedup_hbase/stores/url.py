@@ -12,7 +12,8 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
 
     table_prefix=dedup     tables are P_index, P_docs, P_meta, P_locks
     transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
-    protocol=binary        or compact
+    protocol=binary        or compact (only with api=thrift1: the Thrift2 data path writes its puts
+                           and gets in the binary protocol); both gateways must speak it
     api=thrift2            the data path: thrift2 (the Thrift2 gateway at admin_port: one scan call
                            per region for all prefixes of a lookup or batch, putMultiple) or
                            thrift1 (the Thrift1 gateway at PORT, happybase: a scanner per prefix)
@@ -165,7 +166,14 @@ def _parse_hbase(url: str) -> StoreURL:
         if key in options:
             raise InvalidInput(f"HBase URL option {key} is given twice in {url!r}")
         options[key] = HBASE_OPTIONS[key](value)
+    _check_together(options)
     return StoreURL("hbase", url, host=parts.hostname, port=port or HBASE_PORT, options=options)
+
+
+def _check_together(options: dict[str, Any]) -> None:
+    if options.get("protocol") == "compact" and options.get("api", "thrift2") == "thrift2":
+        raise InvalidInput("HBase URL option protocol=compact works only with api=thrift1: the Thrift2 data path "
+                           "(the default) writes its puts and gets in the binary protocol; use protocol=binary")
 
 
 def check_hbase_options(**options: Any) -> None:
@@ -176,3 +184,4 @@ def check_hbase_options(**options: Any) -> None:
         if flag and not isinstance(value, bool):
             raise InvalidInput(f"{key} must be True or False, not {value!r}")
         HBASE_OPTIONS[key](text)
+    _check_together(options)
