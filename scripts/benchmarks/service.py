@@ -141,3 +141,40 @@ def run(report: Report, args, hbase_url: str | None) -> None:
     report.table(["store", "endpoint", "requests", "requests/s", "p50 ms", "p99 ms", "errors"], rows,
                  right={2, 3, 4, 5, 6})
     report.data["service"] = results
+
+
+def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
+    """The cost of exactness across servers, without HTTP: ``OnlineIndex.add(if_new=True)``
+    of one random fingerprint per call, ``adds`` calls in a row, with the fleet locks (the
+    default) and without (``fleet_locks=false``), each on fresh tables of ``hbase_url``."""
+    import random
+
+    from dedup_hbase import Document, Index, open_store
+    from dedup_hbase.online import OnlineIndex
+
+    rows = []
+    for locks in ("true", "false"):
+        sep = "&" if "?" in hbase_url else "?"
+        store = open_store(f"{hbase_url}{sep}table_prefix=cost{uuid.uuid4().hex[:8]}&fleet_locks={locks}")
+        try:
+            online = OnlineIndex(Index.create(store, 4, 3))
+            rnd = random.Random(seed)
+            docs = [Document(f"d{i}", rnd.getrandbits(64)) for i in range(adds)]
+            online.add(docs[:5], if_new=True)  # connections opened, regions cached
+            started = time.perf_counter()
+            for doc in docs[5:]:
+                online.add([doc], if_new=True)
+            seconds = time.perf_counter() - started
+            rows.append({"fleet_locks": locks, "adds": adds - 5, "adds_per_s": (adds - 5) / seconds,
+                         "ms_per_add": seconds * 1000 / (adds - 5)})
+        finally:
+            store.drop()
+            store.close()
+    return rows
+
+
+if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL
+    import sys
+
+    for row in fleet_cost(sys.argv[1]):
+        print(json.dumps(row))
