@@ -26,7 +26,11 @@ again is safe: writes are idempotent, and a document added by the failed attempt
 answered ``added: false`` with itself among its matches. The service never stops on a bad
 request.
 
-Fingerprinting and store calls run in a thread pool, so the event loop keeps answering. An
+Fingerprinting and store calls run in a thread pool, so the event loop keeps answering.
+uvicorn parses HTTP with httptools and runs uvloop when they are installed (the ``service``
+extra installs both): with its pure-Python parser (h11) the service answered about 400
+requests/s however little each one asked, with httptools about 2,600 (an unknown path) and
+1,000 (one-document ``check``) on the same loaded 2-core machine. An
 index with a TTL (``init --ttl``) has its expired documents removed by a background thread
 (at start, then every TTL/2, at most hourly; retention.py).
 """
