@@ -168,3 +168,12 @@ def test_without_fleet_locks_racing_servers_double_clusters(fleet_url):
     print(f"clusters doubled without fleet locks: {doubled} of {CLUSTERS}")
     assert doubled > 0
     assert all(s["fleet_locks"] is None for s in stats)
+
+
+def test_a_store_without_a_locks_table_says_what_to_do(hbase_url):
+    from dedup_hbase.errors import StoreError
+
+    with open_store(hbase_store_url(hbase_url) + "&retries=1") as store:
+        with pytest.raises(StoreError, match="no locks table: create it with the `dedup-hbase schema` line"):
+            with store.fleet_locks().held([b"abcde"]):
+                pass

@@ -89,7 +89,14 @@ class LeaseLocks:
         whose ``check()`` the body calls before it writes. Gives them back after."""
         lease, keys = Lease(self), sorted(set(keys))
         try:
-            for key, taken in zip(keys, self.parallel(self._try, keys)):
+            try:
+                tried = self.parallel(self._try, keys)
+            except StoreError as e:
+                if self.table.decode() in str(e):  # HBase names a missing table and nothing else
+                    raise StoreError(f"{e} (no locks table: create it with the `dedup-hbase schema` line for it "
+                                     "in the HBase shell, or use fleet_locks=false)") from None
+                raise
+            for key, taken in zip(keys, tried):
                 if taken:
                     self.counters["taken"] += 1
                     lease.held[key] = taken
