@@ -96,26 +96,31 @@ class LeaseLocks:
                     raise StoreError(f"{e} (no locks table: create it with the `dedup-hbase schema` line for it "
                                      "in the HBase shell, or use fleet_locks=false)") from None
                 raise
-            for key, taken in zip(keys, tried):
+            refused = {}
+            for key, (mine, sent, taken) in zip(keys, tried):
                 if taken:
                     self.counters["taken"] += 1
-                    lease.held[key] = taken
+                    lease.held[key] = (mine, sent)
+                else:  # the value tried: if its reply was lost, the cell holds it
+                    refused[key] = (mine, sent)
             missing = next((i for i, key in enumerate(keys) if key not in lease.held), len(keys))
             self._give_back(lease, keys[missing:])  # wait only while holding a sorted prefix
             for key in keys[missing:]:
-                self._take(key, lease)
+                self._take(key, lease, refused.get(key))  # given back: a fresh value
             yield lease
         finally:
             self._give_back(lease)
 
-    def _try(self, key: bytes) -> tuple[bytes, float] | None:
-        """One attempt at ``key``, without waiting: (our value, when sent) if taken."""
+    def _try(self, key: bytes) -> tuple[bytes, float, bool]:
+        """One attempt at ``key``, without waiting: (our value, when sent, taken)."""
         mine, sent = self._value(), time.monotonic()
         taken = self.call("checkAndPut", self.table, key, self.family, QUALIFIER, None, self._put(key, mine))
-        return (mine, sent) if taken else None
+        return mine, sent, taken
 
-    def _take(self, key: bytes, lease: Lease) -> None:
-        mine, sent = self._value(), time.monotonic()
+    def _take(self, key: bytes, lease: Lease, tried: tuple[bytes, float] | None = None) -> None:
+        """Take ``key``, waiting while another holds it. ``tried``: the value of a refused
+        attempt, which is ours if that attempt's reply was lost (a value is never reused)."""
+        mine, sent = tried or (self._value(), time.monotonic())
         seen, since, pause = None, 0.0, POLL_S[0]
         while True:
             if self.call("checkAndPut", self.table, key, self.family, QUALIFIER, None, self._put(key, mine)):
