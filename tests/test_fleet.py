@@ -133,17 +133,22 @@ def test_each_cluster_is_indexed_once_across_three_servers(fleet_url):
 def test_a_server_killed_holding_locks_blocks_the_others_only_for_the_lease(fleet_url):
     url = fleet_url + "&lease=3"
     docs = clusters(21)
-    killed = []
+    killed, left = [], []
 
     def kill_when_holding(procs, clients_running) -> None:
-        """SIGKILL server 0 as soon as the locks table shows a lock it holds."""
+        """SIGKILL server 0 as soon as the locks table shows a lock it holds; note the locks
+        it left (almost always some: it gives one back within a millisecond only rarely)."""
         victim = procs[0]
+
+        def victims(held):
+            return [key for key, value in held if value.split(b"|")[0].rsplit(b":", 2)[1] == str(victim.pid).encode()]
+
         with open_store(url) as store:
             while clients_running():
-                held = store.scan_range("locks", b"", None, 1000)
-                if any(value.split(b"|")[0].rsplit(b":", 2)[1] == str(victim.pid).encode() for _, value in held):
+                if victims(store.scan_range("locks", b"", None, 1000)):
                     victim.send_signal(signal.SIGKILL)
                     killed.append(victim.wait())
+                    left.extend(victims(store.scan_range("locks", b"", None, 1000)))
                     return
         raise AssertionError("server 0 was never seen holding a lock")
 
@@ -151,7 +156,8 @@ def test_a_server_killed_holding_locks_blocks_the_others_only_for_the_lease(flee
     assert killed == [-signal.SIGKILL]
     indexed = indexed_per_cluster(url, docs)
     assert {c: len(ids) for c, ids in indexed.items()} == {c: 1 for c in range(CLUSTERS)}  # none lost, none doubled
-    assert sum(s["fleet_locks"]["taken_over"] for s in stats) >= 1  # the dead server's leases were taken over
+    if left:  # the clients' retries of its add needed them: taken over after the lease
+        assert sum(s["fleet_locks"]["taken_over"] for s in stats) >= 1
     with open_store(url) as store:
         assert store.scan_range("locks", b"", None, 10) == []  # every lock given back
 
