@@ -29,6 +29,7 @@ from .index import Index, fingerprinter_for
 from .interrupts import exit_status, sigterm_raises
 from .loader import LoadOptions
 from .loader import check as check_records
+from .retention import parse_duration
 from .schema import hbase_shell_ddl, load_schema
 from .stores import DEFAULT_URL, ENV_VAR, parse_store_url
 
@@ -81,10 +82,11 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          k: Annotated[int, typer.Option("--k", "-k", help="Default max differing bits of a lookup.")] = 3,
          featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
          regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
+         ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
          json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k and featurizer."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions)
+    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl))
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
@@ -272,7 +274,9 @@ def serve(ctx: typer.Context,
 
     POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or
     {"id", "simhash"}; GET and DELETE /v1/docs/ID; GET /v1/stats; GET /healthz. With if_new a
-    document is added only when nothing within k bits is indexed or earlier in the request."""
+    document is added only when nothing within k bits is indexed or earlier in the request,
+    exact across servers on one HBase (leases in its locks table; the store URL's
+    fleet_locks=false turns them off where one server does all the adds, lease=S sets them)."""
     from .online import OnlineIndex
     from .service import Limits
     from .service import serve as run_service

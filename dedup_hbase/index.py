@@ -34,6 +34,7 @@ from .fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, 
 from .ids import MAX_ID_BYTES, encode_id
 from .layout import PREFIX_BYTES, Scheme
 from .plan import choose_scheme
+from .retention import unexpired
 from .schema import load_schema
 from .stores.base import Cells, Store
 
@@ -133,8 +134,8 @@ class Index:
     its configuration, so several processes may write one HBase index at once.
     """
 
-    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter):
-        self.store = store
+    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None):
+        self.store, self.ttl = store, ttl  # ttl: seconds a document counts (retention.py), None: always
         self.scheme = scheme
         self.k = scheme.check_k(k)
         self.fingerprinter = fingerprinter
@@ -143,20 +144,25 @@ class Index:
 
     @classmethod
     def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
-               fingerprinter: Fingerprinter | None = None, regions: int | None = None) -> "Index":
+               fingerprinter: Fingerprinter | None = None, regions: int | None = None,
+               ttl: int | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0."""
         scheme = choose_scheme(k, scheme)
         fingerprinter = fingerprinter or make_fingerprinter()
-        index = cls(store, scheme, k, fingerprinter)
+        index = cls(store, scheme, k, fingerprinter, ttl)
         if not store.exists():
-            store.create(load_schema(regions))
+            schema = load_schema(regions)
+            for table in ("index", "docs") if ttl else ():
+                schema["tables"][table]["ttl"] = ttl  # HBase: the column family's TTL
+            store.create(schema)
         elif store.get("meta", [_CONFIG_KEY])[0] is not None:
             raise DedupError(f"{store.url} already holds an index; open it, or pick another store")
         # else: tables made beforehand (e.g. from `dedup-hbase schema` in the HBase shell)
         config = {"format": FORMAT, "scheme": scheme.name, "k": k,
-                  "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                  "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  **({"ttl_s": ttl} if ttl else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -177,7 +183,7 @@ class Index:
                 f"{store.url} was built with featurizer {describe_spec(spec)}, not "
                 f"{describe_spec(fingerprinter.spec)}: fingerprints from different featurizers "
                 "are not comparable")
-        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter)
+        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"))
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
@@ -231,6 +237,8 @@ class Index:
         self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
         for i, d in enumerate(chosen):
+            if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
+                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())})
             if d.meta:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
@@ -279,13 +287,14 @@ class Index:
             if not isinstance(s, int) or not 0 <= s < 1 << 64:
                 raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
         if len(simhashes) >= _NUMPY_FROM:
-            return [matches for start in range(0, len(simhashes), _BATCH)
-                    for matches in self._query_batch(simhashes[start:start + _BATCH], k)]
-        per_query = [self.scheme.prefixes(s) for s in simhashes]
-        unique = sorted({p for prefixes in per_query for p in prefixes})
-        scanned = dict(zip(unique, self.store.scan_cells("index", unique)))
-        return [self._matches(s, [scanned[p] for p in prefixes], k)
-                for s, prefixes in zip(simhashes, per_query)]
+            found = [matches for start in range(0, len(simhashes), _BATCH)
+                     for matches in self._query_batch(simhashes[start:start + _BATCH], k)]
+        else:
+            per_query = [self.scheme.prefixes(s) for s in simhashes]
+            unique = sorted({p for prefixes in per_query for p in prefixes})
+            scanned = dict(zip(unique, self.store.scan_cells("index", unique)))
+            found = [self._matches(s, [scanned[p] for p in prefixes], k) for s, prefixes in zip(simhashes, per_query)]
+        return unexpired(self.store, found, self.ttl) if self.ttl else found
 
     def _query_batch(self, simhashes: Sequence[int], k: int) -> list[list[Match]]:
         """``query_many`` vectorised: each distinct prefix read once, in key order, and
@@ -347,6 +356,7 @@ class Index:
                 "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
                 "featurizer": config["fingerprint"], "created": config.get("created"),
+                **({"ttl_s": self.ttl} if self.ttl else {}),
                 "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
 
 

@@ -14,12 +14,14 @@ are striped (4,096 of them, taken in order, so two calls never deadlock); calls 
 documents run side by side. A store that is not thread-safe (the embedded one) gets one lock
 for every call instead.
 
-Across processes (several servers on one HBase) these locks are not shared: two servers that
-receive near-duplicates of each other within the same few milliseconds can both add them.
-Nothing is lost or corrupted (each write is idempotent and the index stays exact); the cost
-is a near-duplicate pair in the index, which any later lookup reports. Where that matters,
-keep insert-if-new on one process: routing by fingerprint cannot help, because near-duplicates
-share the prefix of *some* flag, not of one known in advance.
+Across processes (several servers on one HBase) the store's fleet locks do the same
+(``Store.fleet_locks``; on HBase, leases in its locks table: stores/hbase_locks.py, which argues
+exactness, crashes and expiry): an add with ``if_new`` also holds a lease on every scan prefix
+of its documents, and checks that enough of it is left before it writes. An upsert (without
+``if_new``) takes none: it writes whatever is indexed, and an insert-if-new that races with it
+is answered as if it came first. With the fleet locks off (``fleet_locks=false`` in an HBase
+URL) two servers that receive near-duplicates of each other at the same moment can both add
+them: nothing is lost, the cost is a near-duplicate pair in the index.
 
 A document's own id counts like any other: the same document sent twice (by two clients,
 or again in one call) is added once, and the second answer is ``added: false`` with the
@@ -31,6 +33,7 @@ written (upsert by id: its old fingerprint is replaced).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -39,8 +42,10 @@ from typing import Any
 import numpy as np
 
 from .fingerprint import to_hex
+from .ids import encode_id
 from .index import Document, Index, Match
 from .neardup import earlier_matches
+from .retention import expired_ids, written_at
 
 STRIPES = 1 << 12
 _FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing: scan prefixes -> stripes
@@ -71,6 +76,7 @@ class OnlineIndex:
         self._stripes = [threading.Lock() for _ in range(STRIPES)]
         # a store that is not thread-safe is used by one call at a time
         self._store_lock = nullcontext() if index.store.thread_safe else threading.Lock()
+        self.fleet = index.store.fleet_locks()  # None: this process is the only writer
 
     def config(self) -> dict[str, Any]:
         """The index's configuration, read from the store (a round trip)."""
@@ -104,15 +110,35 @@ class OnlineIndex:
         if not docs:
             return []
         simhashes = [d.simhash for d in docs]
-        with self._held(simhashes), self._store_lock:
+        with self._held(simhashes), self._store_lock, self._fleet_held(simhashes if if_new else []) as lease:
             found = self.index.query_many(simhashes)
             earlier = self._earlier_matches(docs)
             decisions = []
             for i, (doc, matches) in enumerate(zip(docs, found)):
                 near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))
                 decisions.append(Decision(doc.id, doc.simhash, not (if_new and near), near))
+            if lease is not None:
+                lease.check()
             self.index.add_many([doc for doc, decision in zip(docs, decisions) if decision.added])
         return decisions
+
+    def remove_expired(self, chunk: int = 1000) -> int:
+        """Delete the documents older than the index's TTL and their index cells (retention.py),
+        each chunk under the locks of its documents and checked again there, so a document
+        written meanwhile stays. Returns how many were deleted."""
+        ttl, removed = self.index.ttl, 0
+        if not ttl:
+            return 0
+        with self._store_lock:
+            doomed = expired_ids(self.index.store, ttl)
+        for start in range(0, len(doomed), chunk):
+            ids = doomed[start:start + chunk]
+            with self._held(self._simhashes_of(ids)), self._store_lock:
+                now = time.time()
+                values = self.index.store.get("docs", [encode_id(i) for i in ids])
+                removed += len(self.index.delete([i for i, v in zip(ids, values)
+                                                  if (t := written_at(v)) is not None and t + ttl <= now]))
+        return removed
 
     def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
         """Position -> the earlier documents of ``docs`` within k bits."""
@@ -124,13 +150,27 @@ class OnlineIndex:
         with self._store_lock:
             return [d.simhash for d in self.index.get(doc_ids) if d is not None]
 
+    def _scan_prefixes(self, simhashes: Sequence[int]) -> np.ndarray:
+        return self.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+
+    @contextmanager
+    def _fleet_held(self, simhashes: Sequence[int]) -> Iterator[Any]:
+        """The fleet locks of every scan prefix of ``simhashes`` (their 5-byte keys); yields
+        the lease, or None without fleet locks or simhashes."""
+        if self.fleet is None or not simhashes:
+            yield None
+            return
+        keys = [int(p).to_bytes(5, "big") for p in np.unique(self._scan_prefixes(simhashes)).tolist()]
+        with self.fleet.held(keys) as lease:
+            yield lease
+
     @contextmanager
     def _held(self, simhashes: Sequence[int]) -> Iterator[None]:
         """Hold the stripe locks of every scan prefix of ``simhashes``, taken in order."""
         if not simhashes:
             yield
             return
-        prefixes = self.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+        prefixes = self._scan_prefixes(simhashes)
         stripes = np.unique((prefixes * _FIBONACCI) >> np.uint64(64 - 12))  # sorted: a global order
         locks = [self._stripes[i] for i in stripes.tolist()]
         for lock in locks:

@@ -8,7 +8,7 @@ from importlib import resources
 
 from .errors import InvalidInput
 
-TABLES = ("index", "docs", "meta")
+TABLES = ("index", "docs", "meta", "locks")
 
 
 @cache
@@ -60,7 +60,7 @@ def hbase_shell_ddl(schema: dict, prefix: str = "dedup") -> str:
         attrs = [f"NAME => '{family}'", f"VERSIONS => {t['versions']}",
                  f"BLOOMFILTER => '{t['bloom_filter']}'",
                  f"DATA_BLOCK_ENCODING => '{t['data_block_encoding']}'",
-                 f"COMPRESSION => '{t['compression']}'"]
+                 f"COMPRESSION => '{t['compression']}'"] + ([f"TTL => {t['ttl']}"] if t.get("ttl") else [])
         if t["bloom_filter"] == "ROWPREFIX_FIXED_LENGTH":
             attrs.append("CONFIGURATION => {'RowPrefixBloomFilter.prefix_length' => "
                          f"'{t['bloom_prefix_length']}'}}")

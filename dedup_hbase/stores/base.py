@@ -142,6 +142,12 @@ class Store(ABC):
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
         """Remove ``keys``; absent keys are ignored."""
 
+    def fleet_locks(self):
+        """Locks shared by every process using this store (``held(keys)``, see
+        stores/hbase_locks.py), or None where the store has none: the embedded store has one
+        writer process, whose in-process locks suffice."""
+        return None
+
     def close(self) -> None:  # noqa: B027 (a store without resources has nothing to release)
         """Release files or connections. Safe to call twice."""
 

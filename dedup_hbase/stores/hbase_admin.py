@@ -34,7 +34,8 @@ def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[byte
             name=family, maxVersions=t["versions"], configuration=config or None,
             bloomnFilterType=getattr(hb2.TBloomFilterType, t["bloom_filter"]),
             dataBlockEncoding=getattr(hb2.TDataBlockEncoding, t["data_block_encoding"]),
-            compressionType=getattr(hb2.TCompressionAlgorithm, t["compression"]))
+            compressionType=getattr(hb2.TCompressionAlgorithm, t["compression"]),
+            timeToLive=t.get("ttl"))  # seconds (an index made with --ttl); None: forever
         descriptor = hb2.TTableDescriptor(
             tableName=hb2.TTableName(ns=b"default", qualifier=table_name(prefix, name).encode()),
             columns=[column])
@@ -42,17 +43,21 @@ def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[byte
     return out
 
 
-def create_tables(host: str, port: int, prefix: str, schema: dict, timeout_ms: int = 60000) -> None:
-    """Create the tables of ``schema`` under ``prefix`` through the Thrift2 gateway at host:port."""
-    from thriftpy2.protocol import TBinaryProtocolFactory
+def create_tables(host: str, port: int, prefix: str, schema: dict, timeout_ms: int = 60000,
+                  transport: str = "buffered", protocol: str = "binary") -> None:
+    """Create the tables of ``schema`` under ``prefix`` through the Thrift2 gateway at host:port
+    (``transport`` buffered or framed, ``protocol`` binary or compact: the store URL's)."""
+    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
     from thriftpy2.rpc import make_client
-    from thriftpy2.transport import TBufferedTransportFactory
+    from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
 
     hb2 = idl()
     descriptors = table_descriptors(schema, prefix)
     try:
-        client = make_client(hb2.THBaseService, host, port, timeout=timeout_ms,
-                             trans_factory=TBufferedTransportFactory(), proto_factory=TBinaryProtocolFactory())
+        client = make_client(
+            hb2.THBaseService, host, port, timeout=timeout_ms,
+            trans_factory=TFramedTransportFactory() if transport == "framed" else TBufferedTransportFactory(),
+            proto_factory=TCompactProtocolFactory() if protocol == "compact" else TBinaryProtocolFactory())
     except Exception as e:
         raise AdminGatewayUnreachable(
             f"creating tables needs HBase's Thrift2 gateway, not reachable at {host}:{port} ({e}); "

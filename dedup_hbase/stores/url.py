@@ -10,9 +10,10 @@ URL                                    store
 
 HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
 
-    table_prefix=dedup     tables are P_index, P_docs, P_meta
+    table_prefix=dedup     tables are P_index, P_docs, P_meta, P_locks
     transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
-    protocol=binary        or compact
+    protocol=binary        or compact (only with api=thrift1: the Thrift2 data path writes its puts
+                           and gets in the binary protocol); both gateways must speak it
     api=thrift2            the data path: thrift2 (the Thrift2 gateway at admin_port: one scan call
                            per region for all prefixes of a lookup or batch, putMultiple) or
                            thrift1 (the Thrift1 gateway at PORT, happybase: a scanner per prefix)
@@ -29,6 +30,10 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
     zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
                            boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
     zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
+    fleet_locks=true       add?if_new=true takes a lease on each scan prefix in the locks table, so
+                           that it is exact across any number of servers on these tables (hbase_locks.py);
+                           false: exact only within one process (one server does all the adds)
+    lease=30               seconds a dead server's locks block others at most (from when they see them)
 
 ``open_store`` (stores/__init__.py) turns a ``StoreURL`` into a store.
 """
@@ -101,6 +106,8 @@ HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "ranges_per_call": _whole("ranges_per_call"),
     "zk": _zk,
     "zk_parent": _zk_parent,
+    "fleet_locks": lambda text: _choice("fleet_locks", "true", "false")(text) == "true",
+    "lease": _whole("lease", 1, 86400),
 }
 
 
@@ -159,13 +166,22 @@ def _parse_hbase(url: str) -> StoreURL:
         if key in options:
             raise InvalidInput(f"HBase URL option {key} is given twice in {url!r}")
         options[key] = HBASE_OPTIONS[key](value)
+    _check_together(options)
     return StoreURL("hbase", url, host=parts.hostname, port=port or HBASE_PORT, options=options)
+
+
+def _check_together(options: dict[str, Any]) -> None:
+    if options.get("protocol") == "compact" and options.get("api", "thrift2") == "thrift2":
+        raise InvalidInput("HBase URL option protocol=compact works only with api=thrift1: the Thrift2 data path "
+                           "(the default) writes its puts and gets in the binary protocol; use protocol=binary")
 
 
 def check_hbase_options(**options: Any) -> None:
     """Check typed HBase options (as a library caller passes them) by the URL's rules."""
     for key, value in options.items():
-        text = ("true" if value else "false") if key == "wal" and isinstance(value, bool) else str(value)
-        if key == "wal" and not isinstance(value, bool):
-            raise InvalidInput(f"wal must be True or False, not {value!r}")
+        flag = key in ("wal", "fleet_locks")
+        text = ("true" if value else "false") if flag and isinstance(value, bool) else str(value)
+        if flag and not isinstance(value, bool):
+            raise InvalidInput(f"{key} must be True or False, not {value!r}")
         HBASE_OPTIONS[key](text)
+    _check_together(options)

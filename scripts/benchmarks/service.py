@@ -1,11 +1,13 @@
 """The dedup service under load: a real ``dedup-hbase serve`` process on loopback, and a
-bounded load generator (asyncio + httpx, N concurrent clients, each sending its next request
-when the previous one is answered) for a fixed time.
+bounded load generator for a fixed time: ``wrk`` (compiled; N connections on 2 threads, each
+connection sending its next request when the previous one is answered, bodies taken in turn
+from a file by a Lua script) where it is installed (``apt-get install wrk``), else asyncio +
+httpx (the same closed loop, in Python: it then shares the service's CPU and is slower).
 
 Per store (embedded, and HBase when one runs): half of the shared news corpus is loaded first;
-then ``check`` (one document per request, texts of the corpus) and ``add?if_new=true`` (one
-document per request, texts of the other half under new ids, so about half of them are added)
-each run for ``--service-seconds``. Reported: requests/s, p50/p99 latency as the client sees
+then ``check`` (texts of the corpus) and ``add?if_new=true`` (texts of the other half under new
+ids, so about half of them are added), with one and with 100 documents per request, each run
+for ``--service-seconds``; on HBase also ``add?if_new=true`` with ``fleet_locks=false``. Reported: requests/s, p50/p99 latency as the client sees
 it, and errors (any non-200 answer counts; there must be none). The generator shares the
 machine's cores with the service (and HBase): the rates are lower bounds of what a separate
 client machine would see.
@@ -74,30 +76,76 @@ async def generate(url: str, path: str, bodies: list[bytes], clients: int, secon
             "p99_us": p99, "errors": len(errors), "first_errors": errors[:3]}
 
 
+WRK_SCRIPT = """
+local bodies = {}
+function init(args)
+  for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
+  i = math.random(#bodies)
+end
+function request()
+  i = i % #bodies + 1
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, bodies[i])
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %f %f\\n", summary.requests, e.status,
+    e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds: float, work: Path) -> dict:
+    """``generate`` with wrk: the bodies one per line in a file, sent in turn."""
+    lines, script = work / f"bodies-{uuid.uuid4().hex[:6]}.txt", work / "bodies.lua"
+    lines.write_bytes(b"\n".join(bodies) + b"\n")
+    script.write_text(WRK_SCRIPT)
+    out = subprocess.run(["wrk", "-t2", f"-c{clients}", f"-d{seconds:g}s", "--timeout", "60s", "-s", str(script),
+                          url + path, "--", str(lines)], capture_output=True, text=True, check=True).stdout
+    requests, status_errors, other_errors, p50, p99 = out.split("RESULT ", 1)[1].split()[:5]
+    elapsed = float(seconds)
+    errors = int(status_errors) + int(other_errors)
+    return {"requests": int(requests), "seconds": elapsed, "per_s": int(requests) / elapsed, "p50_us": float(p50),
+            "p99_us": float(p99), "errors": errors, "first_errors": [out[-500:]] if errors else [],
+            "generator": "wrk"}
+
+
 def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict]:
     half = len(corpus) // 2
     indexed = work / "indexed.jsonl"
     indexed.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in corpus[:half]), encoding="utf-8")
     subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
     subprocess.run(["dedup-hbase", "load", "--store", store, str(indexed), "-q"], check=True, capture_output=True)
-    check_bodies = [json.dumps([{"id": d["id"], "text": d["text"]}], ensure_ascii=False).encode() for d in corpus]
-    add_bodies = [json.dumps([{"id": f"{d['id']}@{uuid.uuid4().hex[:6]}", "text": d["text"]}],
-                             ensure_ascii=False).encode() for d in corpus[half:]]
-    log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
-    proc, url = start_service(store, log)
+    def bodies(docs: list[dict], per: int, tag: str | None = None) -> list[bytes]:
+        docs = [{"id": d["id"] if tag is None else f"{d['id']}@{tag}", "text": d["text"]} for d in docs]
+        return [json.dumps(docs[i:i + per], ensure_ascii=False).encode() for i in range(0, len(docs) - per + 1, per)]
+
+    def endpoints(tag: str, suffix: str = "") -> list:
+        return [(f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 1, tag + "1"), 1),
+                (f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 100, tag + "100"), 100)]
+
+    runs = [(store, [("check", "/v1/check", bodies(corpus, 1), 1), ("check", "/v1/check", bodies(corpus, 100), 100),
+                     *endpoints("a")])]
+    if store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
+        runs.append((store + "&fleet_locks=false", endpoints("b", ", fleet_locks=false")))
     rows = []
-    try:
-        for name, path, bodies in (("check", "/v1/check", check_bodies),
-                                   ("add?if_new=true", "/v1/add?if_new=true", add_bodies)):
-            progress(f"  {store}: {name}, {args.service_clients} clients, {args.service_seconds} s ...\n")
-            result = asyncio.run(generate(url, path, bodies, args.service_clients, args.service_seconds))
-            if result["errors"]:
-                progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
-                         f", its log ends:\n{log.read_text()[-3000:]}\n")
-            rows.append({"endpoint": name, **result})
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+    for served, endpoints in runs:
+        log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
+        proc, url = start_service(served, log)
+        try:
+            for name, path, sent, per in endpoints:
+                progress(f"  {served}: {name}, {per} per request, {args.service_clients} clients, "
+                         f"{args.service_seconds} s ...\n")
+                if shutil.which("wrk"):
+                    result = generate_wrk(url, path, sent, args.service_clients, args.service_seconds, work)
+                else:
+                    result = asyncio.run(generate(url, path, sent, args.service_clients, args.service_seconds))
+                if result["errors"]:
+                    progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
+                             f", its log ends:\n{log.read_text()[-3000:]}\n")
+                rows.append({"endpoint": name, "docs_per_request": per, **result})
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
     return rows
 
 
@@ -122,18 +170,75 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                         s.drop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    report.write(f"`dedup-hbase serve` on loopback; {args.service_clients} concurrent clients (asyncio + httpx, each "
-                 f"sends its next request when the last is answered) for {args.service_seconds} s per endpoint, one "
-                 f"document per request; {len(corpus) // 2:,} shared-corpus documents indexed first. `check`: texts of "
-                 "the whole corpus; `add?if_new=true`: the other half under new ids (about half get added). The "
-                 f"generator runs on the same {os.cpu_count()} cores as the service.\n")
+    generator = "wrk -t2" if shutil.which("wrk") else "asyncio + httpx"
+    batched, single = core_rate([d["text"] for d in corpus[:3000]])
+    report.write(f"`dedup-hbase serve` on loopback; {args.service_clients} concurrent connections ({generator}, each "
+                 f"sends its next request when the last is answered) for {args.service_seconds} s per endpoint; "
+                 f"{len(corpus) // 2:,} shared-corpus documents indexed first. `check`: texts of the whole corpus; "
+                 "`add?if_new=true`: the other half under new ids (about half get added; bodies repeat once used up, "
+                 f"then adding nothing). The generator runs on the same {os.cpu_count()} cores as the service. The "
+                 f"core's own rate in this run: {batched:,.0f} documents per CPU second in batches, {single:,.0f} one "
+                 "call per document.\n")
     rows = []
     for store, endpoint_rows in results.items():
         for r in endpoint_rows:
-            rows.append([store, r["endpoint"], f"{r['requests']:,}", f"{r['per_s']:,.0f}",
-                         f"{r['p50_us'] / 1000:.1f}", f"{r['p99_us'] / 1000:.1f}", r["errors"]])
+            rows.append([store, r["endpoint"], r["docs_per_request"], f"{r['requests']:,}", f"{r['per_s']:,.0f}",
+                         f"{r['per_s'] * r['docs_per_request']:,.0f}", f"{r['p50_us'] / 1000:.1f}",
+                         f"{r['p99_us'] / 1000:.1f}", r["errors"]])
             if r["errors"]:
                 report.fail(f"service benchmark, {store} {r['endpoint']}: {r['errors']} errors: {r['first_errors']}")
-    report.table(["store", "endpoint", "requests", "requests/s", "p50 ms", "p99 ms", "errors"], rows,
-                 right={2, 3, 4, 5, 6})
-    report.data["service"] = results
+    report.table(["store", "endpoint", "docs/request", "requests", "requests/s", "docs/s", "p50 ms", "p99 ms",
+                  "errors"], rows, right={2, 3, 4, 5, 6, 7, 8})
+    report.data["service"] = {"results": results, "core_docs_per_cpu_s": {"batched": batched, "single": single}}
+
+
+def core_rate(texts: list[str]) -> tuple[float, float]:
+    """Documents per CPU second of the fingerprinter the service uses: in one batch, and one call each."""
+    from dedup_hbase.fingerprint import make_fingerprinter
+
+    fingerprinter = make_fingerprinter()
+    fingerprinter.fingerprint_many(texts[:10])  # the dictionary loaded
+    started = time.process_time()
+    fingerprinter.fingerprint_many(texts)
+    batched = len(texts) / (time.process_time() - started)
+    started = time.process_time()
+    for text in texts[:1000]:
+        fingerprinter.fingerprint(text)
+    return batched, min(len(texts), 1000) / (time.process_time() - started)
+
+
+def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
+    """The cost of exactness across servers, without HTTP: ``OnlineIndex.add(if_new=True)``
+    of one random fingerprint per call, ``adds`` calls in a row, with the fleet locks (the
+    default) and without (``fleet_locks=false``), each on fresh tables of ``hbase_url``."""
+    import random
+
+    from dedup_hbase import Document, Index, open_store
+    from dedup_hbase.online import OnlineIndex
+
+    rows = []
+    for locks in ("true", "false"):
+        sep = "&" if "?" in hbase_url else "?"
+        store = open_store(f"{hbase_url}{sep}table_prefix=cost{uuid.uuid4().hex[:8]}&fleet_locks={locks}")
+        try:
+            online = OnlineIndex(Index.create(store, 4, 3))
+            rnd = random.Random(seed)
+            docs = [Document(f"d{i}", rnd.getrandbits(64)) for i in range(adds)]
+            online.add(docs[:5], if_new=True)  # connections opened, regions cached
+            started = time.perf_counter()
+            for doc in docs[5:]:
+                online.add([doc], if_new=True)
+            seconds = time.perf_counter() - started
+            rows.append({"fleet_locks": locks, "adds": adds - 5, "adds_per_s": (adds - 5) / seconds,
+                         "ms_per_add": seconds * 1000 / (adds - 5)})
+        finally:
+            store.drop()
+            store.close()
+    return rows
+
+
+if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL
+    import sys
+
+    for row in fleet_cost(sys.argv[1]):
+        print(json.dumps(row))

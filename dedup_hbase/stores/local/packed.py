@@ -56,11 +56,13 @@ _NO_LOG.disable_wal = True  # merge writes: the runs they come from stay until t
 class PackedTable:
     """One packed table of a RocksDB database (see the module docstring)."""
 
-    def __init__(self, db, name: str, prefix_bytes: int, runs_options) -> None:
+    def __init__(self, db, name: str, prefix_bytes: int, runs_options, read_only: bool = False) -> None:
         """``runs_options``: the RocksDB options of the runs family, which a merge drops
         and creates again (a missing runs family is an empty one: open the database with
-        ``create_missing_column_families``)."""
-        self.name = name
+        ``create_missing_column_families``). ``read_only``: ``db`` is a read-only snapshot;
+        pending runs are merged in memory, not written."""
+        self.name, self.read_only = name, read_only
+        self._overlay: dict[bytes, bytes] | None = None  # read-only: records merged in memory
         self.prefix_bytes = prefix_bytes
         self.row_bytes = prefix_bytes + REST_BYTES
         self._db = db
@@ -156,8 +158,13 @@ class PackedTable:
         self._db.write(write)
 
     def merge(self) -> None:
-        """Fold every run into the merged records, then delete the runs."""
+        """Fold every run into the merged records, then delete the runs (read-only: merge
+        them in memory, once: the snapshot does not change)."""
         if not self.run_cells:  # exact: saved in the same atomic write as the runs
+            return
+        if self.read_only:
+            if self._overlay is None:
+                self._overlay = self._merge_in_memory()
             return
         # A slice of whole partitions at a time; its cost is its runs plus the merged cells
         # of its partitions (estimated as an even share of all of them).
@@ -177,6 +184,38 @@ class PackedTable:
             cost += len(runs[-1])
         self._merge_runs(runs)
         self._drop_runs()
+
+    def _merge_in_memory(self) -> dict[bytes, bytes]:
+        """The records the pending runs would give, by prefix, without writing them."""
+        runs = [CellBatch.decode(record) for _, record in self._runs.items(read_opt=total_order())]
+        if not runs:
+            return {}
+        fresh = CellBatch.concat(runs).sorted_unique()
+        old_pids, old_records = self._records_of(fresh.prefixes())
+        merged = (CellBatch.concat([CellBatch.from_records(old_pids, old_records), fresh]).sorted_unique(runs=True)
+                  if old_records else fresh)
+        pids, records = merged.pack()
+        return dict(zip(self._prefixes(pids), records))
+
+    def _records(self, from_key: bytes | None = None):
+        """(prefix, record) of every merged record from ``from_key`` on, in key order, with
+        the in-memory merge of a read-only snapshot in place of the stored records."""
+        stored = self._merged.items(read_opt=total_order(), **({} if from_key is None else {"from_key": from_key}))
+        if not self._overlay:
+            yield from stored
+            return
+        extra = sorted(item for item in self._overlay.items() if from_key is None or item[0] >= from_key)
+        i = 0
+        for prefix, record in stored:
+            while i < len(extra) and extra[i][0] < prefix:
+                yield extra[i]
+                i += 1
+            if i < len(extra) and extra[i][0] == prefix:
+                yield extra[i]
+                i += 1
+            else:
+                yield prefix, record
+        yield from extra[i:]
 
     def _drop_runs(self) -> None:
         """Delete every run: drop the runs family and create it again, which frees its
@@ -256,12 +295,15 @@ class PackedTable:
                 raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
                                  f"prefixes, not {len(prefix)} bytes")
         self.merge()
-        return [_EMPTY if record is None else PackedCells(record) for record in self._merged.get(list(prefixes))]
+        records = self._merged.get(list(prefixes))
+        if self._overlay:
+            records = [self._overlay.get(prefix, record) for prefix, record in zip(prefixes, records)]
+        return [_EMPTY if record is None else PackedCells(record) for record in records]
 
     def iterate_cells(self):
         """(prefix, Cells) of every prefix, in key order (merges pending runs first)."""
         self.merge()
-        for prefix, record in self._merged.items(read_opt=total_order()):
+        for prefix, record in self._records():
             yield prefix, PackedCells(record)
 
     def scan(self, prefix: bytes) -> list[bytes]:
@@ -277,7 +319,7 @@ class PackedTable:
         (merges pending runs first)."""
         self.merge()
         out: list[bytes] = []
-        for prefix, record in self._merged.items(from_key=start[:self.prefix_bytes], read_opt=total_order()):
+        for prefix, record in self._records(start[:self.prefix_bytes]):
             if stop is not None and prefix >= stop:
                 break
             for key in PackedCells(record).keys(prefix):

@@ -9,8 +9,10 @@ lookup reads 4 records (4-split) rather than iterating every candidate key throu
 The logical table, what ``scan`` and ``iterate`` return, is the design's key layout bit for
 bit; nothing outside this package sees the packing.
 
-One process at a time: RocksDB locks the folder, and a second opener gets a clear
-StoreError. Opening happens on first use, not in the constructor.
+One writer process at a time: RocksDB locks the folder. A second process (``check``,
+``query``, ``stats`` while ``serve`` holds the store) opens it read-only instead: a snapshot
+as of its opening, the index's pending runs merged in memory; any write it tries gets a clear
+StoreError ("in use by another process"). Opening happens on first use, not in the constructor.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from rocksdict import (
+    AccessType,
     BlockBasedOptions,
     BottommostLevelCompaction,
     Cache,
@@ -86,6 +89,7 @@ class LocalStore(Store):
         self._db = None
         self._cfs: dict = {}
         self._packed: dict[str, PackedTable] = {}
+        self.read_only = False  # True once opened read-only: another process holds the folder
 
     # -- tables --------------------------------------------------------------
 
@@ -145,14 +149,36 @@ class LocalStore(Store):
         try:
             self._db = Rdict(str(self.path), opts, column_families=families)
         except Exception as e:  # rocksdict raises plain Exception for RocksDB errors
-            if "LOCK" in str(e):
+            if "LOCK" not in str(e):
+                raise StoreError(f"cannot open {self.url}: {e}") from None
+            if create:
                 raise StoreError(f"{self.url} is in use by another process") from None
-            raise StoreError(f"cannot open {self.url}: {e}") from None
-        self._packed = {name: PackedTable(self._db, name, t["packed"], _runs_options())
+            self._db = self._open_read_only(opts, families)
+        self._packed = {name: PackedTable(self._db, name, t["packed"], _runs_options(), self.read_only)
                         for name, t in tables.items() if t.get("packed")}
         self._cfs = {name: self._db.get_column_family(name) for name in tables if name not in self._packed}
         self._handles = {name: self._db.get_column_family_handle(name) for name in self._cfs}
         return self._db
+
+    def _open_read_only(self, opts, families):
+        """The folder as a read-only snapshot (its writer holds the lock). Every table file is
+        opened now, so the writer's compactions cannot delete one from under a later read;
+        an open that meets such a deletion half way is tried again."""
+        opts.set_max_open_files(-1)
+        opts.create_if_missing(False)
+        for _attempt in range(3):
+            try:
+                db = Rdict(str(self.path), opts, column_families=families, access_type=AccessType.read_only())
+                self.read_only = True
+                return db
+            except Exception as e:
+                error = e
+        raise StoreError(f"{self.url} is in use by another process, and opening it read-only failed: {error}") from None
+
+    def _writable(self) -> None:
+        self._open()
+        if self.read_only:
+            raise StoreError(f"{self.url} is in use by another process (opened read-only here: no writes)")
 
     def _cf(self, table: str):
         self._open()
@@ -169,6 +195,7 @@ class LocalStore(Store):
     # -- data ----------------------------------------------------------------
 
     def put(self, table: str, items: Iterable[Item]) -> None:
+        self._writable()
         if packed := self._table(table):
             return packed.put(items)
         self._cf(table)
@@ -178,6 +205,7 @@ class LocalStore(Store):
         self._db.write(batch)
 
     def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes], repeat: int = 1) -> None:
+        self._writable()
         if packed := self._table(table):
             return packed.put_cells(CellBatch.from_rows(rows, qualifiers, packed.prefix_bytes, repeat))
         super().put_cells(table, rows, qualifiers, repeat)
@@ -237,6 +265,7 @@ class LocalStore(Store):
         return out
 
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
+        self._writable()
         if packed := self._table(table):
             return packed.delete(keys)
         self._cf(table)
@@ -249,6 +278,8 @@ class LocalStore(Store):
         """Fold the index's recent writes into its per-prefix records now (packed.py). Also
         done before any read of the index, on ``close`` and on ``compact``."""
         self._open()
+        if self.read_only:
+            return
         for packed in self._packed.values():
             packed.merge()
 
@@ -257,6 +288,7 @@ class LocalStore(Store):
         zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
         compacts in the background anyway; this finishes it now (seconds per million
         documents)."""
+        self._writable()
         self.flush()
         force = CompactOptions()  # rewrite even files already at the bottom (a flush may have
         force.set_bottommost_level_compaction(BottommostLevelCompaction.force())  # moved them there as lz4)
@@ -273,14 +305,17 @@ class LocalStore(Store):
         """Merge the index's recent writes (so the next open reads one record per prefix),
         flush and close."""
         if self._db is not None:
-            for packed in self._packed.values():
-                packed.merge()
+            if not self.read_only:
+                for packed in self._packed.values():
+                    packed.merge()
             self._cfs.clear()
             self._handles = {}
             self._packed = {}
-            self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
+            if not self.read_only:
+                self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
             self._db.close()
             self._db = None
+            self.read_only = False
 
 
 __all__ = ["LocalStore"]
