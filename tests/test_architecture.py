@@ -39,7 +39,7 @@ ALLOWED = {
     "progress": {"corpus"},
     "online": {"fingerprint", "index", "neardup"},
     "spark.": {"arrays", "batches", "corpus", "errors", "fingerprint", "index", "interrupts", "layout", "loader",
-               "schema", "stores", "stores.hbase", "spark."},
+               "schema", "stores", "stores.base", "spark."},
     "service": {"errors", "fingerprint", "ids", "index", "online"},
     "command": {"errors", "index", "interrupts", "stores", "stores.hbase_admin"},
     "cli": {"", "batches", "command", "corpus", "engines", "errors", "fingerprint", "index", "interrupts", "loader",
