@@ -463,3 +463,61 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
             "starts over; what it wrote is written again, nothing doubles)"], err[-2000:]
     assert_all_gone(started, marker)
 
+
+
+def fingerprint_lines(label: str, n: int = 3000, seed: int = 21) -> list[str]:
+    """Good fingerprint records with every kind of bad one (and odd good ones) mixed in."""
+    rnd = random.Random(seed)
+    lines = [json.dumps({"id": f"f{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) for i in range(n)]
+    odd = [
+        '{"id": "bad-hex", "simhash": "xyz"}', '{"id": 42, "simhash": "00000000000000ff"}',
+        '{"id": 1.5, "simhash": "00000000000000ff"}', '{"id": "no-simhash"}', "not json at all", "[1, 2]",
+        '{"id": "spaced", "simhash": " 0x00000000000000AB "}', '{"id": "upper", "simhash": "ABCDEF0123456789"}',
+        json.dumps({"id": "labelled", "simhash": "00000000000000ab", "featurizer": label}),
+        '{"id": "text-int", "simhash": "00000000000000ab", "text": 5}',
+        json.dumps({"id": "texted", "simhash": "00000000000000ab", "text": "中文 text 𝄞", "title": 'T\n"x"'},
+                   ensure_ascii=False),
+        '{"id": "dup", "simhash": "00000000000000ab", "id": "dup-last"}', '{"id": "", "simhash": "00000000000000ab"}',
+        '{"id": "lone\\ud800", "simhash": "00000000000000ab"}', '{"id": "num-sim", "simhash": 123}',
+        '{"id": "nul-sim", "simhash": null}', '{"id": "x", "simhash": "00000000000000ab"} trailing',
+        '{"id": "nan", "simhash": "00000000000000ab", "score": NaN}', "   ", "\u3000", "",
+        '{"id": "f7", "simhash": "ffffffffffffffff", "featurizer": ""}', '{"id": "t-null", "simhash": '
+        '"8000000000000000", "text": null, "title": 7}', '{"id": "' + "x" * 1025 + '", "simhash": "00000000000000ab"}',
+    ]
+    for line in odd:
+        lines.insert(rnd.randrange(len(lines)), line)
+    return lines
+
+
+def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_path, monkeypatch):
+    """--fingerprints JSON lines (plain with CRLF and lone CR line ends, read in several splits;
+    gzip; a bad UTF-8 line) read by the JVM: the same report, rejects (file, line, reason),
+    documents as the local engine; a record made by another featurizer stops the load before
+    anything is written."""
+    from dedup_hbase.errors import IndexMismatch
+    from dedup_hbase.spark import fingerprints, inputs
+
+    urls = [str(tmp_path / "spark-store"), str(tmp_path / "local-store")]
+    for url in urls:
+        with open_store(url, create=True) as store:
+            Index.create(store, 4, 3)
+    with open_store(urls[0]) as store:
+        label = Index.open(store).fingerprinter.label
+    lines = fingerprint_lines(label, n=20_000)
+    monkeypatch.setattr(inputs, "MIN_PIECE", 64 << 10)  # the plain file (~0.6 MB) in several splits
+    plain, zipped = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    data = "\n".join(lines[:15000]).encode() + b"\r\n" + "\r".join(lines[15000:16000]).encode() + b"\n"
+    plain.write_bytes(data[:5000] + b'{"id": "bad-utf8", "simhash": "\xff"}\r\n' + data[5000:])
+    zipped.write_bytes(gzip.compress(("\n".join(lines[16000:]) + "\n").encode()))
+    assert fingerprints.split(inputs.plan([str(plain), str(zipped)], "auto"))[1] == []  # both read in the JVM
+    a = spark_load_to(urls[0], spark, [plain, zipped], tmp_path / "rejects-spark.jsonl", fingerprints=True)
+    b = local_load_to(urls[1], [plain, zipped], tmp_path / "rejects-local.jsonl", fingerprints=True)
+    same_report(a, b)
+    assert a["rejected"] >= 10 and a["unlabeled"] == b["unlabeled"] > 0
+    assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+    assert documents(urls[0]) == documents(urls[1])
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text("\n".join(lines[:50] + [json.dumps({"id": "o", "simhash": "00000000000000ab",
+                                                           "featurizer": "other-v1"})]) + "\n")
+    with pytest.raises(IndexMismatch, match=rf"{foreign}:51: the fingerprint of 'o' was made by featurizer other-v1"):
+        spark_load_to(urls[0], spark, [foreign], fingerprints=True)

@@ -128,3 +128,19 @@ def delete(spark, uri: str) -> None:
     path, fs = _fs(spark, uri)
     if fs.exists(path):
         fs.delete(path, True)
+
+
+JSON_LINES_SCHEMA = ("ordinal int, line long, id string, simhash long, title string, length long, "
+                     "text_bytes long, featurizer string, raw binary")
+
+
+def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_bytes: int):
+    """The helper's ``JsonLines.read``: the rows (JSON_LINES_SCHEMA) of a JSON lines file of
+    precomputed fingerprints, read and checked in the executors' JVMs; ``field_names``: the
+    id, text, simhash, title and featurizer fields."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import _parse_datatype_string
+
+    rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
+    schema = spark._jsparkSession.parseDataType(_parse_datatype_string(JSON_LINES_SCHEMA).json())
+    return DataFrame(spark._jsparkSession.createDataFrame(rdd, schema), spark)

@@ -26,11 +26,11 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if not planned:
         raise DedupError("no input files")
     parts = []
+    finish = stages.fingerprint_records(spec, use_simhash)
     if use_simhash:
         jvm_read, planned = fingerprints.split(planned)
         if jvm_read:
-            parts.append(fingerprints.read(spark, jvm_read, fields))
-    finish = stages.fingerprint_records(spec, use_simhash)
+            parts.append(fingerprints.read(spark, jvm_read, fields, finish))
     parallelism = spark.sparkContext.defaultParallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f) for piece in inputs.pieces(f, parallelism)]
