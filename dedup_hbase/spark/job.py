@@ -119,8 +119,9 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
+        persisted: list = []
         fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, index.fingerprinter.spec,
-                                              options.fingerprints).persist(StorageLevel.MEMORY_AND_DISK)
+                                              options.fingerprints, persisted).persist(StorageLevel.MEMORY_AND_DISK)
         report = LoadReport()
         if options.rejects is not None:
             with open(options.rejects, "w", encoding="utf-8") as reject_file:
@@ -128,6 +129,8 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
         else:
             _account(fingerprinted, report, None, index.fingerprinter.label, options.fingerprints)
         report.indexed = report.read - report.rejected
+        for frame in persisted:
+            frame.unpersist()
         clock("read, fingerprint, account")
         good = fingerprinted.where(F.col("error").isNull())
         if target is not None:

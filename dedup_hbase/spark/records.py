@@ -18,8 +18,10 @@ from ..errors import DedupError
 from . import fingerprints, hadoop, inputs, stages
 
 
-def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool):
-    """Every record of ``paths``: its simhash, or its error and reason."""
+def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool,
+                  persisted: list):
+    """Every record of ``paths``: its simhash, or its error and reason. DataFrames persisted on
+    the way are appended to ``persisted`` (to unpersist once the records are)."""
     from pyspark.sql import functions as F
 
     planned = inputs.plan(paths, fmt, lambda uri: hadoop.list_files(spark, uri))
@@ -30,7 +32,7 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if use_simhash:
         jvm_read, planned = fingerprints.split(planned)
         if jvm_read:
-            parts.append(fingerprints.read(spark, jvm_read, fields, finish))
+            parts.append(fingerprints.read(spark, jvm_read, fields, finish, persisted))
     parallelism = spark.sparkContext.defaultParallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f) for piece in inputs.pieces(f, parallelism)]

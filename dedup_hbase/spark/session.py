@@ -84,6 +84,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
         "spark.sql.shuffle.partitions": "16",
+        # the records are persisted between the job's steps: columns compressed cost more CPU
+        # (dictionary statistics of every value) than the memory they save here
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
     if master.startswith("local"):
         settings["spark.driver.memory"] = "2g"
