@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import StoreError
 from ..schema import TABLES, load_schema, table_name
 from . import thrift2
-from .base import Cells, HFileTarget, Item, ListCells, Store, row_width
+from .base import Cells, Item, ListCells, Store, row_width
 from .url import HBASE_PORT, check_hbase_options
 
 SKIP_WAL = 1  # Thrift2's TDurability.SKIP_WAL
@@ -150,6 +150,12 @@ class HBaseStore(Store):
     @staticmethod
     def _keys(row: bytes, cells: dict) -> list[Item]:
         return [(row + column.split(b":", 1)[1], value) for column, value in sorted(cells.items())]
+
+    def hfile_target(self):
+        """HBase takes HFiles (BulkLoadHFiles, through ZooKeeper: the URL's ``zk``)."""
+        from .base import HFileTarget
+
+        return HFileTarget(self.zk, self.zk_parent, {t: table_name(self.table_prefix, t) for t in TABLES})
 
     # -- tables ----------------------------------------------------------------
 
@@ -287,10 +293,6 @@ class HBaseStore(Store):
                     for row, column in chunk:
                         batch.delete(row, columns=[column])
             self._run(work)
-
-    def hfile_target(self) -> HFileTarget:
-        """HBase takes HFiles (BulkLoadHFiles, through ZooKeeper: the URL's ``zk``)."""
-        return HFileTarget(self.zk, self.zk_parent, {t: table_name(self.table_prefix, t) for t in TABLES})
 
     def close(self) -> None:
         with self._lock:
