@@ -39,6 +39,7 @@ from .session import helper_jars, make_session
 from .session import stop as stop_session
 
 logger = logging.getLogger(__name__)
+SMALL_INPUT = 16 << 20  # bytes of local input under which the job's JVM compiles with C1 only (session.py)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,8 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
     clock = _Clock()
     if own_session:
         submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit gives the jars
-        session = make_session(spark.master, spark.conf, helper_jars() if target and not submitted else None)
+        session = make_session(spark.master, spark.conf, helper_jars() if target and not submitted else None,
+                               small=_input_bytes(paths) < SMALL_INPUT)
         clock("spark session")
     try:
         from pyspark import StorageLevel
@@ -145,6 +147,17 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
     report.elapsed_s = time.perf_counter() - started
     marker.save(report, complete=True)
     return report
+
+
+def _input_bytes(paths: list[str]) -> int:
+    """The bytes of the local files under ``paths`` (a remote input counts as large)."""
+    total = 0
+    for path in paths:
+        if inputs.is_uri(path):
+            return SMALL_INPUT
+        for root, _, names in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
+            total += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+    return total
 
 
 def _account(fingerprinted, report: LoadReport, rejects: IO[str] | None, label: str, use_simhash: bool) -> None:
