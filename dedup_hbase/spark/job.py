@@ -156,7 +156,7 @@ def _input_bytes(paths: list[str]) -> int:
         if inputs.is_uri(path):
             return SMALL_INPUT
         for root, _, names in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
-            total += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+            total += sum(os.path.getsize(os.path.join(root, n)) for n in names if os.path.isfile(os.path.join(root, n)))
     return total
 
 
