@@ -217,7 +217,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
             for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool):
                 good = _account(batch, report, rejects, on_reject)
                 if options.fingerprints:
-                    report.unlabeled += _check_featurizers(good, index.fingerprinter.label)
+                    report.unlabeled += check_featurizers(good, index.fingerprinter.label)
                 duplicate_of = _near_duplicates(index, good, edges) if (options.skip_near_dups or edges) else {}
                 docs, now = [], int(time.time())
                 for position, record in enumerate(good):
@@ -254,7 +254,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     return report
 
 
-def _check_featurizers(records: list[Record], label: str) -> int:
+def check_featurizers(records: list[Record], label: str) -> int:
     """Refuse precomputed fingerprints that another featurizer made (they would silently
     replace comparable ones); returns how many did not say which featurizer made them."""
     for record in records:

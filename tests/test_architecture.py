@@ -43,7 +43,7 @@ ALLOWED = {
     "online": {"fingerprint", "ids", "index", "neardup", "retention"},
     "retention": {"errors", "ids"},
     "spark.": {"arrays", "batches", "corpus", "errors", "fingerprint", "index", "interrupts", "layout", "loader",
-               "schema", "stores", "stores.hbase", "spark."},
+               "schema", "stores", "stores.base", "spark."},
     "service": {"errors", "fingerprint", "ids", "index", "online"},
     "command": {"errors", "index", "interrupts", "stores", "stores.hbase_admin"},
     "cli": {"", "batches", "command", "corpus", "engines", "errors", "fingerprint", "index", "interrupts", "loader",

@@ -23,7 +23,7 @@ from dedup_hbase.loader import load as local_load
 from dedup_hbase.schema import table_name
 from dedup_hbase.spark import inputs
 
-from conftest import SHARED_DATA, hbase_store_url, require_or_skip
+from conftest import hbase_store_url, require_or_skip, shared_corpus
 
 pytestmark = [pytest.mark.spark]
 
@@ -64,17 +64,13 @@ def hbase_pair(hbase_url):
             store.drop()
 
 
-def spark_load_to(url: str, spark, files, rejects: Path | None = None, **kw):
-    from dedup_hbase.spark import spark_load
+def spark_load_to(url: str, spark, files, rejects: Path | None = None, staging: str | None = None, **kw):
+    from dedup_hbase.spark import SparkOptions, spark_load_files
 
     with open_store(url) as store:
-        index = Index.open(store)
-        out = open(rejects, "w", encoding="utf-8") if rejects else None
-        try:
-            return spark_load(index, [str(f) for f in files], rejects=out, spark=spark, **kw).to_dict()
-        finally:
-            if out:
-                out.close()
+        options = LoadOptions(rejects=str(rejects) if rejects else None, **kw)
+        return spark_load_files(Index.open(store), [str(f) for f in files], options, SparkOptions(staging=staging),
+                                session=spark).to_dict()
 
 
 def local_load_to(url: str, files, rejects: Path | None = None, **kw):
@@ -185,13 +181,68 @@ def test_pieces_read_as_the_whole_file(tmp_path):
 def test_partition_targets_are_spark_hash_partitions(spark):
     from pyspark.sql import functions as F
 
-    from dedup_hbase.spark.job import spark_partition_targets
+    from dedup_hbase.spark.rows import partition_targets
 
     for n in (1, 7, 32):
-        targets = spark_partition_targets(n)
+        targets = partition_targets(n)
         frame = spark.createDataFrame([(v,) for v in targets], "part int").repartition(n, "part")
         placed = {r["part"]: r["p"] for r in frame.select("part", F.spark_partition_id().alias("p")).collect()}
         assert [placed[v] for v in targets] == list(range(n))
+
+
+EDGES = [0, (1 << 64) - 1, 1 << 63, (1 << 63) - 1, 1, 0x8000000000000001, 0x00FF00FF00FF00FF]
+
+
+def signed(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@pytest.mark.parametrize("scheme_name", ["4", "5", "7/3"])
+def test_sql_index_keys_are_scheme_index_keys(spark, scheme_name):
+    """The index rows built by Spark SQL (rows.py): key + qualifier bit-identical to
+    Scheme.index_keys on seeded random simhashes and the edge values; every row on the
+    Spark partition of its region."""
+    from pyspark.sql import functions as F
+
+    from dedup_hbase.layout import Scheme
+    from dedup_hbase.spark import rows
+
+    scheme = Scheme.parse(scheme_name)
+    rnd = random.Random(11)
+    sims = EDGES + [rnd.getrandbits(64) for _ in range(3000)] + [rnd.getrandbits(64) | (1 << 63) for _ in range(500)]
+    ids = [f"d{i}-é中" for i in range(len(sims))]
+    frame = spark.createDataFrame([(i, signed(s)) for i, s in zip(ids, sims)], "id string, simhash long")
+    splits = [bytes([b]) for b in range(8, 256, 8)] + [bytes([0x80, 0x40])]
+    targets = rows.partition_targets(2 * (len(splits) + 1))
+    out = (rows.index_rows(frame, scheme, splits, targets, 2).repartition(len(targets), "part")
+           .select("key", "qualifier", "part", F.spark_partition_id().alias("p")).collect())
+    assert sorted(bytes(r["key"]) + bytes(r["qualifier"]) for r in out) == scheme.index_keys(
+        [i.encode() for i in ids], sims)
+    from bisect import bisect_right
+
+    for r in out:
+        assert r["p"] // 2 == bisect_right(sorted(splits), bytes(r["key"])) and targets[r["p"]] == r["part"]
+
+
+def test_sql_document_values_are_document_value(spark):
+    """Document rows built by Spark SQL: values bit-identical to index.document_value of
+    index.document_meta (JSON escapes of every control character, quotes, backslashes,
+    non-ASCII; no title, empty title; no length)."""
+    from dedup_hbase.index import Document, document_meta, document_value
+    from dedup_hbase.spark import rows
+
+    rnd = random.Random(12)
+    titles = [None, "", "plain", "中文 “标题”", "".join(chr(c) for c in range(0x21)) + '"\\/\x7f\u2028é']
+    data = []
+    for i, sim in enumerate(EDGES + [rnd.getrandbits(64) for _ in range(300)]):
+        title = titles[i % len(titles)] if i % 7 else "".join(chr(rnd.randrange(0, 0x250)) for _ in range(12))
+        data.append((f"id{i}", sim, f"/data/新闻\t{i % 3}\".jsonl", i + 1, title, None if i % 4 == 0 else i * 13))
+    frame = spark.createDataFrame([(d[0], signed(d[1]), *d[2:]) for d in data],
+                                  "id string, simhash long, source string, line long, title string, length long")
+    got = {bytes(r["key"]): bytes(r["value"]) for r in rows.doc_rows(frame, 1_700_000_123, [b"id5"],
+                                                                     rows.partition_targets(2), 1).collect()}
+    assert got == {d[0].encode(): document_value(Document(d[0], d[1], document_meta(1_700_000_123, *d[2:])))
+                   for d in data}
 
 
 @pytest.mark.hbase
@@ -199,9 +250,9 @@ def test_partition_targets_are_spark_hash_partitions(spark):
 def test_20k_documents_same_index_as_the_local_engine(spark, hbase_pair, tmp_path):
     """The issue's CI test: 20,000 documents of the shared corpus (the news items and the
     first English glossary entries), bad records mixed in."""
-    with gzip.open(SHARED_DATA / "xwlb_zh.jsonl.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(shared_corpus("xwlb_zh.jsonl.gz"), "rt", encoding="utf-8") as f:
         docs = [line.rstrip("\n") for line in f if line.strip()]
-    with gzip.open(SHARED_DATA / "jargon_en.jsonl.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(shared_corpus("jargon_en.jsonl.gz"), "rt", encoding="utf-8") as f:
         docs += [line.rstrip("\n") for line in f if line.strip()][:20_000 - len(docs)]
     assert len(docs) == 20_000
     files = write_inputs(tmp_path, docs)
@@ -231,17 +282,17 @@ def test_20k_documents_same_index_as_the_local_engine(spark, hbase_pair, tmp_pat
 
 
 def sample_docs(n: int, seed: int = 1) -> list[str]:
-    with gzip.open(SHARED_DATA / "xwlb_zh.jsonl.gz", "rt", encoding="utf-8") as f:
+    with gzip.open(shared_corpus("xwlb_zh.jsonl.gz"), "rt", encoding="utf-8") as f:
         docs = [line.rstrip("\n") for line in f if line.strip()]
     return random.Random(seed).sample(docs, n)
 
 
 @pytest.mark.hbase
-def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_path):
+def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_path, monkeypatch):
     """v1 loaded by the local engine into both; then v2 (some ids with new texts, new ids):
     the Spark load is cut off after the index table's bulk load, run again, and ends with
     the same index as the local engine's load of v2; its staging folder is gone."""
-    from dedup_hbase.spark.job import _Stopped
+    from dedup_hbase.spark.bulk import STOP_ENV, StoppedForTest
 
     docs = sample_docs(200)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
@@ -258,52 +309,48 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
     for url in hbase_pair:
         local_load_to(url, [v1])
     staging = tmp_path / "staging"
-    with pytest.raises(_Stopped):
-        spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun", _stop_after="index")
+    with monkeypatch.context() as env, pytest.raises(StoppedForTest):
+        env.setenv(STOP_ENV, "index")
+        spark_load_to(spark_url, spark, [v2], staging=str(staging))
     assert not any(p.is_file() for p in staging.rglob("*"))
-    a = spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun")
+    a = spark_load_to(spark_url, spark, [v2], staging=str(staging))
     b = local_load_to(local_url, [v2])
     assert (a["read"], a["indexed"], a["rejected"]) == (b["read"], b["indexed"], b["rejected"])
     assert a["new"] == b["new"] == 50  # docs[150:200]; the cut-off run loaded no document row
     assert index_cells(spark_url) == index_cells(local_url)
     assert documents(spark_url) == documents(local_url)
     assert not any(p.is_file() for p in staging.rglob("*"))
-    again = spark_load_to(spark_url, spark, [v2], staging=str(staging), checkpoint="rerun")
+    again = spark_load_to(spark_url, spark, [v2], staging=str(staging))
     assert again["already_complete"]
 
 
 @pytest.mark.hbase
 def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path):
     from dedup_hbase.schema import load_schema
-    from dedup_hbase.spark import stages
-    from dedup_hbase.spark.job import spark_partition_targets
+    from dedup_hbase.spark import hadoop, rows
 
     url = hbase_pair[0]
     store = open_store(url)
     index = Index.open(store)
     rnd = random.Random(2)
-    rows = [(f"h{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(2000)]
-    frame = spark.createDataFrame(rows, "id string, simhash long")
+    docs = [(f"h{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(2000)]
+    frame = spark.createDataFrame(docs, "id string, simhash long")
     t = load_schema()["tables"]["index"]
     splits = [bytes([i * 16]) for i in range(1, 16)]
-    targets = spark_partition_targets(16)
-    cells = (frame.mapInArrow(stages.index_rows(index.scheme.name, splits, targets, 1), stages.ROW_SCHEMA)
+    cells = (rows.index_rows(frame, index.scheme, splits, rows.partition_targets(16), 1)
              .repartition(16, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
-    helper = spark.sparkContext._jvm.dedup.hbase.spark
     folder = f"file://{tmp_path}/job/index"
-    name = table_name(store.table_prefix, "index")
-    spec = "\t".join([folder, name, "d", t["compression"], t["data_block_encoding"], t["bloom_filter"],
-                      str(t["bloom_prefix_length"]), "65536", ",".join(s.hex() for s in splits)])
-    firsts = spark.sparkContext._gateway.new_array(spark.sparkContext._jvm.int, 1)
-    written = helper.HFileWriter.write(cells._jdf.queryExecution().toRdd().toJavaRDD(), spec, firsts,
-                                       1234567890123, 7)
-    assert len(written) == 16 and sum(int(w.split("\t")[1]) for w in written) == 8000
-    zk = store.zk.rpartition(":")
+    target = store.hfile_target()
+    spec = hadoop.TableFiles(folder, target.tables["index"], "d", t["compression"], t["data_block_encoding"],
+                             t["bloom_filter"], t["bloom_prefix_length"], splits)
+    written = hadoop.write_hfiles(spark, cells, [spec], [0], 1234567890123, 7)
+    assert len(written) == 16 and sum(w.cells for w in written) == 8000
+    zk = hadoop.ZooKeeper.of(target, url)
     for _ in range(2):
-        assert helper.BulkLoad.load(zk[0], int(zk[2]), "", name, folder, True) == 16
+        assert hadoop.bulk_load(spark, zk, target.tables["index"], folder, copy=True) == 16
         got = index_cells(url)
         assert len(got) == 8000
-    probe = rows[7]
+    probe = docs[7]
     assert [m.id for m in index.query(probe[1] % (1 << 64))] == ["h7"]
 
 
@@ -390,7 +437,7 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
     marker = uuid.uuid4().hex
     load = subprocess.Popen(["dedup-hbase", "load", "--store", store, "--engine", "spark", "--spark-master",
-                             "local[2]", "-q", str(SHARED_DATA / "xwlb_zh.jsonl.gz")],
+                             "local[2]", "-q", str(shared_corpus("xwlb_zh.jsonl.gz"))],
                             env={**os.environ, "DEDUP_HBASE_TEST_MARKER": marker},
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "stderr", "w"))  # Spark's JVM shares it
     deadline = time.monotonic() + 180
@@ -416,3 +463,61 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
             "starts over; what it wrote is written again, nothing doubles)"], err[-2000:]
     assert_all_gone(started, marker)
 
+
+
+def fingerprint_lines(label: str, n: int = 3000, seed: int = 21) -> list[str]:
+    """Good fingerprint records with every kind of bad one (and odd good ones) mixed in."""
+    rnd = random.Random(seed)
+    lines = [json.dumps({"id": f"f{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) for i in range(n)]
+    odd = [
+        '{"id": "bad-hex", "simhash": "xyz"}', '{"id": 42, "simhash": "00000000000000ff"}',
+        '{"id": 1.5, "simhash": "00000000000000ff"}', '{"id": "no-simhash"}', "not json at all", "[1, 2]",
+        '{"id": "spaced", "simhash": " 0x00000000000000AB "}', '{"id": "upper", "simhash": "ABCDEF0123456789"}',
+        json.dumps({"id": "labelled", "simhash": "00000000000000ab", "featurizer": label}),
+        '{"id": "text-int", "simhash": "00000000000000ab", "text": 5}',
+        json.dumps({"id": "texted", "simhash": "00000000000000ab", "text": "中文 text 𝄞", "title": 'T\n"x"'},
+                   ensure_ascii=False),
+        '{"id": "dup", "simhash": "00000000000000ab", "id": "dup-last"}', '{"id": "", "simhash": "00000000000000ab"}',
+        '{"id": "lone\\ud800", "simhash": "00000000000000ab"}', '{"id": "num-sim", "simhash": 123}',
+        '{"id": "nul-sim", "simhash": null}', '{"id": "x", "simhash": "00000000000000ab"} trailing',
+        '{"id": "nan", "simhash": "00000000000000ab", "score": NaN}', "   ", "\u3000", "",
+        '{"id": "f7", "simhash": "ffffffffffffffff", "featurizer": ""}', '{"id": "t-null", "simhash": '
+        '"8000000000000000", "text": null, "title": 7}', '{"id": "' + "x" * 1025 + '", "simhash": "00000000000000ab"}',
+    ]
+    for line in odd:
+        lines.insert(rnd.randrange(len(lines)), line)
+    return lines
+
+
+def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_path, monkeypatch):
+    """--fingerprints JSON lines (plain with CRLF and lone CR line ends, read in several splits;
+    gzip; a bad UTF-8 line) read by the JVM: the same report, rejects (file, line, reason),
+    documents as the local engine; a record made by another featurizer stops the load before
+    anything is written."""
+    from dedup_hbase.errors import IndexMismatch
+    from dedup_hbase.spark import fingerprints, inputs
+
+    urls = [str(tmp_path / "spark-store"), str(tmp_path / "local-store")]
+    for url in urls:
+        with open_store(url, create=True) as store:
+            Index.create(store, 4, 3)
+    with open_store(urls[0]) as store:
+        label = Index.open(store).fingerprinter.label
+    lines = fingerprint_lines(label, n=20_000)
+    monkeypatch.setattr(inputs, "MIN_PIECE", 64 << 10)  # the plain file (~0.6 MB) in several splits
+    plain, zipped = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    data = "\n".join(lines[:15000]).encode() + b"\r\n" + "\r".join(lines[15000:16000]).encode() + b"\n"
+    plain.write_bytes(data[:5000] + b'{"id": "bad-utf8", "simhash": "\xff"}\r\n' + data[5000:])
+    zipped.write_bytes(gzip.compress(("\n".join(lines[16000:]) + "\n").encode()))
+    assert fingerprints.split(inputs.plan([str(plain), str(zipped)], "auto"))[1] == []  # both read in the JVM
+    a = spark_load_to(urls[0], spark, [plain, zipped], tmp_path / "rejects-spark.jsonl", fingerprints=True)
+    b = local_load_to(urls[1], [plain, zipped], tmp_path / "rejects-local.jsonl", fingerprints=True)
+    same_report(a, b)
+    assert a["rejected"] >= 10 and a["unlabeled"] == b["unlabeled"] > 0
+    assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+    assert documents(urls[0]) == documents(urls[1])
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text("\n".join(lines[:50] + [json.dumps({"id": "o", "simhash": "00000000000000ab",
+                                                           "featurizer": "other-v1"})]) + "\n")
+    with pytest.raises(IndexMismatch, match=rf"{foreign}:51: the fingerprint of 'o' was made by featurizer other-v1"):
+        spark_load_to(urls[0], spark, [foreign], fingerprints=True)

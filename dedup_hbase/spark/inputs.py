@@ -23,11 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..arrays import signed64
-from ..corpus import FORMATS, STRUCTURED, Fields, Record, format_of, parquet_record, read_opened
+from ..corpus import FORMATS, STRUCTURED, Fields, format_of, parquet_record, read_opened
 
-RECORD_SCHEMA = ("ordinal int, line long, source string, id string, text string, simhash long, "
-                 "title string, error string, length long, text_bytes long")
 FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
                "first_line long")
 BATCH = 2000
@@ -137,37 +134,11 @@ def is_parquet(f: InputFile) -> bool:
 # -- in the Python workers ----------------------------------------------------------------
 
 
-def _record_batch(records: list[tuple]):
-    import pyarrow as pa
-
-    columns = list(zip(*records)) if records else [[] for _ in range(10)]
-    types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.string(),
-             pa.int64(), pa.int64()]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(values, t) for values, t in zip(columns, types)],
-        names=["ordinal", "line", "source", "id", "text", "simhash", "title", "error", "length", "text_bytes"])
-
-
-def _row(ordinal: int, r: Record) -> tuple:
-    # a given simhash (0 .. 2^64-1) travels as a signed 64-bit long; text keeps lone
-    # surrogates (invalid UTF-8 of a rejected line) out of Arrow
-    # (the readers never give a record text with lone surrogates: invalid UTF-8 is an error)
-    simhash = None if r.simhash is None else signed64(r.simhash)
-    text = r.text
-    length = len(text) if text is not None else None
-    text_bytes = len(text.encode("utf-8", "surrogateescape")) if text else 0  # as loader.load counts
-    return (ordinal, r.line, r.source, r.id, text, simhash, r.title, r.error, length, text_bytes)
-
-
-def _as_records(pairs: list[tuple[int, Record]]):
-    return _record_batch([_row(ordinal, r) for ordinal, r in pairs])
-
-
-def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None, finish=_as_records):
+def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None):
     """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
-    -> records (RECORD_SCHEMA), read with corpus.py's readers. ``finish``: turns a list of
-    (file ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted
-    in the same pass)."""
+    -> record batches, read with corpus.py's readers. ``finish``: turns a list of (file
+    ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted in
+    the same pass)."""
     def run(batches):
         for batch in batches:
             for row in batch.to_pylist():
@@ -197,7 +168,7 @@ def parse_files(fields: Fields, by_path: dict[str, InputFile] | None = None, fin
     return run
 
 
-def parse_parquet_rows(fields: Fields, by_path: dict[str, InputFile], columns: list[str], finish=_as_records):
+def parse_parquet_rows(fields: Fields, finish, by_path: dict[str, InputFile], columns: list[str]):
     """mapInArrow function: Spark's Parquet rows (the record's columns + file_path, row_index)
     -> records, as ``corpus`` reads a Parquet file."""
     def run(batches) -> Iterator:

@@ -53,8 +53,11 @@ def _log_config() -> str:
         return str(path)
 
 
-def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None):
+def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None,
+                 small: bool = False):
     """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
+    ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
+    CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
 
     Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
     the class path and the JVM options: only ``conf`` is applied."""
@@ -75,7 +78,8 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: loopback, no interface scan
     java_opts = (f"-Dlog4j2.configurationFile=file:{_log_config()} "
-                 "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true")
+                 "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true"
+                 + (" -XX:TieredStopAtLevel=1" if small else ""))
     settings = {
         "spark.app.name": "dedup-hbase load",
         "spark.ui.enabled": "false",
@@ -84,6 +88,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         "spark.executor.extraJavaOptions": java_opts,
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
         "spark.sql.shuffle.partitions": "16",
+        # the records are persisted between the job's steps: columns compressed cost more CPU
+        # (dictionary statistics of every value) than the memory they save here
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
     }
     if master.startswith("local"):
         settings["spark.driver.memory"] = "2g"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -81,6 +82,17 @@ class ListCells(Cells):
 
     def qualifier(self, i: int) -> bytes:
         return self._qualifiers[i]
+
+
+@dataclass(frozen=True)
+class HFileTarget:
+    """A store that takes HFiles (``Store.hfile_target``): HBase's ZooKeeper (``zk``:
+    HOST[,HOST...]:PORT, None when the store was not told it; ``zk_parent``: the root znode,
+    None for HBase's default) and the HBase table name of each of the store's tables."""
+
+    zk: str | None
+    zk_parent: str | None
+    tables: dict[str, str]
 
 
 class Store(ABC):
@@ -202,6 +214,11 @@ class Store(ABC):
 
     def table_bytes(self, table: str) -> int | None:
         """Bytes a table takes on disk, where the store can tell (else None)."""
+        return None
+
+    def hfile_target(self) -> HFileTarget | None:
+        """Where HFiles of this store's tables are bulk-loaded, for a store that takes them
+        (HBase); None for any other (the Spark engine then writes through the store)."""
         return None
 
     # -- conveniences built on the contract ------------------------------------

@@ -165,6 +165,12 @@ class HBaseStore(Store):
     def _keys(row: bytes, cells: dict) -> list[Item]:
         return [(row + column.split(b":", 1)[1], value) for column, value in sorted(cells.items())]
 
+    def hfile_target(self):
+        """HBase takes HFiles (BulkLoadHFiles, through ZooKeeper: the URL's ``zk``)."""
+        from .base import HFileTarget
+
+        return HFileTarget(self.zk, self.zk_parent, {t: table_name(self.table_prefix, t) for t in TABLES})
+
     # -- tables ----------------------------------------------------------------
 
     def exists(self) -> bool:

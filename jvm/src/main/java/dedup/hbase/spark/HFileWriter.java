@@ -57,6 +57,9 @@ public final class HFileWriter {
       long timestamp, long jobTag) {
     String[] specs = tables.split("\n");
     List<String> written = rows.mapPartitionsWithIndex((partition, it) -> {
+      if (!it.hasNext()) {
+        return new ArrayList<String>().iterator(); // no file, no Hadoop configuration to build
+      }
       int t = 0;
       while (t + 1 < firstPartitions.length && firstPartitions[t + 1] <= partition) {
         t++;

@@ -1,0 +1,146 @@
+"""Every call of a Spark load into the JVM (py4j): Hadoop's file systems, and the project's
+JVM helper (jvm/, ``dedup.hbase.spark``) with its protocol of tab- and newline-separated
+strings, spoken here and nowhere else.
+
+The helper's calls:
+
+* ``BulkLoad.splitKeys(quorum, port, parent, "table\\ntable")`` -> one line per table: its
+  region start keys but the first, hex, comma-joined.
+* ``HFileWriter.write(rows, specs, firstPartitions, timestamp, tag)``: ``specs`` one line
+  per table, TAB-separated (``TableFiles.line``); returns "path TAB cells TAB bytes" per file.
+* ``BulkLoad.load(quorum, port, parent, table, folder, copy)`` -> files loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import DedupError
+from ..stores.base import HFileTarget
+
+
+@dataclass(frozen=True)
+class ZooKeeper:
+    quorum: str
+    port: int
+    parent: str
+
+    @classmethod
+    def of(cls, target: HFileTarget, url: str) -> "ZooKeeper":
+        """HBase's ZooKeeper from a store's ``hfile_target``; refuses one without it."""
+        if not target.zk:
+            raise DedupError(f"{url}: --engine spark bulk-loads through ZooKeeper: add zk=HOST:PORT "
+                             "(HBase's hbase.zookeeper.quorum and clientPort) to the store URL")
+        quorum, _, port = target.zk.rpartition(":")
+        if not quorum or not port.isdigit():
+            raise DedupError(f"zk={target.zk!r}: give the ZooKeeper quorum as HOST[,HOST...]:PORT")
+        return cls(quorum, int(port), target.zk_parent or "")
+
+    def args(self) -> tuple[str, int, str]:
+        return self.quorum, self.port, self.parent
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """What the HFile writer needs for one table: where its files go, the table, its
+    family's settings (schema/tables.json) and its region start keys."""
+
+    folder: str
+    table: str
+    family: str
+    compression: str
+    encoding: str
+    bloom: str
+    bloom_prefix: int
+    splits: list[bytes]
+    block_size: int = 65536
+
+    def line(self) -> str:
+        return "\t".join([self.folder, self.table, self.family, self.compression, self.encoding, self.bloom,
+                          str(self.bloom_prefix), str(self.block_size), ",".join(s.hex() for s in self.splits)])
+
+
+@dataclass(frozen=True)
+class Written:
+    path: str
+    cells: int
+    bytes: int
+
+
+def _helper(spark):
+    return spark.sparkContext._jvm.dedup.hbase.spark
+
+
+def region_starts(spark, zk: ZooKeeper, tables: list[str]) -> dict[str, list[bytes]]:
+    """Each table's region start keys but the first (empty) one."""
+    lines = _helper(spark).BulkLoad.splitKeys(*zk.args(), "\n".join(tables)).split("\n")
+    return {table: [bytes.fromhex(h) for h in line.split(",") if h] for table, line in zip(tables, lines)}
+
+
+def write_hfiles(spark, rows, tables: list[TableFiles], firsts: list[int], timestamp: int, tag: int) -> list[Written]:
+    """HFiles of ``rows`` (a DataFrame of key, qualifier, value, sorted within partitions;
+    partition p belongs to the last table whose ``firsts`` entry is at most p), written in
+    the executors' JVMs from Spark's internal rows."""
+    gateway = spark.sparkContext._gateway
+    firsts_java = gateway.new_array(spark.sparkContext._jvm.int, len(firsts))
+    for i, first in enumerate(firsts):
+        firsts_java[i] = first
+    written = _helper(spark).HFileWriter.write(rows._jdf.queryExecution().toRdd().toJavaRDD(),
+                                               "\n".join(t.line() for t in tables), firsts_java, timestamp, tag)
+    out = []
+    for line in written:
+        path, cells, size = line.split("\t")
+        out.append(Written(path, int(cells), int(size)))
+    return out
+
+
+def bulk_load(spark, zk: ZooKeeper, table: str, folder: str, copy: bool = False) -> int:
+    """BulkLoadHFiles of every HFile under ``folder/<family>/`` into ``table`` (from the
+    driver's JVM); the number of files loaded."""
+    return _helper(spark).BulkLoad.load(*zk.args(), table, folder, copy)
+
+
+def _fs(spark, uri: str):
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
+    """Files under a URI through Spark's Hadoop file systems: (uri, path relative to a
+    folder given, or None for a file given), sorted, hidden names skipped."""
+    path, fs = _fs(spark, uri)
+    status = fs.getFileStatus(path)
+    if not status.isDirectory():
+        return [(status.getPath().toString(), None)]
+    root = status.getPath().toString().rstrip("/") + "/"
+    found, it = [], fs.listFiles(path, True)
+    while it.hasNext():
+        name = it.next().getPath().toString()
+        relative = name[len(root):] if name.startswith(root) else name
+        if not any(part.startswith((".", "_")) for part in relative.split("/")):
+            found.append((name, relative))
+    return sorted(found, key=lambda x: x[1])
+
+
+def delete(spark, uri: str) -> None:
+    """Remove a file or folder (recursively) if it is there."""
+    path, fs = _fs(spark, uri)
+    if fs.exists(path):
+        fs.delete(path, True)
+
+
+JSON_LINES_SCHEMA = ("ordinal int, line long, id string, simhash long, title string, length long, "
+                     "text_bytes long, featurizer string, raw binary")
+
+
+def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_bytes: int):
+    """The helper's ``JsonLines.read``: the rows (JSON_LINES_SCHEMA) of a JSON lines file of
+    precomputed fingerprints, read and checked in the executors' JVMs; ``field_names``: the
+    id, text, simhash, title and featurizer fields."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import _parse_datatype_string
+
+    rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
+    schema = spark._jsparkSession.parseDataType(_parse_datatype_string(JSON_LINES_SCHEMA).json())
+    return DataFrame(spark._jsparkSession.createDataFrame(rdd, schema), spark)
