@@ -177,17 +177,20 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
 def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
+          max_matches: Annotated[int, typer.Option(min=1, help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
           json_: Json = False) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing."""
     index, fields = ctx.obj.index(), Fields(id=id_field, text=text_field)
     check_columns(files, fmt, fields, fingerprints)
-    for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints):
+    for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints,
+                                 max_matches=max_matches):
         if json_:
             out(answer)
         elif "error" in answer:
             typer.echo(f"{answer['source']}:{answer['line']} {answer['id'] or ''}: rejected: {answer['error']}", err=True)
         else:
             found = ", ".join(f"{m['id']} ({m['distance']})" for m in answer["matches"]) or "-"
+            found += f" ... ({answer['match_count']} in all)" if "match_count" in answer else ""
             typer.echo(f"{answer['id']}\t{answer['simhash']}\t{found}")
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import time
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .arrays import ranges
+from .candidates import Run, all_rests, bounded, compare, qualifier_at
 from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from .fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter, to_hex
 from .ids import MAX_ID_BYTES, encode_id
@@ -42,6 +41,7 @@ FORMAT = 1
 _CONFIG_KEY = b"config"
 _NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
 _BATCH = 4096  # queries compared in one numpy pass (bounds memory)
+_SKEWED = 4096  # scanned cells from which a small query takes the once-per-fingerprint path
 
 
 class Match(NamedTuple):
@@ -279,46 +279,64 @@ class Index:
         sorted by distance, then id."""
         return self.query_many([simhash], k)[0]
 
-    def query_many(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Match]]:
+    def query_many(self, simhashes: Sequence[int], k: int | None = None,
+                   max_matches: int | None = None) -> list[list[Match]]:
         """``query`` for many fingerprints at once: the prefixes of all of them are
-        deduplicated and scanned in key order, one store call in all."""
-        k = self.k if k is None else self.scheme.check_k(k)
-        for s in simhashes:
-            if not isinstance(s, int) or not 0 <= s < 1 << 64:
-                raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
-        if len(simhashes) >= _NUMPY_FROM:
-            found = [matches for start in range(0, len(simhashes), _BATCH)
-                     for matches in self._query_batch(simhashes[start:start + _BATCH], k)]
+        deduplicated and scanned in key order, one store call in all. ``max_matches``: at
+        most this many matches per query, the first by (distance, id)."""
+        if len(simhashes) >= _NUMPY_FROM or max_matches is not None:
+            found = [matches for matches, _ in self.query_counted(simhashes, k, max_matches)]
         else:
+            k = self._check_queries(simhashes, k)
             per_query = [self.scheme.prefixes(s) for s in simhashes]
             unique = sorted({p for prefixes in per_query for p in prefixes})
             scanned = dict(zip(unique, self.store.scan_cells("index", unique)))
-            found = [self._matches(s, [scanned[p] for p in prefixes], k) for s, prefixes in zip(simhashes, per_query)]
-        return unexpired(self.store, found, self.ttl) if self.ttl else found
+            if sum(map(len, scanned.values())) > _SKEWED:  # many copies under one prefix: once per fingerprint
+                found = [matches for matches, _ in self.query_counted(simhashes, k)]
+            else:
+                found = [self._matches(s, [scanned[p] for p in prefixes], k)
+                         for s, prefixes in zip(simhashes, per_query)]
+                found = unexpired(self.store, found, self.ttl) if self.ttl else found
+        return found
 
-    def _query_batch(self, simhashes: Sequence[int], k: int) -> list[list[Match]]:
-        """``query_many`` vectorised: each distinct prefix read once, in key order, and
-        every (query, candidate) pair compared in one numpy pass."""
-        queries = np.asarray(simhashes, dtype=np.uint64)
-        unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
-        scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
-        sizes = np.fromiter(map(len, scanned), dtype=np.int64, count=len(scanned))
-        if not sizes.any():
-            return [[] for _ in simhashes]
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        candidates = _all_rests(scanned)
-        inverse = inverse.ravel()
-        pair_sizes = sizes[inverse]
-        positions = ranges(starts[inverse], pair_sizes)
-        owners = np.repeat(np.arange(len(queries)).repeat(len(self.scheme.flags)), pair_sizes)
-        distances = np.bitwise_count(candidates[positions] ^ queries[owners])
-        found: list[dict[bytes, Match]] = [{} for _ in simhashes]
-        ends = np.cumsum(sizes).tolist()
-        for i in np.flatnonzero(distances <= k).tolist():
-            cell = int(positions[i])
-            raw_id = _qualifier(scanned, ends, cell)
-            found[int(owners[i])][raw_id] = Match(raw_id.decode("utf-8"), int(candidates[cell]), int(distances[i]))
-        return [sorted(f.values(), key=lambda m: (m.distance, m.id)) for f in found]
+    def query_counted(self, simhashes: Sequence[int], k: int | None = None,
+                      max_matches: int | None = None) -> list[tuple[list[Match], int]]:
+        """Per query: its matches by (distance, id), at most ``max_matches`` (None: all), and
+        how many there are in all. Bounded work per distinct fingerprint, not per copy."""
+        if max_matches is not None and (isinstance(max_matches, bool) or not isinstance(max_matches, int)
+                                        or max_matches < 1):
+            raise InvalidInput(f"max_matches is a whole number >= 1, not {max_matches!r}")
+        out = []
+        for runs in self.query_runs(simhashes, k):
+            found, total = bounded(runs, max_matches)
+            out.append(([Match(i, s, d) for i, s, d in found], total))
+        return out
+
+    def query_runs(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Run]]:
+        """Per query, the indexed fingerprints within ``k`` bits with their document ids
+        (``candidates.Run``), by (distance, simhash): each distinct fingerprint compared
+        once, its ids decoded once per batch of queries."""
+        k = self._check_queries(simhashes, k)
+        out: list[list[Run]] = []
+        for start in range(0, len(simhashes), _BATCH):
+            queries = np.asarray(simhashes[start:start + _BATCH], dtype=np.uint64)
+            unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
+            scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
+            out.extend(compare(queries, scanned, inverse.reshape(len(queries), -1), k))
+        return self._unexpired_runs(out) if self.ttl else out
+
+    def _unexpired_runs(self, found: list[list[Run]]) -> list[list[Run]]:
+        """``found`` without the documents older than the TTL (one read of their rows)."""
+        every = [[Match(i, r.simhash, r.distance) for runs in found for r in runs for i in r.ids]]
+        alive = {m.id for m in unexpired(self.store, every, self.ttl)[0]}
+        kept = [[Run(r.distance, r.simhash, [i for i in r.ids if i in alive]) for r in runs] for runs in found]
+        return [[r for r in runs if r.ids] for runs in kept]
+
+    def _check_queries(self, simhashes: Sequence[int], k: int | None) -> int:
+        for s in simhashes:
+            if not isinstance(s, int) or not 0 <= s < 1 << 64:
+                raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
+        return self.k if k is None else self.scheme.check_k(k)
 
     @staticmethod
     def _matches(simhash: int, scanned: list[Cells], k: int) -> list[Match]:
@@ -332,12 +350,12 @@ class Index:
                         raw_id = cells.qualifier(i)
                         found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
         else:
-            candidates = _all_rests(scanned)
+            candidates = all_rests(scanned)
             distances = np.bitwise_count(candidates ^ np.uint64(simhash))
             hits = np.flatnonzero(distances <= k).tolist()
             ends = list(accumulate(len(cells) for cells in scanned)) if hits else []
             for i in hits:
-                raw_id = _qualifier(scanned, ends, i)
+                raw_id = qualifier_at(scanned, ends, i)
                 found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
         return sorted(found.values(), key=lambda m: (m.distance, m.id))
 
@@ -366,18 +384,6 @@ def _state_key(name: str) -> bytes:
     if not key or key == _CONFIG_KEY:
         raise InvalidInput(f"a state name is a non-empty string other than 'config', not {name!r}")
     return key
-
-
-def _all_rests(scanned: Sequence[Cells]) -> np.ndarray:
-    """The ``rests`` of several ``Cells`` as one uint64 array."""
-    return np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
-
-
-def _qualifier(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
-    """The qualifier of cell ``i`` of ``scanned`` taken as one sequence (``ends``: the
-    cumulative sizes of its parts)."""
-    j = bisect_right(ends, i)
-    return scanned[j].qualifier(i - (ends[j - 1] if j else 0))
 
 
 def fingerprinter_for(store: Store, featurizer: str | None = None, *, shingle_size: int | None = None,

@@ -35,7 +35,7 @@ from .fingerprint import to_hex
 from .ids import shown
 from .index import Document, Index, document_meta
 from .interrupts import STOPS, Interrupted
-from .neardup import earlier_matches, write_groups
+from .neardup import near_pairs, write_groups
 from .workers import FingerprintPool
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
@@ -211,6 +211,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges_path = Path(f"{options.groups}.edges") if options.groups else None
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
+    chained: set[int] = set()  # indexed fingerprints whose copies are in the edges
     try:
         with FingerprintPool(index.fingerprinter, 1 if options.fingerprints else options.workers) as pool:
             remaining = islice(records, report.read, None)
@@ -218,7 +219,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
                 good = _account(batch, report, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
-                duplicate_of = _near_duplicates(index, good, edges) if (options.skip_near_dups or edges) else {}
+                duplicate_of = _near_duplicates(index, good, edges, chained) if (options.skip_near_dups or edges) else {}
                 docs, now = [], int(time.time())
                 for position, record in enumerate(good):
                     if options.skip_near_dups and position in duplicate_of:
@@ -317,39 +318,59 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 
-def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None) -> dict[int, str]:
+def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: set[int]) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
-    batch, or earlier in it); every pair found is written to ``edges``."""
+    batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
+    same groups as every pair found: each document to one document of every indexed
+    fingerprint it matches, each indexed fingerprint's copies once per load (``chained``:
+    the fingerprints done), each copy to its first copy in the batch and the first copies
+    of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
-    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch]))):
-        others = [m.id for m in matches if m.id != record.id]
+    for position, (record, runs) in enumerate(zip(batch, index.query_runs([r.simhash for r in batch]))):
+        others = [(run.distance, other) for run in runs
+                  if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
-            found[position] = others[0]
-            pairs.extend((other, record.id) for other in others)
+            found[position] = min(others)[1]
+        for run in runs if edges is not None else ():
+            other = next((i for i in run.ids[:2] if i != record.id), None)
+            if other is not None:
+                pairs.append((other, record.id))
+            if run.simhash not in chained:
+                chained.add(run.simhash)
+                pairs.extend((run.ids[0], i) for i in run.ids[1:])
     simhashes = np.array([r.simhash for r in batch], dtype=np.uint64)
-    for j, earlier in earlier_matches(simhashes, index.scheme, index.k).items():
-        for i, _ in earlier:
-            if batch[i].id != batch[j].id:
-                found.setdefault(j, batch[i].id)
-                pairs.append((batch[i].id, batch[j].id))
+    near = near_pairs(simhashes, index.scheme, index.k)
+    earliest = near.earliest_earlier()
+    for j in np.flatnonzero(earliest >= 0).tolist():
+        i = int(earliest[j])
+        if batch[i].id == batch[j].id:  # the same id twice: its earliest other id, if any
+            i = next((x for x in near.earlier_of(j) if batch[x].id != batch[j].id), -1)
+        if i >= 0:
+            found.setdefault(j, batch[i].id)
     if edges is not None:
+        pairs.extend((batch[i].id, batch[j].id) for i, j in near.edges().tolist() if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     return found
 
 
 def check(index: Index, records: Iterable[Record], *, k: int | None = None, use_simhash: bool = False,
-          batch_size: int = 1000, workers: int | None = 1) -> Iterator[dict[str, Any]]:
+          batch_size: int = 1000, workers: int | None = 1, max_matches: int | None = None) -> Iterator[dict[str, Any]]:
     """For every record, in input order: ``{"id", "simhash", "matches"}``, or
     ``{"id", "source", "line", "error"}`` when it could not be fingerprinted.
-    Lookups are batched (``Index.query_many``); nothing is written."""
+    ``max_matches``: at most this many matches per record, the first by (distance, id); a
+    record with more also says ``"match_count"``, how many there are. Lookups are batched
+    (``Index.query_counted``: once per distinct fingerprint); nothing is written."""
     with FingerprintPool(index.fingerprinter, workers) as pool:
         for batch in fingerprinted(records, use_simhash, batch_size, pool):
             good = [r for r in batch if not r.error]
-            answers = iter(index.query_many([r.simhash for r in good], k))
+            answers = iter(index.query_counted([r.simhash for r in good], k, max_matches))
             for record in batch:
                 if record.error:
                     yield {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
-                else:
-                    yield {"id": record.id, "simhash": to_hex(record.simhash),
-                           "matches": [m.to_dict() for m in next(answers)]}
+                    continue
+                matches, total = next(answers)
+                answer = {"id": record.id, "simhash": to_hex(record.simhash), "matches": [m.to_dict() for m in matches]}
+                if total > len(matches):
+                    answer["match_count"] = total
+                yield answer

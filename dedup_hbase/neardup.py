@@ -1,66 +1,194 @@
-"""Near-duplicates inside a batch of fingerprints, the batch way, and their groups.
+"""Near-duplicates inside a set of fingerprints, the batch way: every pair within k bits.
 
 Within a batch, the same pigeonhole argument as the index applies (layout.py): two
 fingerprints within k bits agree on the blocks of at least one flag. So, per flag,
-sort the batch by that flag's segment and compare only fingerprints with equal
-segments; no lookup per document. Against what is already indexed, a load uses
-``Index.query_many`` (the prefixes of the whole batch, scanned in key order).
+sort by that flag's segment and compare only fingerprints with equal segments; no
+lookup per document. A pair is reported under the first flag whose segments it shares,
+so each pair once, exactly the pairs brute force (all pairs by XOR) finds.
 
-Groups: every near-duplicate pair found during a load is an edge; the groups are the
-connected components ("N related articles"), written at the end.
+Skew: identical fingerprints collapse before any comparison. The search runs on the
+distinct fingerprints; n copies of one become n - 1 edges (each copy to the first), never
+n²/2 pairs. Equal-segment runs of up to ``_BLOCK`` distinct fingerprints are compared
+all at once by offset (vectorised); longer runs tile by tile, ``_BLOCK`` x ``_BLOCK``,
+so memory stays bounded whatever a bucket holds.
+
+Against what is already indexed, a load uses ``Index.query_runs``; groups.py turns the
+pairs into groups.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .layout import Scheme
 
-_BLOCK = 1024  # compare equal-segment runs in blocks of this many, to bound memory
+_BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
 
 
-def batch_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> set[tuple[int, int]]:
-    """Every pair of positions ``(i, j)``, ``i < j``, whose fingerprints differ in at
-    most ``k`` bits (``k`` within the scheme's guarantee)."""
+@dataclass(frozen=True)
+class NearPairs:
+    """The near-duplicate structure of a sequence of fingerprints (positions 0..n-1).
+
+    ``unique``: the distinct fingerprints, ascending; ``first``: the position of each
+    one's first copy; ``inverse``: position -> its distinct fingerprint; ``pairs``: (m, 2)
+    indices into ``unique``, a < b, every pair of distinct fingerprints within k bits once."""
+
+    unique: np.ndarray
+    first: np.ndarray
+    inverse: np.ndarray
+    pairs: np.ndarray
+
+    def edges(self) -> np.ndarray:
+        """(e, 2) positions, i < j, spanning the same components as all pairs within k bits:
+        each copy to its fingerprint's first copy, and the first copies of near pairs."""
+        n = len(self.inverse)
+        copies = np.flatnonzero(self.first[self.inverse] != np.arange(n))
+        near = np.sort(self.first[self.pairs], axis=1) if len(self.pairs) else np.empty((0, 2), np.int64)
+        return np.concatenate([np.stack([self.first[self.inverse[copies]], copies], axis=1), near]).astype(np.int64)
+
+    def earliest_earlier(self) -> np.ndarray:
+        """Per position j: the earliest position i < j within k bits of it, or -1."""
+        n, u = len(self.inverse), len(self.unique)
+        big = np.int64(n)
+        nearest = np.full(u, big, dtype=np.int64)  # the earliest first copy of a near fingerprint
+        if len(self.pairs):
+            np.minimum.at(nearest, self.pairs[:, 0], self.first[self.pairs[:, 1]])
+            np.minimum.at(nearest, self.pairs[:, 1], self.first[self.pairs[:, 0]])
+        positions = np.arange(n)
+        own = self.first[self.inverse]
+        best = np.minimum(np.where(own < positions, own, big), nearest[self.inverse])
+        return np.where(best < positions, best, -1)
+
+    def earlier_of(self, j: int) -> list[int]:
+        """Every position i < j within k bits of position j, ascending (for the rare
+        caller that needs them all, e.g. when the earliest has j's own id)."""
+        u = int(self.inverse[j])
+        near = set(self.pairs[self.pairs[:, 0] == u, 1].tolist()) | set(self.pairs[self.pairs[:, 1] == u, 0].tolist())
+        near.add(u)
+        mask = np.isin(self.inverse[:j], np.fromiter(near, dtype=np.int64))
+        return np.flatnonzero(mask).tolist()
+
+
+def near_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> NearPairs:
+    """The near-duplicate structure (``NearPairs``) of ``simhashes`` (uint64) within ``k`` bits."""
     scheme.check_k(k)
-    n = len(simhashes)
-    pairs: set[tuple[int, int]] = set()
+    simhashes = np.asarray(simhashes, dtype=np.uint64)
+    unique, first, inverse = np.unique(simhashes, return_index=True, return_inverse=True)
+    found = list(distinct_pairs(unique, scheme, k))
+    pairs = np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
+    return NearPairs(unique, first.astype(np.int64), inverse.ravel().astype(np.int64), pairs)
+
+
+def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int) -> Iterator[np.ndarray]:
+    """Every pair (a, b), a < b, of positions of ``unique`` (distinct uint64 fingerprints)
+    within ``k`` bits, once each, as (m, 2) int64 arrays, flag by flag."""
+    n = len(unique)
     if n < 2:
-        return pairs
+        return
     for flag in range(1, len(scheme.flags) + 1):
-        segments = scheme.segments(simhashes, flag)
+        segments = scheme.segments(unique, flag)
         order = np.argsort(segments, kind="stable")
         ordered = segments[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        ends = np.r_[starts[1:], n]
-        for start, end in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
-            _pairs_in_run(simhashes, np.sort(order[start:end]), k, pairs)
+        lengths = np.diff(np.r_[starts, n])
+        small = (lengths > 1) & (lengths <= _BLOCK)
+        found = [_by_offset(unique, order, starts[small], lengths[small], k)]
+        for start, length in zip(starts[lengths > _BLOCK].tolist(), lengths[lengths > _BLOCK].tolist()):
+            found.extend(_by_tiles(unique, order[start:start + length], k))
+        pairs = np.concatenate(found)
+        if flag > 1 and len(pairs):  # a pair sharing an earlier flag's segment was found there
+            a, b = unique[pairs[:, 0]], unique[pairs[:, 1]]
+            seen = np.zeros(len(pairs), dtype=bool)
+            for earlier in range(1, flag):
+                seen |= scheme.segments(a, earlier) == scheme.segments(b, earlier)
+            pairs = pairs[~seen]
+        if len(pairs):
+            yield pairs
+
+
+def _by_offset(unique: np.ndarray, order: np.ndarray, starts: np.ndarray, lengths: np.ndarray, k: int) -> np.ndarray:
+    """Pairs within k bits inside short runs of ``order`` (run i: ``starts[i]``, ``lengths[i]``
+    long), compared at offsets 1, 2, ... of the sorted order, all runs at once."""
+    at = np.repeat(starts, lengths) + _within(lengths)
+    end = np.repeat(starts + lengths, lengths)
+    found = []
+    for offset in range(1, int(lengths.max(initial=1))):
+        alive = at + offset < end
+        at, end = at[alive], end[alive]
+        if not len(at):
+            break
+        a, b = order[at], order[at + offset]
+        close = np.bitwise_count(unique[a] ^ unique[b]) <= k
+        found.append(np.stack([np.minimum(a[close], b[close]), np.maximum(a[close], b[close])], axis=1))
+    return np.concatenate(found).astype(np.int64) if found else np.empty((0, 2), dtype=np.int64)
+
+
+def _within(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, ..., length - 1 for every length, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def _by_tiles(unique: np.ndarray, members: np.ndarray, k: int) -> Iterator[np.ndarray]:
+    """Pairs within k bits among ``members`` (a long run), tile by tile: bounded memory."""
+    for a in range(0, len(members), _BLOCK):
+        left = members[a:a + _BLOCK]
+        for b in range(a, len(members), _BLOCK):
+            right = members[b:b + _BLOCK]
+            close = np.bitwise_count(unique[left][:, None] ^ unique[right][None, :]) <= k
+            if a == b:
+                close = np.triu(close, 1)
+            ii, jj = np.nonzero(close)
+            if len(ii):
+                x, y = left[ii], right[jj]
+                yield np.stack([np.minimum(x, y), np.maximum(x, y)], axis=1).astype(np.int64)
+
+
+def batch_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> set[tuple[int, int]]:
+    """Every pair of positions ``(i, j)``, ``i < j``, whose fingerprints differ in at most
+    ``k`` bits. Quadratic in the copies of one fingerprint: for tests and small batches."""
+    found = near_pairs(simhashes, scheme, k)
+    members: dict[int, list[int]] = {}
+    for position, u in enumerate(found.inverse.tolist()):
+        members.setdefault(u, []).append(position)
+    pairs = {(x, y) for group in members.values() for i, x in enumerate(group) for y in group[i + 1:]}
+    for a, b in found.pairs.tolist():
+        pairs.update((min(x, y), max(x, y)) for x in members[a] for y in members[b])
     return pairs
 
 
 def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, list[tuple[int, int]]]:
     """Position ``j`` -> ``[(i, distance), ...]``: every earlier position ``i < j`` of the batch
     whose fingerprint is within ``k`` bits of ``simhashes[j]``, ``i`` ascending. Positions
-    with no earlier near-duplicate are absent."""
+    with no earlier near-duplicate are absent. Quadratic in copies: for bounded batches
+    (a service request)."""
     out: dict[int, list[tuple[int, int]]] = {}
     for i, j in sorted(batch_pairs(simhashes, scheme, k), key=lambda p: (p[1], p[0])):
         out.setdefault(j, []).append((i, (int(simhashes[i]) ^ int(simhashes[j])).bit_count()))
     return out
 
 
-def _pairs_in_run(simhashes: np.ndarray, members: np.ndarray, k: int, pairs: set) -> None:
-    for a in range(0, len(members), _BLOCK):
-        left = members[a:a + _BLOCK]
-        right = members[a:]
-        close = np.bitwise_count(simhashes[left][:, None] ^ simhashes[right][None, :]) <= k
-        ii, jj = np.nonzero(close)
-        for i, j in zip(left[ii].tolist(), right[jj].tolist()):
-            if i < j:
-                pairs.add((i, j))
+def components(count: int, edges: Iterable[tuple[int, int]]) -> np.ndarray:
+    """Connected components of ``count`` nodes (union-find): node -> its root, the
+    smallest node of its component."""
+    parent = list(range(count))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return np.fromiter((root(x) for x in range(count)), dtype=np.int64, count=count)
 
 
 def write_groups(edges: Iterable[tuple[str, str]], out: Path) -> int:
@@ -82,7 +210,13 @@ def write_groups(edges: Iterable[tuple[str, str]], out: Path) -> int:
     groups: dict[str, list[str]] = {}
     for x in parent:
         groups.setdefault(root(x), []).append(x)
+    return write_group_lines(groups.values(), out)
+
+
+def write_group_lines(groups: Iterable[list[str]], out: Path) -> int:
+    """``{"group": n, "size": s, "ids": [...]}`` per group, n from 1; returns the count."""
+    count = 0
     with open(out, "w", encoding="utf-8") as f:
-        for n, ids in enumerate(groups.values(), 1):
-            f.write(json.dumps({"group": n, "size": len(ids), "ids": ids}, ensure_ascii=False) + "\n")
-    return len(groups)
+        for count, ids in enumerate(groups, 1):
+            f.write(json.dumps({"group": count, "size": len(ids), "ids": ids}, ensure_ascii=False) + "\n")
+    return count
