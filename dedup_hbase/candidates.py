@@ -3,7 +3,7 @@
 A scan prefix holds one cell per (fingerprint, document); its cells are in key order, so
 the copies of one fingerprint are neighbours (a *run*) and, inside a run, ordered by
 document id. A lookup compares each query with each run once (50,000 copies of one text:
-one XOR, not 50,000), then expands the runs within k bits to their ids, decoded once per
+one XOR, not 50,000), then expands the runs within k bits to their ids, decoded when read and once per
 batch and shared by every query that hits them. ``bounded`` takes the first matches by
 (distance, id) without sorting them all: a document with a million matches is answered
 with ``max_matches`` of them and the true count.
@@ -12,6 +12,7 @@ with ``max_matches`` of them and the true count.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
 from collections.abc import Sequence
 from itertools import groupby, islice
 from typing import NamedTuple
@@ -22,13 +23,41 @@ from .arrays import ranges
 from .stores.base import Cells
 
 
+class Ids(Sequence[str]):
+    """The document ids of one run of cells, in key order, decoded when read and kept: a run
+    of 200,000 copies costs nothing until its ids are asked for (``ids[:2]`` decodes two)."""
+
+    __slots__ = ("_cells", "_start", "_length", "_decoded")
+
+    def __init__(self, cells: Cells, start: int, length: int) -> None:
+        self._cells, self._start, self._length = cells, start, length
+        self._decoded: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, i):  # type: ignore[override]  # int or slice, as a list
+        if isinstance(i, slice):
+            return [self._one(j) for j in range(*i.indices(self._length))]
+        if i < 0:
+            i += self._length
+        if not 0 <= i < self._length:
+            raise IndexError(i)
+        return self._one(i)
+
+    def _one(self, i: int) -> str:
+        if i not in self._decoded:
+            self._decoded[i] = self._cells.qualifier(self._start + i).decode("utf-8")
+        return self._decoded[i]
+
+
 class Run(NamedTuple):
     """The documents of one fingerprint within k bits of a query: ``ids`` sorted (shared
     between the queries of a batch: do not change it)."""
 
     distance: int
     simhash: int
-    ids: list[str]
+    ids: Sequence[str]
 
 
 def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, k: int) -> list[list[Run]]:
@@ -37,7 +66,7 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
     sizes = np.fromiter(map(len, scanned), dtype=np.int64, count=len(scanned))
     if not sizes.any():
         return [[] for _ in range(len(queries))]
-    rests = np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
+    rests = all_rests(scanned)
     cell_prefix = np.repeat(np.arange(len(scanned)), sizes)
     new = np.ones(len(rests), dtype=bool)
     new[1:] = (rests[1:] != rests[:-1]) | (cell_prefix[1:] != cell_prefix[:-1])
@@ -53,15 +82,13 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
     owners = np.repeat(np.arange(len(queries)).repeat(inverse.shape[1]), counts)
     distances = np.bitwise_count(run_value[positions] ^ queries[owners])
     hits = np.flatnonzero(distances <= k)
-    decoded: dict[int, list[str]] = {}
+    decoded: dict[int, Ids] = {}
 
-    def ids_of(run: int) -> list[str]:
+    def ids_of(run: int) -> Ids:
         if run not in decoded:
             start = int(run_start[run])
             prefix = int(cell_prefix[start])
-            local = start - int(cell_offset[prefix])
-            cells = scanned[prefix]
-            decoded[run] = [cells.qualifier(i).decode("utf-8") for i in range(local, local + int(run_length[run]))]
+            decoded[run] = Ids(scanned[prefix], start - int(cell_offset[prefix]), int(run_length[run]))
         return decoded[run]
 
     found: list[dict[int, Run]] = [{} for _ in range(len(queries))]
@@ -90,3 +117,15 @@ def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, i
         if len(out) >= max_matches:
             break
     return out, total
+
+
+def all_rests(scanned: Sequence[Cells]) -> np.ndarray:
+    """The ``rests`` of several ``Cells`` as one uint64 array."""
+    return np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
+
+
+def qualifier_at(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
+    """The qualifier of cell ``i`` of ``scanned`` taken as one sequence (``ends``: the
+    cumulative sizes of its parts)."""
+    j = bisect_right(ends, i)
+    return scanned[j].qualifier(i - (ends[j - 1] if j else 0))

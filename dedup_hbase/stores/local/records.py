@@ -78,12 +78,13 @@ class PackedCells(Cells):
     """The cells under one scan prefix, over one record (the store contract's ``Cells``).
     Decodes lazily: a lookup that matches nothing never touches the qualifiers."""
 
-    __slots__ = ("_record", "_n", "_width")
+    __slots__ = ("_record", "_n", "_width", "_starts")
 
     def __init__(self, record: bytes) -> None:
         self._record = record
         self._n = int.from_bytes(record[:4], "little") if record else 0
         self._width = int.from_bytes(record[4:_HEADER], "little") if record else 0
+        self._starts: list[int] | None = None  # variable-width qualifiers: offsets, made at first use
 
     def __len__(self) -> int:
         return self._n
@@ -98,9 +99,10 @@ class PackedCells(Cells):
         record, quals = self._record, _HEADER + REST_BYTES * self._n
         if self._width != _VARIABLE:  # byte t of qualifier i is at quals + t * n + i
             return record[quals + i:quals + self._width * self._n:self._n]
-        lengths = np.frombuffer(record, "<u2", self._n, quals)
-        start = quals + 2 * self._n + int(lengths[:i].sum())
-        return record[start:start + int(lengths[i])]
+        if self._starts is None:  # once per record: reading every qualifier stays linear
+            lengths = np.frombuffer(record, "<u2", self._n, quals)
+            self._starts = (quals + 2 * self._n + np.r_[0, np.cumsum(lengths, dtype=np.int64)]).tolist()
+        return record[self._starts[i]:self._starts[i + 1]]
 
     def keys(self, prefix: bytes) -> list[bytes]:
         """The logical keys (prefix + remainder + qualifier), in stored order."""

@@ -1,0 +1,152 @@
+"""Skewed corpora: many copies of one page cost work and memory in proportion to the copies.
+
+Exact against brute force on planted structure (copies by the thousand, chains whose ends are
+more than k apart, pairs at exactly k and k + 1 bits, a bucket of thousands of distinct
+fingerprints), and counted: n copies give n - 1 edges, never n²/2 pairs."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from dedup_hbase import Index, Scheme, open_store
+from dedup_hbase.corpus import Record
+from dedup_hbase.fingerprint import hamming
+from dedup_hbase.loader import LoadOptions, check, load
+from dedup_hbase.neardup import components, near_pairs
+
+K = 3
+
+
+def flip(value, bits, rnd):
+    for bit in rnd.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted(seed):
+    """Fingerprints with the structures that break a pair search, shuffled (seeded)."""
+    rnd = random.Random(seed)
+    out = [rnd.getrandbits(64) for _ in range(1500)]
+    page = rnd.getrandbits(64)
+    out += [page] * 1200  # one page under many URLs
+    out += [flip(page, 2, rnd) for _ in range(30)]  # near copies of it
+    for _ in range(40):  # chains a - b - c: a and c more than k apart, joined through b
+        a = rnd.getrandbits(64)
+        b = flip(a, 3, rnd)
+        c = b
+        while hamming(a, c) <= K:
+            c = flip(b, 3, rnd)
+        out += [a, b, c]
+    for bits in (K, K + 1):  # pairs at exactly k and k + 1 bits
+        for _ in range(40):
+            a = rnd.getrandbits(64)
+            out += [a, flip(a, bits, rnd)]
+    base = rnd.getrandbits(64) & ~0xFFFF  # a bucket: 2,500 distinct fingerprints sharing 48 bits
+    out += [base | rnd.getrandbits(16) for _ in range(2500)]
+    rnd.shuffle(out)
+    return out
+
+
+def brute_pairs(values):
+    """Every pair of positions of distinct ``values`` within K bits, by XOR."""
+    v = np.asarray(values, dtype=np.uint64)
+    close = np.bitwise_count(v[:, None] ^ v[None, :]) <= K
+    i, j = np.nonzero(np.triu(close, 1))
+    return set(zip(i.tolist(), j.tolist()))
+
+
+def brute_components(n, pairs):
+    parent = list(range(n))
+
+    def root(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    return [root(x) for x in range(n)]
+
+
+@pytest.mark.parametrize("scheme", [Scheme(4, 1), Scheme(5, 2)], ids=lambda s: s.name)
+def test_pairs_and_groups_equal_brute_force(scheme):
+    fps = planted(11)
+    found = near_pairs(np.array(fps, dtype=np.uint64), scheme, K)
+    unique = found.unique.tolist()
+    assert unique == sorted(set(fps))
+    got = {tuple(p) for p in found.pairs.tolist()}
+    assert len(got) == len(found.pairs)  # each pair once
+    want = brute_pairs(unique)
+    assert got == want
+    assert len(want) > 1000  # the bucket and the near copies are really there
+    # groups over positions: the edges span exactly the components of all pairs within k
+    edges = found.edges()
+    assert len(edges) == (len(fps) - len(unique)) + len(want)  # n copies: n - 1 edges
+    by_value = brute_components(len(unique), want)
+    index_of = {v: i for i, v in enumerate(unique)}
+    expected = {}
+    for position, f in enumerate(fps):
+        expected.setdefault(by_value[index_of[f]], []).append(position)
+    roots = components(len(fps), edges.tolist())
+    got_groups = {}
+    for position, r in enumerate(roots.tolist()):
+        got_groups.setdefault(r, []).append(position)
+    assert sorted(got_groups.values()) == sorted(expected.values())
+    assert all(r == members[0] for r, members in got_groups.items())  # the root: the first member
+
+
+def test_earliest_earlier_equals_brute_force():
+    rnd = random.Random(5)
+    fps = [rnd.getrandbits(64) for _ in range(300)]
+    fps += [fps[7]] * 50 + [flip(fps[9], 3, rnd) for _ in range(20)] + [flip(fps[11], 4, rnd)]
+    rnd.shuffle(fps)
+    got = near_pairs(np.array(fps, dtype=np.uint64), Scheme(4, 1), K).earliest_earlier().tolist()
+    want = [next((i for i in range(j) if hamming(fps[i], fps[j]) <= K), -1) for j in range(len(fps))]
+    assert got == want
+
+
+def copies(n, simhash=0x0123456789ABCDEF, prefix="c"):
+    return [Record("mem", i + 1, id=f"{prefix}{i}", simhash=simhash) for i in range(n)]
+
+
+def test_load_groups_of_many_copies_is_linear(tmp_path):
+    n = 20_000
+    index = Index.create(open_store("memory:"), 4, K)
+    groups = tmp_path / "groups.jsonl"
+    report = load(index, copies(n), LoadOptions(fingerprints=True, batch_size=3000, groups=str(groups)))
+    assert report.indexed == n
+    lines = [json.loads(line) for line in groups.read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["size"] == n
+    assert set(lines[0]["ids"]) == {f"c{i}" for i in range(n)}
+
+
+def test_skip_near_dups_of_many_copies_keeps_the_first(tmp_path):
+    n = 20_000
+    index = Index.create(open_store("memory:"), 5, K)
+    report = load(index, copies(n), LoadOptions(fingerprints=True, batch_size=3000, skip_near_dups=True))
+    assert (report.indexed, report.near_duplicates_skipped) == (1, n - 1)
+    assert index.get(["c0", "c1"])[1] is None and index.get(["c0"])[0].id == "c0"
+
+
+def test_check_against_many_copies_is_bounded_and_counts_them_all():
+    n = 5_000
+    index = Index.create(open_store("memory:"), 4, K)
+    load(index, copies(n), LoadOptions(fingerprints=True))
+    load(index, [Record("mem", 1, id="near", simhash=0x0123456789ABCDEF ^ 0b111)], LoadOptions(fingerprints=True))
+    answers = list(check(index, copies(300, prefix="q"), use_simhash=True, max_matches=10))
+    assert len(answers) == 300
+    want = sorted(f"c{i}" for i in range(n))[:10]
+    for answer in answers:
+        assert [m["id"] for m in answer["matches"]] == want
+        assert {m["distance"] for m in answer["matches"]} == {0}
+        assert answer["match_count"] == n + 1
+    everything = index.query_counted([0x0123456789ABCDEF], None, None)[0]
+    assert everything[1] == n + 1 and len(everything[0]) == n + 1
+    assert everything[0][-1].id == "near" and everything[0][-1].distance == 3
+    few = list(check(index, copies(1, simhash=0x0123456789ABCDEF ^ 0b111, prefix="x"), use_simhash=True,
+                     max_matches=10_000))
+    assert "match_count" not in few[0] and len(few[0]["matches"]) == n + 1
