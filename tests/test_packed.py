@@ -33,7 +33,8 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
         # remainders that differ only in their low bits: they tie on the 64-bit sort key
         keys.add(prefix + rnd.getrandbits(12).to_bytes(8, "big") + ids(rnd).encode())
     # one row, several columns (identical fingerprints)
-    keys |= {bytes.fromhex("0001000001") + bytes(8) + q for q in (b"b", b"a", b"ab", b"\x00")}
+    keys |= {bytes.fromhex("0001000001") + bytes(8) + q
+             for q in (b"b", b"a", b"ab", b"\x00", b"a\x00", b"a\x00\x00", b"\x00a", b"\xff")}  # NULs: see _untie
     return keys
 
 
@@ -43,8 +44,10 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
                          ids=["fixed-width", "variable-width", "few-long-ids"])
 @pytest.mark.parametrize("pass_cells", [1 << 20, 7])
 @pytest.mark.parametrize("big_record", [1, 10**9], ids=["joined", "gathered"])
-def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, monkeypatch):
+@pytest.mark.parametrize("pad_bytes", [256 << 20, 0], ids=["ties-in-numpy", "ties-in-python"])
+def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, pad_bytes, monkeypatch):
     monkeypatch.setattr(records_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
+    monkeypatch.setattr(records_module, "_UNTIE_PAD_BYTES", pad_bytes)  # both ways of ordering tied cells
     monkeypatch.setattr(records_module, "_BIG_RECORD", big_record)  # both ways of cutting records
     rnd = random.Random(3)
     keys = random_keys(rnd, 1500, ids)

@@ -48,6 +48,7 @@ _PACK_CELLS = 1 << 18  # cells packed per numpy pass
 _RANK_BITS = 32  # prefixes spanning more bits are ranked before sorting
 _BIG_RECORD = 16  # cells per record from which records are joined from slices, not gathered
 _NO_RESTS = np.zeros(0, dtype=">u8")
+_UNTIE_PAD_BYTES = 256 << 20  # tied cells are sorted in numpy while their padded qualifiers fit this
 
 
 def _squeeze(pids: np.ndarray) -> np.ndarray:
@@ -236,11 +237,38 @@ class CellBatch(NamedTuple):
 
     def _untie(self, order: np.ndarray, ties: np.ndarray) -> np.ndarray:
         """Put runs of cells with equal sort keys in exact (remainder, qualifier) order and
-        drop exact repeats (a cell written twice)."""
+        drop exact repeats (a cell written twice). All runs in one numpy sort, the
+        qualifiers padded to one width (200,000 copies of one fingerprint tie whole);
+        in Python only when padding would cost more than ``_UNTIE_PAD_BYTES``."""
+        runs = np.split(ties, np.flatnonzero(np.diff(ties) != 1) + 1)
+        lo = np.array([int(run[0]) for run in runs])
+        length = np.array([len(run) + 1 for run in runs])
+        at = ranges(lo, length)  # positions in ``order`` of every tied cell, ascending
+        cells = order[at]
+        lens = self.qlens[cells]
+        width = int(lens.max(initial=0))
+        if width * len(cells) > _UNTIE_PAD_BYTES:
+            return self._untie_slowly(order, runs)
+        padded = np.zeros((len(cells), max(width, 1)), dtype=np.uint8)
+        padded[np.repeat(np.arange(len(cells)), lens), ranges(np.zeros(len(cells), np.int64), lens)] = \
+            self.quals[ranges(_starts(self.qlens)[cells], lens)]
+        quals = padded.view(f"S{max(width, 1)}").ravel()  # compares as bytes, trailing NULs dropped:
+        run = np.repeat(np.arange(len(runs)), length)     # the length breaks those ties (shorter first)
+        rests = self.rests[cells]
+        by = np.lexsort((lens, quals, rests, run))
+        cells, lens, quals, rests, run = cells[by], lens[by], quals[by], rests[by], run[by]
+        order[at] = cells
+        keep = np.ones(len(order), dtype=bool)
+        keep[at[1:]] = ~((run[1:] == run[:-1]) & (rests[1:] == rests[:-1]) & (quals[1:] == quals[:-1])
+                         & (lens[1:] == lens[:-1]))
+        return order[keep]
+
+    def _untie_slowly(self, order: np.ndarray, runs: list[np.ndarray]) -> np.ndarray:
+        """``_untie`` one run at a time in Python, for qualifiers too long to pad."""
         starts = np.concatenate(([0], np.cumsum(self.qlens)[:-1])).tolist()
         raw, qlens, rests = self.quals.tobytes(), self.qlens.tolist(), self.rests
         keep = np.ones(len(order), dtype=bool)
-        for run in np.split(ties, np.flatnonzero(np.diff(ties) != 1) + 1):
+        for run in runs:
             lo, hi = int(run[0]), int(run[-1]) + 2
             cells = sorted((int(rests[i]), raw[starts[i]:starts[i] + qlens[i]], i) for i in order[lo:hi].tolist())
             order[lo:hi] = [i for _, _, i in cells]
