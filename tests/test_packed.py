@@ -140,11 +140,13 @@ def test_kill_9_in_the_middle_of_a_merge_loses_nothing(tmp_path, step, nth, runs
         assert Index.open(store).stats()["index_cells"] == 4 * 20_000
 
 
-def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
+@pytest.mark.parametrize("uncached_bytes", [1 << 20, 200], ids=["cached", "big-records-past-the-cache"])
+def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, uncached_bytes):
     """Loads in many small batches (runs), lookups in the middle (which merge first),
     deletes, re-adds: every lookup equals brute force at every stage, single and batched."""
     monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500)  # merges in many slices
     monkeypatch.setattr(packed, "DIRECT_CELLS", 0)  # every write as runs
+    monkeypatch.setattr(packed, "_UNCACHED_BYTES", uncached_bytes)  # 200: most records read past the cache
     rnd = random.Random(8)
     base = [rnd.getrandbits(64) for _ in range(300)]
     fps = {}
@@ -175,6 +177,7 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch):
             check("runs merged by the first lookup", dict(items[:1250]))
             assert table.run_cells == 0 and table.merged_cells == 4 * 1250
     check("loaded")
+    assert bool(table._uncached) == (uncached_bytes == 200)  # the test reads both ways
     index.add_many([Document(d, v) for d, v in items[:500]])  # written again: no duplicates
     gone = index.delete([d for d, _ in items[::5]])
     for d in gone:

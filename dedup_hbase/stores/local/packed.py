@@ -41,12 +41,13 @@ from rocksdict import WriteBatch, WriteOptions
 
 from ...errors import StoreError
 from .records import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, PackedCells
-from .rocks import get_many, total_order
+from .rocks import get_many, read_once, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 DIRECT_CELLS = 1024  # writes of at most this many cells (about 250 documents), no runs pending: no runs
 _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
+_UNCACHED_BYTES = 1 << 20  # a record this big (tens of thousands of copies of one text) is read past the cache
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = PackedCells.empty()
 _NO_LOG = WriteOptions()
@@ -75,6 +76,10 @@ class PackedTable:
         self._state_key = f"{name}.state".encode()
         raw = db.get(self._state_key)
         self._seq, self.merged_cells, self.run_cells = _STATE.unpack(raw) if raw else (0, 0, 0)
+        # prefixes whose record this process wrote at _UNCACHED_BYTES or more: a load that
+        # looks up every batch rewrites such a record every batch, and the block cache would
+        # fill with its dead versions (one block each); a lookup reads them past the cache
+        self._uncached: set[bytes] = set()
 
     @staticmethod
     def families(name: str) -> list[str]:
@@ -250,6 +255,8 @@ class PackedTable:
         write = WriteBatch(raw_mode=True)
         for prefix, record in zip(self._prefixes(pids), records):
             write.put(prefix, record, self._merged_handle)
+            if len(record) >= _UNCACHED_BYTES:
+                self._uncached.add(prefix)
         self.merged_cells += len(merged) - before
         self._save_state(write)
         if logged:
@@ -266,12 +273,13 @@ class PackedTable:
         lo, hi = int(pids[0]), int(pids[-1])
         estimate = self._merged.property_int_value("rocksdb.estimate-num-keys") or 0
         if estimate * (hi - lo + 1) / 256 ** self.prefix_bytes > _READ_PER_GET * len(pids):
-            found = zip(pids.tolist(), get_many(self._merged, self._prefixes(pids)))
+            found = zip(pids.tolist(), get_many(self._merged, self._prefixes(pids), read_once()))
             present = [(pid, record) for pid, record in found if record is not None]
             return [pid for pid, _ in present], [record for _, record in present]
         in_range: list[tuple[int, bytes]] = []
-        for key, record in self._merged.items(from_key=lo.to_bytes(self.prefix_bytes, "big"),
-                                               read_opt=total_order()):
+        once = total_order()
+        once.fill_cache(False)  # these records are about to be replaced
+        for key, record in self._merged.items(from_key=lo.to_bytes(self.prefix_bytes, "big"), read_opt=once):
             pid = int.from_bytes(key, "big")
             if pid > hi:
                 break
@@ -295,7 +303,9 @@ class PackedTable:
                 raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
                                  f"prefixes, not {len(prefix)} bytes")
         self.merge()
-        records = self._merged.get(list(prefixes))
+        big = self._uncached.intersection(prefixes)
+        records = self._merged.get(list(prefixes)) if not big else \
+            [self._merged.get(p, read_opt=read_once() if p in big else None) for p in prefixes]
         if self._overlay:
             records = [self._overlay.get(prefix, record) for prefix, record in zip(prefixes, records)]
         return [_EMPTY if record is None else PackedCells(record) for record in records]

@@ -16,17 +16,25 @@ def total_order() -> ReadOptions:
     return opts
 
 
-def get_many(cf, keys: Sequence[bytes]) -> list[bytes | None]:
+def read_once() -> ReadOptions:
+    """Read options for values read once and replaced (a merge's old records): they are
+    kept out of the block cache, which would otherwise fill with dead versions."""
+    opts = ReadOptions()
+    opts.fill_cache(False)
+    return opts
+
+
+def get_many(cf, keys: Sequence[bytes], read_opt: ReadOptions | None = None) -> list[bytes | None]:
     """The values of ``keys`` in column family ``cf`` (None: absent), in order.
 
     rocksdict's multi-get costs about 1 µs per key even for an absent one; one ``get``
     per key costs 0.2-0.5 µs for an absent key (the bloom filter answers) but about 4 µs
     instead of 3 for a present one. A load of new documents asks for absent keys, a
     reload for present ones: the first ``_PROBE`` keys decide."""
-    head = [cf.get(key) for key in keys[:_PROBE]]
+    head = [cf.get(key, read_opt=read_opt) for key in keys[:_PROBE]]
     if len(keys) <= _PROBE:
         return head
     rest = keys[_PROBE:]
     if sum(value is None for value in head) * 2 >= len(head):
-        return head + [cf.get(key) for key in rest]
-    return head + cf.get(list(rest))
+        return head + [cf.get(key, read_opt=read_opt) for key in rest]
+    return head + cf.get(list(rest), read_opt=read_opt)
