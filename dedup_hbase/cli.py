@@ -272,6 +272,7 @@ def serve(ctx: typer.Context,
           max_docs: Annotated[int, typer.Option(help="Documents one request may hold.")] = 1000,
           max_text_bytes: Annotated[int, typer.Option(help="Bytes one document's text may have.")] = 1 << 20,
           max_body_bytes: Annotated[int, typer.Option(help="Bytes one request body may have.")] = 64 << 20,
+          max_matches: Annotated[int, typer.Option(help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
           log_level: Annotated[str, typer.Option(help="uvicorn's log level: debug, info, warning, error.")] = "warning") -> None:
     """Run the dedup service: JSON over HTTP, until Ctrl-C or SIGTERM.
 
@@ -284,7 +285,8 @@ def serve(ctx: typer.Context,
     from .service import Limits
     from .service import serve as run_service
 
-    limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes)
+    limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes,
+                    max_matches=max_matches)
     online = OnlineIndex(ctx.obj.index())
     online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
 

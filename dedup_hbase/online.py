@@ -60,10 +60,14 @@ class Decision:
     simhash: int
     added: bool
     matches: list[Match]
+    match_count: int | None = None  # how many there are, when ``matches`` is only the first of them
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "simhash": to_hex(self.simhash), "added": self.added,
-                "matches": [m.to_dict() for m in self.matches]}
+        out = {"id": self.id, "simhash": to_hex(self.simhash), "added": self.added,
+               "matches": [m.to_dict() for m in self.matches]}
+        if self.match_count is not None and self.match_count > len(self.matches):
+            out["match_count"] = self.match_count
+        return out
 
 
 class OnlineIndex:
@@ -92,6 +96,12 @@ class OnlineIndex:
         with self._store_lock:
             return self.index.query_many(simhashes, k)
 
+    def query_counted(self, simhashes: Sequence[int], k: int | None = None,
+                      max_matches: int | None = None) -> list[tuple[list[Match], int]]:
+        """``Index.query_counted``: per query at most ``max_matches`` matches and the true count."""
+        with self._store_lock:
+            return self.index.query_counted(simhashes, k, max_matches)
+
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         with self._store_lock:
             return self.index.get(doc_ids)
@@ -100,9 +110,11 @@ class OnlineIndex:
         with self._held(self._simhashes_of(doc_ids)), self._store_lock:
             return self.index.delete(doc_ids)
 
-    def add(self, docs: Sequence[Document], *, if_new: bool = True) -> list[Decision]:
+    def add(self, docs: Sequence[Document], *, if_new: bool = True, max_matches: int | None = None) -> list[Decision]:
         """Index ``docs`` (all of them, or with ``if_new`` only those with no near-duplicate
-        indexed or earlier in ``docs``) and say, per document in order, what was done.
+        indexed or earlier in ``docs``) and say, per document in order, what was done, with
+        at most ``max_matches`` of its near-duplicates (the first by (distance, id)) and,
+        when there are more, how many.
 
         Checks every document before writing any (``Index.add_many``). A store error part
         way leaves some of the chosen documents written and others not; the same call again
@@ -111,12 +123,13 @@ class OnlineIndex:
             return []
         simhashes = [d.simhash for d in docs]
         with self._held(simhashes), self._store_lock, self._fleet_held(simhashes if if_new else []) as lease:
-            found = self.index.query_many(simhashes)
+            found = self.index.query_counted(simhashes, None, max_matches)
             earlier = self._earlier_matches(docs)
             decisions = []
-            for i, (doc, matches) in enumerate(zip(docs, found)):
-                near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))
-                decisions.append(Decision(doc.id, doc.simhash, not (if_new and near), near))
+            for i, (doc, (matches, total)) in enumerate(zip(docs, found)):
+                near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))[:max_matches]
+                count = total + len(earlier.get(i, []))
+                decisions.append(Decision(doc.id, doc.simhash, not (if_new and count), near, count))
             if lease is not None:
                 lease.check()
             self.index.add_many([doc for doc, decision in zip(docs, decisions) if decision.added])

@@ -14,7 +14,8 @@ GET     /healthz                 ``{"ok": true}`` after a round trip to the stor
 ======  =======================  ==========================================================
 
 Answers come in input order and are the records of the CLI's ``--json`` (a match is
-``{"id", "simhash", "distance"}``). A text without features is not an error of the request:
+``{"id", "simhash", "distance"}``): at most ``Limits.max_matches`` matches per document, the
+nearest first by (distance, id), and ``"match_count"`` when there are more. A text without features is not an error of the request:
 its answer is ``{"id", "error"}`` in its place (``"added": false`` for add).
 
 A request is checked whole before anything is written; a bad one gets a JSON error naming
@@ -65,9 +66,10 @@ class Limits:
     max_docs: int = 1000
     max_text_bytes: int = 1 << 20
     max_body_bytes: int = 64 << 20
+    max_matches: int = 1000  # matches listed per document; more are counted ("match_count")
 
     def __post_init__(self) -> None:
-        for name in ("max_docs", "max_text_bytes", "max_body_bytes"):
+        for name in ("max_docs", "max_text_bytes", "max_body_bytes", "max_matches"):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be >= 1, not {getattr(self, name)}")
 
@@ -177,17 +179,16 @@ class DedupService:
     def check(self, docs: list[_Doc]) -> list[dict[str, Any]]:
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        found = iter(self.online.query_many([d.simhash for d in good]))
+        found = iter(self.online.query_counted([d.simhash for d in good], None, self.limits.max_matches))
         self.count(documents_checked=len(docs))
-        return [{"id": d.id, "error": d.error} if d.error else
-                {"id": d.id, "simhash": to_hex(d.simhash), "matches": [m.to_dict() for m in next(found)]}
-                for d in docs]
+        return [{"id": d.id, "error": d.error} if d.error else _answer(d, *next(found)) for d in docs]
 
     def add(self, docs: list[_Doc], if_new: bool) -> list[dict[str, Any]]:
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
         now = int(time.time())
-        decisions = iter(self.online.add([Document(d.id, d.simhash, _meta(d, now)) for d in good], if_new=if_new))
+        decisions = iter(self.online.add([Document(d.id, d.simhash, _meta(d, now)) for d in good], if_new=if_new,
+                                         max_matches=self.limits.max_matches))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
         self.count(documents_added=sum(1 for a in out if a["added"]), documents_offered=len(docs))
         return out
@@ -229,6 +230,14 @@ class DedupService:
     def health(self) -> dict[str, Any]:
         self.online.config()  # a round trip to the store
         return {"ok": True}
+
+
+def _answer(doc: _Doc, matches: list, total: int) -> dict[str, Any]:
+    """A checked document's answer: as ``check --json``, ``match_count`` when not all are listed."""
+    answer = {"id": doc.id, "simhash": to_hex(doc.simhash), "matches": [m.to_dict() for m in matches]}
+    if total > len(matches):
+        answer["match_count"] = total
+    return answer
 
 
 def _meta(doc: _Doc, now: int) -> dict[str, Any]:

@@ -264,3 +264,27 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
         while client.get("/v1/docs/a").status_code != 404:  # removed (embedded) or expired (HBase)
             assert time.monotonic() < deadline, "the expired document was never removed"
             time.sleep(0.2)
+
+
+def test_a_document_with_many_matches_gets_the_nearest_and_the_true_count(store_url, tmp_path):
+    base = 0x0123456789ABCDEF
+    rows = [{"id": f"copy{i:04d}", "simhash": f"{base:016x}"} for i in range(300)]
+    rows += [{"id": f"near{i}", "simhash": f"{base ^ (1 << i):016x}"} for i in range(3)]  # 1 bit away
+    corpus = tmp_path / "copies.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cli("init", "--store", store_url)
+    cli("load", "--store", store_url, str(corpus), "--fingerprints", "-q")
+    probe = [{"id": "probe", "simhash": f"{base ^ 1:016x}"}]  # near0 itself, 1 bit from the copies, 2 from near1, near2
+    expected = json.loads(cli("check", "--store", store_url, "--fingerprints", "--max-matches", "4", "--json", "-",
+                              input=json.dumps(probe[0]) + "\n"))
+    assert [(m["id"], m["distance"]) for m in expected["matches"]] == [("near0", 0), ("copy0000", 1), ("copy0001", 1),
+                                                                        ("copy0002", 1)]
+    assert expected["match_count"] == 303
+    with serving(store_url, "--max-matches", "4") as (client, _):
+        assert client.post("/v1/check", json=probe).json() == [expected]
+        (added,) = client.post("/v1/add?if_new=true", json=probe).json()
+        assert added == {"id": "probe", "simhash": expected["simhash"], "added": False,
+                         "matches": expected["matches"], "match_count": 303}
+        few = [{"id": "alone", "simhash": f"{~base & (2**64 - 1):016x}"}]
+        assert client.post("/v1/check", json=few).json() == [{"id": "alone", "simhash": few[0]["simhash"],
+                                                              "matches": []}]
