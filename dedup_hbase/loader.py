@@ -32,10 +32,11 @@ from .batches import fingerprinted, reason_of, reject_line
 from .corpus import FORMATS, Fields, Record, check_columns, input_identity, read_records
 from .errors import IndexMismatch, InvalidInput
 from .fingerprint import to_hex
+from .groups import write_groups
 from .ids import shown
 from .index import Document, Index, document_meta
 from .interrupts import STOPS, Interrupted
-from .neardup import near_pairs, write_groups
+from .neardup import near_pairs
 from .workers import FingerprintPool
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
