@@ -1,0 +1,126 @@
+"""``dedup-hbase groups --engine spark``: groups.py's job as one Spark job, with the same output.
+
+Data flow (D = the driver, E = the executors)::
+
+    E  parse and fingerprint the inputs (records.py)                       [persisted]
+    D  accounting and rejects in input order, as a Spark load (job.py)
+    E  documents: pos = ordinal << 40 | line (the input order, groups.ORDER), id, simhash
+    E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
+    E  components: large-star / small-star rounds (components.py)          [checkpointed]
+    E  group = the smallest pos of a component; its id, size; keep = pos == group
+    E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
+    E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
+       member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
+
+Only the counts of the summary come to the driver. ``pos`` holds a file's ordinal in its top
+23 bits and the line in the low 40: up to 8,388,607 files of up to 10^12 lines each.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..corpus import check_columns
+from ..errors import InvalidInput
+from ..groups import DOCUMENTS, GROUPS_FILE, GroupsOptions, GroupsReport, prepare_out
+from ..interrupts import STOPS, Interrupted
+from ..loader import LoadReport
+from . import components, hadoop, inputs, pairs, records
+from .job import SparkOptions, _account
+from .rows import json_string
+from .session import helper_jars, make_session
+from .session import stop as stop_session
+
+LINE_BITS = 40
+
+
+def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark: SparkOptions,
+                      spec: dict, label: str, *, session=None) -> GroupsReport:
+    """``groups.group_files`` as a Spark job: the same options, report and output. ``spec``
+    and ``label``: the fingerprinter's (texts are fingerprinted in the executors).
+    ``session``: a running SparkSession to use and leave running; else one is started and
+    stopped. Raises ``Interrupted`` on SIGINT or SIGTERM."""
+    if "-" in paths:
+        raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
+    check_columns([p for p in paths if not inputs.is_uri(p)], options.fmt, options.fields, options.fingerprints)
+    target = out if inputs.is_uri(out) else str(prepare_out(out).resolve())
+    started = time.perf_counter()
+    own = session is None
+    try:
+        if own:
+            submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+            jars = helper_jars() if options.fingerprints and not submitted else None
+            session = make_session(spark.master, {"spark.app.name": "dedup-hbase groups", **spark.conf}, jars)
+        try:
+            report = _run(session, paths, target, options, spec, label)
+        finally:
+            if own:
+                stop_session(session)
+    except STOPS as stop:
+        raise Interrupted(stop, "the Spark job stopped; run the same command again (it starts over and "
+                                "writes its output anew)") from None
+    report.elapsed_s = time.perf_counter() - started
+    return report
+
+
+def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict, label: str) -> GroupsReport:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    persisted: list = []
+    fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, spec, options.fingerprints,
+                                          persisted).persist(StorageLevel.MEMORY_AND_DISK)
+    counted = LoadReport()
+    if options.rejects is not None:
+        with open(options.rejects, "w", encoding="utf-8") as rejects:
+            _account(fingerprinted, counted, rejects, label, options.fingerprints)
+    else:
+        _account(fingerprinted, counted, None, label, options.fingerprints)
+    report = GroupsReport(read=counted.read, documents=counted.read - counted.rejected, rejected=counted.rejected,
+                          rejected_by_reason=counted.rejected_by_reason, k=options.k, engine="spark")
+    scheme = options.scheme_for(report.documents)
+    report.scheme = scheme.name
+    pos = F.shiftleft(F.col("ordinal").cast("long"), LINE_BITS).bitwiseOR(F.col("line"))
+    docs = (fingerprinted.where(F.col("error").isNull()).select(pos.alias("pos"), "id", "simhash")
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    docs.count()
+    fingerprinted.unpersist()
+    for frame in persisted:
+        frame.unpersist()
+    edges = pairs.near_pairs(docs.select("pos", "simhash"), scheme, options.k)
+    found = components.roots(edges)
+    labeled = (docs.join(found, F.col("pos") == F.col("node"), "left")
+               .select("pos", "id", "simhash", F.coalesce("root", "pos").alias("group_pos")))
+    sizes = labeled.groupBy("group_pos").agg(F.count(F.lit(1)).alias("size"))
+    names = labeled.select(F.col("pos").alias("group_pos"), F.col("id").alias("group"))
+    rows = (labeled.join(sizes, "group_pos").join(names, "group_pos")
+            .select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"), "group", "size",
+                    (F.col("pos") == F.col("group_pos")).alias("keep"), "group_pos")
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
+    counts = sizes.agg(F.count(F.lit(1)).alias("groups"), F.sum(F.when(F.col("size") > 1, 1).otherwise(0))
+                       .alias("multi")).first()
+    report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
+    _write_groups_file(session, rows.where(F.col("size") > 1), out)
+    rows.unpersist()
+    docs.unpersist()
+    return report
+
+
+def _write_groups_file(session, members, out: str) -> None:
+    """``OUT/groups.jsonl`` from the rows of groups of two or more: one line per group in the
+    order of its first member, written by one task, byte for byte ``groups.group_line``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    grouped = members.groupBy("group_pos").agg(F.first("size").alias("size"),
+                                               F.sort_array(F.collect_list(F.struct("pos", "id"))).alias("m"))
+    numbered = grouped.withColumn("n", F.row_number().over(Window.orderBy("group_pos")))
+    ids = F.array_join(F.transform("m", lambda m: json_string(m["id"])), ", ")
+    line = F.concat(F.lit('{"group": '), F.col("n").cast("string"), F.lit(', "size": '),
+                    F.col("size").cast("string"), F.lit(', "ids": ['), ids, F.lit("]}"))
+    folder = f"{out}/_{GROUPS_FILE}.parts"
+    (numbered.repartition(1).sortWithinPartitions("group_pos").select(line.alias("value"))
+     .write.mode("overwrite").text(folder))
+    hadoop.single_file(session, folder, f"{out}/{GROUPS_FILE}")
