@@ -145,7 +145,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
 def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin (local engine). JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst.")],
            out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
            k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
-           scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover), 5 for k > 3.")] = None,
+           scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
            id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
            fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
            rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,

@@ -45,6 +45,7 @@ from .errors import InvalidInput
 from .fingerprint import Fingerprinter
 from .layout import Scheme
 from .neardup import near_pairs
+from .plan import best_scheme
 from .workers import FingerprintPool
 
 DEFAULT_K = 3
@@ -80,12 +81,14 @@ class GroupsOptions:
 
     def scheme_for(self, documents: int) -> Scheme:
         """The given scheme, else the 4-split below ``SCHEME_5_FROM`` documents and the
-        5-split from there on; any scheme that cannot guarantee k is refused, and a k above 3
-        gets the 5-split (the 4-split finds every match within 3 bits only)."""
+        5-split from there on; a scheme that cannot guarantee k is refused, and a k above 3
+        gets ``plan.best_scheme`` (the 4- and 5-split find every match within 3 bits only)."""
         if self.scheme is not None:
             scheme = Scheme.parse(self.scheme)
+        elif self.k > 3:
+            scheme = best_scheme(self.k, max(documents, 1))
         else:
-            scheme = Scheme(5, 2) if documents >= SCHEME_5_FROM or self.k > 3 else Scheme(4, 1)
+            scheme = Scheme(5, 2) if documents >= SCHEME_5_FROM else Scheme(4, 1)
         scheme.check_k(self.k)
         return scheme
 

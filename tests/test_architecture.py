@@ -38,7 +38,7 @@ ALLOWED = {
     "interrupts": set(),
     "ids": {"errors"},
     "batches": {"corpus", "fingerprint", "ids", "workers"},
-    "groups": {"batches", "corpus", "errors", "fingerprint", "layout", "neardup", "workers"},
+    "groups": {"batches", "corpus", "errors", "fingerprint", "layout", "neardup", "plan", "workers"},
     "loader": {"batches", "corpus", "errors", "fingerprint", "groups", "ids", "index", "interrupts", "neardup", "workers"},
     "engines": {"corpus", "errors", "fingerprint", "groups", "index", "loader", "spark"},
     "progress": {"corpus"},
