@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .batches import fingerprinted, reason_of, reject_line
+from .batches import check_featurizers, fingerprinted, reason_of, reject_line
 from .corpus import FORMATS, Fields, check_columns, read_records
 from .errors import InvalidInput
 from .fingerprint import Fingerprinter
@@ -207,6 +207,8 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
                             rejects.write(reject_line(record.source, record.line, record.id, record.error))
                     else:
                         good.append(record)
+                if options.fingerprints:
+                    check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
                 ids.extend(r.id for r in good)
                 chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
     finally:

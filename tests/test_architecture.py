@@ -37,7 +37,7 @@ ALLOWED = {
     "neardup": {"layout"},
     "interrupts": set(),
     "ids": {"errors"},
-    "batches": {"corpus", "fingerprint", "ids", "workers"},
+    "batches": {"corpus", "errors", "fingerprint", "ids", "workers"},
     "groups": {"batches", "corpus", "errors", "fingerprint", "layout", "neardup", "plan", "workers"},
     "loader": {"batches", "corpus", "errors", "fingerprint", "groups", "ids", "index", "interrupts", "neardup", "workers"},
     "engines": {"corpus", "errors", "fingerprint", "groups", "index", "loader", "spark"},

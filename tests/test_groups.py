@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dedup_hbase.cli import app
-from dedup_hbase.errors import InvalidInput
+from dedup_hbase.errors import IndexMismatch, InvalidInput
 from dedup_hbase.fingerprint import make_fingerprinter
 from dedup_hbase.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
 
@@ -170,6 +171,19 @@ def test_cli_summary_json_and_out_folder(tmp_path):
     assert refused.stderr.strip() == (f"error: --out {tmp_path / 'other'} is not empty and not an earlier groups "
                                       "output (it holds keep.txt): give a new or empty folder")
     assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+
+
+def test_fingerprints_of_another_featurizer_refused(tmp_path):
+    path = tmp_path / "in.jsonl"
+    shingles = make_fingerprinter("shingles").label
+    path.write_text(json.dumps({"id": "a", "simhash": "0" * 16}) + "\n"
+                    + json.dumps({"id": "b", "simhash": "0" * 16, "featurizer": shingles}) + "\n")
+    with pytest.raises(IndexMismatch, match=re.escape(f"{path}:2: the fingerprint of 'b' was made by featurizer "
+                                                      f"{shingles}, the one asked for (--featurizer) is")):
+        local_groups([path], tmp_path / "out", GroupsOptions(fingerprints=True))
+    report = group_files([str(path)], str(tmp_path / "out"), GroupsOptions(fingerprints=True),
+                         make_fingerprinter("shingles"))
+    assert (report.documents, report.groups) == (2, 1)
 
 
 def test_scheme_by_corpus_size():
