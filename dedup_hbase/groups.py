@@ -53,7 +53,9 @@ SCHEME_5_FROM = 400_000  # documents from which the 5-split's pair search beats 
 ORDER = ("ordinal", "line")  # the input order as columns of the Spark engine's records
 DOCUMENTS = "documents"      # OUT/documents/: the Parquet rows
 GROUPS_FILE = "groups.jsonl"
-PARQUET_SCHEMA = (("id", "string"), ("simhash", "string"), ("group", "string"), ("size", "int64"), ("keep", "bool"))
+# the Parquet columns: (name, Arrow type, nullable), as both engines write them (Spark's count is not null)
+PARQUET_COLUMNS = (("id", "string", True), ("simhash", "string", True), ("group", "string", True),
+                   ("size", "int64", False), ("keep", "bool", True))
 
 
 @dataclass(frozen=True)
@@ -241,9 +243,9 @@ def write_local(folder: Path, ids: list[str], simhashes: np.ndarray, group: np.n
     report.groups = int(keep.sum())
     report.multi_groups = int((keep & (sizes > 1)).sum())
     id_array = pa.array(ids, pa.string())
-    table = pa.table({"id": id_array, "simhash": pa.array(hex_digits(simhashes), pa.string()),
-                      "group": id_array.take(pa.array(group, pa.int64())),
-                      "size": pa.array(sizes[group], pa.int64()), "keep": pa.array(keep, pa.bool_())})
+    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in PARQUET_COLUMNS])
+    table = pa.table([id_array, pa.array(hex_digits(simhashes), pa.string()), id_array.take(pa.array(group, pa.int64())),
+                      pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_())], schema=schema)
     (folder / DOCUMENTS).mkdir(exist_ok=True)
     pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
     members = np.flatnonzero(sizes[group] > 1)

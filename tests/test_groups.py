@@ -52,6 +52,12 @@ def local_groups(paths, out, options):
     return group_files([str(p) for p in paths], str(out), options, make_fingerprinter())
 
 
+def parquet_schema(out: Path):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "documents").schema.remove_metadata()
+
+
 def parquet_rows(out: Path) -> list[dict]:
     import pyarrow.parquet as pq
 
@@ -109,6 +115,7 @@ def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
     assert strip(local) == strip(on_spark)
     assert local.read == 19_339 and local.multi_groups > 0
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
+    assert parquet_schema(tmp_path / "local") == parquet_schema(tmp_path / "spark")
     assert (tmp_path / "local" / "groups.jsonl").read_bytes() == (tmp_path / "spark" / "groups.jsonl").read_bytes()
 
 

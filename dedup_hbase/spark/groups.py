@@ -5,14 +5,17 @@ Data flow (D = the driver, E = the executors)::
     E  parse and fingerprint the inputs (records.py)                       [persisted]
     D  accounting and rejects in input order, as a Spark load (job.py)
     E  documents: pos = ordinal << 40 | line (the input order, groups.ORDER), id, simhash
+    E  the distinct fingerprints and their first positions (pairs.py)      [persisted]
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
-    E  components: large-star / small-star rounds (components.py)          [checkpointed]
+    E  components of the distinct fingerprints: large-star / small-star rounds
+       (components.py; copies are not in them: a copy joins its first copy's group)
     E  group = the smallest pos of a component; its id, size; keep = pos == group
     E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
 
-Only the counts of the summary come to the driver. ``pos`` holds a file's ordinal in its top
+Only the counts of the summary come to the driver. Steps are timed in the log (INFO, logger
+dedup_hbase.spark.job). ``pos`` holds a file's ordinal in its top
 23 bits and the line in the low 40: up to 8,388,607 files of up to 10^12 lines each.
 """
 
@@ -27,7 +30,7 @@ from ..groups import DOCUMENTS, GROUPS_FILE, GroupsOptions, GroupsReport, prepar
 from ..interrupts import STOPS, Interrupted
 from ..loader import LoadReport
 from . import components, hadoop, inputs, pairs, records
-from .job import SparkOptions, _account
+from .job import SparkOptions, _account, _Clock
 from .rows import json_string
 from .session import helper_jars, make_session
 from .session import stop as stop_session
@@ -68,6 +71,7 @@ def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    clock = _Clock()
     persisted: list = []
     fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, spec, options.fingerprints,
                                           persisted).persist(StorageLevel.MEMORY_AND_DISK)
@@ -85,13 +89,16 @@ def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict
     docs = (fingerprinted.where(F.col("error").isNull()).select(pos.alias("pos"), "id", "simhash")
             .persist(StorageLevel.MEMORY_AND_DISK))
     docs.count()
+    clock("read, fingerprint, account")
     fingerprinted.unpersist()
     for frame in persisted:
         frame.unpersist()
-    edges = pairs.near_pairs(docs.select("pos", "simhash"), scheme, options.k)
-    found = components.roots(edges)
-    labeled = (docs.join(found, F.col("pos") == F.col("node"), "left")
-               .select("pos", "id", "simhash", F.coalesce("root", "pos").alias("group_pos")))
+    # components of the distinct fingerprints only: a copy joins its group through its first copy
+    firsts = pairs.distinct(docs.select("pos", "simhash")).persist(StorageLevel.MEMORY_AND_DISK)
+    found = components.roots(pairs.distinct_pairs(firsts, scheme, options.k))
+    clock("pairs and components")
+    labeled = (docs.join(firsts, "simhash").join(found, F.col("first") == F.col("node"), "left")
+               .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos")))
     sizes = labeled.groupBy("group_pos").agg(F.count(F.lit(1)).alias("size"))
     names = labeled.select(F.col("pos").alias("group_pos"), F.col("id").alias("group"))
     rows = (labeled.join(sizes, "group_pos").join(names, "group_pos")
@@ -99,11 +106,14 @@ def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict
                     (F.col("pos") == F.col("group_pos")).alias("keep"), "group_pos")
             .persist(StorageLevel.MEMORY_AND_DISK))
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
+    clock("groups, Parquet")
     counts = sizes.agg(F.count(F.lit(1)).alias("groups"), F.sum(F.when(F.col("size") > 1, 1).otherwise(0))
                        .alias("multi")).first()
     report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
     _write_groups_file(session, rows.where(F.col("size") > 1), out)
+    clock("groups.jsonl")
     rows.unpersist()
+    firsts.unpersist()
     docs.unpersist()
     return report
 
