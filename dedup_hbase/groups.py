@@ -189,11 +189,13 @@ def assign(simhashes: np.ndarray, scheme: Scheme, k: int) -> np.ndarray:
 def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinter: Fingerprinter) -> GroupsReport:
     """The local engine: read and fingerprint ``paths`` (as ``load``: every core), find the
     groups and write them to ``out`` (see the module's docstring)."""
+    import pyarrow as pa
+
     check_columns(paths, options.fmt, options.fields, options.fingerprints)
     folder = prepare_out(out)
     started = time.perf_counter()
     report = GroupsReport(k=options.k)
-    ids: list[str] = []
+    ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
     chunks: list[np.ndarray] = []
     rejects = open(options.rejects, "w", encoding="utf-8") if options.rejects else None
     try:
@@ -211,7 +213,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
                         good.append(record)
                 if options.fingerprints:
                     check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
-                ids.extend(r.id for r in good)
+                ids.append(pa.array([r.id for r in good], pa.string()))
                 chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
     finally:
         if rejects is not None:
@@ -220,7 +222,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     scheme = options.scheme_for(len(simhashes))
     report.documents, report.scheme = len(simhashes), scheme.name
     group = assign(simhashes, scheme, options.k)
-    write_local(folder, ids, simhashes, group, report)
+    write_local(folder, pa.chunked_array(ids, pa.string()), simhashes, group, report)
     report.elapsed_s = time.perf_counter() - started
     return report
 
@@ -231,9 +233,9 @@ def hex_digits(simhashes: np.ndarray) -> np.ndarray:
     return np.frombuffer(raw, dtype="S16").astype(str) if raw else np.empty(0, dtype=str)
 
 
-def write_local(folder: Path, ids: list[str], simhashes: np.ndarray, group: np.ndarray,
-                report: GroupsReport) -> None:
-    """``documents/part-00000.parquet`` and ``groups.jsonl`` of the local engine; counts the groups."""
+def write_local(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, report: GroupsReport) -> None:
+    """``documents/part-00000.parquet`` and ``groups.jsonl`` of the local engine (``ids``: a
+    pyarrow chunked string array in input order); counts the groups."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -242,9 +244,8 @@ def write_local(folder: Path, ids: list[str], simhashes: np.ndarray, group: np.n
     keep = group == np.arange(n)
     report.groups = int(keep.sum())
     report.multi_groups = int((keep & (sizes > 1)).sum())
-    id_array = pa.array(ids, pa.string())
     schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in PARQUET_COLUMNS])
-    table = pa.table([id_array, pa.array(hex_digits(simhashes), pa.string()), id_array.take(pa.array(group, pa.int64())),
+    table = pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), ids.take(pa.array(group, pa.int64())),
                       pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_())], schema=schema)
     (folder / DOCUMENTS).mkdir(exist_ok=True)
     pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
@@ -252,8 +253,8 @@ def write_local(folder: Path, ids: list[str], simhashes: np.ndarray, group: np.n
     members = members[np.argsort(group[members], kind="stable")]  # by group (first member), then input order
     bounds = np.flatnonzero(np.r_[True, group[members][1:] != group[members][:-1]]) if len(members) else []
     cuts = np.r_[bounds, len(members)].astype(np.int64)
-    write_group_lines(([ids[i] for i in members[cuts[g]:cuts[g + 1]].tolist()] for g in range(len(cuts) - 1)),
-                      folder / GROUPS_FILE)
+    listed = ids.take(pa.array(members, pa.int64())).to_pylist()
+    write_group_lines((listed[cuts[g]:cuts[g + 1]] for g in range(len(cuts) - 1)), folder / GROUPS_FILE)
 
 
 def write_groups(edges: Iterable[tuple[str, str]], out: Path) -> int:

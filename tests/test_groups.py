@@ -107,6 +107,26 @@ def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("scheme", ["4", "5"])
+def test_spark_pairs_equal_neardup(spark, scheme):
+    """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
+    edges, each once, and the same earliest earlier position within k bits."""
+    from dedup_hbase.arrays import as_signed
+    from dedup_hbase.layout import Scheme
+    from dedup_hbase.neardup import near_pairs
+    from dedup_hbase.spark import pairs
+
+    fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
+    df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")
+    want = near_pairs(fps, Scheme.parse(scheme), K)
+    got = [tuple(r) for r in pairs.near_pairs(df, Scheme.parse(scheme), K).collect()]
+    assert len(got) == len(set(got)) == len(want.edges())
+    assert sorted(got) == sorted(map(tuple, want.edges().tolist()))
+    earlier = {r["pos"]: r["earlier"] for r in pairs.earliest_earlier(df, Scheme.parse(scheme), K).collect()}
+    assert [-1 if earlier[i] is None else earlier[i] for i in range(len(fps))] == want.earliest_earlier().tolist()
+
+
+@pytest.mark.spark
 def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
     corpus = shared_corpus("xwlb_zh.jsonl.gz")
     local = local_groups([corpus], tmp_path / "local", GroupsOptions(workers=2))
