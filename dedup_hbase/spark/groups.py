@@ -30,7 +30,7 @@ from ..groups import DOCUMENTS, GROUPS_FILE, GroupsOptions, GroupsReport, prepar
 from ..interrupts import STOPS, Interrupted
 from ..loader import LoadReport
 from . import components, hadoop, inputs, pairs, records
-from .job import SparkOptions, _account, _Clock
+from .job import SMALL_INPUT, SparkOptions, _account, _Clock, _input_bytes
 from .rows import json_string
 from .session import helper_jars, make_session
 from .session import stop as stop_session
@@ -54,7 +54,8 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
         if own:
             submitted = "PYSPARK_GATEWAY_PORT" in os.environ
             jars = helper_jars() if options.fingerprints and not submitted else None
-            session = make_session(spark.master, {"spark.app.name": "dedup-hbase groups", **spark.conf}, jars)
+            session = make_session(spark.master, {"spark.app.name": "dedup-hbase groups", **spark.conf}, jars,
+                                   small=_input_bytes(paths) < SMALL_INPUT)
         try:
             report = _run(session, paths, target, options, spec, label)
         finally:
