@@ -9,7 +9,8 @@ Data flow (D = the driver, E = the executors)::
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
     E  components of the distinct fingerprints: large-star / small-star rounds
        (components.py; copies are not in them: a copy joins its first copy's group)
-    E  group = the smallest pos of a component; its id, size; keep = pos == group
+    E  group = the smallest pos of a component; its id and size by a window over the group
+       (one shuffle); keep = pos == group
     E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
@@ -70,6 +71,7 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
 
 def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict, label: str) -> GroupsReport:
     from pyspark import StorageLevel
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     clock = _Clock()
@@ -100,16 +102,16 @@ def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict
     clock("pairs and components")
     labeled = (docs.join(firsts, "simhash").join(found, F.col("first") == F.col("node"), "left")
                .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos")))
-    sizes = labeled.groupBy("group_pos").agg(F.count(F.lit(1)).alias("size"))
-    names = labeled.select(F.col("pos").alias("group_pos"), F.col("id").alias("group"))
-    rows = (labeled.join(sizes, "group_pos").join(names, "group_pos")
-            .select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"), "group", "size",
-                    (F.col("pos") == F.col("group_pos")).alias("keep"), "group_pos")
+    group = Window.partitionBy("group_pos")  # a group's rows: its size and its first member's id, no join
+    keep = F.col("pos") == F.col("group_pos")
+    rows = (labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
+                           F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
+                           F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "group_pos")
             .persist(StorageLevel.MEMORY_AND_DISK))
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     clock("groups, Parquet")
-    counts = sizes.agg(F.count(F.lit(1)).alias("groups"), F.sum(F.when(F.col("size") > 1, 1).otherwise(0))
-                       .alias("multi")).first()
+    counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
+                                           F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
     report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
     _write_groups_file(session, rows.where(F.col("size") > 1), out)
     clock("groups.jsonl")
