@@ -11,16 +11,18 @@ A group's id (``group``) is the id of its first member in input order, and that 
 one kept (``keep``); a document near no other is a group of one, kept. Each record is a
 document: an id given twice is two documents.
 
-The scheme of the pair search fits the number of documents N (``scheme_for``), whatever
-index exists: with the 4-split a flag's bucket holds about N / 2^16 fingerprints, compared
-pairwise; with the 5-split (10 flags) about N / 2^26, at 2.5 times the sorting. Measured
-with ``near_pairs`` on random fingerprints (one core; /tmp/crossover.py in the report of the
-change): the 4-split is faster below ``SCHEME_5_FROM`` documents, the 5-split above.
+The scheme of the pair search fits the number of documents N (``GroupsOptions.scheme_for``),
+whatever index exists: with the 4-split a flag's bucket holds about N / 2^16 fingerprints,
+compared pairwise; with the 5-split (10 flags) about N / 2^26, at 2.5 times the sorting.
+Measured: ``near_pairs(numpy.random.default_rng(1).integers(0, 2**64, N, numpy.uint64),
+Scheme, 3)``, one process on a busy 2-core machine, 4-split against 5-split: 100,000: 0.13 s /
+0.27 s; 300,000: 1.0 / 1.1 s; 500,000: 1.4 / 1.3 s; 1,000,000: 4.0 / 2.5 s; 2,000,000: 14.7 /
+8.6 s. So the 4-split below ``SCHEME_5_FROM`` (400,000) documents, the 5-split from there;
 ``--scheme`` overrides it.
 
 Output, in a folder (``OUT/``): ``documents/part-*.parquet``, one row per document
-(``id``, ``simhash`` 16 hex digits, ``group``, ``size`` int64, ``keep`` bool; the local engine
-writes them in input order); ``groups.jsonl``, the groups of two or more as
+(``id``, ``simhash`` 16 hex digits, ``group``, ``size`` int64, ``keep`` bool; both engines
+write them in input order); ``groups.jsonl``, the groups of two or more as
 ``{"group": n, "size": s, "ids": [...]}``, numbered from 1 in the order of their first
 member, ids in input order (the format of ``load --groups``, whose writer is
 ``write_groups`` here). Parquet sits in its own folder so that it reads as one data set.
