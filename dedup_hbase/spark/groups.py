@@ -16,8 +16,8 @@ Data flow (D = the driver, E = the executors)::
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
 
 Only the counts of the summary come to the driver. Steps are timed in the log (INFO, logger
-dedup_hbase.spark.job). ``pos`` holds a file's ordinal in its top
-23 bits and the line in the low 40: up to 8,388,607 files of up to 10^12 lines each.
+dedup_hbase.spark.job). ``pos`` holds a file's ordinal in its top 23 bits and the line in
+the low 40: up to 8,388,607 files of up to 2^40 (1.1 * 10^12) lines each.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 
 from ..corpus import check_columns
 from ..errors import InvalidInput
-from ..groups import DOCUMENTS, GROUPS_FILE, GroupsOptions, GroupsReport, prepare_out
+from ..groups import DOCUMENTS, GROUPS_FILE, ORDER, GroupsOptions, GroupsReport, prepare_out
 from ..interrupts import STOPS, Interrupted
 from ..loader import LoadReport
 from . import components, hadoop, inputs, pairs, records
@@ -88,7 +88,8 @@ def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict
                           rejected_by_reason=counted.rejected_by_reason, k=options.k, engine="spark")
     scheme = options.scheme_for(report.documents)
     report.scheme = scheme.name
-    pos = F.shiftleft(F.col("ordinal").cast("long"), LINE_BITS).bitwiseOR(F.col("line"))
+    file_order, line_order = ORDER
+    pos = F.shiftleft(F.col(file_order).cast("long"), LINE_BITS).bitwiseOR(F.col(line_order))
     docs = (fingerprinted.where(F.col("error").isNull()).select(pos.alias("pos"), "id", "simhash")
             .persist(StorageLevel.MEMORY_AND_DISK))
     docs.count()
