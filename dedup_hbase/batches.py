@@ -1,6 +1,6 @@
 """Records fingerprinted in batches, with the checks and reasons every bulk job shares.
 
-A load, a check, a group job and the Spark engine's workers all turn input records
+A load, a check, a groups job and the Spark engine's workers all turn input records
 (corpus.py) into fingerprints the same way, here: a record with a usable id gets its
 ``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
 a batch go to the fingerprinter in one call. A rejected record is counted under its
@@ -14,8 +14,9 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 
 from .corpus import Record
+from .errors import IndexMismatch
 from .fingerprint import Fingerprinter
-from .ids import encode_id
+from .ids import encode_id, shown
 from .workers import FingerprintPool, fingerprint_texts
 
 
@@ -86,3 +87,15 @@ def reason_of(error: str) -> str:
 def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
     """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
     return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"
+
+
+def check_featurizers(records: list[Record], label: str, whose: str = "this index's") -> int:
+    """Refuse precomputed fingerprints that another featurizer than ``label`` made (they would
+    silently be compared with incomparable ones); returns how many did not say which
+    featurizer made them. ``whose``: whose featurizer ``label`` is, for the message."""
+    for record in records:
+        if record.featurizer is not None and record.featurizer != label:
+            raise IndexMismatch(f"{record.where}: the fingerprint of {shown(record.id)} was made by featurizer "
+                                f"{record.featurizer}, {whose} is {label}: fingerprints of different "
+                                "featurizers are not comparable; nothing of this batch was written")
+    return sum(record.featurizer is None for record in records)

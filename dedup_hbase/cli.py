@@ -25,6 +25,7 @@ from .command import Command as _Command
 from .corpus import FORMATS, Fields, check_columns, read_records
 from .errors import InvalidInput
 from .fingerprint import make_fingerprinter, parse_hex, to_hex
+from .groups import DEFAULT_K, SCHEME_5_FROM, GroupsOptions
 from .index import Index, fingerprinter_for
 from .interrupts import exit_status, sigterm_raises
 from .loader import LoadOptions
@@ -138,6 +139,39 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     if failure:
         typer.echo(f"error: {failure}{'' if options.rejects else '; --rejects FILE keeps them'}", err=True)
         raise typer.Exit(EXIT_REJECTS)
+
+
+@_command
+def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin (local engine). JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst.")],
+           out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
+           k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
+           scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
+           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
+           rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
+           featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
+           workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
+           engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
+           spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")] = "local[*]",
+           spark_conf: Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
+           json_: Json = False) -> None:
+    """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
+    their connected components; each group keeps its first document in input order.
+
+    Needs no --store. Bad records are reported and skipped; read = documents + rejected."""
+    options = GroupsOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, k, scheme, rejects,
+                            workers=workers)
+    spark = None
+    if engines.check_engine(engine) == "spark":
+        from .spark import SparkOptions
+
+        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf))
+    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    report = engines.groups(files, out_dir, options, fp, engine, spark)
+    if json_:
+        out({"out": out_dir, **report.to_dict()})
+    else:
+        typer.echo(report.summary(), err=True)
 
 
 def _read_text(text: str | None, file: str | None, what: str) -> str:

@@ -1,5 +1,5 @@
-"""The bulk jobs by engine: the same job on this machine's cores (``local``: loader.py) or as
-one Apache Spark job (``spark``: the spark package, imported only when asked for).
+"""The bulk jobs by engine: the same job on this machine's cores (``local``: loader.py,
+groups.py) or as one Apache Spark job (``spark``: the spark package, imported only when asked for).
 
 The engines take the same options (``loader.LoadOptions``) and give the same report; the
 Spark engine also takes ``SparkOptions`` (master, settings, staging). Both raise
@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from .corpus import Record
 from .errors import InvalidInput
+from .fingerprint import Fingerprinter
+from .groups import GroupsOptions, GroupsReport, group_files
 from .index import Index
 from .loader import LoadOptions, LoadReport, Progress, load_files
 
@@ -35,3 +37,15 @@ def load(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), e
 
         return spark_load_files(index, paths, options, spark or SparkOptions())
     return load_files(index, paths, options, on_reject=on_reject, progress=progress)
+
+
+def groups(paths: list[str], out: str, options: GroupsOptions, fingerprinter: Fingerprinter,
+           engine: str = "local", spark=None) -> GroupsReport:
+    """The near-duplicate groups of ``paths`` written to the folder ``out`` (groups.py), on
+    ``engine``; ``spark`` as in ``load``. Both engines write the same output."""
+    if check_engine(engine) == "spark":
+        from .spark import SparkOptions, spark_group_files
+
+        return spark_group_files(paths, out, options, spark or SparkOptions(), fingerprinter.spec,
+                                 fingerprinter.label)
+    return group_files(paths, out, options, fingerprinter)

@@ -28,14 +28,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from .batches import fingerprinted, reason_of, reject_line
+from .batches import check_featurizers, fingerprinted, reason_of, reject_line
 from .corpus import FORMATS, Fields, Record, check_columns, input_identity, read_records
-from .errors import IndexMismatch, InvalidInput
+from .errors import InvalidInput
 from .fingerprint import to_hex
-from .ids import shown
+from .groups import write_groups
 from .index import Document, Index, document_meta
 from .interrupts import STOPS, Interrupted
-from .neardup import near_pairs, write_groups
+from .neardup import near_pairs
 from .workers import FingerprintPool
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
@@ -253,17 +253,6 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
             write_groups((tuple(json.loads(line)) for line in f), Path(options.groups))
         edges_path.unlink()
     return report
-
-
-def check_featurizers(records: list[Record], label: str) -> int:
-    """Refuse precomputed fingerprints that another featurizer made (they would silently
-    replace comparable ones); returns how many did not say which featurizer made them."""
-    for record in records:
-        if record.featurizer is not None and record.featurizer != label:
-            raise IndexMismatch(f"{record.where}: the fingerprint of {shown(record.id)} was made by featurizer "
-                                f"{record.featurizer}, this index's is {label}: fingerprints of different "
-                                "featurizers are not comparable; nothing of this batch was written")
-    return sum(record.featurizer is None for record in records)
 
 
 def _account(batch: list[Record], report: LoadReport, rejects: IO[str] | None,

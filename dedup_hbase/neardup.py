@@ -18,10 +18,8 @@ pairs into groups.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -190,33 +188,3 @@ def components(count: int, edges: Iterable[tuple[int, int]]) -> np.ndarray:
             parent[max(ra, rb)] = min(ra, rb)
     return np.fromiter((root(x) for x in range(count)), dtype=np.int64, count=count)
 
-
-def write_groups(edges: Iterable[tuple[str, str]], out: Path) -> int:
-    """Connected components of the near-duplicate edges, as JSON lines
-    ``{"group": n, "size": s, "ids": [...]}`` (ids in first-seen order); returns the count."""
-    parent: dict[str, str] = {}
-
-    def root(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[rb] = ra
-    groups: dict[str, list[str]] = {}
-    for x in parent:
-        groups.setdefault(root(x), []).append(x)
-    return write_group_lines(groups.values(), out)
-
-
-def write_group_lines(groups: Iterable[list[str]], out: Path) -> int:
-    """``{"group": n, "size": s, "ids": [...]}`` per group, n from 1; returns the count."""
-    count = 0
-    with open(out, "w", encoding="utf-8") as f:
-        for count, ids in enumerate(groups, 1):
-            f.write(json.dumps({"group": count, "size": len(ids), "ids": ids}, ensure_ascii=False) + "\n")
-    return count

@@ -16,60 +16,7 @@ from dedup_hbase.fingerprint import hamming
 from dedup_hbase.loader import LoadOptions, check, load
 from dedup_hbase.neardup import components, near_pairs
 
-K = 3
-
-
-def flip(value, bits, rnd):
-    for bit in rnd.sample(range(64), bits):
-        value ^= 1 << bit
-    return value
-
-
-def planted(seed):
-    """Fingerprints with the structures that break a pair search, shuffled (seeded)."""
-    rnd = random.Random(seed)
-    out = [rnd.getrandbits(64) for _ in range(1500)]
-    page = rnd.getrandbits(64)
-    out += [page] * 1200  # one page under many URLs
-    out += [flip(page, 2, rnd) for _ in range(30)]  # near copies of it
-    for _ in range(40):  # chains a - b - c: a and c more than k apart, joined through b
-        a = rnd.getrandbits(64)
-        b = flip(a, 3, rnd)
-        c = b
-        while hamming(a, c) <= K:
-            c = flip(b, 3, rnd)
-        out += [a, b, c]
-    for bits in (K, K + 1):  # pairs at exactly k and k + 1 bits
-        for _ in range(40):
-            a = rnd.getrandbits(64)
-            out += [a, flip(a, bits, rnd)]
-    base = rnd.getrandbits(64) & ~0xFFFF  # a bucket: 2,500 distinct fingerprints sharing 48 bits
-    out += [base | rnd.getrandbits(16) for _ in range(2500)]
-    rnd.shuffle(out)
-    return out
-
-
-def brute_pairs(values):
-    """Every pair of positions of distinct ``values`` within K bits, by XOR."""
-    v = np.asarray(values, dtype=np.uint64)
-    close = np.bitwise_count(v[:, None] ^ v[None, :]) <= K
-    i, j = np.nonzero(np.triu(close, 1))
-    return set(zip(i.tolist(), j.tolist()))
-
-
-def brute_components(n, pairs):
-    parent = list(range(n))
-
-    def root(x):
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for a, b in pairs:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return [root(x) for x in range(n)]
+from planted import K, brute_components, brute_pairs, flip, planted
 
 
 @pytest.mark.parametrize("scheme", [Scheme(4, 1), Scheme(5, 2)], ids=lambda s: s.name)

@@ -144,3 +144,22 @@ def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_byte
     rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
     schema = spark._jsparkSession.parseDataType(_parse_datatype_string(JSON_LINES_SCHEMA).json())
     return DataFrame(spark._jsparkSession.createDataFrame(rdd, schema), spark)
+
+
+def single_file(spark, folder: str, target: str) -> None:
+    """The one data file a job wrote into ``folder`` (Spark's ``part-*``; none when it wrote no
+    rows: then an empty file) moved to ``target``, then ``folder`` removed."""
+    jvm = spark.sparkContext._jvm
+    path, fs = _fs(spark, folder)
+    destination = jvm.org.apache.hadoop.fs.Path(target)
+    if fs.exists(destination):
+        fs.delete(destination, False)
+    parts = [s.getPath() for s in fs.listStatus(path) if s.getPath().getName().startswith("part-")]
+    if len(parts) > 1:
+        raise DedupError(f"{folder}: {len(parts)} files where one was written")
+    if parts:
+        if not fs.rename(parts[0], destination):
+            raise DedupError(f"could not move {parts[0].toString()} to {target}")
+    else:
+        fs.create(destination, True).close()
+    fs.delete(path, True)

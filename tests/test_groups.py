@@ -1,0 +1,231 @@
+"""dedup-hbase groups: corpus-wide near-duplicate groups on both engines, against brute force.
+
+20,040 planted fingerprints (exact copies by the thousand, chains whose ends are more than k
+apart, pairs at exactly k and k + 1 bits, a bucket of 2,500 distinct fingerprints, random
+ones) give exactly the groups of all pairs by XOR and union-find, on the local engine and on
+Spark (local[2]); on the shared news corpus both engines write identical outputs; rejects
+are accounted as a load accounts them."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dedup_hbase.cli import app
+from dedup_hbase.errors import IndexMismatch, InvalidInput
+from dedup_hbase.fingerprint import make_fingerprinter
+from dedup_hbase.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
+
+from conftest import require_or_skip, shared_corpus
+from planted import K, brute_components, brute_groups, planted
+
+
+@pytest.fixture(scope="module")
+def spark():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
+    from dedup_hbase.spark.session import helper_jars, make_session
+
+    session = make_session("local[2]", {}, helper_jars())
+    yield session
+    session.stop()
+
+
+def spark_groups(spark, paths, out, options):
+    from dedup_hbase.spark import SparkOptions, spark_group_files
+
+    fp = make_fingerprinter()
+    return spark_group_files([str(p) for p in paths], str(out), options, SparkOptions(), fp.spec, fp.label,
+                             session=spark)
+
+
+def local_groups(paths, out, options):
+    return group_files([str(p) for p in paths], str(out), options, make_fingerprinter())
+
+
+def parquet_schema(out: Path):
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "documents").schema.remove_metadata()
+
+
+def parquet_rows(out: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(out / "documents").to_pylist()
+
+
+@pytest.fixture(scope="module")
+def planted_input(tmp_path_factory):
+    """20,040 planted fingerprints as --fingerprints JSON lines, with the expected rows and
+    groups file from brute force."""
+    fps = planted(7, randoms=13_000, pages=(3000, 1200))
+    path = tmp_path_factory.mktemp("planted") / "fps.jsonl"
+    path.write_text("".join(json.dumps({"id": f"d{i}", "simhash": f"{v:016x}"}) + "\n" for i, v in enumerate(fps)))
+    first = brute_groups(fps)
+    size = Counter(first)
+    rows = [{"id": f"d{i}", "simhash": f"{v:016x}", "group": f"d{first[i]}", "size": size[first[i]],
+             "keep": first[i] == i} for i, v in enumerate(fps)]
+    members: dict[int, list[str]] = {}
+    for i, g in enumerate(first):
+        members.setdefault(g, []).append(f"d{i}")
+    lines = [json.dumps({"group": n, "size": len(ids), "ids": ids}) + "\n"
+             for n, (_, ids) in enumerate(sorted((g, ids) for g, ids in members.items() if len(ids) > 1), 1)]
+    assert len(fps) == 20_040 and max(size.values()) >= 3000 and len(lines) > 50
+    return path, rows, "".join(lines), len(size)
+
+
+def check_planted(report, out, planted_input):
+    path, rows, lines, groups = planted_input
+    assert (report.read, report.documents, report.rejected, report.groups) == (20_040, 20_040, 0, groups)
+    assert report.to_drop == 20_040 - groups and report.k == K
+    assert parquet_rows(out) == rows
+    assert (out / "groups.jsonl").read_text(encoding="utf-8") == lines
+
+
+@pytest.mark.parametrize("scheme", [None, "5"])
+def test_planted_local_equals_brute_force(planted_input, tmp_path, scheme):
+    report = local_groups([planted_input[0]], tmp_path / "out", GroupsOptions(fingerprints=True, scheme=scheme))
+    assert report.scheme == (scheme or "4")
+    check_planted(report, tmp_path / "out", planted_input)
+
+
+@pytest.mark.spark
+def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
+    report = spark_groups(spark, [planted_input[0]], tmp_path / "out", GroupsOptions(fingerprints=True))
+    assert (report.engine, report.scheme) == ("spark", "4")
+    check_planted(report, tmp_path / "out", planted_input)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("scheme", ["4", "5"])
+def test_spark_pairs_equal_neardup(spark, scheme):
+    """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
+    edges, each once, and the same earliest earlier position within k bits."""
+    from dedup_hbase.arrays import as_signed
+    from dedup_hbase.layout import Scheme
+    from dedup_hbase.neardup import near_pairs
+    from dedup_hbase.spark import pairs
+
+    fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
+    df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")
+    want = near_pairs(fps, Scheme.parse(scheme), K)
+    got = [tuple(r) for r in pairs.near_pairs(df, Scheme.parse(scheme), K).collect()]
+    assert len(got) == len(set(got)) == len(want.edges())
+    assert sorted(got) == sorted(map(tuple, want.edges().tolist()))
+    earlier = {r["pos"]: r["earlier"] for r in pairs.earliest_earlier(df, Scheme.parse(scheme), K).collect()}
+    assert [-1 if earlier[i] is None else earlier[i] for i in range(len(fps))] == want.earliest_earlier().tolist()
+
+
+@pytest.mark.spark
+def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
+    corpus = shared_corpus("xwlb_zh.jsonl.gz")
+    local = local_groups([corpus], tmp_path / "local", GroupsOptions(workers=2))
+    on_spark = spark_groups(spark, [corpus], tmp_path / "spark", GroupsOptions())
+    strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("elapsed_s", "engine")}
+    assert strip(local) == strip(on_spark)
+    assert local.read == 19_339 and local.multi_groups > 0
+    assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
+    assert parquet_schema(tmp_path / "local") == parquet_schema(tmp_path / "spark")
+    assert (tmp_path / "local" / "groups.jsonl").read_bytes() == (tmp_path / "spark" / "groups.jsonl").read_bytes()
+
+
+def bad_input(tmp_path: Path) -> Path:
+    rnd = random.Random(3)
+    page = rnd.getrandbits(64)
+    lines = [json.dumps({"id": f"p{i}", "simhash": f"{page:016x}"}) for i in range(5)]
+    lines.insert(2, "{not json")
+    lines.insert(4, json.dumps({"id": "nosim"}))
+    lines.append(json.dumps({"id": "alone", "simhash": f"{page ^ 0xFF:016x}", "featurizer": None}))
+    lines.append(json.dumps({"id": "near-é", "simhash": f"{page ^ 0b111:016x}"}))
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def check_bad(report, out: Path, rejects: Path, source: str) -> None:
+    assert (report.read, report.documents, report.rejected) == (9, 7, 2)
+    assert report.read == report.documents + report.rejected
+    assert dict(report.rejected_by_reason) == {"malformed JSON": 1, "no 'text' field (nor 'simhash')": 1}
+    lines = [json.loads(x) for x in rejects.read_text(encoding="utf-8").splitlines()]
+    assert [(x["source"], x["line"], x["id"]) for x in lines] == [(source, 3, None), (source, 5, "nosim")]
+    assert (report.groups, report.multi_groups, report.to_drop) == (2, 1, 5)
+    rows = parquet_rows(out)
+    assert [(r["id"], r["group"], r["size"], r["keep"]) for r in rows] == (
+        [(f"p{i}", "p0", 6, i == 0) for i in range(5)] + [("alone", "alone", 1, True), ("near-é", "p0", 6, False)])
+    assert (out / "groups.jsonl").read_text(encoding="utf-8") == (
+        '{"group": 1, "size": 6, "ids": ["p0", "p1", "p2", "p3", "p4", "near-é"]}\n')
+
+
+def test_rejects_accounted_local(tmp_path):
+    path = bad_input(tmp_path)
+    report = local_groups([path], tmp_path / "out", GroupsOptions(fingerprints=True, rejects=str(tmp_path / "r.jsonl")))
+    check_bad(report, tmp_path / "out", tmp_path / "r.jsonl", str(path))
+
+
+@pytest.mark.spark
+def test_rejects_accounted_spark(spark, tmp_path):
+    path = bad_input(tmp_path)
+    report = spark_groups(spark, [path], tmp_path / "out", GroupsOptions(fingerprints=True,
+                                                                          rejects=str(tmp_path / "r.jsonl")))
+    check_bad(report, tmp_path / "out", tmp_path / "r.jsonl", str(path))
+
+
+def test_cli_summary_json_and_out_folder(tmp_path):
+    path = bad_input(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["groups", str(path), "--fingerprints", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert {k: summary[k] for k in ("read", "documents", "groups", "to_drop", "rejected")} == {
+        "read": 9, "documents": 7, "groups": 2, "to_drop": 5, "rejected": 2}
+    again = runner.invoke(app, ["groups", str(path), "--fingerprints", "--out", str(out)])  # an earlier output: replaced
+    assert again.exit_code == 0 and "7 documents in 2 groups" in again.stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "keep.txt").write_text("mine")
+    refused = runner.invoke(app, ["groups", str(path), "--fingerprints", "--out", str(tmp_path / "other")])
+    assert refused.exit_code == 1
+    assert refused.stderr.strip() == (f"error: --out {tmp_path / 'other'} is not empty and not an earlier groups "
+                                      "output (it holds keep.txt): give a new or empty folder")
+    assert (tmp_path / "other" / "keep.txt").read_text() == "mine"
+
+
+def test_fingerprints_of_another_featurizer_refused(tmp_path):
+    path = tmp_path / "in.jsonl"
+    shingles = make_fingerprinter("shingles").label
+    path.write_text(json.dumps({"id": "a", "simhash": "0" * 16}) + "\n"
+                    + json.dumps({"id": "b", "simhash": "0" * 16, "featurizer": shingles}) + "\n")
+    with pytest.raises(IndexMismatch, match=re.escape(f"{path}:2: the fingerprint of 'b' was made by featurizer "
+                                                      f"{shingles}, the one asked for (--featurizer) is")):
+        local_groups([path], tmp_path / "out", GroupsOptions(fingerprints=True))
+    report = group_files([str(path)], str(tmp_path / "out"), GroupsOptions(fingerprints=True),
+                         make_fingerprinter("shingles"))
+    assert (report.documents, report.groups) == (2, 1)
+
+
+def test_scheme_by_corpus_size():
+    assert GroupsOptions().scheme_for(SCHEME_5_FROM - 1).name == "4"
+    assert GroupsOptions().scheme_for(SCHEME_5_FROM).name == "5"
+    assert GroupsOptions(k=4).scheme_for(10).max_k >= 4
+    assert GroupsOptions(scheme="5").scheme_for(10).name == "5"
+    with pytest.raises(InvalidInput, match="k=4 is more than scheme 4 can guarantee"):
+        GroupsOptions(k=4, scheme="4")
+
+
+def test_vectorised_components_equal_union_find():
+    rnd = np.random.default_rng(9)
+    for n, e in ((1, 0), (50, 10), (2000, 1500), (2000, 4000)):
+        edges = rnd.integers(0, n, size=(e, 2)) if e else np.empty((0, 2), np.int64)
+        assert roots(n, edges).tolist() == brute_components(n, edges.tolist())
+    chain = np.array([[i + 1, i] for i in range(5000)])[::-1]  # a long path, given from its far end
+    assert roots(5001, chain).tolist() == [0] * 5001
