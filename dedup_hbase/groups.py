@@ -133,22 +133,18 @@ class GroupsReport:
 
 
 def prepare_out(out: str) -> Path:
-    """The output folder, emptied of an earlier groups output; created if missing. A folder
-    holding anything else is refused (nothing there is touched)."""
+    """The output folder, created if missing; nothing in it is removed yet (a run that fails
+    leaves an earlier output as it was: the writers replace it once the groups are found).
+    A folder holding anything but an earlier groups output is refused, untouched."""
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
         raise InvalidInput(f"--out {out} is a file: give a folder (new, empty, or an earlier groups output)")
     if folder.is_dir():
-        names = [p.name for p in folder.iterdir()]
-        other = sorted(n for n in names if n not in (DOCUMENTS, GROUPS_FILE) and not n.startswith((".", "_")))
+        other = sorted(n for n in (p.name for p in folder.iterdir())
+                       if n not in (DOCUMENTS, GROUPS_FILE) and not n.startswith((".", "_")))
         if other:
             raise InvalidInput(f"--out {out} is not empty and not an earlier groups output (it holds {other[0]}): "
                                "give a new or empty folder")
-        if (folder / DOCUMENTS).is_dir():
-            shutil.rmtree(folder / DOCUMENTS)
-        for name in names:
-            if (folder / name).is_file():
-                (folder / name).unlink()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -249,7 +245,8 @@ def write_local(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, rep
     schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in PARQUET_COLUMNS])
     table = pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), ids.take(pa.array(group, pa.int64())),
                       pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_())], schema=schema)
-    (folder / DOCUMENTS).mkdir(exist_ok=True)
+    shutil.rmtree(folder / DOCUMENTS, ignore_errors=True)  # an earlier output's files (Spark's: several)
+    (folder / DOCUMENTS).mkdir()
     pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
     members = np.flatnonzero(sizes[group] > 1)
     members = members[np.argsort(group[members], kind="stable")]  # by group (first member), then input order

@@ -191,6 +191,12 @@ def test_cli_summary_json_and_out_folder(tmp_path):
         "read": 9, "documents": 7, "groups": 2, "to_drop": 5, "rejected": 2}
     again = runner.invoke(app, ["groups", str(path), "--fingerprints", "--out", str(out)])  # an earlier output: replaced
     assert again.exit_code == 0 and "7 documents in 2 groups" in again.stderr
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    foreign = tmp_path / "foreign.jsonl"  # fails part way through the read: the earlier output stays
+    foreign.write_text(json.dumps({"id": "x", "simhash": "0" * 16, "featurizer": "shingles4:v1"}) + "\n")
+    failed = runner.invoke(app, ["groups", str(foreign), "--fingerprints", "--out", str(out)])
+    assert failed.exit_code == 1 and "was made by featurizer" in failed.stderr
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")
     refused = runner.invoke(app, ["groups", str(path), "--fingerprints", "--out", str(tmp_path / "other")])
