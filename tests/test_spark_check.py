@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from test_spark import with_zk
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.corpus import Fields, read_records
@@ -25,7 +26,6 @@ from dedup_hbase.loader import check as local_check
 from dedup_hbase.loader import load as local_load
 
 from conftest import hbase_store_url, require_or_skip, shared_corpus
-from test_spark import with_zk
 
 pytestmark = [pytest.mark.spark]
 
