@@ -210,3 +210,51 @@ def test_refusals(hbase_index, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == ("error: check --engine spark reads an HBase index (hbase://...); use the "
                                      "local engine here")
+
+
+def add_new_input(seed: int = 21) -> tuple[list[str], list[str]]:
+    """An index and 2,000 documents to add: near the index, near each other (copies, chains
+    a - b - c whose ends are more than k apart, pairs at k and k + 1 bits), an indexed id
+    again (itself: not a near-duplicate), a repeated id, random ones, and rejects."""
+    rnd = random.Random(seed)
+    bases = [rnd.getrandbits(64) for _ in range(300)]
+    indexed = [fp_line(f"d{i}", b) for i, b in enumerate(bases)]
+    lines = [fp_line("d1", bases[1]), fp_line("d2", flip(bases[2], 2, rnd))]
+    page = rnd.getrandbits(64)
+    lines += [fp_line(f"copy{i}", page) for i in range(300)]
+    lines += [fp_line(f"near{i}", flip(b, rnd.randint(0, 4), rnd)) for i, b in enumerate(rnd.choices(bases, k=400))]
+    for i in range(60):
+        a = rnd.getrandbits(64)
+        b = flip(a, 3, rnd)
+        c = flip(b, 3, rnd)
+        lines += [fp_line(f"chain{i}a", a), fp_line(f"chain{i}b", b), fp_line(f"chain{i}c", c),
+                  fp_line(f"pair{i}k", flip(a, 3, rnd) ^ (1 << 63)), fp_line(f"pair{i}x", flip(c, 4, rnd))]
+    lines += [fp_line("same", page), fp_line("same", rnd.getrandbits(64))]
+    lines += [fp_line(f"r{i}", rnd.getrandbits(64)) for i in range(2000 - len(lines))]
+    rnd.shuffle(lines)
+    lines[10:10] = ['{"id": "bad-sim", "simhash": "xyz"}', '{"simhash": "0000000000000001"}']
+    return indexed, lines
+
+
+def index_state(url: str) -> tuple[dict, set, dict]:
+    from test_spark import documents, index_cells
+
+    with open_store(url) as store:
+        stats = Index.open(store).stats()
+    for volatile in ("store", "created"):
+        stats.pop(volatile)
+    return stats, index_cells(url), documents(url)
+
+
+def test_add_new_leaves_the_index_as_load_skip_near_dups(hbase_index, spark, tmp_path):
+    indexed, lines = add_new_input()
+    base = write(tmp_path / "index.jsonl", indexed)
+    path = write(tmp_path / "new.jsonl", lines)
+    local_url, spark_url = hbase_index(), hbase_index()
+    for url in (local_url, spark_url):
+        load_local(url, base)
+    local = load_local(local_url, path, skip_near_dups=True, batch_size=5000)
+    report = spark_check(spark_url, spark, [path], tmp_path / "out", fingerprints=True, add_new=True)
+    assert local["near_duplicates_skipped"] > 600  # the input is mostly near-duplicates
+    assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
+    assert index_state(spark_url) == index_state(local_url)

@@ -72,23 +72,25 @@ class CheckOptions:
 @dataclass
 class CheckReport:
     """The summary of a check: documents read, those with a match, those rejected; with
-    ``add_new`` the documents indexed."""
+    ``add_new`` the documents indexed and those left out as near-duplicates."""
 
     documents: int = 0
     with_matches: int = 0
     rejected: int = 0
     added: int | None = None
+    skipped: int | None = None
     out: str = ""
     elapsed_s: float = 0.0
 
     def to_dict(self) -> dict:
         d = {"documents": self.documents, "with_matches": self.with_matches, "rejected": self.rejected}
         if self.added is not None:
-            d["added"] = self.added
+            d["added"], d["near_duplicates_skipped"] = self.added, self.skipped
         return {**d, "out": self.out, "elapsed_s": round(self.elapsed_s, 3)}
 
     def summary(self) -> str:
-        added = f", added {self.added:,} new" if self.added is not None else ""
+        added = (f", added {self.added:,} new (skipped {self.skipped:,} near-duplicates)" if self.added is not None
+                 else "")
         return (f"checked {self.documents:,} documents: {self.with_matches:,} with matches, "
                 f"{self.rejected:,} rejected{added}; records in {self.out}")
 
@@ -141,7 +143,7 @@ def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: S
         if options.add_new:
             from .adding import add_new
 
-            report.added = add_new(session, index, fingerprinted, answers, spark.staging, clock)
+            report.added, report.skipped = add_new(session, index, fingerprinted, answers, spark.staging, clock)
         answers.unpersist()
         fingerprinted.unpersist()
     finally:
