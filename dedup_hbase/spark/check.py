@@ -134,12 +134,12 @@ def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: S
         fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, index.fingerprinter.spec,
                                               options.fingerprints, persisted).persist(StorageLevel.MEMORY_AND_DISK)
         answers = answer_records(session, index, fingerprinted, k, options.max_matches)
+        clock("read, fingerprint, plan")
         answers = answers.persist(StorageLevel.MEMORY_AND_DISK)
-        report = write_answers(session, answers, output_uri(options.out))
+        report = write_answers(session, answers, output_uri(options.out), clock)
         report.out = options.out
         for frame in persisted:
             frame.unpersist()
-        clock("look up, write records")
         if options.add_new:
             from .adding import add_new
 
@@ -183,7 +183,7 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
         F.col("match_count"))
 
 
-def write_answers(spark, answers, out: str) -> CheckReport:
+def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckReport:
     """``answers`` as the records of ``check --json``: JSON lines under ``out/json``, Parquet
     under ``out/parquet`` (both replaced); the counts."""
     from pyspark.sql import functions as F
@@ -194,10 +194,12 @@ def write_answers(spark, answers, out: str) -> CheckReport:
         F.to_json(F.struct("id", "source", "line", "error"), {"ignoreNullFields": "false"}))
     answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/json")
     hadoop.rename_suffix(spark, f"{out}/json", ".txt", ".jsonl")
+    clock("look up, merge, JSON lines")
     answers.select("id", F.col("simhash_hex").alias("simhash"), "matches", "match_count", "source", "line",
                    "error").write.mode("overwrite").parquet(f"{out}/parquet")
     counts = answers.agg(F.count(F.lit(1)), F.sum(F.when(good & (F.size("matches") > 0), 1).otherwise(0)),
                          F.sum(F.when(good, 0).otherwise(1))).collect()[0]
+    clock("Parquet, summary")
     return CheckReport(counts[0], counts[1] or 0, counts[2] or 0)
 
 
