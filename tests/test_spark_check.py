@@ -258,3 +258,26 @@ def test_add_new_leaves_the_index_as_load_skip_near_dups(hbase_index, spark, tmp
     assert local["near_duplicates_skipped"] > 600  # the input is mostly near-duplicates
     assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
     assert index_state(spark_url) == index_state(local_url)
+
+
+def test_expired_documents_do_not_match(hbase_index, spark, tmp_path):
+    """An index with a TTL: documents loaded longer ago than it match on neither engine."""
+    import time
+
+    from dedup_hbase.index import Document
+
+    url = hbase_index(ttl=3600)
+    rnd = random.Random(4)
+    bases = [rnd.getrandbits(64) for _ in range(100)]
+    now = int(time.time())
+    docs = [Document(f"d{i}{tag}", flip(b, rnd.randint(0, 3), rnd), {"loaded": loaded})
+            for i, b in enumerate(bases) for tag, loaded in (("old", now - 7200), ("new", now))]
+    with open_store(url) as store:
+        Index.open(store).write(docs)
+    probes = write(tmp_path / "q.jsonl", [fp_line(f"q{i}", b) for i, b in enumerate(bases)])
+    expected = local_records(url, probes)
+    spark_check(url, spark, [probes], tmp_path / "out", fingerprints=True)
+    got = json_records(tmp_path / "out")
+    same_records(got, expected)
+    found = {m["id"] for r in got for m in r["matches"]}
+    assert found and not any(i.endswith("old") for i in found)
