@@ -75,6 +75,9 @@ TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
 Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
 Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
 ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
+SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")]
+SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")]
+Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")]
 Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
 
 
@@ -110,9 +113,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
          progress_every: Annotated[float, typer.Option(help="Off a terminal: a progress line on stderr at most every this many seconds (0: after every batch).")] = 10.0,
          engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
-         spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")] = "local[*]",
-         spark_conf: Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
-         staging: Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")] = None) -> None:
+         spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
     """Bulk-load documents into the index, on every core.
 
     Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
@@ -212,9 +213,22 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           max_matches: Annotated[int, typer.Option(min=1, help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
-          json_: Json = False) -> None:
-    """Near-duplicates of every document of a file, in input order. Writes nothing."""
+          json_: Json = False,
+          engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
+          out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,
+          add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
+          spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
+    """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     index, fields = ctx.obj.index(), Fields(id=id_field, text=text_field)
+    if engines.check_engine(engine) == "spark" or out_dir is not None or add_new:
+        report = engines.check(index, files, out_dir, engine, add_new=add_new, fmt=fmt, fields=fields,
+                               fingerprints=fingerprints, k=k, max_matches=max_matches,
+                               spark=(spark_master, spark_conf, staging))
+        if json_:
+            out(report.to_dict())
+        else:
+            typer.echo(report.summary(), err=True)
+        return
     check_columns(files, fmt, fields, fingerprints)
     for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints,
                                  max_matches=max_matches):

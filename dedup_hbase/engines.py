@@ -49,3 +49,20 @@ def groups(paths: list[str], out: str, options: GroupsOptions, fingerprinter: Fi
         return spark_group_files(paths, out, options, spark or SparkOptions(), fingerprinter.spec,
                                  fingerprinter.label)
     return group_files(paths, out, options, fingerprinter)
+
+
+def check(index: Index, paths: list[str], out: str | None, engine: str = "spark", *, add_new: bool = False,
+          spark: tuple[str, list[str] | None, str | None] = ("local[*]", None, None), **options):
+    """``check`` of ``paths`` as a Spark job writing its records under ``out`` (spark/check.py:
+    ``CheckOptions`` takes ``options``); ``spark``: (master, KEY=VALUE settings, staging).
+    The local engine answers on stdout (``loader.check``): it takes neither ``out`` nor
+    ``add_new``."""
+    if check_engine(engine) == "local":
+        raise InvalidInput("--out and --add-new need --engine spark (the local engine writes its records to stdout)")
+    if out is None:
+        raise InvalidInput("check --engine spark writes its records to a folder: give --out DIR")
+    from .spark import CheckOptions, SparkOptions, spark_check_files
+
+    master, conf, staging = spark
+    return spark_check_files(index, paths, CheckOptions(out, add_new=add_new, **options),
+                             SparkOptions(master, SparkOptions.parse_conf(conf), staging))

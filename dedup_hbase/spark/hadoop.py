@@ -123,6 +123,17 @@ def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
     return sorted(found, key=lambda x: x[1])
 
 
+def rename_suffix(spark, uri: str, old: str, new: str) -> None:
+    """Rename the files directly in the folder ``uri`` whose names end with ``old`` to end
+    with ``new`` (e.g. Spark's text part files to ``.jsonl``)."""
+    path, fs = _fs(spark, uri)
+    jvm = spark.sparkContext._jvm
+    for status in fs.listStatus(path):
+        name = status.getPath().getName()
+        if status.isFile() and name.endswith(old):
+            fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(path, name[:-len(old)] + new))
+
+
 def delete(spark, uri: str) -> None:
     """Remove a file or folder (recursively) if it is there."""
     path, fs = _fs(spark, uri)
