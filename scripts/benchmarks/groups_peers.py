@@ -89,7 +89,7 @@ def run_datatrove(input_dir: str, work: str) -> dict:
 
     config = MinhashConfig(n_grams=NGRAM)
     tasks = 2
-    reader = lambda: JsonlReader(input_dir, glob_pattern="part-*.jsonl", text_key="text", id_key="id")  # noqa: E731
+    reader = lambda: JsonlReader(input_dir, glob_pattern="part-*.jsonl", text_key="text", id_key="id")
     common = {"skip_completed": False}
     LocalPipelineExecutor(pipeline=[reader(), MinhashDedupSignature(output_folder=f"{work}/sigs", config=config,
                                                                     language=Characters())],
@@ -106,7 +106,7 @@ def run_datatrove(input_dir: str, work: str) -> dict:
                                                                                     compression=None)),
                                     JsonlWriter(f"{work}/kept", compression=None)],
                           tasks=tasks, workers=tasks, logging_dir=f"{work}/logs/filter", **common).run()
-    count = lambda folder: sum(sum(1 for line in open(p, encoding="utf-8") if line.strip())  # noqa: E731
+    count = lambda folder: sum(sum(1 for line in open(p, encoding="utf-8") if line.strip())
                                for p in glob.glob(f"{work}/{folder}/*.jsonl"))
     kept, removed = count("kept"), count("removed")
     return {"read": kept + removed, "removed": removed,
