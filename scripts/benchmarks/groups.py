@@ -53,6 +53,8 @@ K = 3
 
 # The parent of one measured run: subreaper of its descendants, samples the tree's RSS, waits
 # for every descendant, prints one JSON line (wall, CPU, peak RSS). argv: STDOUT STDERR CMD...
+# The command runs in STDOUT's folder, so that no Python of it imports a package from the
+# harness's current folder (python -m and Spark's Python workers put it on sys.path).
 _MEASURE = r"""
 import ctypes, json, os, resource, subprocess, sys, threading, time
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans stay ours, and are waited for
@@ -86,7 +88,7 @@ def sample():
 threading.Thread(target=sample, daemon=True).start()
 with open(sys.argv[1], "w") as out, open(sys.argv[2], "w") as err:
     started = time.perf_counter()
-    code = subprocess.Popen(sys.argv[3:], stdout=out, stderr=err).wait()
+    code = subprocess.Popen(sys.argv[3:], stdout=out, stderr=err, cwd=os.path.dirname(sys.argv[1])).wait()
     wall = time.perf_counter() - started
 stop.set()
 while True:
@@ -338,6 +340,23 @@ def brute_force_check(out: Path) -> str | None:
 # -- the run ----------------------------------------------------------------------------------
 
 
+def measured_package(command: list[str]) -> str:
+    """Where the measured dedup-hbase's package lives, and its commit (the harness's own header
+    names the package the harness imports, which need not be the one measured)."""
+    python = command[0]
+    if Path(python).name.startswith("dedup-hbase"):
+        python = str(Path(python).with_name("python"))
+    done = subprocess.run([python, "-c", "import dedup_hbase; print(dedup_hbase.__file__)"],
+                          capture_output=True, text=True, cwd="/")  # not this checkout by the current folder
+    if done.returncode != 0:
+        return "unknown"
+    package = Path(done.stdout.strip()).parent
+    git = lambda *a: subprocess.run(["git", "-C", str(package), *a], capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "no git"
+    dirty = " + uncommitted changes" if git("status", "--porcelain", "--", ".") else ""
+    return f"{package} at {git('rev-parse', '--abbrev-ref', 'HEAD')} {commit}{dirty}"
+
+
 def run(report: Report, args) -> None:
     report.section("Groups: corpus-wide near-duplicates vs MinHash deduplicators")
     cores = os.cpu_count() or 1
@@ -353,9 +372,21 @@ def run(report: Report, args) -> None:
     chosen = systems(args, with_groups)
     if args.groups_systems:
         chosen = {name: s for name, s in chosen.items() if any(p in name for p in args.groups_systems)}
+    package = measured_package(cli(args))
+    if not with_groups:
+        report.write("**`dedup-hbase groups` is not available in the dedup-hbase measured here "
+                     f"(`{shlex.join(cli(args))} groups --help` failed): `load --groups` into the embedded "
+                     "store (local engine) stands in for it, and there is no Spark run.**\n")
+    report.write(f"dedup-hbase measured: `{shlex.join(cli(args))}` ({package}). {cores} cores (shared: the load "
+                 "average after each run is shown). Each system is the whole command in its own process tree, "
+                 "timed from outside; CPU = user + sys of the tree; peak RSS of the largest process, and of the "
+                 "tree's sum (sampled every 0.2 s).\n")
     work = Path(tempfile.mkdtemp(prefix="dedup-bench-groups-"))
     results: dict[int, dict[str, dict]] = {}
     corpora: dict[int, tuple[int, float]] = {}
+    report.data["groups"] = {"copies": args.groups_copies, "with_groups_command": with_groups,
+                             "measured": {"command": shlex.join(cli(args)), "package": package},
+                             "corpora": corpora, "runs": results}
     try:
         for copies in args.groups_copies:
             inp = work / f"corpus-x{copies}"
@@ -385,37 +416,25 @@ def run(report: Report, args) -> None:
                 r["stderr"] = r["stderr"][-2000:]
                 results[copies][name] = r
                 shutil.rmtree(run_dir)
+            shutil.rmtree(inp)
+            write_table(report, copies, results[copies], corpora[copies])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    write_tables(report, args, results, corpora, cores, with_groups)
+    targets(report, args, results, corpora)
     if args.groups_fingerprints:
         fingerprints_run(report, args, with_groups, cores)
 
 
-def write_tables(report: Report, args, results: dict, corpora: dict, cores: int, with_groups: bool) -> None:
-    if not with_groups:
-        report.write("**`dedup-hbase groups` is not available in the dedup-hbase measured here "
-                     f"(`{shlex.join(cli(args))} groups --help` failed): `load --groups` into the embedded "
-                     "store (local engine) stands in for it, and there is no Spark run.**\n")
-    report.write(f"{cores} cores (shared: the load average after each run is shown). Each system is the whole "
-                 "command in its own process tree, timed from outside; CPU = user + sys of the tree; peak RSS "
-                 "of the largest process, and of the tree's sum (sampled every 0.2 s).\n")
-    for copies, runs in results.items():
-        docs, mb = corpora[copies]
-        report.write(f"### The news corpus x{copies}: {docs:,} documents, {mb:.1f} MB of text\n")
-        rows = []
-        for name, r in runs.items():
-            check = r.get("brute_force", "-")
-            rows.append([name, f"{r['wall_s']:.1f}", f"{docs / r['wall_s']:,.0f}", f"{r['cpu_s']:.1f}",
-                         f"{r['max_rss_mb']:,.0f}", f"{r['tree_rss_mb']:,.0f}", f"{r['removed']:,}", check,
-                         r["params"], f"{r['load1']:.1f}"])
-        report.table(["system", "wall s", "documents/s", "CPU s", "peak RSS MB (largest process)",
-                      "peak RSS MB (tree)", "documents removed", "vs brute force", "parameters", "load avg"],
-                     rows, right={1, 2, 3, 4, 5, 6})
-    report.data["groups"] = {"copies": args.groups_copies, "with_groups_command": with_groups,
-                             "corpora": {c: {"documents": d, "mb": m} for c, (d, m) in corpora.items()},
-                             "runs": {c: runs for c, runs in results.items()}}
-    targets(report, args, results, corpora)
+def write_table(report: Report, copies: int, runs: dict, corpus: tuple[int, float]) -> None:
+    docs, mb = corpus
+    report.write(f"### The news corpus x{copies}: {docs:,} documents, {mb:.1f} MB of text\n")
+    rows = []
+    for name, r in runs.items():
+        rows.append([name, f"{r['wall_s']:.1f}", f"{docs / r['wall_s']:,.0f}", f"{r['cpu_s']:.1f}",
+                     f"{r['max_rss_mb']:,.0f}", f"{r['tree_rss_mb']:,.0f}", f"{r['removed']:,}",
+                     r.get("brute_force", "-"), r["params"], f"{r['load1']:.1f}"])
+    report.table(["system", "wall s", "documents/s", "CPU s", "peak RSS MB (largest process)", "peak RSS MB (tree)",
+                  "documents removed", "vs brute force", "parameters", "load avg"], rows, right={1, 2, 3, 4, 5, 6})
 
 
 def targets(report: Report, args, results: dict, corpora: dict) -> None:
