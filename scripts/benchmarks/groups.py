@@ -201,10 +201,10 @@ def write_fingerprints(folder: Path, n: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     fps = rng.integers(0, 2**64, size=n, dtype=np.uint64)
     planted, copies = n // 10, min(10**5, n // 100)
+    where = rng.choice(n - planted, size=copies, replace=False)
+    fps[where] = fps[where[0]]  # before the planting, so that every planted copy stays near its source
     sources = rng.integers(0, n - planted, size=planted)
     fps[n - planted:] = flip_bits(fps[sources], rng.integers(0, K + 1, size=planted), rng)
-    where = rng.choice(n - planted, size=copies, replace=False)
-    fps[where] = fps[where[0]]
     folder.mkdir(parents=True)
     size = -(-n // PARTS)
     for part in range(PARTS):
