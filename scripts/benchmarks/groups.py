@@ -373,6 +373,9 @@ def run(report: Report, args) -> None:
     if args.groups_systems:
         chosen = {name: s for name, s in chosen.items() if any(p in name for p in args.groups_systems)}
     package = measured_package(cli(args))
+    versions = subprocess.run([args.peers_python, "-c", "import importlib.metadata as m\nprint(', '.join(f'{d} ' "
+                               "+ m.version(d) for d in ('rensa', 'datatrove', 'text-dedup', 'xxhash')))"],
+                              capture_output=True, text=True).stdout.strip() or "unknown"
     if not with_groups:
         report.write("**`dedup-hbase groups` is not available in the dedup-hbase measured here "
                      f"(`{shlex.join(cli(args))} groups --help` failed): `load --groups` into the embedded "
@@ -380,12 +383,13 @@ def run(report: Report, args) -> None:
     report.write(f"dedup-hbase measured: `{shlex.join(cli(args))}` ({package}). {cores} cores (shared: the load "
                  "average after each run is shown). Each system is the whole command in its own process tree, "
                  "timed from outside; CPU = user + sys of the tree; peak RSS of the largest process, and of the "
-                 "tree's sum (sampled every 0.2 s).\n")
+                 f"tree's sum (sampled every 0.2 s). Peers, from their own venv: {versions}.\n")
     work = Path(tempfile.mkdtemp(prefix="dedup-bench-groups-"))
     results: dict[int, dict[str, dict]] = {}
     corpora: dict[int, tuple[int, float]] = {}
     report.data["groups"] = {"copies": args.groups_copies, "with_groups_command": with_groups,
                              "measured": {"command": shlex.join(cli(args)), "package": package},
+                             "peers": versions,
                              "corpora": corpora, "runs": results}
     try:
         for copies in args.groups_copies:
