@@ -282,9 +282,8 @@ def projection(report: Report, n: int, spark: dict, cores: int) -> None:
              f"cores; ratio {per_core / td:,.1f}x per core. text-dedup's figure includes MinHash of the texts; "
              "this one starts from fingerprints (the text-to-fingerprint step is the load section's MB/s per core).",
              "- Linear scaling is an assumption: with the 5-split a flag's bucket holds about N / 2^26 distinct "
-             "fingerprints, so comparisons per document grow from about 10 x 10^7 / 2^26 = 1.5 here to about "
-             "10 x 10^9 / 2^26 = 149 at 10^9; the shuffle of (flag, segment) keys, the part measured here, grows "
-             "linearly."]
+             f"fingerprints, so comparisons per document grow from about 10 x {n:.0e} / 2^26 = {10 * n / 2**26:.2g} "
+             "here to about 10 x 1e9 / 2^26 = 149 at 10^9; the shuffle of (flag, segment) keys grows linearly."]
     report.write("Projection for 10^9 documents (arithmetic from this run):\n\n" + "\n".join(lines) + "\n")
 
 
