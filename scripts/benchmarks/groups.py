@@ -370,7 +370,8 @@ def run(report: Report, args) -> None:
         return
     chosen = systems(args, with_groups)
     if args.groups_systems:
-        chosen = {name: s for name, s in chosen.items() if any(p in name for p in args.groups_systems)}
+        chosen = {name: s for name, s in chosen.items()
+                  if any(p in name.replace("(local[", "(") for p in args.groups_systems)}  # "local": not local[2]
     package = measured_package(cli(args))
     versions = subprocess.run([args.peers_python, "-c", "import importlib.metadata as m\nprint(', '.join(f'{d} ' "
                                "+ m.version(d) for d in ('rensa', 'datatrove', 'text-dedup', 'xxhash')))"],
