@@ -18,7 +18,7 @@ pairs into groups.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,22 +169,4 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
     for i, j in sorted(batch_pairs(simhashes, scheme, k), key=lambda p: (p[1], p[0])):
         out.setdefault(j, []).append((i, (int(simhashes[i]) ^ int(simhashes[j])).bit_count()))
     return out
-
-
-def components(count: int, edges: Iterable[tuple[int, int]]) -> np.ndarray:
-    """Connected components of ``count`` nodes (union-find): node -> its root, the
-    smallest node of its component."""
-    parent = list(range(count))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return np.fromiter((root(x) for x in range(count)), dtype=np.int64, count=count)
 

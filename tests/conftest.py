@@ -96,6 +96,20 @@ def shared_corpus(name: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def spark():
+    """A SparkSession on local[2] with the jvm/ helper's jars, one per test module."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
+    from dedup_hbase.spark.session import helper_jars, make_session
+
+    session = make_session("local[2]", {}, helper_jars())
+    yield session
+    session.stop()
+
+
 @pytest.fixture(scope="session")
 def xwlb_path():
     return shared_corpus("xwlb_zh.jsonl.gz")

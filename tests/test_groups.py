@@ -23,21 +23,8 @@ from dedup_hbase.errors import IndexMismatch, InvalidInput
 from dedup_hbase.fingerprint import make_fingerprinter
 from dedup_hbase.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
 
-from conftest import require_or_skip, shared_corpus
+from conftest import shared_corpus
 from planted import K, brute_components, brute_groups, planted
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-    from dedup_hbase.spark.session import helper_jars, make_session
-
-    session = make_session("local[2]", {}, helper_jars())
-    yield session
-    session.stop()
 
 
 def spark_groups(spark, paths, out, options):

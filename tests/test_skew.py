@@ -13,8 +13,9 @@ import pytest
 from dedup_hbase import Index, Scheme, open_store
 from dedup_hbase.corpus import Record
 from dedup_hbase.fingerprint import hamming
+from dedup_hbase.groups import roots
 from dedup_hbase.loader import LoadOptions, check, load
-from dedup_hbase.neardup import components, near_pairs
+from dedup_hbase.neardup import near_pairs
 
 from planted import K, brute_components, brute_pairs, flip, planted
 
@@ -38,9 +39,8 @@ def test_pairs_and_groups_equal_brute_force(scheme):
     expected = {}
     for position, f in enumerate(fps):
         expected.setdefault(by_value[index_of[f]], []).append(position)
-    roots = components(len(fps), edges.tolist())
     got_groups = {}
-    for position, r in enumerate(roots.tolist()):
+    for position, r in enumerate(roots(len(fps), edges).tolist()):
         got_groups.setdefault(r, []).append(position)
     assert sorted(got_groups.values()) == sorted(expected.values())
     assert all(r == members[0] for r, members in got_groups.items())  # the root: the first member

@@ -23,26 +23,13 @@ from dedup_hbase.loader import load as local_load
 from dedup_hbase.schema import table_name
 from dedup_hbase.spark import inputs
 
-from conftest import hbase_store_url, require_or_skip, shared_corpus
+from conftest import hbase_store_url, shared_corpus
 
 pytestmark = [pytest.mark.spark]
 
 # "replaced": the local engine counts a repeated id of the input written over its earlier record in another
 # batch; the Spark engine keeps the last record of an id before it writes, and counts only documents held before
 VOLATILE = ("elapsed_s", "docs_per_s", "mb_per_s", "store", "replaced")
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-    from dedup_hbase.spark.session import helper_jars, make_session
-
-    session = make_session("local[2]", {}, helper_jars())
-    yield session
-    session.stop()
 
 
 def with_zk(url: str) -> str:

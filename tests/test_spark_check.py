@@ -25,22 +25,9 @@ from dedup_hbase.loader import LoadOptions
 from dedup_hbase.loader import check as local_check
 from dedup_hbase.loader import load as local_load
 
-from conftest import hbase_store_url, require_or_skip, shared_corpus
+from conftest import hbase_store_url, shared_corpus
 
 pytestmark = [pytest.mark.spark]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-    from dedup_hbase.spark.session import helper_jars, make_session
-
-    session = make_session("local[2]", {}, helper_jars())
-    yield session
-    session.stop()
 
 
 @pytest.fixture

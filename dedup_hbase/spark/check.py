@@ -44,8 +44,7 @@ from ..index import Index
 from ..interrupts import STOPS, Interrupted
 from ..layout import PREFIX_BYTES
 from . import hadoop, inputs, records, rows, stages
-from .job import SMALL_INPUT, SparkOptions, _Clock, _input_bytes
-from .session import helper_jars, make_session
+from .job import SparkOptions, _Clock, start_session
 from .session import stop as stop_session
 
 RUN_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>"
@@ -122,10 +121,7 @@ def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: S
     clock = _Clock()
     own_session = session is None
     if own_session:
-        submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-        session = make_session(spark.master, {"spark.app.name": "dedup-hbase check", **spark.conf},
-                               None if submitted else helper_jars(),
-                               small=_input_bytes(paths) < SMALL_INPUT)
+        session = start_session(spark, "dedup-hbase check", paths, jars=True)
         clock("spark session")
     try:
         from pyspark import StorageLevel

@@ -22,7 +22,6 @@ the low 40: up to 8,388,607 files of up to 2^40 (1.1 * 10^12) lines each.
 
 from __future__ import annotations
 
-import os
 import time
 
 from ..corpus import check_columns
@@ -31,9 +30,8 @@ from ..groups import DOCUMENTS, GROUPS_FILE, ORDER, GroupsOptions, GroupsReport,
 from ..interrupts import STOPS, Interrupted
 from ..loader import LoadReport
 from . import components, hadoop, inputs, pairs, records
-from .job import SMALL_INPUT, SparkOptions, _account, _Clock, _input_bytes
+from .job import SparkOptions, _account, _Clock, start_session
 from .rows import json_string
-from .session import helper_jars, make_session
 from .session import stop as stop_session
 
 LINE_BITS = 40
@@ -53,10 +51,7 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     own = session is None
     try:
         if own:
-            submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-            jars = helper_jars() if options.fingerprints and not submitted else None
-            session = make_session(spark.master, {"spark.app.name": "dedup-hbase groups", **spark.conf}, jars,
-                                   small=_input_bytes(paths) < SMALL_INPUT)
+            session = start_session(spark, "dedup-hbase groups", paths, jars=options.fingerprints)
         try:
             report = _run(session, paths, target, options, spec, label)
         finally:

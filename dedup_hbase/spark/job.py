@@ -113,9 +113,7 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
     own_session = session is None
     clock = _Clock()
     if own_session:
-        submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit gives the jars
-        session = make_session(spark.master, spark.conf, helper_jars() if target and not submitted else None,
-                               small=_input_bytes(paths) < SMALL_INPUT)
+        session = start_session(spark, "dedup-hbase load", paths, jars=target is not None)
         clock("spark session")
     try:
         from pyspark import StorageLevel
@@ -147,6 +145,14 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
     report.elapsed_s = time.perf_counter() - started
     marker.save(report, complete=True)
     return report
+
+
+def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
+    """The SparkSession of one job (``name``: its app name) on ``paths``: the ``jvm/`` helper's
+    jars when ``jars`` and not under spark-submit (which gives them), C1 only for a small input."""
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    return make_session(spark.master, {"spark.app.name": name, **spark.conf},
+                        helper_jars() if jars and not submitted else None, small=_input_bytes(paths) < SMALL_INPUT)
 
 
 def _input_bytes(paths: list[str]) -> int:
