@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from .corpus import Record
-from .errors import IndexMismatch
+from .corpus import FORMATS, Record
+from .errors import IndexMismatch, InvalidInput
 from .fingerprint import Fingerprinter
 from .ids import encode_id, shown
 from .workers import FingerprintPool, fingerprint_texts
@@ -55,6 +55,17 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
     todo = _to_fingerprint(batch, use_simhash)
     if todo:
         _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
+
+
+def check_batching(fmt: str, batch_size: int, workers: int | None) -> None:
+    """Refuse options every bulk job reads its inputs with: an unknown format, a batch
+    below one document, fewer than one worker (None: one per core)."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if batch_size < 1:
+        raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
+    if workers is not None and workers < 1:
+        raise InvalidInput(f"workers must be >= 1, not {workers}")
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,

@@ -153,9 +153,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
            workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
            engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
-           spark_master: Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")] = "local[*]",
-           spark_conf: Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")] = None,
-           json_: Json = False) -> None:
+           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, json_: Json = False) -> None:
     """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
     their connected components; each group keeps its first document in input order.
 

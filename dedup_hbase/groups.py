@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from .batches import check_featurizers, fingerprinted, reason_of, reject_line
-from .corpus import FORMATS, Fields, check_columns, read_records
+from .batches import check_batching, check_featurizers, fingerprinted, reason_of, reject_line
+from .corpus import Fields, check_columns, read_records
 from .errors import InvalidInput
 from .fingerprint import Fingerprinter
 from .layout import Scheme
@@ -76,10 +76,7 @@ class GroupsOptions:
     workers: int | None = None
 
     def __post_init__(self) -> None:
-        if self.fmt not in FORMATS:
-            raise InvalidInput(f"unknown format {self.fmt!r}: choose one of {', '.join(FORMATS)}")
-        if self.batch_size < 1:
-            raise InvalidInput(f"batch_size must be >= 1, not {self.batch_size}")
+        check_batching(self.fmt, self.batch_size, self.workers)
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
 

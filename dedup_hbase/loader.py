@@ -28,8 +28,8 @@ from typing import IO, Any
 
 import numpy as np
 
-from .batches import check_featurizers, fingerprinted, reason_of, reject_line
-from .corpus import FORMATS, Fields, Record, check_columns, input_identity, read_records
+from .batches import check_batching, check_featurizers, fingerprinted, reason_of, reject_line
+from .corpus import Fields, Record, check_columns, input_identity, read_records
 from .errors import InvalidInput
 from .fingerprint import to_hex
 from .groups import write_groups
@@ -68,12 +68,7 @@ class LoadOptions:
     max_rejects: float | None = None
 
     def __post_init__(self) -> None:
-        if self.fmt not in FORMATS:
-            raise InvalidInput(f"unknown format {self.fmt!r}: choose one of {', '.join(FORMATS)}")
-        if self.batch_size < 1:
-            raise InvalidInput(f"batch_size must be >= 1, not {self.batch_size}")
-        if self.workers is not None and self.workers < 1:
-            raise InvalidInput(f"workers must be >= 1, not {self.workers}")
+        check_batching(self.fmt, self.batch_size, self.workers)
         if self.max_rejects is not None and (self.max_rejects < 0 or (1 <= self.max_rejects != int(self.max_rejects))):
             raise InvalidInput(f"max_rejects is a whole number or a fraction below 1, not {self.max_rejects}")
 

@@ -222,3 +222,10 @@ def test_vectorised_components_equal_union_find():
         assert roots(n, edges).tolist() == brute_components(n, edges.tolist())
     chain = np.array([[i + 1, i] for i in range(5000)])[::-1]  # a long path, given from its far end
     assert roots(5001, chain).tolist() == [0] * 5001
+
+
+def test_bad_options_refused_as_load_refuses_them(tmp_path):
+    for kwargs, message in (({"fmt": "xml"}, "unknown format 'xml'"), ({"batch_size": 0}, "batch_size must be >= 1, not 0"),
+                            ({"workers": 0}, "workers must be >= 1, not 0")):
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            GroupsOptions(**kwargs)
