@@ -110,7 +110,7 @@ def same_records(a: list[dict], b: list[dict]) -> None:
     assert sorted(map(key, a)) == sorted(map(key, b))
 
 
-def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path):
+def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path, monkeypatch):
     url = hbase_index()
     indexed, queries = planted()
     load_local(url, write(tmp_path / "index.jsonl", indexed))
@@ -131,12 +131,16 @@ def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path
         if "error" not in r:
             assert by_id[r["id"]]["matches"] == r["matches"]
             assert by_id[r["id"]]["match_count"] == r.get("match_count")
+    # a task's prefixes read by many scans (a scan per 50 probes, cut between prefixes): the same
+    monkeypatch.setattr("dedup_hbase.spark.check.SCAN_PROBES", 50)
+    spark_check(url, spark, [probes], tmp_path / "chunked", fingerprints=True)
+    same_records(json_records(tmp_path / "chunked"), expected)
 
 
 def test_skewed_prefix_is_bounded_with_the_true_count(hbase_index, spark, tmp_path):
-    """3,000 copies of one fingerprint and its near variants in the index; queries at it (and
-    copies of one query: one lookup): at most max_matches each, by (distance, id), and the
-    true count, as the local check says."""
+    """3,000 copies of one fingerprint and its near variants in the index (one index row read
+    in several parts); queries at it (and copies of one query: one lookup): at most
+    max_matches each, by (distance, id), and the true count, as the local check says."""
     url = hbase_index()
     indexed, queries = planted(seed=5)
     load_local(url, write(tmp_path / "index.jsonl", indexed))

@@ -5,11 +5,15 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
 
     E  parse and fingerprint the input (records.py, as a Spark load)      [persisted]
     J  the distinct query fingerprints, exploded to (query, scan prefix), one row per flag;
-       range-partitioned by prefix: a task holds a contiguous range of prefixes (~ a region)
-    E  per task: its distinct prefixes scanned with few multi-range scans (the store's
-       ``scan_cells``: Thrift2Path), each query compared once per distinct indexed
-       fingerprint (``candidates.compare``), TTL applied; out: (query, run) rows, a run's
-       ids cut to the first ``max_matches``, its true size kept
+       range-partitioned by prefix (a task holds a contiguous range of prefixes, ~ a region)
+       and sorted within each task
+    J  per task (hadoop.index_runs: the helper's IndexLookup, HBase's own client, no
+       gateway): its prefixes read with one multi-range scan per ``SCAN_PROBES`` probes,
+       each index row (one indexed fingerprint) compared once with each query of its
+       prefix; out: (query, run) rows, a run's ids cut to the first ``max_matches``, its
+       true size kept
+    E  with a TTL only: the documents of the runs older than the TTL left out (one read of
+       their document rows, ``Index._unexpired_runs``)
     E  per query (hash-partitioned, sorted): the flags' runs merged (each fingerprint once),
        ids deduplicated keeping the nearest, at most ``max_matches`` by (distance, id) and
        the true count (``candidates.bounded``)
@@ -19,8 +23,8 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
 
 Each query fingerprint is looked up once however many documents carry it, and each indexed
 fingerprint is compared once however many documents it holds (skew: 50,000 copies of one
-text cost one comparison per query). No Thrift call per document: one scan call per run of
-adjacent prefixes of a task (``ranges_per_call`` ranges per call).
+text cost one comparison per query). No call per document: one scan per ``SCAN_PROBES``
+probes of a task.
 
 ``add_new``: the documents that match nothing in the index (but themselves) nor an earlier
 document of the input are then indexed by HFiles (bulk.py), as ``load --skip-near-dups``
@@ -33,25 +37,22 @@ import os
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
-from ..arrays import as_signed, as_unsigned
-from ..candidates import Run, bounded, compare
+from ..candidates import Run, bounded
 from ..corpus import Fields, check_columns
 from ..errors import InvalidInput
 from ..fingerprint import to_hex
 from ..index import Index
 from ..interrupts import STOPS, Interrupted
-from ..layout import PREFIX_BYTES
+from ..schema import load_schema
 from . import hadoop, inputs, records, rows, stages
 from .job import SparkOptions, _Clock, start_session
 from .session import stop as stop_session
 
-RUN_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>"
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
 MERGED_SCHEMA = f"query long, matches {MATCH_TYPE}, match_count long"
 PROBES_PER_TASK = 200_000  # (query, prefix) rows per lookup task, at least
-CHUNK = 50_000  # probes scanned and compared at once in a task (bounds a worker's memory)
+SCAN_PROBES = 200_000  # (query, prefix) rows read with one scan (bounds a task's memory)
+CHUNK = 50_000  # rows per output batch of the Python steps
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
+    hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     check_columns([p for p in paths if not inputs.is_uri(p)], options.fmt, options.fields, options.fingerprints)
     try:
         return _run(index, paths, options, k, spark, session)
@@ -167,8 +169,12 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
                                  for f in flags]))
     probes = queries.select("query", prefix.alias("prefix"))
     tasks = max(2 * spark.sparkContext.defaultParallelism, -(-probes.count() // PROBES_PER_TASK))
-    runs = probes.repartitionByRange(tasks, "prefix").mapInArrow(
-        lookup_runs(index.store.url, k, max_matches), RUN_SCHEMA)
+    target = index.store.hfile_target()
+    runs = hadoop.index_runs(spark, hadoop.ZooKeeper.of(target, index.store.url), target.tables["index"],
+                             load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
+                                 "prefix"), len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
+    if index.ttl:
+        runs = runs.mapInArrow(expire_runs(index.store.url, max_matches), hadoop.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
         merge_runs(max_matches), MERGED_SCHEMA)
     joined = fingerprinted.join(merged, fingerprinted["simhash"] == merged["query"], "left")
@@ -202,44 +208,27 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
 # -- in the executors' Python workers ------------------------------------------------------
 
 
-def lookup_runs(url: str, k: int, max_matches: int | None):
-    """(query, prefix) batches of one task -> (query, run) rows (RUN_SCHEMA): the task's
-    distinct prefixes scanned ``CHUNK`` probes at a time, each query compared once per
-    distinct indexed fingerprint, expired documents left out (the index's TTL)."""
+def expire_runs(url: str, max_matches: int | None):
+    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
+    documents older than the index's TTL (runs left empty dropped), ids cut to
+    ``max_matches``, a run's total the documents left."""
 
     def run(batches):
         import pyarrow as pa
 
         index = stages._index(url)
-        pending, size = [], 0
         for batch in batches:
-            pending.append(batch)
-            size += batch.num_rows
-            if size >= CHUNK:
-                yield _lookup(pa.Table.from_batches(pending), index, k, max_matches)
-                pending, size = [], 0
-        if pending:
-            yield _lookup(pa.Table.from_batches(pending), index, k, max_matches)
+            queries, simhashes, distances, ids = (batch.column(n).to_pylist()
+                                                  for n in ("query", "simhash", "distance", "ids"))
+            found = index._unexpired_runs([[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)])
+            kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
+            cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
+                    [len(r.ids) for _, r in kept],
+                    [list(r.ids[:max_matches] if max_matches is not None else r.ids) for _, r in kept]]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
+                                             names=["query", "simhash", "distance", "total", "ids"])
     return run
-
-
-def _lookup(table, index: Index, k: int, limit: int | None):
-    import pyarrow as pa
-
-    queries = as_unsigned(table.column("query").to_numpy())
-    unique, inverse = np.unique(table.column("prefix").to_numpy(), return_inverse=True)
-    scanned = index.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
-    found = compare(queries, scanned, inverse.reshape(-1, 1), k)
-    if index.ttl:
-        found = index._unexpired_runs(found)
-    owners = [q for q, runs in zip(queries.tolist(), found) for _ in runs]
-    flat = [r for runs in found for r in runs]
-    cols = [as_signed(np.array(owners, dtype=np.uint64)), as_signed(np.array([r.simhash for r in flat], dtype=np.uint64)),
-            [r.distance for r in flat], [len(r.ids) for r in flat],
-            [list(r.ids[:limit] if limit is not None else r.ids) for r in flat]]
-    types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
-    return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                      names=["query", "simhash", "distance", "total", "ids"])
 
 
 def merge_runs(max_matches: int | None):

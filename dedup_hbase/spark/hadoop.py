@@ -9,6 +9,9 @@ The helper's calls:
 * ``HFileWriter.write(rows, specs, firstPartitions, timestamp, tag)``: ``specs`` one line
   per table, TAB-separated (``TableFiles.line``); returns "path TAB cells TAB bytes" per file.
 * ``BulkLoad.load(quorum, port, parent, table, folder, copy)`` -> files loaded.
+* ``JsonLines.read(jsc, uri, ordinal, fields, splitBytes)`` -> rows of JSON_LINES_SCHEMA.
+* ``IndexLookup.runs(probes, quorum, port, parent, table, family, flags, k, limit, chunk)``
+  -> rows of RUNS_SCHEMA: the index read by the executors with HBase's own client.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ class ZooKeeper:
     def of(cls, target: HFileTarget, url: str) -> "ZooKeeper":
         """HBase's ZooKeeper from a store's ``hfile_target``; refuses one without it."""
         if not target.zk:
-            raise DedupError(f"{url}: --engine spark bulk-loads through ZooKeeper: add zk=HOST:PORT "
+            raise DedupError(f"{url}: --engine spark reaches HBase through ZooKeeper: add zk=HOST:PORT "
                              "(HBase's hbase.zookeeper.quorum and clientPort) to the store URL")
         quorum, _, port = target.zk.rpartition(":")
         if not quorum or not port.isdigit():
@@ -149,12 +152,32 @@ def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_byte
     """The helper's ``JsonLines.read``: the rows (JSON_LINES_SCHEMA) of a JSON lines file of
     precomputed fingerprints, read and checked in the executors' JVMs; ``field_names``: the
     id, text, simhash, title and featurizer fields."""
+    rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
+    return _frame(spark, rdd, JSON_LINES_SCHEMA)
+
+
+RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>"
+
+
+def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, flags: int, k: int, limit: int | None,
+               chunk: int):
+    """The helper's ``IndexLookup.runs``: per (query, prefix) row of ``probes`` (sorted by
+    prefix within partitions), the index rows under the prefix within ``k`` bits of the
+    query, read in the executors' JVMs (RUNS_SCHEMA: query, simhash, distance, the
+    fingerprint's document count, its first ``limit`` ids or all when None); ``flags``: the
+    scheme's number of flags; ``chunk``: probes per scan. No TTL is applied."""
+    rdd = _helper(spark).IndexLookup.runs(probes.select("query", "prefix")._jdf.queryExecution().toRdd().toJavaRDD(),
+                                          *zk.args(), table, family, flags, k, -1 if limit is None else limit, chunk)
+    return _frame(spark, rdd, RUNS_SCHEMA)
+
+
+def _frame(spark, rdd, schema: str):
+    """A DataFrame of a JavaRDD of Rows made by the helper, with the schema given as DDL."""
     from pyspark.sql import DataFrame
     from pyspark.sql.types import _parse_datatype_string
 
-    rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
-    schema = spark._jsparkSession.parseDataType(_parse_datatype_string(JSON_LINES_SCHEMA).json())
-    return DataFrame(spark._jsparkSession.createDataFrame(rdd, schema), spark)
+    parsed = spark._jsparkSession.parseDataType(_parse_datatype_string(schema).json())
+    return DataFrame(spark._jsparkSession.createDataFrame(rdd, parsed), spark)
 
 
 def single_file(spark, folder: str, target: str) -> None:

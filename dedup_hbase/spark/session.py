@@ -28,7 +28,8 @@ _TARGET = _REPO / "jvm" / "target"
 
 def helper_jars(build: bool = True) -> list[str]:
     """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones
-    jvm/pom.xml builds (built now, once, if Maven is there and they are not)."""
+    jvm/pom.xml builds (built now if Maven is there and they are missing or older than their
+    sources: a checkout updated since the last build gets the helper its Python code calls)."""
     given = os.environ.get(JARS_ENV)
     if given:
         jars = [j for j in given.split(",") if j]
@@ -37,15 +38,24 @@ def helper_jars(build: bool = True) -> list[str]:
             raise DedupError(f"${JARS_ENV} names missing jars: {', '.join(missing)}")
         return jars
     main = _TARGET / "dedup-hbase-spark.jar"
-    if not main.exists() or not list((_TARGET / "lib").glob("*.jar")):
+    if not main.exists() or not list((_TARGET / "lib").glob("*.jar")) or _stale(main):
         if not (build and _POM.exists() and shutil.which("mvn")):
-            raise DedupError("the Spark engine's JVM helper is not built: run scripts/build-spark-helper "
+            raise DedupError("the Spark engine's JVM helper is not built (or older than its sources): "
+                             "run scripts/build-spark-helper "
                              f"(Maven, from {_POM}), or set ${JARS_ENV} to its jars")
         print("dedup-hbase: building the Spark engine's JVM helper with Maven (once) ...", file=sys.stderr)
         result = subprocess.run(["mvn", "-B", "-q", "-f", str(_POM), "package"], capture_output=True, text=True)
         if result.returncode != 0:
             raise DedupError(f"Maven could not build {_POM}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
     return [str(main)] + sorted(str(j) for j in (_TARGET / "lib").glob("*.jar"))
+
+
+def _stale(jar: Path) -> bool:
+    """Whether the pom or a Java source is newer than ``jar`` (False where there are no sources)."""
+    if not _POM.exists():
+        return False
+    built = jar.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in [_POM, *(_POM.parent / "src").rglob("*.java")])
 
 
 def _log_config() -> str:
