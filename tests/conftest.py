@@ -19,6 +19,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import uuid
 from concurrent.futures import ProcessPoolExecutor
@@ -30,6 +31,12 @@ from hypothesis import settings
 # Every random choice is seeded: hypothesis tries the same examples on every run and machine.
 settings.register_profile("dedup-hbase", derandomize=True)
 settings.load_profile("dedup-hbase")
+
+# The tests send SIGINT to the commands they start and expect what a user's Ctrl-C gets. A suite
+# started in the background by a script (`.ci/run &`) inherits SIGINT ignored, and so would every
+# command it starts (an ignored signal stays ignored across exec): restore the default here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
