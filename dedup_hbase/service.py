@@ -163,10 +163,12 @@ class DedupService:
         # the handlers' threads (asyncio's executor: a hand-off costs the event loop about a
         # quarter of what anyio's thread pool did); threads start on first use
         self.threads = ThreadPoolExecutor(THREADS, thread_name_prefix="dedup-request")
-        # concurrent checks joined into one call (batcher.py): the store used by one call at a
-        # time gets one batch at a time, a thread-safe one a few
-        self.checks = Batcher(self.check, self.threads, limits.max_docs,
-                              parallel=CHECK_BATCHES if online.index.store.thread_safe else 1)
+        # concurrent checks joined into one call (batcher.py): a store used by one call at a
+        # time gets one batch at a time, a thread-safe one a few; on the former, adds queue
+        # for one thread in order instead of as threads on its lock (None: the thread pool)
+        thread_safe = online.index.store.thread_safe
+        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1)
+        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False)
 
     def count(self, **increments: int) -> None:
         with self._lock:
@@ -330,7 +332,9 @@ def create_app(service: DedupService):
     async def add(declared, receive, query: bytes):
         if_new = flag(query_value(query, "if_new"), "if_new", False)
         docs = parse_documents(await read_body(declared, receive), limits)
-        return await run_in_threadpool(service.add, docs, if_new)
+        if service.adds is None:
+            return await run_in_threadpool(service.add, docs, if_new)
+        return await service.adds(docs, if_new)
 
     documents = {"/v1/check": check, "/v1/add": add}
 
