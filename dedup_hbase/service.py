@@ -253,9 +253,13 @@ def _meta(doc: _Doc, now: int) -> dict[str, Any]:
     return document_meta(now, length=None if doc.text is None else len(doc.text))
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
+
+
 def render(body: Any) -> bytes:
-    """A JSON answer's bytes: compact UTF-8, as Starlette's JSONResponse renders it."""
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
+    """A JSON answer's bytes: compact UTF-8, as Starlette's JSONResponse renders it (one
+    encoder made once: ``json.dumps`` with options makes one per call)."""
+    return _ENCODE(body).encode("utf-8")
 
 
 class ClientGone(Exception):
