@@ -103,6 +103,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
 
 
+def settled_cpu_seconds(pid: int, quiet: float = 0.02, step: float = 0.25, most: float = 30) -> float:
+    """``cpu_seconds`` once the service is idle (it used under ``quiet`` CPU seconds in ``step``):
+    the requests still in flight when the generator stopped finish first, so their CPU time
+    counts in the run that sent them (they are not among its requests: a conservative bias)."""
+    deadline, last = time.monotonic() + most, cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(step)
+        now = cpu_seconds(pid)
+        if now - last < quiet:
+            return now
+        last = now
+    return last
+
+
 def server_counters(url: str) -> dict:
     """The service's own counters (``/v1/stats``: ``server``)."""
     import urllib.request
@@ -158,11 +172,11 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
                     result = generate_wrk(url, path, sent, args.service_clients, args.service_seconds, work)
                 else:
                     result = asyncio.run(generate(url, path, sent, args.service_clients, args.service_seconds))
-                result["service_cpu_s"] = cpu_seconds(proc.pid) - cpu_before
+                result["service_cpu_s"] = settled_cpu_seconds(proc.pid) - cpu_before
                 counters = server_counters(url)
                 calls = counters.get("check_calls", 0) - counters_before.get("check_calls", 0)
                 checked = counters.get("documents_checked", 0) - counters_before.get("documents_checked", 0)
-                result["docs_per_check_call"] = checked / calls if calls else None
+                result["docs_per_check_call"] = checked / calls if calls and name == "check" else None
                 if result["errors"]:
                     progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
                              f", its log ends:\n{log.read_text()[-3000:]}\n")
