@@ -327,3 +327,22 @@ def test_concurrent_one_document_requests_answer_as_alone(store_url, news, tmp_p
             t.join()
         assert checked == {i: [e] for i, e in expected.items()}
         assert sorted(docs[i][0] for i in added) == sorted({docs[i][0] for i in added})  # no cluster twice
+
+
+def test_document_endpoints_and_the_rest_answer_the_same_bytes_and_headers(tmp_path):
+    """`/v1/check` and `/v1/add` (straight on ASGI) answer as the Starlette routes do: compact
+    UTF-8 JSON, `content-length` then `content-type: application/json`, errors included."""
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    with serving(store) as (client, _):
+        answers = [client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}]),
+                   client.post("/v1/check", json=[{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化！"}]),
+                   client.post("/v1/check", content=b"[1]"), client.post("/v1/add?if_new=no", content=b"[]"),
+                   client.get("/v1/docs/长江"), client.get("/v1/docs/none"), client.get("/v1/check")]
+        for response in answers:
+            assert response.content == json.dumps(response.json(), ensure_ascii=False, separators=(",", ":")).encode()
+            names = [name for name, _ in response.headers.raw if name.lower() not in (b"date", b"server")]
+            assert names == [b"content-length", b"content-type"], response.headers.raw
+            assert response.headers["content-type"] == "application/json"
+        assert [r.status_code for r in answers] == [200, 200, 400, 400, 200, 404, 405]
+        assert answers[1].json()[0]["matches"][0]["id"] == "长江"
