@@ -29,17 +29,17 @@ request.
 
 Fingerprinting and store calls run on worker threads, so the event loop keeps answering.
 Concurrent checks are joined into one call of the index (batcher.py): a lookup of 10 documents
-costs the embedded store about a third per document of 10 lookups of one, and one hand-off to a
-thread serves the batch (a store error in it is a 503 for each of its requests). Adds are not joined (an add compares a document with the earlier
-documents of its own request); on the embedded store, which serves one call at a time, they
-queue in order for one thread instead of as threads on its lock. ``POST /v1/check`` and
-``/v1/add`` are served straight on ASGI (no routing table, middleware or request object), the
-rest through Starlette; both answer with the same bytes and headers. uvicorn parses HTTP with
-httptools and runs uvloop when they are installed (the ``service`` extra installs both): with
-its pure-Python parser (h11) the service answered about 400 requests/s however little each one
-asked. An
-index with a TTL (``init --ttl``) has its expired documents removed by a background thread
-(at start, then every TTL/2, at most hourly; retention.py).
+costs the embedded store about a third per document of 10 lookups of one, and one hand-off to
+a thread serves the batch (a store error in it is a 503 for each of its requests). Adds are
+not joined (an add compares a document with the earlier documents of its own request); on the
+embedded store, which serves one call at a time, they queue in order for one thread instead of
+as threads on its lock. ``POST /v1/check`` and ``/v1/add`` are served straight on ASGI (no
+routing table, middleware or request object), the rest through Starlette; both answer with the
+same bytes and headers. uvicorn parses HTTP with httptools and runs uvloop when they are
+installed (the ``service`` extra installs both): with its pure-Python parser (h11) the service
+answered about 400 requests/s however little each one asked. An index with a TTL (``init
+--ttl``) has its expired documents removed by a background thread (at start, then every TTL/2,
+at most hourly; retention.py).
 """
 
 from __future__ import annotations
