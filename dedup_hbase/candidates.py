@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .arrays import ranges
+from .arrays import ranges, starts
 from .stores.base import Cells
 
 
@@ -71,11 +71,11 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
     new = np.ones(len(rests), dtype=bool)
     new[1:] = (rests[1:] != rests[:-1]) | (cell_prefix[1:] != cell_prefix[:-1])
     run_start = np.flatnonzero(new)
-    run_length = np.diff(np.r_[run_start, len(rests)])
+    run_length = np.diff(np.concatenate((run_start, [len(rests)])))  # not np.r_: about 5 µs a call
     run_value = rests[run_start]
     per_prefix = np.bincount(cell_prefix[run_start], minlength=len(scanned))
-    first_run = np.r_[0, np.cumsum(per_prefix)[:-1]]
-    cell_offset = np.r_[0, np.cumsum(sizes)[:-1]]
+    first_run = starts(per_prefix)
+    cell_offset = starts(sizes)
     flat = inverse.ravel()
     counts = per_prefix[flat]
     positions = ranges(first_run[flat], counts)

@@ -58,6 +58,7 @@ _KEY = struct.Struct(">IBQ")
 _PREFIX = struct.Struct(">IB")
 _U64 = (1 << 64) - 1
 _KEY_DTYPE = [("segment", ">u4"), ("flag", "u1"), ("simhash", ">u8")]  # 13 bytes, packed
+_FEW = 8  # prefix_ids of at most this many simhashes: one at a time in Python ints
 
 
 @dataclass(frozen=True)
@@ -189,8 +190,11 @@ class Scheme:
         import numpy as np
 
         simhashes = np.asarray(simhashes, dtype=np.uint64)
-        return np.stack([(self.segments(simhashes, flag) << np.uint64(8)) | np.uint64(flag)
-                         for flag in range(1, len(self.flags) + 1)], axis=1)
+        flags = range(1, len(self.flags) + 1)
+        if len(simhashes) <= _FEW:  # a few (a service request): ``segment`` per simhash costs less than numpy's calls
+            return np.array([[(self.segment(s, f) << 8) | f for f in flags] for s in simhashes.tolist()],
+                            dtype=np.uint64).reshape(len(simhashes), len(self.flags))
+        return np.stack([(self.segments(simhashes, flag) << np.uint64(8)) | np.uint64(flag) for flag in flags], axis=1)
 
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""

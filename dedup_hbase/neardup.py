@@ -166,6 +166,8 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
     with no earlier near-duplicate are absent. Quadratic in copies: for bounded batches
     (a service request)."""
     out: dict[int, list[tuple[int, int]]] = {}
+    if len(simhashes) < 2:  # no earlier position (a one-document request: the common case)
+        return out
     for i, j in sorted(batch_pairs(simhashes, scheme, k), key=lambda p: (p[1], p[0])):
         out.setdefault(j, []).append((i, (int(simhashes[i]) ^ int(simhashes[j])).bit_count()))
     return out

@@ -27,13 +27,19 @@ again is safe: writes are idempotent, and a document added by the failed attempt
 answered ``added: false`` with itself among its matches. The service never stops on a bad
 request.
 
-Fingerprinting and store calls run in a thread pool, so the event loop keeps answering.
-uvicorn parses HTTP with httptools and runs uvloop when they are installed (the ``service``
-extra installs both): with its pure-Python parser (h11) the service answered about 400
-requests/s however little each one asked, with httptools about 2,600 (an unknown path) and
-1,000 (one-document ``check``) on the same loaded 2-core machine. An
-index with a TTL (``init --ttl``) has its expired documents removed by a background thread
-(at start, then every TTL/2, at most hourly; retention.py).
+Fingerprinting and store calls run on worker threads, so the event loop keeps answering.
+Concurrent checks are joined into one call of the index (batcher.py): a lookup of 10 documents
+costs the embedded store about a third per document of 10 lookups of one, and one hand-off to
+a thread serves the batch (a store error in it is a 503 for each of its requests). Adds are
+not joined (an add compares a document with the earlier documents of its own request); on the
+embedded store, which serves one call at a time, they queue in order for one thread instead of
+as threads on its lock. ``POST /v1/check`` and ``/v1/add`` are served straight on ASGI (no
+routing table, middleware or request object), the rest through Starlette; both answer with the
+same bytes and headers. uvicorn parses HTTP with httptools and runs uvloop when they are
+installed (the ``service`` extra installs both): with its pure-Python parser (h11) the service
+answered about 400 requests/s however little each one asked. An index with a TTL (``init
+--ttl``) has its expired documents removed by a background thread (at start, then every TTL/2,
+at most hourly; retention.py).
 """
 
 from __future__ import annotations
@@ -49,7 +55,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
+from .batcher import Batcher
 from .errors import DedupError, InvalidInput, StoreError
 from .fingerprint import parse_hex, to_hex
 from .ids import document_id
@@ -147,6 +155,7 @@ def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
 
 
 THREADS = 32  # requests in the store or fingerprinting at once
+CHECK_BATCHES = 4  # batches of checks at once on a thread-safe store
 
 
 class DedupService:
@@ -160,6 +169,12 @@ class DedupService:
         # the handlers' threads (asyncio's executor: a hand-off costs the event loop about a
         # quarter of what anyio's thread pool did); threads start on first use
         self.threads = ThreadPoolExecutor(THREADS, thread_name_prefix="dedup-request")
+        # concurrent checks joined into one call (batcher.py): a store used by one call at a
+        # time gets one batch at a time, a thread-safe one a few; on the former, adds queue
+        # for one thread in order instead of as threads on its lock (None: the thread pool)
+        thread_safe = online.index.store.thread_safe
+        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1)
+        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False)
 
     def count(self, **increments: int) -> None:
         with self._lock:
@@ -180,7 +195,7 @@ class DedupService:
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
         found = iter(self.online.query_counted([d.simhash for d in good], None, self.limits.max_matches))
-        self.count(documents_checked=len(docs))
+        self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else _answer(d, *next(found)) for d in docs]
 
     def add(self, docs: list[_Doc], if_new: bool) -> list[dict[str, Any]]:
@@ -244,11 +259,27 @@ def _meta(doc: _Doc, now: int) -> dict[str, Any]:
     return document_meta(now, length=None if doc.text is None else len(doc.text))
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
+
+
+def render(body: Any) -> bytes:
+    """A JSON answer's bytes: compact UTF-8, as Starlette's JSONResponse renders it (one
+    encoder made once: ``json.dumps`` with options makes one per call)."""
+    return _ENCODE(body).encode("utf-8")
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its request body arrived whole."""
+
+
 def create_app(service: DedupService):
-    """The Starlette application of ``service``."""
+    """The ASGI application of ``service``: ``POST /v1/check`` and ``POST /v1/add`` straight
+    on ASGI (the hot path: no routing table, middleware or request object; about a tenth of a
+    one-document check's CPU), everything else on Starlette. Both answer through ``answer``,
+    the same bytes and headers as Starlette's JSONResponse."""
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import Response
     from starlette.routing import Route
 
     limits = service.limits
@@ -256,82 +287,132 @@ def create_app(service: DedupService):
     def run_in_threadpool(fn, *args):
         return asyncio.get_running_loop().run_in_executor(service.threads, fn, *args)
 
-    def reply(body: Any, status: int = 200) -> Response:
-        return JSONResponse(body, status_code=status, media_type="application/json")
+    async def answer(scope, handler, *args) -> tuple[int, Any]:
+        """``handler(*args)`` as (HTTP status, JSON body): every error mapped to its status
+        (ClientGone raised: there is nobody to answer)."""
+        service.count(requests=1)
+        try:
+            return 200, await handler(*args)
+        except RequestError as e:
+            service.count(refused=1)
+            return e.status, e.body
+        except StoreError as e:
+            service.count(store_errors=1)
+            logger.warning("store error: %s", e)
+            return 503, {"error": f"the store failed: {e}; the same request again is safe"}
+        except DedupError as e:
+            service.count(refused=1)
+            return 400, {"error": str(e)}
+        except ClientGone:
+            raise
+        except Exception:  # a bug: logged with its traceback; the service keeps answering
+            service.count(internal_errors=1)
+            logger.exception("internal error on %s %s", scope["method"], scope["path"])
+            return 500, {"error": "internal error (logged by the service)"}
 
-    async def read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
+    def reply(status: int, body: Any) -> Response:
+        return Response(render(body), status_code=status, media_type="application/json")
+
+    async def read_body(declared: bytes | str | None, receive) -> bytes:
         if declared and declared.isdigit() and int(declared) > limits.max_body_bytes:
             raise RequestError(413, f"the body is {int(declared):,} bytes, over the limit of {limits.max_body_bytes:,}")
         chunks, size = [], 0
-        async for chunk in request.stream():
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise ClientGone()
+            chunk = message.get("body", b"")
             size += len(chunk)
             if size > limits.max_body_bytes:
                 raise RequestError(413, f"the body is over the limit of {limits.max_body_bytes:,} bytes")
             chunks.append(chunk)
-        return b"".join(chunks)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def flag(request: Request, name: str, default: bool) -> bool:
-        value = request.query_params.get(name)
+    def flag(value: str | None, name: str, default: bool) -> bool:
         if value is None:
             return default
         if value.lower() not in ("true", "false", "1", "0"):
             raise RequestError(400, f"{name} is true or false, not {value!r}")
         return value.lower() in ("true", "1")
 
-    def guarded(handler):
-        async def endpoint(request: Request) -> Response:
-            service.count(requests=1)
-            try:
-                return reply(await handler(request))
-            except RequestError as e:
-                service.count(refused=1)
-                return reply(e.body, e.status)
-            except StoreError as e:
-                service.count(store_errors=1)
-                logger.warning("store error: %s", e)
-                return reply({"error": f"the store failed: {e}; the same request again is safe"}, 503)
-            except DedupError as e:
-                service.count(refused=1)
-                return reply({"error": str(e)}, 400)
-            except Exception:  # a bug: logged with its traceback; the service keeps answering
-                service.count(internal_errors=1)
-                logger.exception("internal error on %s %s", request.method, request.url.path)
-                return reply({"error": "internal error (logged by the service)"}, 500)
-        return endpoint
+    async def check(declared, receive, query: bytes):
+        return await service.checks(parse_documents(await read_body(declared, receive), limits))
 
-    async def check(request: Request):
-        docs = parse_documents(await read_body(request), limits)
-        return await run_in_threadpool(service.check, docs)
+    async def add(declared, receive, query: bytes):
+        if_new = flag(query_value(query, "if_new"), "if_new", False)
+        docs = parse_documents(await read_body(declared, receive), limits)
+        if service.adds is None:
+            return await run_in_threadpool(service.add, docs, if_new)
+        return await service.adds(docs, if_new)
 
-    async def add(request: Request):
-        if_new = flag(request, "if_new", False)
-        docs = parse_documents(await read_body(request), limits)
-        return await run_in_threadpool(service.add, docs, if_new)
+    documents = {"/v1/check": check, "/v1/add": add}
 
-    async def get_doc(request: Request):
-        return await run_in_threadpool(service.document, request.path_params["doc_id"])
+    async def get_doc(doc_id: str):
+        return await run_in_threadpool(service.document, doc_id)
 
-    async def delete_doc(request: Request):
-        return await run_in_threadpool(service.delete, request.path_params["doc_id"])
+    async def delete_doc(doc_id: str):
+        return await run_in_threadpool(service.delete, doc_id)
 
-    async def stats(request: Request):
-        return await run_in_threadpool(service.stats, flag(request, "full", False))
+    async def stats(full: str | None):
+        return await run_in_threadpool(service.stats, flag(full, "full", False))
 
-    async def health(request: Request):
+    async def health():
         return await run_in_threadpool(service.health)
 
     async def not_found(request: Request, exc) -> Response:
         status = getattr(exc, "status_code", 404)
-        return reply({"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'not found')}"}, status)
+        return reply(status, {"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'not found')}"})
 
-    routes = [Route("/v1/check", guarded(check), methods=["POST"]),
-              Route("/v1/add", guarded(add), methods=["POST"]),
-              Route("/v1/docs/{doc_id:path}", guarded(get_doc), methods=["GET"]),
-              Route("/v1/docs/{doc_id:path}", guarded(delete_doc), methods=["DELETE"]),
-              Route("/v1/stats", guarded(stats), methods=["GET"]),
-              Route("/healthz", guarded(health), methods=["GET"])]
-    return Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    def route(path: str, method: str, handler, *args):
+        """A Starlette route: ``handler`` with ``args(request)``."""
+        async def endpoint(request: Request) -> Response:
+            try:
+                return reply(*await answer(request.scope, handler, *(arg(request) for arg in args)))
+            except ClientGone:
+                return Response(status_code=400)  # nobody reads it
+        return Route(path, endpoint, methods=[method])
+
+    def length(r: Request):
+        return r.headers.get("content-length")
+
+    def receive(r: Request):
+        return r.receive
+
+    def query(r: Request):
+        return r.scope["query_string"]
+
+    routes = [route("/v1/check", "POST", check, length, receive, query),  # with a root path
+              route("/v1/add", "POST", add, length, receive, query),
+              route("/v1/docs/{doc_id:path}", "GET", get_doc, lambda r: r.path_params["doc_id"]),
+              route("/v1/docs/{doc_id:path}", "DELETE", delete_doc, lambda r: r.path_params["doc_id"]),
+              route("/v1/stats", "GET", stats, lambda r: r.query_params.get("full")),
+              route("/healthz", "GET", health)]
+    starlette = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+
+    async def app(scope, receive, send) -> None:
+        handler = documents.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
+        if handler is None or scope.get("root_path"):
+            await starlette(scope, receive, send)
+            return
+        declared = next((value for name, value in scope["headers"] if name == b"content-length"), None)
+        try:
+            status, body = await answer(scope, handler, declared, receive, scope["query_string"])
+        except ClientGone:  # nobody to answer
+            return
+        content = render(body)
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": content})
+
+    return app
+
+
+def query_value(query: bytes, name: str) -> str | None:
+    """The last value of ``name`` in a URL's query string, as Starlette's ``query_params.get``."""
+    if not query:
+        return None
+    return dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True)).get(name)
 
 
 def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, limits: Limits = Limits(),

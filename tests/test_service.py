@@ -288,3 +288,61 @@ def test_a_document_with_many_matches_gets_the_nearest_and_the_true_count(store_
         few = [{"id": "alone", "simhash": f"{~base & (2**64 - 1):016x}"}]
         assert client.post("/v1/check", json=few).json() == [{"id": "alone", "simhash": few[0]["simhash"],
                                                               "matches": []}]
+
+
+def test_concurrent_one_document_requests_answer_as_alone(store_url, news, tmp_path):
+    """One document per request from 8 clients at once: the checks are joined into batches
+    (batcher.py) and the adds queued in turn, and every answer is what the document gets
+    alone: `check --json`'s record; each cluster added once."""
+    corpus, probes = tmp_path / "corpus.jsonl", tmp_path / "probes.jsonl"
+    corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in news[:1500]), encoding="utf-8")
+    sample = random.Random(4).sample(news, 400)
+    probes.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in sample), encoding="utf-8")
+    cli("init", "--store", store_url)
+    cli("load", "--store", store_url, str(corpus), "-q")
+    expected = {e["id"]: e for e in map(json.loads, cli("check", "--store", store_url, str(probes), "--json").splitlines())}
+    docs = clusters(9)
+    ids = list(docs)
+    with serving(store_url) as (client, _):
+        checked, added, lock = {}, [], threading.Lock()
+
+        def client_thread(seed: int) -> None:
+            rnd = random.Random(seed)
+            with httpx.Client(base_url=str(client.base_url), timeout=120) as mine:
+                for d in sample[seed::8]:
+                    response = mine.post("/v1/check", json=[{"id": d["id"], "text": d["text"]}])
+                    assert response.status_code == 200, response.text
+                    with lock:
+                        checked[d["id"]] = response.json()
+                for i in rnd.sample(ids, 60):
+                    response = mine.post("/v1/add?if_new=true", json=[{"id": i, "simhash": f"{docs[i][1]:016x}"}])
+                    assert response.status_code == 200, response.text
+                    with lock:
+                        added.extend(a["id"] for a in response.json() if a["added"])
+
+        threads = [threading.Thread(target=client_thread, args=(seed,)) for seed in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert checked == {i: [e] for i, e in expected.items()}
+        assert sorted(docs[i][0] for i in added) == sorted({docs[i][0] for i in added})  # no cluster twice
+
+
+def test_document_endpoints_and_the_rest_answer_the_same_bytes_and_headers(tmp_path):
+    """`/v1/check` and `/v1/add` (straight on ASGI) answer as the Starlette routes do: compact
+    UTF-8 JSON, `content-length` then `content-type: application/json`, errors included."""
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    with serving(store) as (client, _):
+        answers = [client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}]),
+                   client.post("/v1/check", json=[{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化！"}]),
+                   client.post("/v1/check", content=b"[1]"), client.post("/v1/add?if_new=no", content=b"[]"),
+                   client.get("/v1/docs/长江"), client.get("/v1/docs/none"), client.get("/v1/check")]
+        for response in answers:
+            assert response.content == json.dumps(response.json(), ensure_ascii=False, separators=(",", ":")).encode()
+            names = [name for name, _ in response.headers.raw if name.lower() not in (b"date", b"server")]
+            assert names == [b"content-length", b"content-type"], response.headers.raw
+            assert response.headers["content-type"] == "application/json"
+        assert [r.status_code for r in answers] == [200, 200, 400, 400, 200, 404, 405]
+        assert answers[1].json()[0]["matches"][0]["id"] == "长江"

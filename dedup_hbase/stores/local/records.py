@@ -102,7 +102,7 @@ class PackedCells(Cells):
             return record[quals + i:quals + self._width * self._n:self._n]
         if self._starts is None:  # once per record: reading every qualifier stays linear
             lengths = np.frombuffer(record, "<u2", self._n, quals)
-            self._starts = (quals + 2 * self._n + np.r_[0, np.cumsum(lengths, dtype=np.int64)]).tolist()
+            self._starts = (quals + 2 * self._n + np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))).tolist()
         return record[self._starts[i]:self._starts[i + 1]]
 
     def keys(self, prefix: bytes) -> list[bytes]:
