@@ -9,6 +9,7 @@ the other's. The same jars go to the driver and, through ``spark.jars``, to ever
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -72,12 +73,24 @@ def local_heap_gib() -> int:
     return max(2, min(8, ram // 4 >> 30))
 
 
+def local_cores(master: str) -> int | None:
+    """The cores of a local master (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``); None
+    for another master."""
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    if found.group(1) in (None, ""):
+        return 1
+    return os.cpu_count() or 1 if found.group(1) == "*" else max(1, int(found.group(1)))
+
+
 def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None,
                  small: bool = False, make_archive: bool = False):
     """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
     ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
     CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
-    A local JVM maps the classes of its class path from an archive (cds.py) when there is one;
+    A small job also runs without adaptive execution, its shuffles in as many partitions as
+    a local master has cores. A local JVM maps the classes of its class path from an archive (cds.py) when there is one;
     ``make_archive``: else its JVM writes one as it exits, kept when ``stop(spark, done=True)``
     stops it.
 
@@ -116,6 +129,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     }
     if master.startswith("local"):  # one JVM is driver and executors: a quarter of the RAM, 2-8 GiB
         settings["spark.driver.memory"] = f"{local_heap_gib()}g"
+    if small:  # a few tasks' work: planned once (adaptive execution runs a job per shuffle), few partitions
+        settings["spark.sql.adaptive.enabled"] = "false"
+        settings["spark.sql.shuffle.partitions"] = str(local_cores(master) or 16)
     if jars:
         # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
         # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
@@ -211,6 +227,10 @@ def stop(spark, done: bool = False) -> None:
     watchdog = getattr(spark, "_dedup_watchdog", None)
     archive = getattr(spark, "_dedup_archive", None)
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    accumulators = getattr(spark.sparkContext, "_accumulatorServer", None) if process is not None else None
+    if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits
+        spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
+        accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
     try:
         spark.stop()
     except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
@@ -234,6 +254,8 @@ def stop(spark, done: bool = False) -> None:
             finally:
                 _forget_gateway()
     finally:
+        if accumulators is not None:  # its handler sees the JVM's end of the socket; the server's
+            threading.Thread(target=accumulators.shutdown, daemon=True).start()  # loop, within 0.5 s
         if archive is not None:
             cds.finish(archive, written and done)
         if watchdog is not None:
