@@ -90,9 +90,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
     CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
     A small job also runs without adaptive execution, its shuffles in as many partitions as
-    a local master has cores. A local JVM maps the classes of its class path from an archive (cds.py) when there is one;
-    ``make_archive``: else its JVM writes one as it exits, kept when ``stop(spark, done=True)``
-    stops it.
+    a local master has cores. A local JVM maps the classes of its class path from an archive
+    (cds.py) when there is one; ``make_archive``: else its JVM writes one as it exits, kept
+    when ``stop(spark, done=True)`` stops it.
 
     Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
     the class path and the JVM options: only ``conf`` is applied."""
