@@ -125,6 +125,7 @@ def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: S
     if own_session:
         session = start_session(spark, "dedup-hbase check", paths, jars=True)
         clock("spark session")
+    done = False
     try:
         from pyspark import StorageLevel
 
@@ -144,9 +145,10 @@ def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: S
             report.added, report.skipped = add_new(session, index, fingerprinted, answers, spark.staging, clock)
         answers.unpersist()
         fingerprinted.unpersist()
+        done = True
     finally:
         if own_session:
-            stop_session(session)
+            stop_session(session, done)
     report.elapsed_s = time.perf_counter() - started
     return report
 

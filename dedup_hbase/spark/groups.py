@@ -52,11 +52,12 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     try:
         if own:
             session = start_session(spark, "dedup-hbase groups", paths, jars=options.fingerprints)
+        report = None
         try:
             report = _run(session, paths, target, options, spec, label)
         finally:
             if own:
-                stop_session(session)
+                stop_session(session, done=report is not None)
     except STOPS as stop:
         raise Interrupted(stop, "the Spark job stopped; run the same command again (it starts over and "
                                 "writes its output anew)") from None

@@ -115,6 +115,7 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
     if own_session:
         session = start_session(spark, "dedup-hbase load", paths, jars=target is not None)
         clock("spark session")
+    done = False
     try:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
@@ -139,9 +140,11 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
             _driver_writes(index, good, report, options.batch_size, job_ms)
             clock("driver writes")
         fingerprinted.unpersist()
+        done = True
     finally:
         if own_session:
-            stop_session(session)
+            stop_session(session, done)
+            clock("spark session stop")
     report.elapsed_s = time.perf_counter() - started
     marker.save(report, complete=True)
     return report
@@ -149,10 +152,13 @@ def _run(index: Index, paths: list[str], options: LoadOptions, spark: SparkOptio
 
 def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     """The SparkSession of one job (``name``: its app name) on ``paths``: the ``jvm/`` helper's
-    jars when ``jars`` and not under spark-submit (which gives them), C1 only for a small input."""
+    jars when ``jars`` and not under spark-submit (which gives them), C1 only for a small input;
+    a local JVM writes its class archive at its end when there is none yet (``stop(session,
+    done=True)`` keeps it, session.py)."""
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     return make_session(spark.master, {"spark.app.name": name, **spark.conf},
-                        helper_jars() if jars and not submitted else None, small=_input_bytes(paths) < SMALL_INPUT)
+                        helper_jars() if jars and not submitted else None, small=_input_bytes(paths) < SMALL_INPUT,
+                        make_archive=True)
 
 
 def _input_bytes(paths: list[str]) -> int:

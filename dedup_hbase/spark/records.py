@@ -11,11 +11,14 @@ or Parquet are parsed by Spark's own readers in the JVM (fingerprints.py).
 
 from __future__ import annotations
 
+import json
 import os
 
 from ..corpus import Fields, parquet_columns
 from ..errors import DedupError
 from . import fingerprints, hadoop, inputs, stages
+
+FEW_FILES = 64  # files (or pieces) of local input read from a JVM-built table (file_rows)
 
 
 def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool,
@@ -40,8 +43,8 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if local:
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
                 for f in local]
-        frame = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish), stages.FINGERPRINTED_SCHEMA))
+        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish),
+                                                        stages.FINGERPRINTED_SCHEMA))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
@@ -60,3 +63,19 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     for part in parts[1:]:
         records = records.unionByName(part)
     return records
+
+
+def file_rows(spark, rows: list[tuple]):
+    """The planned files (inputs.FILE_SCHEMA), one per partition. A few: built in the JVM (a
+    range of row numbers, each picking its row from one literal), so no Python worker runs
+    before the ones that read them (the first costs a Python process's start); more: a
+    parallelized Python list (the literal would go with every task)."""
+    from pyspark.sql import functions as F
+
+    if len(rows) > FEW_FILES:
+        return spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
+    names = [column.split()[0] for column in inputs.FILE_SCHEMA.split(", ")]
+    table = F.from_json(F.lit(json.dumps([dict(zip(names, row)) for row in rows])),
+                        "array<struct<" + ",".join(c.replace(" ", ":") for c in inputs.FILE_SCHEMA.split(", ")) + ">>")
+    return (spark.range(0, len(rows), 1, len(rows))
+            .select(F.element_at(table, F.col("id").cast("int") + 1).alias("f")).select("f.*"))

@@ -9,6 +9,7 @@ the other's. The same jars go to the driver and, through ``spark.jars``, to ever
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,11 +20,13 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import DedupError
+from . import cds
 
 JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
 _REPO = Path(__file__).resolve().parent.parent.parent
 _POM = _REPO / "jvm" / "pom.xml"
 _TARGET = _REPO / "jvm" / "target"
+ARCHIVE_WAIT = 180  # s: the longest a job's end waits for its JVM to write its class archive (cds.py)
 
 
 def helper_jars(build: bool = True) -> list[str]:
@@ -70,11 +73,26 @@ def local_heap_gib() -> int:
     return max(2, min(8, ram // 4 >> 30))
 
 
+def local_cores(master: str) -> int | None:
+    """The cores of a local master (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``); None
+    for another master."""
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    if found.group(1) in (None, ""):
+        return 1
+    return os.cpu_count() or 1 if found.group(1) == "*" else max(1, int(found.group(1)))
+
+
 def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None,
-                 small: bool = False):
+                 small: bool = False, make_archive: bool = False):
     """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
     ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
     CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
+    A small job also runs without adaptive execution, its shuffles in as many partitions as
+    a local master has cores. A local JVM maps the classes of its class path from an archive
+    (cds.py) when there is one; ``make_archive``: else its JVM writes one as it exits, kept
+    when ``stop(spark, done=True)`` stops it.
 
     Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
     the class path and the JVM options: only ``conf`` is applied."""
@@ -111,6 +129,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     }
     if master.startswith("local"):  # one JVM is driver and executors: a quarter of the RAM, 2-8 GiB
         settings["spark.driver.memory"] = f"{local_heap_gib()}g"
+    if small:  # a few tasks' work: planned once (adaptive execution runs a job per shuffle), few partitions
+        settings["spark.sql.adaptive.enabled"] = "false"
+        settings["spark.sql.shuffle.partitions"] = str(local_cores(master) or 16)
     if jars:
         # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
         # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
@@ -122,6 +143,13 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         settings["spark.driver.extraClassPath"] = classpath
         settings["spark.executor.extraClassPath"] = classpath
     settings.update(conf or {})
+    archive = None
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):
+        archive = cds.archive_for(settings.get("spark.driver.extraClassPath", ""), settings.get("spark.driver.memory", ""))
+        options = cds.java_options(archive, make_archive) if archive else ""
+        settings["spark.driver.extraJavaOptions"] += f" {options}" if options else ""
+        if archive is not None and (archive.exists or not make_archive):
+            archive = None  # nothing to write
     builder = SparkSession.builder.master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -129,9 +157,12 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
             spark = builder.getOrCreate()
             _watch(spark)
+            spark._dedup_archive = archive
         spark.sparkContext.setLogLevel("WARN")
     except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
         _end_started_jvm()
+        if archive is not None:
+            cds.finish(archive, written=False)
         raise
     return spark
 
@@ -186,31 +217,54 @@ def _watch(spark) -> None:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-def stop(spark) -> None:
+def stop(spark, done: bool = False) -> None:
     """Stop a session that ``make_session`` made, and end its JVM: a load's session is done
     when it stops (even when an interruption broke off a call to the JVM half way and left
-    the gateway unusable). Never raises."""
+    the gateway unusable). ``done``: the job ran to its end, so a JVM writing its class
+    archive as it exits (cds.py) is given the time to (up to ``ARCHIVE_WAIT`` s; Ctrl-C or
+    SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
+    arrives while the JVM exits, when no archive is written)."""
     watchdog = getattr(spark, "_dedup_watchdog", None)
+    archive = getattr(spark, "_dedup_archive", None)
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    accumulators = getattr(spark.sparkContext, "_accumulatorServer", None) if process is not None else None
+    if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits
+        spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
+        accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
     try:
         spark.stop()
     except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
         pass
-    if process is not None and process.poll() is None:
-        try:
-            process.stdin.close()  # PySpark's gateway exits when its stdin closes ...
-            process.wait(timeout=5)
-        except Exception:
-            process.kill()  # ... or not soon enough (Spark's shutdown hooks)
-            process.wait()
-        _forget_gateway()
-    if watchdog is not None:
-        try:
-            watchdog.stdin.write(b"x")  # stopped here: the watchdog leaves the JVM alone
-            watchdog.stdin.close()
-        except OSError:
-            pass
-        watchdog.wait()
+    writing = archive is not None and done
+    written = False
+    try:
+        if process is not None and process.poll() is None:
+            try:
+                process.stdin.close()  # PySpark's gateway exits when its stdin closes ...
+                process.wait(timeout=ARCHIVE_WAIT if writing else 5)
+                written = process.returncode == 0
+            except Exception:
+                process.kill()  # ... or not soon enough (Spark's shutdown hooks)
+                process.wait()
+            except BaseException:  # Ctrl-C or SIGTERM while it exits
+                process.kill()
+                process.wait()
+                if not writing:  # else the job is done: the signal only cut its archive short
+                    raise
+            finally:
+                _forget_gateway()
+    finally:
+        if accumulators is not None:  # its handler sees the JVM's end of the socket; the server's
+            threading.Thread(target=accumulators.shutdown, daemon=True).start()  # loop, within 0.5 s
+        if archive is not None:
+            cds.finish(archive, written and done)
+        if watchdog is not None:
+            try:
+                watchdog.stdin.write(b"x")  # stopped here: the watchdog leaves the JVM alone
+                watchdog.stdin.close()
+            except OSError:
+                pass
+            watchdog.wait()
 
 
 def _forget_gateway() -> None:

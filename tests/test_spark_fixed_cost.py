@@ -1,0 +1,119 @@
+"""A Spark job's fixed cost (docs/spark.md, "A job's fixed cost"): the class archive of a local
+JVM (spark/cds.py), written by a job's JVM as it exits and mapped by the next session; the few
+input files as a table built in the JVM; the cores of a local master."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark]
+
+
+@pytest.fixture(autouse=True)
+def pyspark_needed():
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        from conftest import require_or_skip
+
+        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
+
+
+def test_local_cores():
+    from dedup_hbase.spark.session import local_cores
+
+    assert [local_cores(m) for m in ("local", "local[3]", "local[4,2]", "yarn", "k8s://https://h:443")] == [
+        1, 3, 4, None, None]
+    assert local_cores("local[*]") == (os.cpu_count() or 1)
+
+
+def test_the_archive_key_follows_the_jars(tmp_path, monkeypatch):
+    from dedup_hbase.spark import cds
+
+    monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
+    jar = tmp_path / "helper.jar"
+    jar.write_bytes(b"one")
+    first = cds.archive_for(str(jar), "2g")
+    assert first is not None and first.path.parent == tmp_path / "cache" / "spark-cds"
+    assert cds.archive_for(str(jar), "2g") == first
+    assert cds.archive_for(str(jar), "4g") != first  # another heap
+    jar.write_bytes(b"rebuilt")
+    assert cds.archive_for(str(jar), "2g") != first  # a rebuilt jar
+    monkeypatch.setenv(cds.ENV, "0")
+    assert cds.archive_for(str(jar), "2g") is None
+
+
+def test_only_a_whole_archive_is_kept(tmp_path, monkeypatch):
+    from dedup_hbase.spark import cds
+
+    monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path))
+    archive = cds.Archive(cds.cache_dir() / "k.jsa")
+    archive.path.parent.mkdir(parents=True)
+    assert cds.java_options(archive, make=False) == ""
+    assert cds.java_options(archive, make=True) == f"-XX:ArchiveClassesAtExit={archive.making()} {cds.QUIET}"
+    archive.making().write_bytes(b"part")
+    cds.finish(archive, written=False)  # killed or stopped as it wrote
+    assert not archive.making().exists() and not archive.exists
+    archive.making().write_bytes(b"whole")
+    cds.finish(archive, written=True)
+    assert archive.path.read_bytes() == b"whole" and not archive.making().exists()
+    assert cds.java_options(archive, make=True) == f"-XX:SharedArchiveFile={archive.path} {cds.QUIET}"
+    for i in range(cds.KEEP + 2):  # older ones beyond KEEP go
+        old = archive.path.with_name(f"old{i}.jsa")
+        old.write_bytes(b"x")
+        os.utime(old, (1000 + i, 1000 + i))
+    cds.finish(archive, written=False)
+    assert sorted(p.name for p in archive.path.parent.glob("*.jsa")) == sorted(
+        ["k.jsa"] + [f"old{i}.jsa" for i in range(3, cds.KEEP + 2)])
+
+
+def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(tmp_path, monkeypatch):
+    """A session stopped before its job is done writes nothing; one whose job is done leaves an
+    archive; the next session's JVM loads Spark's classes from it (the JVM's class loading log
+    names the archive as their source)."""
+    from dedup_hbase.spark.session import make_session, stop
+
+    monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "spark-cds"
+
+    spark = make_session("local[1]", {}, None, small=True, make_archive=True)
+    assert spark.range(5).count() == 5
+    stop(spark)  # not done: no archive, no part of one
+    assert list(folder.iterdir()) == []
+
+    spark = make_session("local[1]", {}, None, small=True, make_archive=True)
+    assert spark.range(5).count() == 5
+    stop(spark, done=True)
+    archives = list(folder.iterdir())
+    assert [p.suffix for p in archives] == [".jsa"] and archives[0].stat().st_size > 0
+
+    monkeypatch.setenv("JDK_JAVA_OPTIONS", f"-Xlog:class+load=info:file={tmp_path}/load-%p.log")
+    spark = make_session("local[1]", {}, None, small=True, make_archive=True)
+    try:
+        assert spark.range(5).count() == 5
+        arguments = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+        assert f"-XX:SharedArchiveFile={archives[0]}" in arguments
+    finally:
+        stop(spark, done=True)
+    logs = "".join(Path(p).read_text(errors="replace") for p in tmp_path.glob("load-*.log"))
+    assert "org.apache.spark.SparkContext source: shared objects file (top)" in logs
+    assert list(folder.iterdir()) == archives  # mapped, not written again
+
+
+def test_a_few_files_as_a_jvm_table(spark):
+    """records.file_rows: the same rows, schema and one file per partition as a parallelized
+    Python list, up to FEW_FILES; beyond, the list itself."""
+    from dedup_hbase.spark import inputs, records
+
+    rows = [(0, "/a/b ü", "src", "jsonl", None, 0, -1, 1), (1, '/c"d\\e', "s2", "lines", "id1", 5, 100, 7),
+            (2, "/x\n", "s", "auto", None, 0, -1, 1)]
+    built = records.file_rows(spark, rows)
+    listed = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
+    assert built.schema == listed.schema
+    assert [tuple(r) for r in built.collect()] == rows
+    assert built.rdd.glom().map(len).collect() == [1, 1, 1]
+    many = [(i, f"/f{i}", f"f{i}", "jsonl", None, 0, -1, 1) for i in range(records.FEW_FILES + 1)]
+    assert [tuple(r) for r in records.file_rows(spark, many).collect()] == many
