@@ -20,6 +20,7 @@ from conftest import hbase_store_url
 pytestmark = pytest.mark.hbase
 
 CLUSTERS, MEMBERS, PER_ROUND, THREADS, SERVERS = 200, 5, 10, 6, 3
+ATTEMPTS = 30  # a request sent again (to the next server) after a dead server or a 503, as a client does
 
 
 def clusters(seed: int) -> dict[str, tuple[int, int]]:
@@ -63,18 +64,26 @@ def server(url: str):
 def run_fleet(url: str, docs: dict[str, tuple[int, int]], kill_when=None) -> list[dict]:
     """Rounds of PER_ROUND clusters; in each, every thread sends one member of each (thread t
     member (t + c) % MEMBERS: threads t and t + 5 send the same document), shuffled, to server
-    t % 3, all threads released together. A request that fails (a dead server) goes to the
-    next server. ``kill_when(procs)`` runs beside the clients. Returns every answer."""
+    t % 3, all threads released together. A request that fails (a dead server, or a 503: the
+    service says sending it again is safe) goes to the next server. ``kill_when(procs)`` runs
+    beside the clients. Returns every answer."""
     by_cluster: dict[int, list[str]] = {}
     for doc_id, (c, _) in docs.items():
         by_cluster.setdefault(c, []).append(doc_id)
-    answers, lock = [], threading.Lock()
+    answers, failures, lock = [], [], threading.Lock()
     barrier = threading.Barrier(THREADS)
     with ExitStack() as stack:
         servers = [stack.enter_context(server(url)) for _ in range(SERVERS)]
         bases = [base for base, _ in servers]
 
         def client(t: int) -> None:
+            try:
+                send(t)
+            except BaseException as e:  # the others must not wait for this thread at the barrier
+                failures.append(e)
+                barrier.abort()
+
+        def send(t: int) -> None:
             rnd = random.Random(100 + t)
             with httpx.Client(timeout=120) as http:
                 for first in range(0, CLUSTERS, PER_ROUND):
@@ -82,17 +91,21 @@ def run_fleet(url: str, docs: dict[str, tuple[int, int]], kill_when=None) -> lis
                     rnd.shuffle(batch)
                     body = [{"id": i, "simhash": f"{docs[i][1]:016x}"} for i in batch]
                     barrier.wait()
-                    for attempt in range(SERVERS):
+                    outcomes: list[str] = []
+                    for attempt in range(ATTEMPTS):
                         try:
                             response = http.post(f"{bases[(t + attempt) % SERVERS]}/v1/add?if_new=true", json=body)
-                        except httpx.TransportError:
+                        except httpx.TransportError as e:  # a dead server: the next one
+                            outcomes.append(repr(e))
                             continue
                         if response.status_code == 200:
                             with lock:
                                 answers.extend(response.json())
                             break
+                        assert response.status_code == 503, response.text  # the store failed: again is safe
+                        outcomes.append(response.text)
                     else:
-                        raise AssertionError(f"thread {t}: no server answered for clusters from {first}")
+                        raise AssertionError(f"thread {t}: no server answered for clusters from {first}: {outcomes}")
 
         threads = [threading.Thread(target=client, args=(t,)) for t in range(THREADS)]
         for thread in threads:
@@ -101,6 +114,9 @@ def run_fleet(url: str, docs: dict[str, tuple[int, int]], kill_when=None) -> lis
             kill_when([proc for _, proc in servers], lambda: any(thread.is_alive() for thread in threads))
         for thread in threads:
             thread.join()
+        first_failure = next((f for f in failures if not isinstance(f, threading.BrokenBarrierError)), None)
+        if failures:
+            raise first_failure or failures[0]
         stats = [httpx.get(f"{base}/v1/stats").json() for base, proc in servers if proc.poll() is None]
     return answers, stats
 
