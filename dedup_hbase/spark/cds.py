@@ -106,12 +106,15 @@ def finish(archive: Archive, written: bool) -> None:
             making.unlink(missing_ok=True)
     except OSError:
         pass
-    kept = sorted(archive.path.parent.glob("*.jsa"), key=_used, reverse=True)
-    for old in kept[KEEP:]:
-        old.unlink(missing_ok=True)
-    for left in archive.path.parent.glob("*.tmp"):  # a part written by a JVM killed as it exited
-        if time.time() - _used(left) > 3600:
-            left.unlink(missing_ok=True)
+    try:  # the cache kept small; a file another process removes first, or cannot be removed, is left
+        kept = sorted(archive.path.parent.glob("*.jsa"), key=_used, reverse=True)
+        for old in kept[KEEP:]:
+            old.unlink(missing_ok=True)
+        for left in archive.path.parent.glob("*.tmp"):  # a part written by a JVM killed as it exited
+            if time.time() - _used(left) > 3600:
+                left.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _used(path: Path) -> float:
