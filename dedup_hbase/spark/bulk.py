@@ -48,8 +48,10 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
 
     zk = hadoop.ZooKeeper.of(target, index.store.url)
     schema = load_schema()
-    # partitioned by id first: one sort serves both halves of the aggregate (else each sorts)
-    winners = (good.repartition("id").groupBy("id")
+    # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
+    # a number of partitions that the cores divide (else adaptive execution picks one by size)
+    parallelism = spark.sparkContext.defaultParallelism
+    winners = (good.repartition(2 * parallelism, "id").groupBy("id")
                .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length")).alias("w"))
                .select("id", "w.*"))
     known = 0
@@ -65,7 +67,6 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
     # of them per region), the rest the document table's; each sorted by (row, qualifier).
     names = {t: target.tables[t] for t in ("index", "docs")}
     boundaries = hadoop.region_starts(spark, zk, [names["index"], names["docs"]])
-    parallelism = spark.sparkContext.defaultParallelism
     job_dir = f"{staging_root(staging).rstrip('/')}/{key or uuid.uuid4().hex}"
     tables, firsts, plans, total = [], [], [], 0
     for table in ("index", "docs"):
