@@ -48,7 +48,10 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
 
     zk = hadoop.ZooKeeper.of(target, index.store.url)
     schema = load_schema()
-    winners = (good.groupBy("id")
+    # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
+    # a number of partitions that the cores divide (else adaptive execution picks one by size)
+    parallelism = spark.sparkContext.defaultParallelism
+    winners = (good.repartition(2 * parallelism, "id").groupBy("id")
                .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length")).alias("w"))
                .select("id", "w.*"))
     known = 0
@@ -64,7 +67,6 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
     # of them per region), the rest the document table's; each sorted by (row, qualifier).
     names = {t: target.tables[t] for t in ("index", "docs")}
     boundaries = hadoop.region_starts(spark, zk, [names["index"], names["docs"]])
-    parallelism = spark.sparkContext.defaultParallelism
     job_dir = f"{staging_root(staging).rstrip('/')}/{key or uuid.uuid4().hex}"
     tables, firsts, plans, total = [], [], [], 0
     for table in ("index", "docs"):
@@ -79,8 +81,8 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
         total += plans[-1][3]
     targets = rows.partition_targets(total)
     (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = plans
-    cells = rows.index_rows(winners, index.scheme, i_splits, targets[i_first:i_first + i_count], i_per).unionByName(
-        rows.doc_rows(winners, job_ms // 1000, d_splits, targets[d_first:d_first + d_count], d_per))
+    cells = rows.cells(winners, index.scheme, job_ms // 1000, (i_splits, targets[i_first:i_first + i_count], i_per),
+                       (d_splits, targets[d_first:d_first + d_count], d_per))
     cells = cells.repartition(total, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
     hadoop.delete(spark, job_dir)  # what a killed run of the same load left
     try:

@@ -62,14 +62,14 @@ def segment(scheme: Scheme, flag: int, simhash):
     return F.shiftleft(value, SEGMENT_BITS - bits)
 
 
-def row_keys(scheme: Scheme, simhash):
-    """An array column: the 13-byte row keys of a simhash, one per flag, in flag order
-    (``Scheme.row_keys``)."""
+def row_keys(scheme: Scheme, simhash) -> list:
+    """The 13-byte row keys of a simhash column (``Scheme.row_keys``): one column per flag, in
+    flag order."""
     from pyspark.sql import functions as F
 
     whole = _big_endian(simhash, 8)
-    return F.array(*[F.concat(_big_endian(segment(scheme, flag, simhash), 4), F.lit(bytes([flag])), whole)
-                     for flag in range(1, len(scheme.flags) + 1)])
+    return [F.concat(_big_endian(segment(scheme, flag, simhash), 4), F.lit(bytes([flag])), whole)
+            for flag in range(1, len(scheme.flags) + 1)]
 
 
 def region(key, splits: list[bytes]):
@@ -93,16 +93,35 @@ def _part(key, spread, splits: list[bytes], targets: list[int], per_region: int)
     return F.element_at(F.array(*[F.lit(t) for t in targets]), slot + 1).alias("part")
 
 
-def index_rows(winners, scheme: Scheme, splits: list[bytes], targets: list[int], per_region: int):
-    """(id, simhash) -> index rows: key = row key, qualifier = the id's UTF-8 bytes, empty
-    value; ``part`` from the key's region, spread over its partitions by the simhash's low byte."""
+def _keyed(winners, scheme: Scheme):
+    """winners with each flag's row key as a column (``_k1`` ...) and the id's bytes (``_id``),
+    computed once per document in their own projection: a struct column built on them refers
+    to a key several times (its region), which Spark would compute again in each place."""
     from pyspark.sql import functions as F
 
-    exploded = winners.select(F.explode(row_keys(scheme, F.col("simhash"))).alias("key"),
-                              F.col("id").cast("binary").alias("qualifier"),
-                              F.col("simhash").bitwiseAND(F.lit(255).cast("bigint")).alias("spread"))
-    return exploded.select(_part(F.col("key"), F.col("spread"), splits, targets, per_region), "key", "qualifier",
-                           F.lit(b"").alias("value"))
+    keys = [key.alias(f"_k{flag}") for flag, key in enumerate(row_keys(scheme, F.col("simhash")), 1)]
+    return winners.select("*", F.col("id").cast("binary").alias("_id"), *keys)
+
+
+def index_cells(scheme: Scheme, splits: list[bytes], targets: list[int], per_region: int) -> list:
+    """Struct columns (part, key, qualifier, value) over ``_keyed`` winners: a document's index
+    rows, one per flag: key = row key, qualifier = the id's UTF-8 bytes, empty value; ``part``
+    from the key's region, spread over its partitions by the simhash's low byte."""
+    from pyspark.sql import functions as F
+
+    spread = F.col("simhash").bitwiseAND(F.lit(255).cast("bigint"))
+    keys = [F.col(f"_k{flag}") for flag in range(1, len(scheme.flags) + 1)]
+    return [F.struct(_part(key, spread, splits, targets, per_region), key.alias("key"), F.col("_id").alias("qualifier"),
+                     F.lit(b"").alias("value"))
+            for key in keys]
+
+
+def index_rows(winners, scheme: Scheme, splits: list[bytes], targets: list[int], per_region: int):
+    """(id, simhash) -> index rows (ROW_COLUMNS), ``index_cells`` of each."""
+    from pyspark.sql import functions as F
+
+    structs = index_cells(scheme, splits, targets, per_region)
+    return _keyed(winners, scheme).select(F.explode(F.array(*structs)).alias("c")).select("c.*")
 
 
 def json_string(text):
@@ -134,12 +153,37 @@ def document_value(loaded: int, simhash, source, line, title, length):
     return F.concat(_big_endian(simhash, 8), meta.cast("binary"))
 
 
-def doc_rows(winners, loaded: int, splits: list[bytes], targets: list[int], per_region: int):
-    """winners (id, simhash, source, line, title, length) -> document rows: key = the id's
-    UTF-8 bytes, empty qualifier, value = ``document_value``; spread by the id's CRC-32."""
+def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
+    """A struct column (part, key, qualifier, value) over ``_valued`` winners: the document
+    row: key = the id's UTF-8 bytes, empty qualifier, value = ``document_value``; spread by the
+    id's CRC-32."""
     from pyspark.sql import functions as F
 
-    key = F.col("id").cast("binary")
+    key = F.col("_id")
+    value = F.col("_value")
+    return F.struct(_part(key, F.crc32(key), splits, targets, per_region), key.alias("key"),
+                    F.lit(b"").alias("qualifier"), value.alias("value"))
+
+
+def _valued(winners, loaded: int):
+    """winners with the id's bytes (``_id``) and the document row's value (``_value``)."""
+    from pyspark.sql import functions as F
+
     value = document_value(loaded, F.col("simhash"), F.col("source"), F.col("line"), F.col("title"), F.col("length"))
-    return winners.select(_part(key, F.crc32(key), splits, targets, per_region), key.alias("key"),
-                          F.lit(b"").alias("qualifier"), value.alias("value"))
+    return winners.select("*", F.col("id").cast("binary").alias("_id"), value.alias("_value"))
+
+
+def doc_rows(winners, loaded: int, splits: list[bytes], targets: list[int], per_region: int):
+    """winners (id, simhash, source, line, title, length) -> document rows (ROW_COLUMNS)."""
+    return _valued(winners, loaded).select(doc_cell(splits, targets, per_region).alias("c")).select("c.*")
+
+
+def cells(winners, scheme: Scheme, loaded: int, index: tuple, docs: tuple):
+    """Both tables' rows of the winners in one pass (each winner read once): ``index_rows``
+    and ``doc_rows`` as one column of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets,
+    per_region) of each table."""
+    from pyspark.sql import functions as F
+
+    structs = index_cells(scheme, *index) + [doc_cell(*docs)]
+    prepared = _keyed(winners, scheme).drop("_id")
+    return _valued(prepared, loaded).select(F.explode(F.array(*structs)).alias("c")).select("c.*")

@@ -60,8 +60,8 @@ def main() -> None:
                 tables.append(hadoop.TableFiles(f"file://{folder}/{name}", f"bench:{name}", schema["family"],
                                                 t["compression"], t["data_block_encoding"], t["bloom_filter"],
                                                 int(t.get("bloom_prefix_length") or 0), splits))
-            cells = rows.index_rows(winners, scheme, index_splits, targets[:index_parts], 1).unionByName(
-                rows.doc_rows(winners, 1, doc_splits, targets[index_parts:], 2))
+            cells = rows.cells(winners, scheme, 1, (index_splits, targets[:index_parts], 1),
+                               (doc_splits, targets[index_parts:], 2))
             cells = (cells.repartition(len(targets), "part").sortWithinPartitions("key", "qualifier")
                      .select("key", "qualifier", "value"))
             cpu, wall = jvm_cpu(), time.perf_counter()
