@@ -156,6 +156,7 @@ def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
 
 THREADS = 32  # requests in the store or fingerprinting at once
 CHECK_BATCHES = 4  # batches of checks at once on a thread-safe store
+INLINE_DOCS = 32  # on an in-process store, batches of at most this many documents run on the event loop
 
 
 class DedupService:
@@ -172,9 +173,13 @@ class DedupService:
         # concurrent checks joined into one call (batcher.py): a store used by one call at a
         # time gets one batch at a time, a thread-safe one a few; on the former, adds queue
         # for one thread in order instead of as threads on its lock (None: the thread pool)
-        thread_safe = online.index.store.thread_safe
-        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1)
-        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False)
+        # on an in-process store (no network wait) a small batch runs on the event loop's own
+        # thread: a hand-off to a thread and back costs more than its lookup (batcher.py)
+        thread_safe, store = online.index.store.thread_safe, online.index.store
+        inline = {"inline_max": INLINE_DOCS, "inline_ok": online.store_free} if store.in_process else {}
+        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1,
+                              **inline)
+        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False, **inline)
 
     def count(self, **increments: int) -> None:
         with self._lock:
