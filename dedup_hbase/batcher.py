@@ -60,6 +60,11 @@ class Batcher:
         self.inline_batches = 0  # of them, run on the loop's thread
 
     async def __call__(self, items: Sequence, *args: Any) -> Any:
+        return await self.submit(items, *args)
+
+    def submit(self, items: Sequence, *args: Any) -> asyncio.Future:
+        """``fn(items, *args)``'s answer as a future, for a caller that does not await
+        (a callback on the event loop's thread)."""
         if args and self.join:
             raise TypeError("a joined batch passes no arguments but the items")
         future = asyncio.get_running_loop().create_future()
@@ -70,7 +75,7 @@ class Batcher:
             elif not self._scheduled:  # the calls of this turn of the loop join the batch
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
-        return await future
+        return future
 
     def _start(self) -> None:
         self._scheduled = False

@@ -27,17 +27,23 @@ again is safe: writes are idempotent, and a document added by the failed attempt
 answered ``added: false`` with itself among its matches. The service never stops on a bad
 request.
 
-Fingerprinting and store calls run on worker threads, so the event loop keeps answering.
+Fingerprinting and store calls run on worker threads, so the event loop keeps answering;
+on an in-process store (the embedded one) a batch of at most ``INLINE_DOCS`` documents runs on
+the event loop's thread instead (a hand-off to a thread and back costs more than its lookup).
 Concurrent checks are joined into one call of the index (batcher.py): a lookup of 10 documents
 costs the embedded store about a third per document of 10 lookups of one, and one hand-off to
 a thread serves the batch (a store error in it is a 503 for each of its requests). Adds are
 not joined (an add compares a document with the earlier documents of its own request); on the
 embedded store, which serves one call at a time, they queue in order for one thread instead of
-as threads on its lock. ``POST /v1/check`` and ``/v1/add`` are served straight on ASGI (no
-routing table, middleware or request object), the rest through Starlette; both answer with the
-same bytes and headers. uvicorn parses HTTP with httptools and runs uvloop when they are
-installed (the ``service`` extra installs both): with its pure-Python parser (h11) the service
-answered about 400 requests/s however little each one asked. An index with a TTL (``init
+as threads on its lock. ``POST /v1/check`` and ``/v1/add`` take uvicorn's fast lane
+(http_lane.py: a callback per request, no ASGI task, one write) when the request is plain
+(HTTP/1.1 keep-alive, a content-length), else they are served straight on ASGI (no routing
+table, middleware or request object); the rest goes through Starlette; all three answer with
+the same bytes and headers. Their JSON is read and written by orjson when it is installed
+(the same values and bytes as the json module; ``load_json``, ``render_documents``). uvicorn
+parses HTTP with httptools and runs uvloop when they are installed (the ``service`` extra
+installs both): with its pure-Python parser (h11) the service answered about 400 requests/s
+however little each one asked. An index with a TTL (``init
 --ttl``) has its expired documents removed by a background thread (at start, then every TTL/2,
 at most hourly; retention.py).
 """
@@ -56,6 +62,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
+
+try:  # JSON in C for the hot path; the json module when it is missing (the same bytes and values)
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None
 
 from .batcher import Batcher
 from .errors import DedupError, InvalidInput, StoreError
@@ -109,10 +120,33 @@ class _Doc:
     error: str | None = None
 
 
+def load_json(body: bytes) -> Any:
+    """``json.loads(body)``: the same value, or the same error. orjson when installed and it
+    takes the body and gives no float where a document has its id, text or simhash (it reads
+    an integer beyond 64 bits as a float, json as an int); otherwise the json module (orjson
+    refuses some of what json takes: NaN, lone surrogates, UTF-16 and UTF-32)."""
+    if orjson is not None:
+        try:
+            items = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return json.loads(body)
+        if not _floats(items):
+            return items
+    return json.loads(body)
+
+
+def _floats(items: Any) -> bool:
+    """Whether ``items`` is a float or has one as a document's id, text or simhash."""
+    if isinstance(items, list):
+        return any(isinstance(item, dict) and float in (type(item.get("id")), type(item.get("text")),
+                                                        type(item.get("simhash"))) for item in items)
+    return isinstance(items, float)
+
+
 def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
     """The documents of a request body, every one checked; RequestError names the first bad one."""
     try:
-        items = json.loads(body)
+        items = load_json(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RequestError(400, f"the body is not JSON: {e}") from None
     if not isinstance(items, list):
@@ -182,8 +216,10 @@ class DedupService:
         self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False, **inline)
 
     def count(self, **increments: int) -> None:
+        counters = self.counters
         with self._lock:
-            self.counters.update(increments)
+            for name, n in increments.items():
+                counters[name] += n
 
     def fingerprint(self, docs: list[_Doc]) -> None:
         """Set each text document's simhash, or its error (a text without features): one
@@ -273,6 +309,19 @@ def render(body: Any) -> bytes:
     return _ENCODE(body).encode("utf-8")
 
 
+def render_documents(body: Any) -> bytes:
+    """``render`` of an answer of ``/v1/check`` or ``/v1/add`` (no floats: orjson writes them
+    differently), by orjson when installed: the same bytes (strings, ints, booleans and null
+    are written alike); what orjson refuses (an int beyond 64 bits, a lone surrogate) goes to
+    ``render``."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(body)
+        except TypeError:
+            pass
+    return render(body)
+
+
 class ClientGone(Exception):
     """The client closed the connection before its request body arrived whole."""
 
@@ -298,22 +347,10 @@ def create_app(service: DedupService):
         service.count(requests=1)
         try:
             return 200, await handler(*args)
-        except RequestError as e:
-            service.count(refused=1)
-            return e.status, e.body
-        except StoreError as e:
-            service.count(store_errors=1)
-            logger.warning("store error: %s", e)
-            return 503, {"error": f"the store failed: {e}; the same request again is safe"}
-        except DedupError as e:
-            service.count(refused=1)
-            return 400, {"error": str(e)}
         except ClientGone:
             raise
-        except Exception:  # a bug: logged with its traceback; the service keeps answering
-            service.count(internal_errors=1)
-            logger.exception("internal error on %s %s", scope["method"], scope["path"])
-            return 500, {"error": "internal error (logged by the service)"}
+        except Exception as e:
+            return failure(service, e, scope["method"], scope["path"])
 
     def reply(status: int, body: Any) -> Response:
         return Response(render(body), status_code=status, media_type="application/json")
@@ -333,13 +370,6 @@ def create_app(service: DedupService):
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    def flag(value: str | None, name: str, default: bool) -> bool:
-        if value is None:
-            return default
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise RequestError(400, f"{name} is true or false, not {value!r}")
-        return value.lower() in ("true", "1")
 
     async def check(declared, receive, query: bytes):
         return await service.checks(parse_documents(await read_body(declared, receive), limits))
@@ -405,12 +435,83 @@ def create_app(service: DedupService):
             status, body = await answer(scope, handler, declared, receive, scope["query_string"])
         except ClientGone:  # nobody to answer
             return
-        content = render(body)
+        content = render_documents(body)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": content})
 
     return app
+
+
+def failure(service: DedupService, e: Exception, method: str, path: str) -> tuple[int, Any]:
+    """A request's error as (HTTP status, JSON body), counted; a bug is logged."""
+    if isinstance(e, RequestError):
+        service.count(refused=1)
+        return e.status, e.body
+    if isinstance(e, StoreError):
+        service.count(store_errors=1)
+        logger.warning("store error: %s", e)
+        return 503, {"error": f"the store failed: {e}; the same request again is safe"}
+    if isinstance(e, DedupError):
+        service.count(refused=1)
+        return 400, {"error": str(e)}
+    # a bug: logged with its traceback; the service keeps answering
+    service.count(internal_errors=1)
+    logger.error("internal error on %s %s", method, path, exc_info=e)
+    return 500, {"error": "internal error (logged by the service)"}
+
+
+def flag(value: str | None, name: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise RequestError(400, f"{name} is true or false, not {value!r}")
+    return value.lower() in ("true", "1")
+
+
+def lane_handlers(service: DedupService) -> dict:
+    """``POST /v1/check`` and ``/v1/add`` for the HTTP fast lane (http_lane.py): the same
+    answers as the ASGI application's, by callbacks instead of a task per request."""
+    limits = service.limits
+
+    def start_check(body: bytes, query: bytes) -> asyncio.Future:
+        return service.checks.submit(parse_documents(body, limits))
+
+    def start_add(body: bytes, query: bytes) -> asyncio.Future:
+        if_new = flag(query_value(query, "if_new"), "if_new", False)
+        docs = parse_documents(body, limits)
+        if service.adds is None:
+            return asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new)
+        return service.adds.submit(docs, if_new)
+
+    def handler(start, path: str):
+        def handle(body: bytes, query: bytes, respond) -> None:
+            service.count(requests=1)
+            try:
+                future = start(body, query)
+            except Exception as e:
+                respond(*_rendered(failure(service, e, "POST", path)))
+                return
+
+            def done(future: asyncio.Future) -> None:
+                if future.cancelled():  # the service stops: nobody to answer
+                    return
+                error = future.exception()
+                outcome = (200, future.result()) if error is None else failure(service, error, "POST", path)
+                try:
+                    answer = _rendered(outcome)
+                except Exception as e:  # a bug (the ASGI way: uvicorn's 500); the service keeps answering
+                    answer = _rendered(failure(service, e, "POST", path))
+                respond(*answer)
+
+            future.add_done_callback(done)
+        return handle
+
+    return {b"/v1/check": handler(start_check, "/v1/check"), b"/v1/add": handler(start_add, "/v1/add")}
+
+
+def _rendered(outcome: tuple[int, Any]) -> tuple[int, bytes]:
+    return outcome[0], render_documents(outcome[1])
 
 
 def query_value(query: bytes, name: str) -> str | None:
@@ -443,7 +544,13 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     stop = threading.Event()
     if online.index.ttl:
         threading.Thread(target=service.expire_until, args=(stop,), name="expire", daemon=True).start()
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
+    try:  # the document endpoints' fast lane on uvicorn's httptools protocol (http_lane.py)
+        from .http_lane import fast_lane
+
+        http: Any = fast_lane(lane_handlers(service), limits.max_body_bytes)
+    except ImportError:  # no httptools: uvicorn's choice, everything through ASGI
+        http = "auto"
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10, http=http)
     if ready is not None:
         ready(f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
     stopped: list[str] = []
