@@ -155,37 +155,39 @@ def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
         raise RequestError(413, f"a request holds at most {limits.max_docs} documents, not {len(items)}")
     docs = []
     for position, item in enumerate(items):
-        given = item.get("id") if isinstance(item, dict) else None
-
-        def bad(message: str, status: int = 400, position: int = position, doc_id: Any = None):
-            named = f" ({doc_id!r})" if doc_id is not None else ""
-            return RequestError(status, f"document {position}{named}: {message}", position, doc_id)
-
         if not isinstance(item, dict):
-            raise bad(f"a document is a JSON object, not a JSON {_json_type(item)}")
+            raise _bad(position, f"a document is a JSON object, not a JSON {_json_type(item)}")
         if "id" not in item:
-            raise bad("no id (a string or a whole number)")
+            raise _bad(position, "no id (a string or a whole number)")
         try:
-            doc_id = document_id(given)  # the rule of ids.py, as for files the CLI reads
+            doc_id = document_id(item["id"])  # the rule of ids.py, as for files the CLI reads
         except InvalidInput as e:
-            raise bad(str(e)) from None
+            raise _bad(position, str(e)) from None
         text, simhash = item.get("text"), item.get("simhash")
         if (text is None) == (simhash is None):
-            raise bad("give its text or its simhash" if text is None else "give its text or its simhash, not both",
-                      doc_id=doc_id)
+            raise _bad(position, "give its text or its simhash" if text is None
+                       else "give its text or its simhash, not both", doc_id=doc_id)
         if text is not None:
             if not isinstance(text, str):
-                raise bad(f"the text is a JSON {_json_type(text)}, not a string", doc_id=doc_id)
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if size > limits.max_text_bytes:
-                raise bad(f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413, doc_id=doc_id)
+                raise _bad(position, f"the text is a JSON {_json_type(text)}, not a string", doc_id=doc_id)
+            if len(text) * 4 > limits.max_text_bytes:  # else within the limit (at most 4 bytes a character)
+                size = len(text.encode("utf-8", "surrogatepass"))
+                if size > limits.max_text_bytes:
+                    raise _bad(position, f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}",
+                               413, doc_id=doc_id)
             docs.append(_Doc(position, doc_id, text, None))
         else:
             try:
                 docs.append(_Doc(position, doc_id, None, parse_hex(simhash if isinstance(simhash, str) else "")))
             except InvalidInput:
-                raise bad(f"the simhash is 16 hex digits, not {simhash!r}", doc_id=doc_id) from None
+                raise _bad(position, f"the simhash is 16 hex digits, not {simhash!r}", doc_id=doc_id) from None
     return docs
+
+
+def _bad(position: int, message: str, status: int = 400, doc_id: Any = None) -> RequestError:
+    """The error of document ``position`` (named by its id when it has a valid one)."""
+    named = f" ({doc_id!r})" if doc_id is not None else ""
+    return RequestError(status, f"document {position}{named}: {message}", position, doc_id)
 
 
 THREADS = 32  # requests in the store or fingerprinting at once
