@@ -19,6 +19,16 @@ Two ways to run a batch:
   compared with the earlier documents of its call) on a store that serves one call at a
   time anyway: the calls then queue here, in order, instead of as threads on the store's
   lock, and pay one hand-off to a thread per batch instead of per call.
+
+Small batches on the event loop itself (``inline_max``): a batch of at most that many items
+runs on the loop's own thread, with no hand-off. For a function that is in-process CPU work
+(the embedded store: a fingerprint and a lookup, no network wait): a hand-off costs more
+than such a batch's lookup (the thread's wake-up, the answer's wake-up of the loop, and the
+two threads taking the interpreter's lock from each other while both run Python). Such a
+batch starts at the end of the loop's current turn instead of at once, so that the requests
+that arrived in the same turn join it; a bigger batch (and any batch while ``inline_ok()``
+is false: the store busy on a thread) goes to the executor as above, so a large request
+never holds up the loop.
 """
 
 from __future__ import annotations
@@ -32,28 +42,45 @@ from typing import Any
 
 class Batcher:
     """``await batcher(items, *args)`` is ``fn(items, *args)``, run in ``executor`` in a
-    batch with the calls queued meanwhile, at most ``parallel`` batches at once. Used from
-    one event loop."""
+    batch with the calls queued meanwhile, at most ``parallel`` batches at once; a batch of at
+    most ``inline_max`` items on the loop's thread instead (when ``inline_ok()``, if given, is
+    true). Used from one event loop."""
 
     def __init__(self, fn: Callable[..., list], executor: Executor, max_items: int, parallel: int = 1,
-                 join: bool = True) -> None:
-        if max_items < 1 or parallel < 1:
-            raise ValueError(f"max_items and parallel must be >= 1, not {max_items} and {parallel}")
+                 join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None) -> None:
+        if max_items < 1 or parallel < 1 or inline_max < 0:
+            raise ValueError(f"max_items and parallel must be >= 1 and inline_max >= 0, not {max_items}, "
+                             f"{parallel} and {inline_max}")
         self.fn, self.executor, self.max_items, self.parallel, self.join = fn, executor, max_items, parallel, join
+        self.inline_max, self.inline_ok = inline_max, inline_ok
         self._queued: deque[tuple[Sequence, tuple, asyncio.Future]] = deque()
         self._running = 0
+        self._scheduled = False  # a start is due at the end of the loop's turn (inline_max)
         self.batches = 0  # batches run so far
+        self.inline_batches = 0  # of them, run on the loop's thread
 
     async def __call__(self, items: Sequence, *args: Any) -> Any:
+        return await self.submit(items, *args)
+
+    def submit(self, items: Sequence, *args: Any) -> asyncio.Future:
+        """``fn(items, *args)``'s answer as a future, for a caller that does not await
+        (a callback on the event loop's thread)."""
         if args and self.join:
             raise TypeError("a joined batch passes no arguments but the items")
         future = asyncio.get_running_loop().create_future()
         self._queued.append((items, args, future))
         if self._running < self.parallel:
-            self._start()
-        return await future
+            if not self.inline_max:
+                self._start()
+            elif not self._scheduled:  # the calls of this turn of the loop join the batch
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._start)
+        return future
 
     def _start(self) -> None:
+        self._scheduled = False
+        if self._running >= self.parallel:
+            return  # started meanwhile; the running batch's end starts the next
         calls, size = [], 0
         while self._queued and (not calls or size + len(self._queued[0][0]) <= self.max_items):
             call = self._queued.popleft()
@@ -62,13 +89,24 @@ class Batcher:
                 size += len(call[0])
         if not calls:
             return
-        self._running += 1
         self.batches += 1
+        if size <= self.inline_max and (self.inline_ok is None or self.inline_ok()):
+            self.inline_batches += 1
+            try:
+                outcomes = self._run([c[:2] for c in calls])
+            except Exception as e:  # a joined batch's error is every call's
+                outcomes = [(None, e)] * len(calls)
+            self._settle([c[2] for c in calls], outcomes)
+            if self._queued and not self._scheduled:  # calls beyond max_items
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._start)
+            return
+        self._running += 1
         done = asyncio.get_running_loop().run_in_executor(self.executor, self._run, [c[:2] for c in calls])
         done.add_done_callback(lambda done: self._finish([c[2] for c in calls], done))
 
     def _run(self, calls: list[tuple[Sequence, tuple]]) -> list[tuple[Any, BaseException | None]]:
-        """In the executor: each call's (answer, None) or (None, its exception)."""
+        """In the executor (or inline): each call's (answer, None) or (None, its exception)."""
         if self.join:
             joined = list(calls[0][0]) if len(calls) == 1 else [item for items, _ in calls for item in items]
             answers, start, out = self.fn(joined), 0, []
@@ -87,13 +125,21 @@ class Batcher:
     def _finish(self, futures: list[asyncio.Future], done: asyncio.Future) -> None:
         self._running -= 1
         if self._queued:
-            self._start()
+            if not self.inline_max:
+                self._start()
+            elif not self._scheduled:  # perhaps inline: after these answers, not before them
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._start)
         if done.cancelled():
             outcomes = [(None, asyncio.CancelledError())] * len(futures)
         elif done.exception() is not None:
             outcomes = [(None, done.exception())] * len(futures)
         else:
             outcomes = done.result()
+        self._settle(futures, outcomes)
+
+    @staticmethod
+    def _settle(futures: list[asyncio.Future], outcomes: list[tuple[Any, BaseException | None]]) -> None:
         for future, (answer, error) in zip(futures, outcomes):
             if future.done():
                 continue

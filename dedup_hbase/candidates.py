@@ -99,6 +99,49 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
     return [sorted(f.values(), key=lambda r: (r.distance, r.simhash)) for f in found]
 
 
+def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
+                k: int) -> list[list[Run]]:
+    """``compare`` in Python ints, for a few queries over a few cells (a service's request:
+    numpy's cost per call is most of ``compare``'s there). The same answers: per query the
+    runs within ``k`` bits by (distance, simhash), a fingerprint under several of its prefixes
+    taken from the first (``inverse[q]``: query q's prefixes in flag order, as indexes in
+    ``scanned``), ids shared by the queries that hit the same run."""
+    runs_of: dict[int, list[tuple[int, int, int]]] = {}  # prefix -> its runs (value, start, length)
+    decoded: dict[tuple[int, int], Ids] = {}
+    out = []
+    for query, prefixes in zip(queries, inverse):
+        found: dict[int, Run] = {}
+        for prefix in prefixes:
+            runs = runs_of.get(prefix)
+            if runs is None:
+                runs = runs_of[prefix] = _runs(scanned[prefix])
+            for value, start, length in runs:
+                distance = (value ^ query).bit_count()
+                if distance <= k and value not in found:
+                    ids = decoded.get((prefix, start))
+                    if ids is None:
+                        ids = decoded[prefix, start] = Ids(scanned[prefix], start, length)
+                    found[value] = Run(distance, value, ids)
+        out.append(sorted(found.values(), key=lambda r: (r.distance, r.simhash)) if len(found) > 1
+                   else list(found.values()))
+    return out
+
+
+def _runs(cells: Cells) -> list[tuple[int, int, int]]:
+    """The runs of equal remainders of ``cells``: (value, first cell, length), in key order."""
+    rests = cells.rest_values()
+    if len(rests) == 1:  # the usual prefix of a sparse index
+        return [(rests[0], 0, 1)]
+    runs, start = [], 0
+    for i in range(1, len(rests)):
+        if rests[i] != rests[start]:
+            runs.append((rests[start], start, i - start))
+            start = i
+    if rests:
+        runs.append((rests[start], start, len(rests) - start))
+    return runs
+
+
 def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:
     """The matches of one query as (id, simhash, distance) by (distance, id), at most
     ``max_matches`` of them (None: all), and how many there are in all."""

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .candidates import Run, all_rests, bounded, compare, qualifier_at
+from .candidates import Run, all_rests, bounded, compare, compare_few, qualifier_at
 from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from .fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter, to_hex
 from .ids import MAX_ID_BYTES, encode_id
@@ -42,6 +42,7 @@ _CONFIG_KEY = b"config"
 _NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
 _BATCH = 4096  # queries compared in one numpy pass (bounds memory)
 _SKEWED = 4096  # scanned cells from which a small query takes the once-per-fingerprint path
+_FEW_CELLS = 1024  # scanned cells up to which a few queries are compared in Python ints (compare_few)
 
 
 class Match(NamedTuple):
@@ -317,6 +318,17 @@ class Index:
         (``candidates.Run``), by (distance, simhash): each distinct fingerprint compared
         once, its ids decoded once per batch of queries."""
         k = self._check_queries(simhashes, k)
+        if 0 < len(simhashes) < _NUMPY_FROM:  # a few (a service's request): Python ints unless many cells
+            per_query = [self.scheme.prefixes(s) for s in simhashes]
+            unique = sorted({p for prefixes in per_query for p in prefixes})
+            scanned = self.store.scan_cells("index", unique)
+            position = {p: i for i, p in enumerate(unique)}
+            inverse = [[position[p] for p in prefixes] for prefixes in per_query]
+            if sum(map(len, scanned)) <= _FEW_CELLS:
+                out = compare_few(simhashes, scanned, inverse, k)
+            else:
+                out = compare(np.asarray(simhashes, dtype=np.uint64), scanned, np.array(inverse), k)
+            return self._unexpired_runs(out) if self.ttl else out
         out: list[list[Run]] = []
         for start in range(0, len(simhashes), _BATCH):
             queries = np.asarray(simhashes[start:start + _BATCH], dtype=np.uint64)

@@ -82,6 +82,11 @@ class OnlineIndex:
         self._store_lock = nullcontext() if index.store.thread_safe else threading.Lock()
         self.fleet = index.store.fleet_locks()  # None: this process is the only writer
 
+    def store_free(self) -> bool:
+        """False while another call holds a store that serves one call at a time (a call
+        made now would wait for it)."""
+        return not (isinstance(self._store_lock, type(threading.Lock())) and self._store_lock.locked())
+
     def config(self) -> dict[str, Any]:
         """The index's configuration, read from the store (a round trip)."""
         with self._store_lock:

@@ -27,17 +27,23 @@ again is safe: writes are idempotent, and a document added by the failed attempt
 answered ``added: false`` with itself among its matches. The service never stops on a bad
 request.
 
-Fingerprinting and store calls run on worker threads, so the event loop keeps answering.
+Fingerprinting and store calls run on worker threads, so the event loop keeps answering;
+on an in-process store (the embedded one) a batch of at most ``INLINE_DOCS`` documents runs on
+the event loop's thread instead (a hand-off to a thread and back costs more than its lookup).
 Concurrent checks are joined into one call of the index (batcher.py): a lookup of 10 documents
 costs the embedded store about a third per document of 10 lookups of one, and one hand-off to
 a thread serves the batch (a store error in it is a 503 for each of its requests). Adds are
 not joined (an add compares a document with the earlier documents of its own request); on the
 embedded store, which serves one call at a time, they queue in order for one thread instead of
-as threads on its lock. ``POST /v1/check`` and ``/v1/add`` are served straight on ASGI (no
-routing table, middleware or request object), the rest through Starlette; both answer with the
-same bytes and headers. uvicorn parses HTTP with httptools and runs uvloop when they are
-installed (the ``service`` extra installs both): with its pure-Python parser (h11) the service
-answered about 400 requests/s however little each one asked. An index with a TTL (``init
+as threads on its lock. ``POST /v1/check`` and ``/v1/add`` take uvicorn's fast lane
+(http_lane.py: a callback per request, no ASGI task, one write) when the request is plain
+(HTTP/1.1 keep-alive, a content-length), else they are served straight on ASGI (no routing
+table, middleware or request object); the rest goes through Starlette; all three answer with
+the same bytes and headers. Their JSON is read and written by orjson when it is installed
+(the same values and bytes as the json module; ``load_json``, ``render_documents``). uvicorn
+parses HTTP with httptools and runs uvloop when they are installed (the ``service`` extra
+installs both): with its pure-Python parser (h11) the service answered about 400 requests/s
+however little each one asked. An index with a TTL (``init
 --ttl``) has its expired documents removed by a background thread (at start, then every TTL/2,
 at most hourly; retention.py).
 """
@@ -57,8 +63,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+try:  # JSON in C for the hot path; the json module when it is missing (the same bytes and values)
+    import orjson
+except ImportError:  # pragma: no cover
+    orjson = None
+
 from .batcher import Batcher
-from .errors import DedupError, InvalidInput, StoreError
+from .errors import DedupError, EmptyDocument, InvalidInput, StoreError
 from .fingerprint import parse_hex, to_hex
 from .ids import document_id
 from .index import Document, document_meta
@@ -109,10 +120,33 @@ class _Doc:
     error: str | None = None
 
 
+def load_json(body: bytes) -> Any:
+    """``json.loads(body)``: the same value, or the same error. orjson when installed and it
+    takes the body and gives no float where a document has its id, text or simhash (it reads
+    an integer beyond 64 bits as a float, json as an int); otherwise the json module (orjson
+    refuses some of what json takes: NaN, lone surrogates, UTF-16 and UTF-32)."""
+    if orjson is not None:
+        try:
+            items = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return json.loads(body)
+        if not _floats(items):
+            return items
+    return json.loads(body)
+
+
+def _floats(items: Any) -> bool:
+    """Whether ``items`` is a float or has one as a document's id, text or simhash."""
+    if isinstance(items, list):
+        return any(isinstance(item, dict) and float in (type(item.get("id")), type(item.get("text")),
+                                                        type(item.get("simhash"))) for item in items)
+    return isinstance(items, float)
+
+
 def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
     """The documents of a request body, every one checked; RequestError names the first bad one."""
     try:
-        items = json.loads(body)
+        items = load_json(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RequestError(400, f"the body is not JSON: {e}") from None
     if not isinstance(items, list):
@@ -121,41 +155,44 @@ def parse_documents(body: bytes, limits: Limits) -> list[_Doc]:
         raise RequestError(413, f"a request holds at most {limits.max_docs} documents, not {len(items)}")
     docs = []
     for position, item in enumerate(items):
-        given = item.get("id") if isinstance(item, dict) else None
-
-        def bad(message: str, status: int = 400, position: int = position, doc_id: Any = None):
-            named = f" ({doc_id!r})" if doc_id is not None else ""
-            return RequestError(status, f"document {position}{named}: {message}", position, doc_id)
-
         if not isinstance(item, dict):
-            raise bad(f"a document is a JSON object, not a JSON {_json_type(item)}")
+            raise _bad(position, f"a document is a JSON object, not a JSON {_json_type(item)}")
         if "id" not in item:
-            raise bad("no id (a string or a whole number)")
+            raise _bad(position, "no id (a string or a whole number)")
         try:
-            doc_id = document_id(given)  # the rule of ids.py, as for files the CLI reads
+            doc_id = document_id(item["id"])  # the rule of ids.py, as for files the CLI reads
         except InvalidInput as e:
-            raise bad(str(e)) from None
+            raise _bad(position, str(e)) from None
         text, simhash = item.get("text"), item.get("simhash")
         if (text is None) == (simhash is None):
-            raise bad("give its text or its simhash" if text is None else "give its text or its simhash, not both",
-                      doc_id=doc_id)
+            raise _bad(position, "give its text or its simhash" if text is None
+                       else "give its text or its simhash, not both", doc_id=doc_id)
         if text is not None:
             if not isinstance(text, str):
-                raise bad(f"the text is a JSON {_json_type(text)}, not a string", doc_id=doc_id)
-            size = len(text.encode("utf-8", "surrogatepass"))
-            if size > limits.max_text_bytes:
-                raise bad(f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413, doc_id=doc_id)
+                raise _bad(position, f"the text is a JSON {_json_type(text)}, not a string", doc_id=doc_id)
+            if len(text) * 4 > limits.max_text_bytes:  # else within the limit (at most 4 bytes a character)
+                size = len(text.encode("utf-8", "surrogatepass"))
+                if size > limits.max_text_bytes:
+                    raise _bad(position, f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}",
+                               413, doc_id=doc_id)
             docs.append(_Doc(position, doc_id, text, None))
         else:
             try:
                 docs.append(_Doc(position, doc_id, None, parse_hex(simhash if isinstance(simhash, str) else "")))
             except InvalidInput:
-                raise bad(f"the simhash is 16 hex digits, not {simhash!r}", doc_id=doc_id) from None
+                raise _bad(position, f"the simhash is 16 hex digits, not {simhash!r}", doc_id=doc_id) from None
     return docs
+
+
+def _bad(position: int, message: str, status: int = 400, doc_id: Any = None) -> RequestError:
+    """The error of document ``position`` (named by its id when it has a valid one)."""
+    named = f" ({doc_id!r})" if doc_id is not None else ""
+    return RequestError(status, f"document {position}{named}: {message}", position, doc_id)
 
 
 THREADS = 32  # requests in the store or fingerprinting at once
 CHECK_BATCHES = 4  # batches of checks at once on a thread-safe store
+INLINE_DOCS = 32  # on an in-process store, batches of at most this many documents run on the event loop
 
 
 class DedupService:
@@ -172,18 +209,35 @@ class DedupService:
         # concurrent checks joined into one call (batcher.py): a store used by one call at a
         # time gets one batch at a time, a thread-safe one a few; on the former, adds queue
         # for one thread in order instead of as threads on its lock (None: the thread pool)
-        thread_safe = online.index.store.thread_safe
-        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1)
-        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False)
+        # on an in-process store (no network wait) a small batch runs on the event loop's own
+        # thread: a hand-off to a thread and back costs more than its lookup (batcher.py)
+        thread_safe, store = online.index.store.thread_safe, online.index.store
+        self.inline = store.in_process
+        inline = {"inline_max": INLINE_DOCS, "inline_ok": online.store_free} if self.inline else {}
+        self.checks = Batcher(self.check, self.threads, limits.max_docs, parallel=CHECK_BATCHES if thread_safe else 1,
+                              **inline)
+        self.adds = None if thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False, **inline)
 
     def count(self, **increments: int) -> None:
+        counters = self.counters
         with self._lock:
-            self.counters.update(increments)
+            for name, n in increments.items():
+                counters[name] += n
 
     def fingerprint(self, docs: list[_Doc]) -> None:
         """Set each text document's simhash, or its error (a text without features): one
-        batch call (the compiled core releases the GIL for it)."""
+        batch call (the compiled core releases the GIL for it); on an in-process store, a
+        batch small enough for the event loop one call per text (no arrays to make and read:
+        a few µs less per document; the GIL does not matter on the loop's thread)."""
         texts = [d for d in docs if d.text is not None]
+        if self.inline and len(texts) <= INLINE_DOCS:
+            fingerprint = self.online.index.fingerprinter.fingerprint
+            for doc in texts:
+                try:
+                    doc.simhash = fingerprint(doc.text)
+                except EmptyDocument as e:
+                    doc.error = f"featureless text: {e}"
+            return
         hashes, errors = self.online.index.fingerprinter.fingerprint_many([d.text for d in texts])
         for i, (doc, simhash) in enumerate(zip(texts, hashes.tolist())):
             if i in errors:
@@ -268,6 +322,19 @@ def render(body: Any) -> bytes:
     return _ENCODE(body).encode("utf-8")
 
 
+def render_documents(body: Any) -> bytes:
+    """``render`` of an answer of ``/v1/check`` or ``/v1/add`` (no floats: orjson writes them
+    differently), by orjson when installed: the same bytes (strings, ints, booleans and null
+    are written alike); what orjson refuses (an int beyond 64 bits, a lone surrogate) goes to
+    ``render``."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(body)
+        except TypeError:
+            pass
+    return render(body)
+
+
 class ClientGone(Exception):
     """The client closed the connection before its request body arrived whole."""
 
@@ -293,22 +360,10 @@ def create_app(service: DedupService):
         service.count(requests=1)
         try:
             return 200, await handler(*args)
-        except RequestError as e:
-            service.count(refused=1)
-            return e.status, e.body
-        except StoreError as e:
-            service.count(store_errors=1)
-            logger.warning("store error: %s", e)
-            return 503, {"error": f"the store failed: {e}; the same request again is safe"}
-        except DedupError as e:
-            service.count(refused=1)
-            return 400, {"error": str(e)}
         except ClientGone:
             raise
-        except Exception:  # a bug: logged with its traceback; the service keeps answering
-            service.count(internal_errors=1)
-            logger.exception("internal error on %s %s", scope["method"], scope["path"])
-            return 500, {"error": "internal error (logged by the service)"}
+        except Exception as e:
+            return failure(service, e, scope["method"], scope["path"])
 
     def reply(status: int, body: Any) -> Response:
         return Response(render(body), status_code=status, media_type="application/json")
@@ -328,13 +383,6 @@ def create_app(service: DedupService):
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-    def flag(value: str | None, name: str, default: bool) -> bool:
-        if value is None:
-            return default
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise RequestError(400, f"{name} is true or false, not {value!r}")
-        return value.lower() in ("true", "1")
 
     async def check(declared, receive, query: bytes):
         return await service.checks(parse_documents(await read_body(declared, receive), limits))
@@ -400,12 +448,83 @@ def create_app(service: DedupService):
             status, body = await answer(scope, handler, declared, receive, scope["query_string"])
         except ClientGone:  # nobody to answer
             return
-        content = render(body)
+        content = render_documents(body)
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": content})
 
     return app
+
+
+def failure(service: DedupService, e: Exception, method: str, path: str) -> tuple[int, Any]:
+    """A request's error as (HTTP status, JSON body), counted; a bug is logged."""
+    if isinstance(e, RequestError):
+        service.count(refused=1)
+        return e.status, e.body
+    if isinstance(e, StoreError):
+        service.count(store_errors=1)
+        logger.warning("store error: %s", e)
+        return 503, {"error": f"the store failed: {e}; the same request again is safe"}
+    if isinstance(e, DedupError):
+        service.count(refused=1)
+        return 400, {"error": str(e)}
+    # a bug: logged with its traceback; the service keeps answering
+    service.count(internal_errors=1)
+    logger.error("internal error on %s %s", method, path, exc_info=e)
+    return 500, {"error": "internal error (logged by the service)"}
+
+
+def flag(value: str | None, name: str, default: bool) -> bool:
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise RequestError(400, f"{name} is true or false, not {value!r}")
+    return value.lower() in ("true", "1")
+
+
+def lane_handlers(service: DedupService) -> dict:
+    """``POST /v1/check`` and ``/v1/add`` for the HTTP fast lane (http_lane.py): the same
+    answers as the ASGI application's, by callbacks instead of a task per request."""
+    limits = service.limits
+
+    def start_check(body: bytes, query: bytes) -> asyncio.Future:
+        return service.checks.submit(parse_documents(body, limits))
+
+    def start_add(body: bytes, query: bytes) -> asyncio.Future:
+        if_new = flag(query_value(query, "if_new"), "if_new", False)
+        docs = parse_documents(body, limits)
+        if service.adds is None:
+            return asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new)
+        return service.adds.submit(docs, if_new)
+
+    def handler(start, path: str):
+        def handle(body: bytes, query: bytes, respond) -> None:
+            service.count(requests=1)
+            try:
+                future = start(body, query)
+            except Exception as e:
+                respond(*_rendered(failure(service, e, "POST", path)))
+                return
+
+            def done(future: asyncio.Future) -> None:
+                if future.cancelled():  # the service stops: nobody to answer
+                    return
+                error = future.exception()
+                outcome = (200, future.result()) if error is None else failure(service, error, "POST", path)
+                try:
+                    answer = _rendered(outcome)
+                except Exception as e:  # a bug (the ASGI way: uvicorn's 500); the service keeps answering
+                    answer = _rendered(failure(service, e, "POST", path))
+                respond(*answer)
+
+            future.add_done_callback(done)
+        return handle
+
+    return {b"/v1/check": handler(start_check, "/v1/check"), b"/v1/add": handler(start_add, "/v1/add")}
+
+
+def _rendered(outcome: tuple[int, Any]) -> tuple[int, bytes]:
+    return outcome[0], render_documents(outcome[1])
 
 
 def query_value(query: bytes, name: str) -> str | None:
@@ -438,7 +557,13 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     stop = threading.Event()
     if online.index.ttl:
         threading.Thread(target=service.expire_until, args=(stop,), name="expire", daemon=True).start()
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10)
+    try:  # the document endpoints' fast lane on uvicorn's httptools protocol (http_lane.py)
+        from .http_lane import fast_lane
+
+        http: Any = fast_lane(lane_handlers(service), limits.max_body_bytes)
+    except ImportError:  # no httptools: uvicorn's choice, everything through ASGI
+        http = "auto"
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10, http=http)
     if ready is not None:
         ready(f"http://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
     stopped: list[str] = []

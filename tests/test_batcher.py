@@ -118,3 +118,54 @@ def test_arguments_are_refused_for_joined_calls_and_bad_sizes_up_front():
         batcher = Batcher(list, pool, 10)
         with pytest.raises(TypeError):
             asyncio.run(batcher([1], "x"))
+
+
+def run_inline(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, int, int]:
+    """``calls`` made in one turn of the loop with ``inline_max``: each call's answer or
+    exception, the threads ``fn`` ran on, batches, inline batches."""
+    threads: list[str] = []
+
+    def fn(items, *args):
+        threads.append(threading.current_thread().name)
+        if "bad" in items:
+            raise ValueError("bad item")
+        return [(x, *args) for x in items]
+
+    async def main():
+        with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
+            batcher = Batcher(fn, pool, **batcher_args)
+            answers = await asyncio.gather(*(batcher(*call) for call in calls), return_exceptions=True)
+            return answers, batcher.batches, batcher.inline_batches
+
+    answers, batches, inline = asyncio.run(main())
+    return answers, threads, batches, inline
+
+
+def test_small_batches_run_inline_on_the_loop_thread_joined_with_the_calls_of_the_same_turn():
+    answers, threads, batches, inline = run_inline({"max_items": 100, "inline_max": 4}, [([1],), ([2, 3],), ([4],)])
+    assert answers == [[(1,)], [(2,), (3,)], [(4,)]]
+    assert threads == ["MainThread"] and batches == inline == 1
+
+
+def test_a_batch_over_inline_max_goes_to_the_executor():
+    answers, threads, batches, inline = run_inline({"max_items": 100, "inline_max": 2}, [([1],), ([2, 3],)])
+    assert answers == [[(1,)], [(2,), (3,)]]
+    assert len(threads) == 1 and threads[0].startswith("pool") and batches == 1 and inline == 0
+
+
+def test_inline_ok_false_sends_a_small_batch_to_the_executor():
+    answers, threads, _, inline = run_inline({"max_items": 100, "inline_max": 4, "inline_ok": lambda: False},
+                                             [([1],), ([2],)])
+    assert answers == [[(1,)], [(2,)]] and threads[0].startswith("pool") and inline == 0
+
+
+def test_inline_batches_keep_max_items_and_errors_as_on_a_thread():
+    answers, threads, batches, inline = run_inline({"max_items": 2, "inline_max": 2},
+                                                   [([1],), (["bad"],), ([3],), ([4, 5],)])
+    assert all(isinstance(a, ValueError) for a in answers[:2])  # joined: the batch's error is each call's
+    assert answers[2:] == [[(3,)], [(4,), (5,)]]
+    assert threads == ["MainThread"] * 3 and batches == inline == 3
+    answers, threads, _, inline = run_inline({"max_items": 100, "inline_max": 4, "join": False},
+                                             [([1], "a"), (["bad"], "b"), ([3], "c")])
+    assert answers[0] == [(1, "a")] and isinstance(answers[1], ValueError) and answers[2] == [(3, "c")]
+    assert threads == ["MainThread"] * 3 and inline == 1  # in turn: fn once per call, one batch

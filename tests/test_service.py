@@ -346,3 +346,96 @@ def test_document_endpoints_and_the_rest_answer_the_same_bytes_and_headers(tmp_p
             assert response.headers["content-type"] == "application/json"
         assert [r.status_code for r in answers] == [200, 200, 400, 400, 200, 404, 405]
         assert answers[1].json()[0]["matches"][0]["id"] == "长江"
+
+
+def test_the_hot_paths_json_reads_and_writes_as_the_json_module():
+    """``load_json`` and ``render_documents`` (orjson when installed) give the json module's
+    values, errors and bytes, also where orjson alone would not: integers beyond 64 bits,
+    NaN, lone surrogates, UTF-16 bodies, control characters."""
+    from dedup_hbase.service import load_json, render, render_documents
+
+    bodies = [b'[{"id": 99999999999999999999999, "text": "x"}]', b'[{"id": 7, "simhash": 1e400}]', b"NaN",
+              b'[{"id": "\\ud800", "text": "a"}]', '[{"id": "é", "text": "b"}]'.encode("utf-16"),
+              b'99999999999999999999999', b'[{"id": "a", "text": "\\u0000\\u001f\\u2028\\"\\\\\\t", "n": 1.5}]',
+              b'{"a": 1, "a": 2}', b"[1,]", b"\xff"]
+    for body in bodies:
+        try:
+            expected = ("value", json.loads(body))
+        except ValueError as e:
+            expected = ("error", type(e), str(e))
+        try:
+            got = ("value", load_json(body))
+        except ValueError as e:
+            got = ("error", type(e), str(e))
+        assert repr(got) == repr(expected), body  # repr: NaN != NaN, 1 != 1.0
+    rnd = random.Random(5)
+    for _ in range(300):
+        text = "".join(chr(rnd.choice([rnd.randrange(0, 0x80), rnd.randrange(0x80, 0xD800), rnd.randrange(0xE000, 0x110000)]))
+                       for _ in range(rnd.randint(0, 12)))
+        answer = [{"id": text, "simhash": "00ff00ff00ff00ff", "added": rnd.random() < 0.5, "error": None,
+                   "matches": [{"id": text[::-1], "simhash": "0123456789abcdef", "distance": rnd.randint(0, 3)}],
+                   "match_count": rnd.choice([1, 2**63, -2**63])}]
+        assert render_documents(answer) == render(answer)
+    with pytest.raises(UnicodeEncodeError):  # as render: a lone surrogate cannot be UTF-8
+        render_documents([{"id": "\ud800"}])
+    assert render_documents([{"n": 2**70}]) == render([{"n": 2**70}])
+
+
+def raw_exchange(url: str, data: bytes, answers: int) -> list[bytes]:
+    """``data`` written to a new connection as is; the first ``answers`` responses read back
+    whole (each by its content-length), the ``date`` header's value blanked."""
+    import re
+    import socket
+
+    host, port = url.split("//", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(data)
+        buffer, out = b"", []
+        while len(out) < answers:
+            head_end = buffer.find(b"\r\n\r\n")
+            if head_end >= 0:
+                length = int(re.search(rb"content-length: (\d+)", buffer[:head_end]).group(1))
+                if len(buffer) >= head_end + 4 + length:
+                    out.append(re.sub(rb"date: [^\r]*", b"date: -", buffer[:head_end + 4 + length]))
+                    buffer = buffer[head_end + 4 + length:]
+                    continue
+            chunk = sock.recv(65536)
+            assert chunk, f"connection closed after {len(out)} answers"
+            buffer += chunk
+    return out
+
+
+def post(path: str, body: bytes, *headers: bytes, version: bytes = b"HTTP/1.1") -> bytes:
+    return b"\r\n".join([b"POST " + path + b" " + version, b"host: x", b"content-type: application/json",
+                         b"content-length: %d" % len(body), *headers, b"", body])
+
+
+def test_the_fast_lane_answers_the_bytes_of_the_asgi_way_and_keeps_http_semantics(tmp_path):
+    """`POST /v1/check` and `/v1/add` on the fast lane (http_lane.py) and the same requests
+    the ASGI way (a percent-escaped path, `connection: close`, HTTP/1.0, a chunked body: not
+    on the lane) answer the same bytes, errors included; pipelined requests after a lane
+    request are answered in order on one connection."""
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    with serving(store) as (client, _):
+        url = str(client.base_url).rstrip("/")
+        client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}])
+        bodies = [json.dumps([{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化！"}], ensure_ascii=False).encode(),
+                  b"[1]", b"not json", json.dumps([{"id": "z", "simhash": "00ff00ff00ff00ff"}]).encode(), b"[]"]
+        for body in bodies:  # added once first: then every add below answers alike ("added": false)
+            client.post("/v1/add?if_new=true", content=body)
+            for path, escaped in ((b"/v1/check", b"/v1/%63heck"), (b"/v1/add?if_new=true", b"/v1/%61dd?if_new=true"),
+                                  (b"/v1/add?if_new=maybe", b"/v1/%61dd?if_new=maybe")):
+                lane, asgi = raw_exchange(url, post(path, body) + post(escaped, body), 2)
+                assert lane == asgi and lane.startswith(b"HTTP/1.1 "), (lane, asgi)
+                (closing,) = raw_exchange(url, post(path, body, b"connection: close"), 1)
+                assert closing == lane.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n", 1)  # the ASGI way
+                assert raw_exchange(url, post(path, body, version=b"HTTP/1.0"), 1) == [closing]
+                chunked = b"\r\n".join([b"POST " + path + b" HTTP/1.1", b"host: x", b"transfer-encoding: chunked",
+                                        b"", b"%x" % len(body), body, b"0", b"", b""])
+                (by_chunks,) = raw_exchange(url, chunked, 1)
+                assert by_chunks == lane
+        pipelined = b"".join(post(b"/v1/check", json.dumps([{"id": f"p{i}", "text": "长江经济带"}]).encode())
+                             for i in range(5))
+        answers = raw_exchange(url, pipelined, 5)
+        assert [json.loads(a.split(b"\r\n\r\n", 1)[1])[0]["id"] for a in answers] == [f"p{i}" for i in range(5)]

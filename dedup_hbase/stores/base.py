@@ -54,6 +54,10 @@ class Cells(ABC):
     def __len__(self) -> int:
         return len(self.rests)
 
+    def rest_values(self) -> Sequence[int]:
+        """``rests`` as Python ints (what a loop in Python reads)."""
+        return self.rests.tolist()
+
 
 class ListCells(Cells):
     """Cells held as an array of remainders and a list of qualifiers: what a store that
@@ -105,6 +109,7 @@ class Store(ABC):
 
     url: str
     thread_safe: bool = False  # True: one store object may serve several threads at once
+    in_process: bool = False  # True: calls are work in this process (no network wait)
 
     # -- tables --------------------------------------------------------------
 

@@ -34,6 +34,8 @@ class _Table:
 class MemoryStore(Store):
     """Tables of sorted keys in memory. Same answers as every other store."""
 
+    in_process = True
+
     def __init__(self, url: str = "memory:") -> None:
         self.url = url
         self._tables: dict[str, _Table] | None = None

@@ -31,6 +31,7 @@ Nothing here touches RocksDB; nothing outside the embedded store uses this forma
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -95,6 +96,9 @@ class PackedCells(Cells):
         if not self._n:
             return _NO_RESTS
         return np.frombuffer(self._record, dtype=">u8", count=self._n, offset=_HEADER)
+
+    def rest_values(self) -> Sequence[int]:
+        return struct.unpack_from(f">{self._n}Q", self._record, _HEADER) if self._n else ()
 
     def qualifier(self, i: int) -> bytes:
         record, quals = self._record, _HEADER + REST_BYTES * self._n

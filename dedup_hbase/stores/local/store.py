@@ -82,6 +82,8 @@ def _runs_options():
 class LocalStore(Store):
     """RocksDB in folder ``path``. ``create=True`` allows ``create`` to make the folder."""
 
+    in_process = True
+
     def __init__(self, path: str | os.PathLike, create: bool = False) -> None:
         self.path = Path(path)
         self.url = str(path)
