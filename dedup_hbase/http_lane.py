@@ -63,9 +63,18 @@ class _LaneRequest:
         self.message_event = _EVENT
 
 
+# what the lane uses of uvicorn's protocol (pyproject.toml pins the uvicorn minor it is tested with)
+_USED = ("on_headers_complete", "on_body", "on_message_complete", "on_response_complete")
+
+
 def fast_lane(handlers: dict[bytes, Handler], max_body: int) -> type[HttpToolsProtocol]:
     """A protocol class for ``uvicorn.Config(http=...)``: ``POST`` to a path of ``handlers``
-    answered by the handler (see the module docstring for which requests)."""
+    answered by the handler (see the module docstring for which requests). Raises ImportError
+    when uvicorn's protocol lacks a method the lane builds on (another uvicorn than the one
+    pinned): the caller then serves everything the ASGI way."""
+    missing = [name for name in _USED if not callable(getattr(HttpToolsProtocol, name, None))]
+    if missing:
+        raise ImportError(f"uvicorn's HttpToolsProtocol has no {', '.join(missing)}")
 
     class FastLane(HttpToolsProtocol):
         def on_headers_complete(self) -> None:

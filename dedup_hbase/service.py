@@ -561,7 +561,7 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
         from .http_lane import fast_lane
 
         http: Any = fast_lane(lane_handlers(service), limits.max_body_bytes)
-    except ImportError:  # no httptools: uvicorn's choice, everything through ASGI
+    except ImportError:  # no httptools, or a uvicorn without what the lane uses: everything through ASGI
         http = "auto"
     config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=10, http=http)
     if ready is not None:
