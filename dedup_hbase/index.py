@@ -319,23 +319,27 @@ class Index:
         once, its ids decoded once per batch of queries."""
         k = self._check_queries(simhashes, k)
         if 0 < len(simhashes) < _NUMPY_FROM:  # a few (a service's request): Python ints unless many cells
-            per_query = [self.scheme.prefixes(s) for s in simhashes]
-            unique = sorted({p for prefixes in per_query for p in prefixes})
-            scanned = self.store.scan_cells("index", unique)
-            position = {p: i for i, p in enumerate(unique)}
-            inverse = [[position[p] for p in prefixes] for prefixes in per_query]
-            if sum(map(len, scanned)) <= _FEW_CELLS:
-                out = compare_few(simhashes, scanned, inverse, k)
-            else:
-                out = compare(np.asarray(simhashes, dtype=np.uint64), scanned, np.array(inverse), k)
-            return self._unexpired_runs(out) if self.ttl else out
-        out: list[list[Run]] = []
-        for start in range(0, len(simhashes), _BATCH):
-            queries = np.asarray(simhashes[start:start + _BATCH], dtype=np.uint64)
-            unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
-            scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
-            out.extend(compare(queries, scanned, inverse.reshape(len(queries), -1), k))
+            out = self._few_runs(simhashes, k)
+        else:
+            out = []
+            for start in range(0, len(simhashes), _BATCH):
+                queries = np.asarray(simhashes[start:start + _BATCH], dtype=np.uint64)
+                unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
+                scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
+                out.extend(compare(queries, scanned, inverse.reshape(len(queries), -1), k))
         return self._unexpired_runs(out) if self.ttl else out
+
+    def _few_runs(self, simhashes: Sequence[int], k: int) -> list[list[Run]]:
+        """``query_runs`` of a few queries without the TTL: their prefixes in Python, compared by
+        ``compare_few`` unless the prefixes hold many cells (then numpy's ``compare``)."""
+        per_query = [self.scheme.prefixes(s) for s in simhashes]
+        unique = sorted({p for prefixes in per_query for p in prefixes})
+        scanned = self.store.scan_cells("index", unique)
+        position = {p: i for i, p in enumerate(unique)}
+        inverse = [[position[p] for p in prefixes] for prefixes in per_query]
+        if sum(map(len, scanned)) <= _FEW_CELLS:
+            return compare_few(simhashes, scanned, inverse, k)
+        return compare(np.asarray(simhashes, dtype=np.uint64), scanned, np.array(inverse), k)
 
     def _unexpired_runs(self, found: list[list[Run]]) -> list[list[Run]]:
         """``found`` without the documents older than the TTL (one read of their rows)."""

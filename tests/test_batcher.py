@@ -29,6 +29,15 @@ def run(batcher_args: dict, calls: list[tuple], fn_log: list, hold: threading.Ev
     return asyncio.run(main())
 
 
+def held_echo(log: list, hold: threading.Event):
+    """A batch function that waits for ``hold``, logs its items and answers them as they are."""
+    def fn(items):
+        hold.wait()
+        log.append(list(items))
+        return list(items)
+    return fn
+
+
 def test_joined_calls_are_one_call_in_order_and_each_gets_its_own_answers():
     log, hold = [], threading.Event()
 
@@ -44,13 +53,7 @@ def test_joined_calls_are_one_call_in_order_and_each_gets_its_own_answers():
 
 def test_a_batch_holds_at_most_max_items_unless_one_call_is_bigger():
     log, hold = [], threading.Event()
-
-    def fn(items):
-        hold.wait()
-        log.append(list(items))
-        return list(items)
-
-    answers, _ = run({"fn": fn, "max_items": 3}, [([0],), ([1, 2],), ([3],), ([4, 5, 6, 7],), ([8],)], log, hold)
+    answers, _ = run({"fn": held_echo(log, hold), "max_items": 3}, [([0],), ([1, 2],), ([3],), ([4, 5, 6, 7],), ([8],)], log, hold)
     assert answers == [[0], [1, 2], [3], [4, 5, 6, 7], [8]]
     assert log == [[0], [1, 2, 3], [4, 5, 6, 7], [8]]
 
@@ -89,14 +92,9 @@ def test_calls_in_turn_run_one_by_one_in_order_each_with_its_own_error():
 def test_a_cancelled_call_is_left_out_of_its_batch():
     log, hold = [], threading.Event()
 
-    def fn(items):
-        hold.wait()
-        log.append(list(items))
-        return list(items)
-
     async def main():
         with ThreadPoolExecutor(2) as pool:
-            batcher = Batcher(fn, pool, 100)
+            batcher = Batcher(held_echo(log, hold), pool, 100)
             first = asyncio.ensure_future(batcher([1]))
             second = asyncio.ensure_future(batcher([2]))
             third = asyncio.ensure_future(batcher([3]))
