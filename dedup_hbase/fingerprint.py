@@ -117,6 +117,12 @@ class Fingerprinter:
         """True when the compiled core computes this fingerprinter's fingerprints."""
         return self._core is not None
 
+    @property
+    def core(self):
+        """The compiled core's fingerprinter (``native.NativeFingerprinter``), or None on the
+        Python path."""
+        return self._core
+
     def fingerprint(self, text: str) -> int:
         """SimHash of ``text``; raises EmptyDocument when it has no features."""
         if not isinstance(text, str):
