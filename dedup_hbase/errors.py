@@ -21,6 +21,7 @@ class EmptyDocument(InvalidInput):
 
     EMPTY_TEXT = "empty text"
     NO_FEATURES = "no features (only punctuation, white space, stop words or single characters)"
+    REASON = "featureless text"  # what a bulk job's reject says first: "featureless text: <message>"
 
 
 class IndexNotFound(DedupError):

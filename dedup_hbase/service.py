@@ -236,12 +236,12 @@ class DedupService:
                 try:
                     doc.simhash = fingerprint(doc.text)
                 except EmptyDocument as e:
-                    doc.error = f"featureless text: {e}"
+                    doc.error = f"{EmptyDocument.REASON}: {e}"
             return
         hashes, errors = self.online.index.fingerprinter.fingerprint_many([d.text for d in texts])
         for i, (doc, simhash) in enumerate(zip(texts, hashes.tolist())):
             if i in errors:
-                doc.error = f"featureless text: {errors[i]}"
+                doc.error = f"{EmptyDocument.REASON}: {errors[i]}"
             else:
                 doc.simhash = simhash
 

@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TypeVar
 
-from .errors import InvalidInput
+from .errors import EmptyDocument, InvalidInput
 from .fingerprint import Fingerprinter, fingerprinter_from_spec
 
 T = TypeVar("T")
@@ -74,7 +74,7 @@ def _start(spec: dict, parent: int) -> None:
 def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Result]:
     """Simhash of each text, or the reason it has none (featureless text)."""
     hashes, errors = fingerprinter.fingerprint_many(texts)
-    return [f"featureless text: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
+    return [f"{EmptyDocument.REASON}: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
 
 
 def _work(texts: list[str]) -> list[Result]:
