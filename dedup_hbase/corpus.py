@@ -78,7 +78,7 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
         raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     for path in paths:
         if path == "-":
-            yield from _read_stream(_decompress(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
+            yield from _read_stream(decompressed(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
         elif Path(path).is_dir():
             yield from _read_folder(Path(path), fmt, fields)
         elif Path(path).exists():
@@ -107,7 +107,7 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    stream = _decompress(raw) if decompress else io.BufferedReader(raw)
+    stream = decompressed(raw) if decompress else io.BufferedReader(raw)
     if fmt == "auto":
         fmt = _format_of(path)
     if fmt == "file":
@@ -126,7 +126,9 @@ def _format_of(path: Path) -> str:
     return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
 
 
-def _decompress(raw: IO[bytes]) -> IO[bytes]:
+def decompressed(raw: IO[bytes]) -> IO[bytes]:
+    """``raw`` read through the decompressor its magic bytes call for (gzip, bzip2, xz, zstd),
+    or as it is."""
     stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
     magic = stream.peek(6)[:6]
     if magic.startswith(b"\x1f\x8b"):
@@ -362,7 +364,7 @@ def _columns_of(path: Path, fmt: str) -> list[str] | None:
     kind = fmt if fmt != "auto" else _format_of(path)
     try:
         with open(path, "rb") as raw:
-            stream = _decompress(raw)
+            stream = decompressed(raw)
             if kind == "parquet":
                 import pyarrow.parquet as pq
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..corpus import FORMATS, STRUCTURED, Fields, format_of, parquet_record, read_opened
+from . import texts
 
 FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
                "first_line long")
@@ -134,12 +135,15 @@ def is_parquet(f: InputFile) -> bool:
 # -- in the Python workers ----------------------------------------------------------------
 
 
-def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None):
+def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None, spec: dict | None = None,
+                use_simhash: bool = True):
     """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
     -> record batches, read with corpus.py's readers. ``finish``: turns a list of (file
     ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted in
-    the same pass)."""
+    the same pass). JSON lines of texts are read and fingerprinted by the compiled core
+    (texts.py) when the worker has it (``spec``: the fingerprint spec)."""
     def run(batches):
+        fast = spec is not None and texts.usable(spec, fields, use_simhash)
         for batch in batches:
             for row in batch.to_pylist():
                 whole = True
@@ -156,6 +160,10 @@ def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = N
                             raw.seek(f.start)
                             opened = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
                 with opened as raw:
+                    if fast and (format_of(Path(f.path)) if f.fmt == "auto" else f.fmt) == "jsonl":
+                        yield from texts.batches(texts.opened(raw, whole), f.ordinal, f.path, f.source, fields,
+                                                 f.first_line, spec, finish)
+                        continue
                     out = []
                     for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id,
                                               f.first_line, decompress=whole):
@@ -168,11 +176,19 @@ def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = N
     return run
 
 
-def parse_parquet_rows(fields: Fields, finish, by_path: dict[str, InputFile], columns: list[str]):
+def parse_parquet_rows(fields: Fields, finish, by_path: dict[str, InputFile], columns: list[str],
+                       spec: dict | None = None, use_simhash: bool = True):
     """mapInArrow function: Spark's Parquet rows (the record's columns + file_path, row_index)
-    -> records, as ``corpus`` reads a Parquet file."""
+    -> records, as ``corpus`` reads a Parquet file. With ``spec`` (the fingerprint spec) and
+    the compiled core in the worker, the rows that are plainly good records of text are
+    fingerprinted a batch at a time by texts.py; the rest here, row by row."""
     def run(batches) -> Iterator:
+        fast = spec is not None and texts.usable(spec, fields, use_simhash)
         for batch in batches:
+            if fast:
+                done, batch = texts.parquet_batch(batch, columns, fields, spec, lambda uri: by_path[_local_key(uri)])
+                if done is not None:
+                    yield done
             out = []
             for row in batch.to_pylist():
                 f = by_path[_local_key(row.pop("_file_path"))]

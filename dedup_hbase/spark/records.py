@@ -43,13 +43,13 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if local:
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
                 for f in local]
-        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish),
+        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish, None, spec, use_simhash),
                                                         stages.FINGERPRINTED_SCHEMA))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
         frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri), stages.FINGERPRINTED_SCHEMA))
+        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri, spec, use_simhash), stages.FINGERPRINTED_SCHEMA))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
         frame = spark.read.option("mergeSchema", "true").parquet(*by_path)
@@ -57,7 +57,7 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
         selected = frame.select(*[F.col(f"`{c}`").alias(f"c{i}") for i, c in enumerate(columns)],
                                 F.col("_metadata.file_path").alias("_file_path"),
                                 F.col("_metadata.row_index").alias("_row_index"))
-        parts.append(selected.mapInArrow(inputs.parse_parquet_rows(fields, finish, by_path, columns),
+        parts.append(selected.mapInArrow(inputs.parse_parquet_rows(fields, finish, by_path, columns, spec, use_simhash),
                                          stages.FINGERPRINTED_SCHEMA))
     records = parts[0]
     for part in parts[1:]:

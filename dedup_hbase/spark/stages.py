@@ -28,7 +28,8 @@ _fingerprinters: dict[str, Fingerprinter] = {}
 _indexes: dict[str, Index] = {}
 
 
-def _fingerprinter(spec: dict) -> Fingerprinter:
+def fingerprinter(spec: dict) -> Fingerprinter:
+    """This worker's Fingerprinter of ``spec`` (one per spec and process)."""
     key = json.dumps(spec, sort_keys=True)
     fp = _fingerprinters.get(key)
     if fp is None:
@@ -56,7 +57,7 @@ def fingerprint_records(spec: dict, use_simhash: bool):
         lengths = [len(r.text) if r.text is not None else None for r in records]
         sizes = [len(r.text.encode("utf-8", "surrogateescape")) if r.text else 0 for r in records]
         texts = not use_simhash and any(r.text is not None and not r.error for r in records)
-        fingerprint_batch(_fingerprinter(spec) if texts else None, records, use_simhash)
+        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash)
         cols = [[ordinal for ordinal, _ in pairs], [r.line for r in records], [r.source for r in records],
                 [r.id for r in records], [None if r.error else signed64(r.simhash) for r in records],
                 [r.title for r in records], lengths, sizes, [r.error for r in records],

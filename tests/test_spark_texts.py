@@ -1,0 +1,232 @@
+"""The Spark workers' JSON lines of texts read by the compiled core (spark/texts.py) give exactly
+the records corpus.py's reader and batches.py's fingerprinting give (inputs.parse_files without
+the core's reader): every column of every record, on the shared corpus and on hostile lines
+(bad ids, texts that are not strings, malformed JSON, NaN, lone surrogates, bad UTF-8, a BOM,
+duplicate fields, lone CRs, blocks cut in every place). No Spark needed: the worker's function
+is run as Spark runs it, on an Arrow batch of file rows."""
+
+import bz2
+import gzip
+import json
+import random
+
+import pyarrow as pa
+import pytest
+
+from dedup_hbase.corpus import Fields
+from dedup_hbase.fingerprint import make_fingerprinter
+from dedup_hbase.spark import inputs, stages, texts
+
+from conftest import require_or_skip, shared_corpus
+
+SPEC = make_fingerprinter().spec
+if stages.fingerprinter(SPEC).core is None:
+    require_or_skip("the compiled core is not installed (scripts/setup builds it with cargo)")
+
+
+def parse(files: list[inputs.InputFile], fast: bool, fields: Fields = Fields()) -> list[dict]:
+    finish = stages.fingerprint_records(SPEC, False)
+    run = inputs.parse_files(fields, finish, None, SPEC if fast else None, False)
+    rows = [{"ordinal": f.ordinal, "path": str(f.path), "source": f.source, "fmt": f.fmt, "doc_id": f.doc_id,
+             "start": f.start, "end": f.end, "first_line": f.first_line} for f in files]
+    out = list(run([pa.RecordBatch.from_pylist(rows, schema=_file_schema())]))
+    records = pa.Table.from_batches(out).to_pylist() if out else []
+    return sorted(records, key=lambda r: (r["ordinal"], r["line"]))
+
+
+def _file_schema():
+    return pa.schema([("ordinal", pa.int32()), ("path", pa.string()), ("source", pa.string()), ("fmt", pa.string()),
+                      ("doc_id", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                      ("first_line", pa.int64())])
+
+
+@pytest.fixture
+def core_reads(monkeypatch):
+    """Counts the blocks the core reads (so a test knows the fast path ran)."""
+    calls = []
+    real = texts.batches
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        yield from real(*args, **kwargs)
+    monkeypatch.setattr(texts, "batches", counted)
+    return calls
+
+
+def test_the_shared_corpus_reads_the_same(core_reads):
+    path = shared_corpus("xwlb_zh.jsonl.gz")
+    files = [inputs.InputFile(0, str(path), "news.jsonl.gz", "auto", None)]
+    fast, reference = parse(files, True), parse(files, False)
+    assert core_reads == [str(path)]
+    assert len(fast) > 10_000 and fast == reference
+    assert all(r["error"] is None for r in fast[:100])
+
+
+def _escaped(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def hostile_lines(rnd: random.Random, count: int) -> bytes:
+    """JSON lines, most of them good records, the rest every way a line can go wrong."""
+    words = ["国家卫生健康委员会通报", "全国疫情防控最新情况", "长江经济带生态环境保护", "hello world", "。。。",
+             "的了", "c++ t恤 3.5%", "😀𠀀", "a\\nb", "\\u4e2d\\u56fd", "\\ud83d\\ude00", "\\u0000", "\\\"q\\\""]
+    ids = ['"d{n}"', "{n}", "-{n}", '""', "null", "1.5", "true", "[1]", '{{"a": 1}}', str(2**70),
+           '"' + "x" * 1025 + '"', '"' + "é" * 513 + '"', '"\\ud800"', '"é{n}"', "1e2", "-0"]
+    others = ['[1, 2]', "42", '"s"', "NaN", "{", '{"id": "a", "text": "t", "n": NaN}', '{"id": "a", "text": "t"} x',
+              '\ufeff{"id": "a", "text": "国家"}', '\x0b{"id": "a", "text": "国家"}', "\u3000", "   ", "",
+              '{"id": "a", "text": "\\udc80国家"}', '{"id": "a", "text": "国家", "text": "卫生"}',
+              '{"id": "a", "text": "国家", "deep": ' + "[" * 200 + "]" * 200 + "}",
+              '{"id": "a", "text": "国家", "n": 1e999}', '{"id": "a", "simhash": "00ff00ff00ff00ff"}',
+              '{"id": "a", "text": "国家", "simhash": ""}', '{"id": "a", "text": "国家", "simhash": "zz"}',
+              '{"id": "a", "text": "国家", "featurizer": "x", "featurizer": "y"}', '{"text": "国家"}']
+    out = []
+    for n in range(count):
+        roll = rnd.random()
+        if roll < 0.6:
+            fields = [f'"id": {rnd.choice(ids[:2]).format(n=n)}' if rnd.random() < 0.9 else
+                      f'"id": {rnd.choice(ids).format(n=n)}',
+                      '"text": "' + "".join(rnd.choice(words) for _ in range(rnd.randint(0, 6))) + '"']
+            if rnd.random() < 0.5:
+                fields.append(rnd.choice(['"title": "标题"', '"title": 3', '"title": null', '"title": "\\u00e9"']))
+            if rnd.random() < 0.2:
+                fields.append(rnd.choice(['"simhash": null', '"x": {"id": 1, "text": 2}', '"featurizer": "jieba"',
+                                          '"text2": [1, "a"]', '"n": 123456789012345678901234567890']))
+            rnd.shuffle(fields)
+            line = ("{" + ", ".join(fields) + "}").encode()
+        elif roll < 0.7:
+            line = (f'{{"id": {rnd.choice(ids).format(n=n)}, "text": '
+                    + rnd.choice(['"国家通报"', "5", "null", '"' + _escaped("x\ty") + '"']) + "}").encode()
+        elif roll < 0.95:
+            line = rnd.choice(others).encode()
+        else:
+            line = rnd.choice([b'{"id": "b", "text": "\xff\xfe"}', b"\xc3", b'{"id": "\xe4\xb8", "text": "t"}'])
+        out.append(line + rnd.choice([b"\n", b"\n", b"\r\n", b"\r"]))
+    if out and rnd.random() < 0.5:
+        out[-1] = out[-1].rstrip(b"\r\n")
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("block", [7, 64, 1000, texts.BLOCK])
+@pytest.mark.parametrize("seed", range(6))
+def test_hostile_lines_read_the_same(tmp_path, monkeypatch, core_reads, seed, block):
+    monkeypatch.setattr(texts, "BLOCK", block)
+    rnd = random.Random(seed)
+    data = hostile_lines(rnd, 300)
+    plain, packed = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    (tmp_path / "c.json.bz2").write_bytes(bz2.compress(data))
+    files = [inputs.InputFile(i, str(p), p.name, "auto", None)
+             for i, p in enumerate([plain, packed, tmp_path / "c.json.bz2"])]
+    fast, reference = parse(files, True), parse(files, False)
+    assert len(core_reads) == 3
+    assert fast == reference
+    errors = {r["reason"] for r in fast if r["error"]}
+    assert {"malformed JSON", "invalid UTF-8", "'id' is null", "featureless text"} <= errors
+    assert sum(r["error"] is None for r in fast) > 100
+
+
+def test_pieces_of_a_file_read_the_same(tmp_path, monkeypatch, core_reads):
+    rnd = random.Random(11)
+    data = hostile_lines(rnd, 2000).replace(b"\r", b" ")  # a file with a CR is not cut
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(inputs, "MIN_PIECE", 4096)
+    pieces = inputs.pieces(inputs.InputFile(0, str(path), "big.jsonl", "auto", None), 8)
+    assert len(pieces) >= 8 and pieces[1].first_line > 1
+    fast = parse(pieces, True)
+    assert len(core_reads) == len(pieces)
+    assert fast == parse(pieces, False) == parse([inputs.InputFile(0, str(path), "big.jsonl", "auto", None)], False)
+
+
+def test_a_binary_file_is_one_reject_and_other_field_names(tmp_path, core_reads):
+    binary = tmp_path / "x.jsonl"
+    binary.write_bytes(b'{"id": "a", "text": "t"}\n\0\0\0 binary')
+    named = tmp_path / "y.jsonl"
+    named.write_bytes('{"doc": "a", "body": "国家卫生健康委员会通报", "id": 5, "text": 7, "headline": "h"}\n'.encode())
+    fields = Fields(id="doc", text="body", title="headline")
+    files = [inputs.InputFile(0, str(binary), "x.jsonl", "auto", None),
+             inputs.InputFile(1, str(named), "y.jsonl", "jsonl", None)]
+    fast = parse(files, True, fields)
+    assert fast == parse(files, False, fields)
+    assert [(r["line"], r["reason"]) for r in fast] == [(1, "binary data, not text (a NUL byte at byte 25)"),
+                                                        (1, None)]
+    assert fast[1]["id"] == "a" and fast[1]["title"] == "h" and fast[1]["simhash"] is not None
+
+
+def test_the_core_is_not_used_where_it_cannot_mirror_the_reader():
+    assert texts.usable(SPEC, Fields(), use_simhash=False)
+    assert not texts.usable(SPEC, Fields(), use_simhash=True)
+    assert not texts.usable(SPEC, Fields(title="text"), use_simhash=False)
+
+
+def parquet_rows(columns: list[str], fast: bool, batch: pa.RecordBatch, by_path) -> list[dict]:
+    finish = stages.fingerprint_records(SPEC, False)
+    run = inputs.parse_parquet_rows(Fields(), finish, by_path, columns, SPEC if fast else None, False)
+    out = list(run([batch]))
+    return sorted(pa.Table.from_batches(out).to_pylist(), key=lambda r: (r["ordinal"], r["line"]))
+
+
+def hostile_parquet(rnd: random.Random, n: int, id_type, title_type, with_simhash: bool):
+    """A batch as Spark's Parquet reader hands it to the worker (c0... = the columns)."""
+    words = ["国家卫生健康委员会通报", "全国疫情防控最新情况", "hello world", "。。。", "的了", "😀𠀀"]
+    ids, bodies, titles, sims = [], [], [], []
+    for i in range(n):
+        roll = rnd.random()
+        if id_type == pa.string():
+            ids.append(f"d{i}" if roll < 0.8 else rnd.choice([None, "", "x" * 1025, "é" * 512, "é" * 513]))
+        elif id_type == pa.binary():
+            ids.append(rnd.choice([b"ok", b"\xff"]))
+        else:
+            ids.append((i - 5 if id_type == pa.int64() else 2**64 - 1 - i) if roll < 0.9 else None)
+        bodies.append("".join(rnd.choice(words) for _ in range(rnd.randint(0, 5))) if rnd.random() < 0.9 else None)
+        titles.append(rnd.choice(["t", None]) if title_type == pa.string() else rnd.choice([3, None]))
+        sims.append(rnd.choice([None, None, None, "", "00ff00ff00ff00ff", "zz"]))
+    arrays = {"id": pa.array(ids, id_type), "text": pa.array(bodies, pa.string()),
+              "title": pa.array(titles, title_type)}
+    if with_simhash:
+        arrays["simhash"] = pa.array(sims, pa.string())
+    columns = list(arrays)
+    paths = [rnd.choice(["file:///data/a.parquet", "file:///data/b%20c.parquet"]) for _ in range(n)]
+    batch = pa.RecordBatch.from_arrays(
+        [*arrays.values(), pa.array(paths), pa.array([rnd.randrange(10**6) for _ in range(n)], pa.int64())],
+        names=[f"c{i}" for i in range(len(columns))] + ["_file_path", "_row_index"])
+    by_path = {"/data/a.parquet": inputs.InputFile(0, "/data/a.parquet", "a.parquet", "parquet", None),
+               "/data/b c.parquet": inputs.InputFile(1, "/data/b c.parquet", "b c.parquet", "parquet", None)}
+    return columns, batch, by_path
+
+
+@pytest.mark.parametrize("id_type", [pa.string(), pa.int64(), pa.uint64(), pa.binary()])
+@pytest.mark.parametrize("title_type", [pa.string(), pa.int32()])
+@pytest.mark.parametrize("with_simhash", [False, True])
+def test_parquet_rows_read_the_same(monkeypatch, id_type, title_type, with_simhash):
+    rnd = random.Random(f"{id_type}{title_type}{with_simhash}")
+    columns, batch, by_path = hostile_parquet(rnd, 400, id_type, title_type, with_simhash)
+    picked = []
+    real = texts.parquet_batch
+
+    def counted(*args):
+        done, rest = real(*args)
+        picked.append(0 if done is None else done.num_rows)
+        return done, rest
+    monkeypatch.setattr(texts, "parquet_batch", counted)
+    fast = parquet_rows(columns, True, batch, by_path)
+    assert fast == parquet_rows(columns, False, batch, by_path)
+    assert len(fast) == 400 and {r["source"] for r in fast} == {"a.parquet", "b c.parquet"}
+    # the core took the plainly good rows (all rows are the reader's where a column is binary)
+    assert (picked[0] == 0) == (id_type == pa.binary()) and picked[0] < 400
+
+
+def test_gzip_is_read_by_isal_with_every_member(tmp_path):
+    from isal import igzip
+
+    rnd = random.Random(5)
+    first, second = hostile_lines(rnd, 500), hostile_lines(rnd, 500)
+    path = tmp_path / "two.jsonl.gz"
+    path.write_bytes(gzip.compress(first) + gzip.compress(second, compresslevel=1))  # two members, as `cat` makes
+    with open(path, "rb") as raw:
+        stream = texts.opened(raw, True)
+        assert isinstance(stream.raw, igzip.GzipFile)
+        assert stream.read() == first + second
+    files = [inputs.InputFile(0, str(path), "two.jsonl.gz", "auto", None)]
+    assert parse(files, True) == parse(files, False)
