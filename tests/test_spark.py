@@ -430,7 +430,7 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # Spark's JVM, and (working) a Python worker of its own
         tree = descendants(load.pid)
-        workers = [p for p in tree if b"pyspark.daemon" in cmdline(p) or b"pyspark/daemon" in cmdline(p)]
+        workers = [p for p in tree if b"-m\x00dedup_hbase.spark_daemon\x00" in cmdline(p)]  # session.py
         if any(cmdline(p).startswith(b"/") and b"/java\x00" in cmdline(p) for p in tree) and (
                 when == "starting" or workers):
             break

@@ -126,6 +126,8 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         # the records are persisted between the job's steps: columns compressed cost more CPU
         # (dictionary statistics of every value) than the memory they save here
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # the workers fork from a daemon that has PySpark's worker module compiled (spark_daemon.py)
+        "spark.python.daemon.module": "dedup_hbase.spark_daemon",
     }
     if master.startswith("local"):  # one JVM is driver and executors: a quarter of the RAM, 2-8 GiB
         settings["spark.driver.memory"] = f"{local_heap_gib()}g"
