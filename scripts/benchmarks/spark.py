@@ -8,8 +8,9 @@ and local runs interleaved so that drift in the machine's load hits both:
   write path alone. Index rows/s = 4 x N / wall time.
 * the shared news corpus as text (``xwlb_zh.jsonl.gz``): fingerprinting + writes, MB/s of text;
   as one gzip file (one task: one core), split into 8 gzip files of whole lines, and as Parquet
-  with 8 row groups; and 16 times over (each copy one gzip file, its ids suffixed ``#cN``: 16
-  x the documents), where the job's warm-up no longer hides the step's rate. Spark's MB/s per
+  with 8 row groups; and 16 times over (its ids suffixed ``#cN``: 16 x the documents; each copy
+  one gzip file, and as Parquet with a row group per copy), where the job's warm-up no longer
+  hides the step's rate. Spark's MB/s per
   core of its read + fingerprint step is shown next to it.
 
 Every run is the command line in its own process, timed from outside: Python start, Spark
@@ -83,20 +84,29 @@ def split_corpus(work: Path, parts: int = 8) -> tuple[Path, Path]:
     return folder, work / "corpus.parquet"
 
 
-def copies_corpus(work: Path, copies: int = 16) -> Path:
-    """The corpus ``copies`` times over as as many gzip files (one copy each, ids suffixed
-    ``#cN`` so that every document is a new one)."""
+def copies_corpus(work: Path, copies: int = 16) -> tuple[Path, Path]:
+    """The corpus ``copies`` times over (ids suffixed ``#cN`` so that every document is a new
+    one): as as many gzip files (one copy each), and as one Parquet file with a row group
+    per copy."""
     import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     folder = work / "copies"
     folder.mkdir()
-    for c in range(copies):
-        with gzip.open(folder / f"copy-{c:02d}.jsonl.gz", "wt", encoding="utf-8", compresslevel=1) as out:
-            for row in rows:
-                out.write(json.dumps({**row, "id": f"{row['id']}#c{c}"}, ensure_ascii=False) + "\n")
-    return folder
+    with pq.ParquetWriter(work / "copies.parquet", pa.schema([("id", pa.string()), ("text", pa.string()),
+                                                              ("title", pa.string())])) as parquet:
+        for c in range(copies):
+            copy = [{**row, "id": f"{row['id']}#c{c}"} for row in rows]
+            with gzip.open(folder / f"copy-{c:02d}.jsonl.gz", "wt", encoding="utf-8", compresslevel=1) as out:
+                for row in copy:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            parquet.write_table(pa.table({k: [r.get(k) for r in copy] for k in ("id", "text", "title")}),
+                                row_group_size=len(copy))
+    return folder, work / "copies.parquet"
 
 
 def run_load(url: str, engine: str, path: Path, fingerprints: bool, master: str) -> dict:
@@ -139,9 +149,11 @@ def run(report: Report, args, url: str | None) -> None:
     plan = [("fingerprints", fps, True, ("spark", "local"))]
     if CORPUS.exists():
         split, parquet = split_corpus(work)
+        copies = copies_corpus(work)
         plan += [("corpus", CORPUS, False, ("spark", "local")), ("corpus x8", split, False, ("spark",)),
                  ("corpus parquet", parquet, False, ("spark",)),
-                 ("corpus 16 copies", copies_corpus(work), False, ("spark",))]
+                 ("corpus 16 copies", copies[0], False, ("spark",)),
+                 ("corpus 16 copies parquet", copies[1], False, ("spark",))]
     for name, path, fp, engines in plan:
         for engine in engines:
             progress(f"  {name}: load --engine {engine} ...\n")
