@@ -3,8 +3,9 @@ assembled on the driver from the planned input files (inputs.py).
 
 Text is read where it lies and fingerprinted in the same task, never shuffled first: each
 file (or piece of a big uncompressed one, or Parquet row group) is a task whose Python
-worker parses it with corpus.py's readers and fingerprints its batches with the compiled
-core. A compressed file cannot be cut: one gzip file is one task, on one core (split it
+worker parses it and fingerprints it with the compiled core: JSON lines and Parquet rows
+that are plainly good records a block at a time (texts.py), everything else with
+corpus.py's readers. A compressed file cannot be cut: one gzip file is one task, on one core (split it
 into many files to use many; docs/spark.md). ``--fingerprints`` inputs in JSON lines, CSV
 or Parquet are parsed by Spark's own readers in the JVM (fingerprints.py).
 """
