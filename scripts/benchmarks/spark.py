@@ -86,8 +86,8 @@ def split_corpus(work: Path, parts: int = 8) -> tuple[Path, Path]:
 
 def copies_corpus(work: Path, copies: int = 16) -> tuple[Path, Path]:
     """The corpus ``copies`` times over (ids suffixed ``#cN`` so that every document is a new
-    one): as as many gzip files (one copy each), and as one Parquet file with a row group
-    per copy."""
+    one): as as many gzip files (one copy each, in a folder ``copies-N``), and as one Parquet
+    file with a row group per copy (``copies-N.parquet``)."""
     import gzip
 
     import pyarrow as pa
@@ -95,9 +95,9 @@ def copies_corpus(work: Path, copies: int = 16) -> tuple[Path, Path]:
 
     with gzip.open(CORPUS, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    folder = work / "copies"
+    folder = work / f"copies-{copies}"
     folder.mkdir()
-    with pq.ParquetWriter(work / "copies.parquet", pa.schema([("id", pa.string()), ("text", pa.string()),
+    with pq.ParquetWriter(work / f"copies-{copies}.parquet", pa.schema([("id", pa.string()), ("text", pa.string()),
                                                               ("title", pa.string())])) as parquet:
         for c in range(copies):
             copy = [{**row, "id": f"{row['id']}#c{c}"} for row in rows]
@@ -106,7 +106,34 @@ def copies_corpus(work: Path, copies: int = 16) -> tuple[Path, Path]:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
             parquet.write_table(pa.table({k: [r.get(k) for r in copy] for k in ("id", "text", "title")}),
                                 row_group_size=len(copy))
-    return folder, work / "copies.parquet"
+    return folder, work / f"copies-{copies}.parquet"
+
+
+# A fresh interpreter times the core's batch call on the whole corpus (the best of 3 by CPU
+# time) and prints MB of text per CPU second, as `scripts/bench fingerprint` measures it.
+_CORE = """
+import gzip, json, sys, time
+from dedup_hbase.fingerprint import make_fingerprinter
+docs = [json.loads(line)["text"] for line in gzip.open(sys.argv[1], "rt", encoding="utf-8") if line.strip()]
+mb = sum(len(t.encode()) for t in docs) / 1e6
+f = make_fingerprinter()
+if not f.uses_core:
+    sys.exit("the compiled core is not in use")
+f.fingerprint(docs[0])
+runs = []
+for _ in range(3):
+    cpu = time.process_time()
+    f.fingerprint_many(docs)
+    runs.append(time.process_time() - cpu)
+print(mb / min(runs))
+"""
+
+
+def core_rate() -> float:
+    """The compiled core's MB of text per CPU second on the shared corpus, one batch call on one
+    thread (the Spark workers' call), in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", _CORE, str(CORPUS)], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip()) * 1e6
 
 
 def run_load(url: str, engine: str, path: Path, fingerprints: bool, master: str) -> dict:
@@ -149,10 +176,11 @@ def run(report: Report, args, url: str | None) -> None:
     plan = [("fingerprints", fps, True, ("spark", "local"))]
     if CORPUS.exists():
         split, parquet = split_corpus(work)
-        copies = copies_corpus(work)
+        copies, few = copies_corpus(work), copies_corpus(work, 4)
         plan += [("corpus", CORPUS, False, ("spark", "local")), ("corpus x8", split, False, ("spark",)),
                  ("corpus parquet", parquet, False, ("spark",)),
-                 ("corpus 16 copies", copies[0], False, ("spark",)),
+                 ("corpus 4 copies", few[0], False, ("spark",)), ("corpus 16 copies", copies[0], False, ("spark",)),
+                 ("corpus 4 copies parquet", few[1], False, ("spark",)),
                  ("corpus 16 copies parquet", copies[1], False, ("spark",))]
     for name, path, fp, engines in plan:
         for engine in engines:
@@ -185,7 +213,37 @@ def run(report: Report, args, url: str | None) -> None:
                          + ", ".join(f"{step} {sec:.1f}" for step, sec in r["steps"]) + "\n")
     report.data["spark"] = {"url": url, "n": n, "master": args.spark_master,
                             "runs": {f"{k[0]}/{k[1]}": v for k, v in results.items()}}
+    if ("corpus 16 copies", "spark") in results:
+        text_against_core(report, results, cores)
     projection(report, results, cores)
+
+
+def text_against_core(report: Report, results: dict, cores: int) -> None:
+    """Spark's read + fingerprint step per core next to the core's own rate, measured now: the
+    step as a whole (the job's warm-up in it: the Python daemon and workers starting, jieba's
+    dictionary loaded in each worker, the JVM compiling), and the rate beyond that fixed cost,
+    from the 4-copies and 16-copies loads: (bytes of 16 - bytes of 4) / (step of 16 - step of
+    4) / cores."""
+    progress("  the core's own rate ...\n")
+    core = core_rate()
+    rows = []
+    for kind, suffix in (("JSON lines, 16 gzip files", ""), ("Parquet, a row group per copy", " parquet")):
+        many, few = results.get((f"corpus 16 copies{suffix}", "spark")), results.get((f"corpus 4 copies{suffix}", "spark"))
+        if many is None or few is None:
+            continue
+        step = [sum(v for k, v in r["steps"] if k.startswith("read, fingerprint")) for r in (many, few)]
+        size = [r["report"]["text_bytes"] for r in (many, few)]
+        whole = size[0] / step[0] / cores
+        beyond = (size[0] - size[1]) / (step[0] - step[1]) / cores if step[0] > step[1] else float("nan")
+        rows.append([kind, f"{size[0] / 1e6:.1f} MB in {step[0]:.1f} s", f"{whole / 1e6:.2f}", f"{core / whole:.2f}x",
+                     f"({size[0] / 1e6:.1f} - {size[1] / 1e6:.1f}) MB / ({step[0]:.1f} - {step[1]:.1f}) s",
+                     f"{beyond / 1e6:.2f}", f"{core / beyond:.2f}x"])
+    report.write(f"The read + fingerprint step against the compiled core's own rate, measured in this run: "
+                 f"**{core / 1e6:.2f} MB/s per CPU second** (one `fingerprint_many` call on one thread, the whole "
+                 f"corpus, best of 3, a fresh interpreter). Per core = MB / step s / {cores} cores.\n")
+    report.table(["input", "step", "MB/s per core (step)", "core / Spark", "beyond the fixed cost (16 vs 4 copies)",
+                  "MB/s per core (beyond)", "core / Spark (beyond)"], rows, right={2, 3, 5, 6})
+    report.data["spark"]["core_mb_per_cpu_s"] = core / 1e6
 
 
 def projection(report: Report, results: dict, cores: int) -> None:
