@@ -99,6 +99,12 @@ class Scheme:
         object.__setattr__(self, "widths", widths)
         object.__setattr__(self, "shifts", tuple(shifts))
         object.__setattr__(self, "flags", flags)
+        # per flag, its blocks as (shift, mask, shift within the segment): ``prefixes`` in a few
+        # operations per flag instead of ``segment``'s loop
+        object.__setattr__(self, "_parts", tuple(
+            (flag, tuple((shifts[i], (1 << widths[i]) - 1,
+                          SEGMENT_BITS - sum(widths[j] for j in combo[:n + 1])) for n, i in enumerate(combo)))
+            for flag, combo in enumerate(flags, 1)))
 
     # -- naming --------------------------------------------------------------
 
@@ -198,7 +204,11 @@ class Scheme:
 
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
-        return [_PREFIX.pack(self.segment(simhash, f), f) for f in range(1, len(self.flags) + 1)]
+        pack = _PREFIX.pack
+        if self.take == 1:
+            return [pack(((simhash >> shift) & mask) << at, flag) for flag, ((shift, mask, at),) in self._parts]
+        return [pack(sum(((simhash >> shift) & mask) << at for shift, mask, at in parts), flag)
+                for flag, parts in self._parts]
 
     def index_keys(self, raw_ids: "Sequence[bytes]", simhashes: "Sequence[int]") -> list[bytes]:
         """The index keys (row key + document id) of documents, sorted: every flag's row key of

@@ -123,7 +123,7 @@ def test_vectorised_segments_equal_scalar():
 
 def test_prefix_ids_of_few_and_of_many_equal_the_prefixes():
     """``prefix_ids`` takes two paths (a few simhashes one at a time, more vectorised): both
-    give ``prefixes`` as integers."""
+    give ``prefixes`` as integers; ``prefixes`` (its own arithmetic) gives ``segment`` and the flag."""
     import random
 
     import numpy as np
@@ -132,6 +132,7 @@ def test_prefix_ids_of_few_and_of_many_equal_the_prefixes():
     values = [FP, 0, 2**64 - 1] + [rnd.getrandbits(64) for _ in range(40)]
     for scheme in (Scheme(4, 1), Scheme(5, 2), Scheme(7, 3)):
         expected = [[int.from_bytes(p, "big") for p in scheme.prefixes(v)] for v in values]
+        assert expected == [[(scheme.segment(v, f) << 8) | f for f in range(1, len(scheme.flags) + 1)] for v in values]
         for n in (0, 1, 2, 8, 9, len(values)):
             got = scheme.prefix_ids(np.array(values[:n], dtype=np.uint64))
             assert got.dtype == np.uint64 and got.shape == (n, len(scheme.flags))

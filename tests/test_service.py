@@ -384,24 +384,37 @@ def test_the_hot_paths_json_reads_and_writes_as_the_json_module():
 def raw_exchange(url: str, data: bytes, answers: int) -> list[bytes]:
     """``data`` written to a new connection as is; the first ``answers`` responses read back
     whole (each by its content-length), the ``date`` header's value blanked."""
-    import re
     import socket
 
     host, port = url.split("//", 1)[1].rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=60) as sock:
         sock.sendall(data)
-        buffer, out = b"", []
-        while len(out) < answers:
-            head_end = buffer.find(b"\r\n\r\n")
-            if head_end >= 0:
-                length = int(re.search(rb"content-length: (\d+)", buffer[:head_end]).group(1))
-                if len(buffer) >= head_end + 4 + length:
-                    out.append(re.sub(rb"date: [^\r]*", b"date: -", buffer[:head_end + 4 + length]))
-                    buffer = buffer[head_end + 4 + length:]
-                    continue
-            chunk = sock.recv(65536)
-            assert chunk, f"connection closed after {len(out)} answers"
-            buffer += chunk
+        return read_answers(sock, answers)
+
+
+def read_answers(sock, answers: int) -> list[bytes]:
+    """The next ``answers`` responses on ``sock`` (an interim ``100 Continue`` besides), the
+    ``date`` header's value blanked."""
+    import re
+
+    buffer, out = b"", []
+    while len(out) < answers:
+        if buffer.startswith(b"HTTP/1.1 100 Continue\r\n\r\n"):  # an interim answer, not counted
+            out.append(buffer[:25])
+            buffer = buffer[25:]
+            answers += 1
+            continue
+        head_end = buffer.find(b"\r\n\r\n")
+        if head_end >= 0:
+            length = int(re.search(rb"content-length: (\d+)", buffer[:head_end]).group(1))
+            if len(buffer) >= head_end + 4 + length:
+                out.append(re.sub(rb"date: [^\r]*", b"date: -", buffer[:head_end + 4 + length]))
+                buffer = buffer[head_end + 4 + length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed after {len(out)} answers"
+        buffer += chunk
+    assert not buffer, buffer
     return out
 
 
@@ -431,6 +444,10 @@ def test_the_fast_lane_answers_the_bytes_of_the_asgi_way_and_keeps_http_semantic
                 (closing,) = raw_exchange(url, post(path, body, b"connection: close"), 1)
                 assert closing == lane.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n", 1)  # the ASGI way
                 assert raw_exchange(url, post(path, body, version=b"HTTP/1.0"), 1) == [closing]
+                for keep in (b"connection: keep-alive", b"proxy-connection: keep-alive"):  # HTTP/1.0 kept alive
+                    assert raw_exchange(url, post(path, body, keep, version=b"HTTP/1.0"), 1) == [closing]
+                expecting = [raw_exchange(url, post(p, body, b"expect: 100-continue"), 1) for p in (path, escaped)]
+                assert expecting[0] == expecting[1] and expecting[0][-1] == lane, expecting  # 100 if it reads the body
                 chunked = b"\r\n".join([b"POST " + path + b" HTTP/1.1", b"host: x", b"transfer-encoding: chunked",
                                         b"", b"%x" % len(body), body, b"0", b"", b""])
                 (by_chunks,) = raw_exchange(url, chunked, 1)
@@ -439,3 +456,24 @@ def test_the_fast_lane_answers_the_bytes_of_the_asgi_way_and_keeps_http_semantic
                              for i in range(5))
         answers = raw_exchange(url, pipelined, 5)
         assert [json.loads(a.split(b"\r\n\r\n", 1)[1])[0]["id"] for a in answers] == [f"p{i}" for i in range(5)]
+
+
+def test_keep_alive_timeout_closes_a_connection_only_when_idle(tmp_path):
+    """uvicorn's keep-alive timeout (5 s) kept by the lane's one timer per connection
+    (http_lane.py): a connection sending requests (on the lane and the ASGI way) a second
+    apart for longer than the timeout stays open; left idle, the server closes it."""
+    import socket
+    import time
+
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    body = json.dumps([{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化"}], ensure_ascii=False).encode()
+    with serving(store) as (client, _):
+        host, port = str(client.base_url).rstrip("/").split("//", 1)[1].rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            for i in range(8):
+                sock.sendall(post(b"/v1/check" if i % 2 else b"/v1/%63heck", body))
+                (answer,) = read_answers(sock, 1)
+                assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+                time.sleep(1)
+            assert sock.recv(65536) == b""  # closed by the server once idle for the timeout

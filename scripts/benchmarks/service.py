@@ -33,11 +33,11 @@ from .common import Report, percentiles, progress
 from .load import texts
 
 
-def start_service(store: str, log: Path) -> tuple[subprocess.Popen, str]:
-    """``dedup-hbase serve`` on a free port, its stderr into ``log`` (a file: a pipe nobody
+def start_service(store: str, log: Path, port: int = 0) -> tuple[subprocess.Popen, str]:
+    """``dedup-hbase serve`` on ``port`` (0: a free one), its stderr into ``log`` (a file: a pipe nobody
     reads would stall the service once full); the URL it serves."""
     with open(log, "w") as err:
-        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", "0"], stderr=err, text=True)
+        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", str(port)], stderr=err, text=True)
     deadline = time.monotonic() + 120
     while not (line := log.read_text().partition("\n")[0]).startswith("serving ") or not line.endswith("stops"):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -161,7 +161,7 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
     rows = []
     for served, endpoints in runs:
         log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
-        proc, url = start_service(served, log)
+        proc, url = start_service(served, log, getattr(args, "service_port", 0))
         try:
             for name, path, sent, per in endpoints:
                 progress(f"  {served}: {name}, {per} per request, {args.service_clients} clients, "
