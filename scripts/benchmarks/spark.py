@@ -258,6 +258,16 @@ def projection(report: Report, results: dict, cores: int) -> None:
     step = lambda r, prefix: sum(v for k, v in r["steps"] if k.startswith(prefix))
     read_s = step(c, "read, fingerprint")
     fp_rate = c["report"]["text_bytes"] / read_s / cores  # text bytes/s per core: read + fingerprint
+    text_line = (f"- Read + fingerprint ({text_input}, Spark step): {c['report']['text_bytes'] / 1e6:.1f} MB in "
+                 f"{read_s:.1f} s on {cores} cores = **{fp_rate / 1e6:.2f} MB/s per core**.")
+    few = results.get(("corpus 4 copies", "spark"))
+    if text_input == "corpus 16 copies" and few is not None and read_s > step(few, "read, fingerprint"):
+        # 10^9 documents pay the job's fixed cost once: the rate beyond it is the one that scales
+        few_s, few_bytes = step(few, "read, fingerprint"), few["report"]["text_bytes"]
+        fp_rate = (c["report"]["text_bytes"] - few_bytes) / (read_s - few_s) / cores
+        text_line += (f" Beyond the job's fixed cost (16 against 4 copies): ({c['report']['text_bytes'] / 1e6:.1f} - "
+                      f"{few_bytes / 1e6:.1f}) MB / ({read_s:.1f} - {few_s:.1f}) s / {cores} cores = "
+                      f"**{fp_rate / 1e6:.2f} MB/s per core**, the rate used below.")
     rows = 4 * f["report"]["new"]
     hfile_s = step(f, "HFiles")
     write_rate = rows / hfile_s / cores  # index rows/s per core: last-wins shuffle, rows, sort, HFiles
@@ -269,8 +279,7 @@ def projection(report: Report, results: dict, cores: int) -> None:
     core_s_rows = rows_total / write_rate
     core_s = core_s_text + core_s_rows
     lines = [
-        f"- Read + fingerprint ({text_input}, Spark step): {c['report']['text_bytes'] / 1e6:.1f} MB in {read_s:.1f} s on "
-        f"{cores} cores = **{fp_rate / 1e6:.2f} MB/s per core**.",
+        text_line,
         f"- Rows + HFiles (fingerprint load, Spark step): {rows:,} index rows (+ {f['report']['new']:,} document rows) "
         f"in {hfile_s:.1f} s on {cores} cores = **{write_rate:,.0f} index rows/s per core**.",
         f"- Fixed costs: Spark session {start_s:.1f} s; bulk loads {bulk_s:.1f} s for {rows:,} rows (files are moved "
