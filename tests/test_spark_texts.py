@@ -24,9 +24,9 @@ if stages.fingerprinter(SPEC).core is None:
     require_or_skip("the compiled core is not installed (scripts/setup builds it with cargo)")
 
 
-def parse(files: list[inputs.InputFile], fast: bool, fields: Fields = Fields()) -> list[dict]:
-    finish = stages.fingerprint_records(SPEC, False)
-    run = inputs.parse_files(fields, finish, None, SPEC if fast else None, False)
+def parse(files: list[inputs.InputFile], fast: bool, fields: Fields = Fields(), spec: dict = SPEC) -> list[dict]:
+    finish = stages.fingerprint_records(spec, False)
+    run = inputs.parse_files(fields, finish, None, spec if fast else None, False)
     rows = [{"ordinal": f.ordinal, "path": str(f.path), "source": f.source, "fmt": f.fmt, "doc_id": f.doc_id,
              "start": f.start, "end": f.end, "first_line": f.first_line} for f in files]
     out = list(run([pa.RecordBatch.from_pylist(rows, schema=_file_schema())]))
@@ -152,6 +152,17 @@ def test_a_binary_file_is_one_reject_and_other_field_names(tmp_path, core_reads)
     assert [(r["line"], r["reason"]) for r in fast] == [(1, "binary data, not text (a NUL byte at byte 25)"),
                                                         (1, None)]
     assert fast[1]["id"] == "a" and fast[1]["title"] == "h" and fast[1]["simhash"] is not None
+
+
+def test_the_shingles_featurizer_reads_the_same(tmp_path, core_reads):
+    spec = make_fingerprinter("shingles", shingle_size=3, seed=9).spec
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(hostile_lines(random.Random(3), 400))
+    files = [inputs.InputFile(0, str(path), "s.jsonl", "auto", None)]
+    fast = parse(files, True, spec=spec)
+    assert core_reads == [str(path)] and fast == parse(files, False, spec=spec)
+    assert fast != parse(files, True)  # other fingerprints than jieba's
+    assert sum(r["simhash"] is not None for r in fast) > 100
 
 
 def test_the_core_is_not_used_where_it_cannot_mirror_the_reader():
