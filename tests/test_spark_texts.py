@@ -241,3 +241,18 @@ def test_gzip_is_read_by_isal_with_every_member(tmp_path):
         assert stream.read() == first + second
     files = [inputs.InputFile(0, str(path), "two.jsonl.gz", "auto", None)]
     assert parse(files, True) == parse(files, False)
+
+
+def test_a_parquet_batch_of_good_rows_only_reads_the_same():
+    words = ["国家卫生健康委员会通报", "全国疫情防控最新情况", "长江经济带生态环境保护"]
+    rnd = random.Random(4)
+    n = 300
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([f"g{i}" for i in range(n)]), pa.array(["".join(rnd.choices(words, k=3)) for _ in range(n)]),
+         pa.array(["file:///data/a.parquet"] * n), pa.array(list(range(n)), pa.int64())],
+        names=["c0", "c1", "_file_path", "_row_index"])
+    by_path = {"/data/a.parquet": inputs.InputFile(0, "/data/a.parquet", "a.parquet", "parquet", None)}
+    done, rest = texts.parquet_batch(batch, ["id", "text"], Fields(), SPEC, lambda uri: by_path[uri[7:]])
+    assert done.num_rows == n and rest.num_rows == 0
+    fast = parquet_rows(["id", "text"], True, batch, by_path)
+    assert fast == parquet_rows(["id", "text"], False, batch, by_path) and len(fast) == n

@@ -159,10 +159,13 @@ def parquet_batch(batch, columns: list[str], fields: Fields, spec: dict, file_of
     if fields.simhash in column:
         plain = pc.and_(plain, column[fields.simhash].is_null())
     plain = pc.fill_null(plain, False)
-    good, rest = batch.filter(plain), batch.filter(pc.invert(plain))
-    n = good.num_rows
+    n = pc.sum(plain).as_py() or 0
     if not n:
         return None, batch
+    if n == batch.num_rows:  # the usual batch: no copy of its texts
+        good, rest = batch, batch.slice(0, 0)
+    else:
+        good, rest = batch.filter(plain), batch.filter(pc.invert(plain))
     column = {name: good.column(f"c{i}") for i, name in enumerate(columns)}
     body = column[fields.text]
     hashes, errors = stages.fingerprinter(spec).fingerprint_many(body.to_pylist())
