@@ -36,8 +36,13 @@ _ERRORS = {code: f"{EmptyDocument.REASON}: {why}"  # as workers.fingerprint_text
 def usable(spec: dict, fields: Fields, use_simhash: bool) -> bool:
     """Whether a worker may read JSON lines of texts with the core (the core is there, the
     five field names differ, texts are fingerprinted)."""
-    names = (fields.id, fields.text, fields.simhash, fields.title, fields.featurizer)
+    names = _names(fields)
     return not use_simhash and len(set(names)) == len(names) and stages.fingerprinter(spec).core is not None
+
+
+def _names(fields: Fields) -> tuple[str, str, str, str, str]:
+    """The five field names in the order the core takes them."""
+    return fields.id, fields.text, fields.simhash, fields.title, fields.featurizer
 
 
 def opened(raw, whole: bool) -> io.BufferedIOBase:
@@ -67,8 +72,7 @@ def batches(stream: io.BufferedIOBase, ordinal: int, path: str, source: str, fie
     if first_line == 1 and binary_reason(stream.peek(_SNIFF)[:_SNIFF]) is not None:
         yield from _by_reader(stream, ordinal, path, source, fields, first_line, finish)
         return
-    core = stages.fingerprinter(spec).core
-    names = (fields.id, fields.text, fields.simhash, fields.title, fields.featurizer)
+    core, names = stages.fingerprinter(spec).core, _names(fields)
     carry, line, size = b"", first_line, BLOCK
     while True:
         chunk = stream.read(size)

@@ -135,6 +135,16 @@ print(json.dumps({{"wall": best[0], "cpu": best[1], "digest": digest, "module": 
 """
 
 
+def core_batch_rate(sample: int | None = None, rounds: int = 3) -> float:
+    """The compiled core's MB of text per CPU second, one batch call on one thread over the
+    corpus's first ``sample`` documents (None: all of them), the best of ``rounds``, in a fresh
+    interpreter (``_CHILD``)."""
+    code = _CHILD.format(scripts=str(Path(__file__).resolve().parent.parent), sample=sample, rounds=rounds)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    run = json.loads(done.stdout.splitlines()[-1])
+    return sum(len(r["text"].encode()) for r in texts(sample)) / 1e6 / run["cpu"]
+
+
 def against_baseline(report: Report, sample: int, baseline: Path, rounds: int = 3) -> dict:
     """This build of the core against the one in ``baseline``, alternating fresh interpreters."""
     code = _CHILD.format(scripts=str(Path(__file__).resolve().parent.parent), sample=sample, rounds=rounds)

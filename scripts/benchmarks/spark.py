@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 
 from .common import Report, progress
+from .fingerprint import core_batch_rate
 from .hbase import SKIPPED
 
 CORPUS = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / "xwlb_zh.jsonl.gz"
@@ -107,33 +108,6 @@ def copies_corpus(work: Path, copies: int = 16) -> tuple[Path, Path]:
             parquet.write_table(pa.table({k: [r.get(k) for r in copy] for k in ("id", "text", "title")}),
                                 row_group_size=len(copy))
     return folder, work / f"copies-{copies}.parquet"
-
-
-# A fresh interpreter times the core's batch call on the whole corpus (the best of 3 by CPU
-# time) and prints MB of text per CPU second, as `scripts/bench fingerprint` measures it.
-_CORE = """
-import gzip, json, sys, time
-from dedup_hbase.fingerprint import make_fingerprinter
-docs = [json.loads(line)["text"] for line in gzip.open(sys.argv[1], "rt", encoding="utf-8") if line.strip()]
-mb = sum(len(t.encode()) for t in docs) / 1e6
-f = make_fingerprinter()
-if not f.uses_core:
-    sys.exit("the compiled core is not in use")
-f.fingerprint(docs[0])
-runs = []
-for _ in range(3):
-    cpu = time.process_time()
-    f.fingerprint_many(docs)
-    runs.append(time.process_time() - cpu)
-print(mb / min(runs))
-"""
-
-
-def core_rate() -> float:
-    """The compiled core's MB of text per CPU second on the shared corpus, one batch call on one
-    thread (the Spark workers' call), in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", _CORE, str(CORPUS)], capture_output=True, text=True, check=True)
-    return float(done.stdout.strip()) * 1e6
 
 
 def run_load(url: str, engine: str, path: Path, fingerprints: bool, master: str) -> dict:
@@ -225,7 +199,7 @@ def text_against_core(report: Report, results: dict, cores: int) -> None:
     from the 4-copies and 16-copies loads: (bytes of 16 - bytes of 4) / (step of 16 - step of
     4) / cores."""
     progress("  the core's own rate ...\n")
-    core = core_rate()
+    core = core_batch_rate() * 1e6  # bytes per CPU second, the whole corpus, best of 3
     rows = []
     for kind, suffix in (("JSON lines, 16 gzip files", ""), ("Parquet, a row group per copy", " parquet")):
         many, few = results.get((f"corpus 16 copies{suffix}", "spark")), results.get((f"corpus 4 copies{suffix}", "spark"))
