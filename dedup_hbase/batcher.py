@@ -53,7 +53,8 @@ class Batcher:
                              f"{parallel} and {inline_max}")
         self.fn, self.executor, self.max_items, self.parallel, self.join = fn, executor, max_items, parallel, join
         self.inline_max, self.inline_ok = inline_max, inline_ok
-        self._queued: deque[tuple[Sequence, tuple, asyncio.Future]] = deque()
+        # (items, args, future, then): a call's future, or the callback it gave (submit_then)
+        self._queued: deque[tuple[Sequence, tuple, asyncio.Future | None, Any]] = deque()
         self._running = 0
         self._scheduled = False  # a start is due at the end of the loop's turn (inline_max)
         self.batches = 0  # batches run so far
@@ -63,19 +64,29 @@ class Batcher:
         return await self.submit(items, *args)
 
     def submit(self, items: Sequence, *args: Any) -> asyncio.Future:
-        """``fn(items, *args)``'s answer as a future, for a caller that does not await
-        (a callback on the event loop's thread)."""
+        """``fn(items, *args)``'s answer as a future."""
+        future = asyncio.get_running_loop().create_future()
+        self._queue(items, args, future, None)
+        return future
+
+    def submit_then(self, then: Callable[[Any, BaseException | None], None], items: Sequence, *args: Any) -> None:
+        """``then(answer, None)`` or ``then(None, error)`` once ``fn(items, *args)`` is done,
+        called on the event loop's thread: for a caller that is itself a callback there (the
+        HTTP fast lane), without a future and the loop turn its callbacks wait for. Not
+        called if the batcher's batch is cancelled (the service stops). ``then`` must not
+        raise."""
+        self._queue(items, args, None, then)
+
+    def _queue(self, items: Sequence, args: tuple, future: asyncio.Future | None, then) -> None:
         if args and self.join:
             raise TypeError("a joined batch passes no arguments but the items")
-        future = asyncio.get_running_loop().create_future()
-        self._queued.append((items, args, future))
+        self._queued.append((items, args, future, then))
         if self._running < self.parallel:
             if not self.inline_max:
                 self._start()
             elif not self._scheduled:  # the calls of this turn of the loop join the batch
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
-        return future
 
     def _start(self) -> None:
         self._scheduled = False
@@ -84,7 +95,7 @@ class Batcher:
         calls, size = [], 0
         while self._queued and (not calls or size + len(self._queued[0][0]) <= self.max_items):
             call = self._queued.popleft()
-            if not call[2].done():  # a cancelled call is dropped
+            if call[2] is None or not call[2].done():  # a cancelled call is dropped
                 calls.append(call)
                 size += len(call[0])
         if not calls:
@@ -96,14 +107,14 @@ class Batcher:
                 outcomes = self._run([c[:2] for c in calls])
             except Exception as e:  # a joined batch's error is every call's
                 outcomes = [(None, e)] * len(calls)
-            self._settle([c[2] for c in calls], outcomes)
+            self._settle(calls, outcomes)
             if self._queued and not self._scheduled:  # calls beyond max_items
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
             return
         self._running += 1
         done = asyncio.get_running_loop().run_in_executor(self.executor, self._run, [c[:2] for c in calls])
-        done.add_done_callback(lambda done: self._finish([c[2] for c in calls], done))
+        done.add_done_callback(lambda done: self._finish(calls, done))
 
     def _run(self, calls: list[tuple[Sequence, tuple]]) -> list[tuple[Any, BaseException | None]]:
         """In the executor (or inline): each call's (answer, None) or (None, its exception)."""
@@ -122,7 +133,7 @@ class Batcher:
                 out.append((None, e))
         return out
 
-    def _finish(self, futures: list[asyncio.Future], done: asyncio.Future) -> None:
+    def _finish(self, calls: list[tuple], done: asyncio.Future) -> None:
         self._running -= 1
         if self._queued:
             if not self.inline_max:
@@ -131,19 +142,23 @@ class Batcher:
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
         if done.cancelled():
-            outcomes = [(None, asyncio.CancelledError())] * len(futures)
+            outcomes = [(None, asyncio.CancelledError())] * len(calls)
         elif done.exception() is not None:
-            outcomes = [(None, done.exception())] * len(futures)
+            outcomes = [(None, done.exception())] * len(calls)
         else:
             outcomes = done.result()
-        self._settle(futures, outcomes)
+        self._settle(calls, outcomes)
 
     @staticmethod
-    def _settle(futures: list[asyncio.Future], outcomes: list[tuple[Any, BaseException | None]]) -> None:
-        for future, (answer, error) in zip(futures, outcomes):
-            if future.done():
+    def _settle(calls: list[tuple], outcomes: list[tuple[Any, BaseException | None]]) -> None:
+        """Each call's future set, or its ``then`` called (not for a cancelled batch)."""
+        for (_, _, future, then), (answer, error) in zip(calls, outcomes):
+            if future is None:
+                if not isinstance(error, asyncio.CancelledError):
+                    then(answer, error)
+            elif future.done():
                 continue
-            if error is not None:
+            elif error is not None:
                 future.set_exception(error)
             else:
                 future.set_result(answer)

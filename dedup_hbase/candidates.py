@@ -106,13 +106,13 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
     runs within ``k`` bits by (distance, simhash), a fingerprint under several of its prefixes
     taken from the first (``inverse[q]``: query q's prefixes in flag order, as indexes in
     ``scanned``), ids shared by the queries that hit the same run."""
-    runs_of: dict[int, list[tuple[int, int, int]]] = {}  # prefix -> its runs (value, start, length)
+    runs_of: list = [None] * len(scanned)  # prefix -> its runs (value, start, length)
     decoded: dict[tuple[int, int], Ids] = {}
     out = []
     for query, prefixes in zip(queries, inverse):
         found: dict[int, Run] = {}
         for prefix in prefixes:
-            runs = runs_of.get(prefix)
+            runs = runs_of[prefix]
             if runs is None:
                 runs = runs_of[prefix] = _runs(scanned[prefix])
             for value, start, length in runs:
@@ -130,8 +130,8 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
 def _runs(cells: Cells) -> list[tuple[int, int, int]]:
     """The runs of equal remainders of ``cells``: (value, first cell, length), in key order."""
     rests = cells.rest_values()
-    if len(rests) == 1:  # the usual prefix of a sparse index
-        return [(rests[0], 0, 1)]
+    if len(rests) <= 1:  # the usual prefix of a sparse index
+        return [(rests[0], 0, 1)] if rests else []
     runs, start = [], 0
     for i in range(1, len(rests)):
         if rests[i] != rests[start]:
@@ -145,6 +145,8 @@ def _runs(cells: Cells) -> list[tuple[int, int, int]]:
 def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:
     """The matches of one query as (id, simhash, distance) by (distance, id), at most
     ``max_matches`` of them (None: all), and how many there are in all."""
+    if not runs:
+        return [], 0
     total = sum(len(r.ids) for r in runs)
     if max_matches is None or total <= max_matches:
         best: dict[str, tuple[str, int, int]] = {}

@@ -109,7 +109,7 @@ class RequestError(Exception):
             self.body.update(document=position, id=doc_id)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Doc:
     """One document of a request: position, id, and either its text or its simhash."""
 
@@ -484,42 +484,46 @@ def flag(value: str | None, name: str, default: bool) -> bool:
 
 def lane_handlers(service: DedupService) -> dict:
     """``POST /v1/check`` and ``/v1/add`` for the HTTP fast lane (http_lane.py): the same
-    answers as the ASGI application's, by callbacks instead of a task per request."""
+    answers as the ASGI application's, by callbacks instead of a task per request (and,
+    from a batcher, instead of a future)."""
     limits = service.limits
 
-    def start_check(body: bytes, query: bytes) -> asyncio.Future:
-        return service.checks.submit(parse_documents(body, limits))
+    def start_check(body: bytes, query: bytes, then) -> None:
+        service.checks.submit_then(then, parse_documents(body, limits))
 
-    def start_add(body: bytes, query: bytes) -> asyncio.Future:
+    def start_add(body: bytes, query: bytes, then) -> None:
         if_new = flag(query_value(query, "if_new"), "if_new", False)
         docs = parse_documents(body, limits)
-        if service.adds is None:
-            return asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new)
-        return service.adds.submit(docs, if_new)
+        if service.adds is not None:
+            service.adds.submit_then(then, docs, if_new)
+            return
+        future = asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new)
+
+        def settled(future: asyncio.Future) -> None:
+            if future.cancelled():  # the service stops: nobody to answer
+                return
+            error = future.exception()
+            then(None if error is not None else future.result(), error)
+        future.add_done_callback(settled)
 
     counters = service.counters
 
     def handler(start, path: str):
         def handle(body: bytes, query: bytes, respond) -> None:
             counters["requests"] += 1  # counted on the event loop's thread only: no lock
+
+            def then(answer: Any, error: BaseException | None) -> None:
+                outcome = (200, answer) if error is None else failure(service, error, "POST", path)
+                try:
+                    rendered = _rendered(outcome)
+                except Exception as e:  # a bug (the ASGI way: uvicorn's 500); the service keeps answering
+                    rendered = _rendered(failure(service, e, "POST", path))
+                respond(*rendered)
+
             try:
-                future = start(body, query)
+                start(body, query, then)
             except Exception as e:
                 respond(*_rendered(failure(service, e, "POST", path)))
-                return
-
-            def done(future: asyncio.Future) -> None:
-                if future.cancelled():  # the service stops: nobody to answer
-                    return
-                error = future.exception()
-                outcome = (200, future.result()) if error is None else failure(service, error, "POST", path)
-                try:
-                    answer = _rendered(outcome)
-                except Exception as e:  # a bug (the ASGI way: uvicorn's 500); the service keeps answering
-                    answer = _rendered(failure(service, e, "POST", path))
-                respond(*answer)
-
-            future.add_done_callback(done)
         return handle
 
     return {b"/v1/check": handler(start_check, "/v1/check"), b"/v1/add": handler(start_add, "/v1/add")}

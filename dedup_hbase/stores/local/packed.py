@@ -298,10 +298,9 @@ class PackedTable:
 
     def scan_cells(self, prefixes: Sequence[bytes]) -> list[PackedCells]:
         """The cells under each ``prefix_bytes``-long prefix (merges pending runs first)."""
-        for prefix in prefixes:
-            if len(prefix) != self.prefix_bytes:
-                raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte "
-                                 f"prefixes, not {len(prefix)} bytes")
+        if {*map(len, prefixes)} - {self.prefix_bytes}:
+            wrong = next(len(p) for p in prefixes if len(p) != self.prefix_bytes)
+            raise StoreError(f"table {self.name}: a cell scan takes {self.prefix_bytes}-byte prefixes, not {wrong} bytes")
         self.merge()
         big = self._uncached.intersection(prefixes)
         records = self._merged.get(list(prefixes)) if not big else \

@@ -49,6 +49,8 @@ _PACK_CELLS = 1 << 18  # cells packed per numpy pass
 _RANK_BITS = 32  # prefixes spanning more bits are ranked before sorting
 _BIG_RECORD = 16  # cells per record from which records are joined from slices, not gathered
 _NO_RESTS = np.zeros(0, dtype=">u8")
+_COUNTS = struct.Struct("<IH")  # the header: n, width
+_RESTS = [struct.Struct(f">{n}Q") for n in range(64)]  # the remainders of a small record, one call
 _UNTIE_PAD_BYTES = 256 << 20  # tied cells are sorted in numpy while their padded qualifiers fit this
 
 
@@ -84,8 +86,7 @@ class PackedCells(Cells):
 
     def __init__(self, record: bytes) -> None:
         self._record = record
-        self._n = int.from_bytes(record[:4], "little") if record else 0
-        self._width = int.from_bytes(record[4:_HEADER], "little") if record else 0
+        self._n, self._width = _COUNTS.unpack_from(record) if record else (0, 0)
         self._starts: list[int] | None = None  # variable-width qualifiers: offsets, made at first use
 
     def __len__(self) -> int:
@@ -98,7 +99,10 @@ class PackedCells(Cells):
         return np.frombuffer(self._record, dtype=">u8", count=self._n, offset=_HEADER)
 
     def rest_values(self) -> Sequence[int]:
-        return struct.unpack_from(f">{self._n}Q", self._record, _HEADER) if self._n else ()
+        n = self._n
+        if not n:
+            return ()
+        return (_RESTS[n] if n < len(_RESTS) else struct.Struct(f">{n}Q")).unpack_from(self._record, _HEADER)
 
     def qualifier(self, i: int) -> bytes:
         record, quals = self._record, _HEADER + REST_BYTES * self._n
