@@ -154,8 +154,11 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
         return [(f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 1, tag + "1"), 1),
                 (f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 100, tag + "100"), 100)]
 
-    runs = [(store, [("check", "/v1/check", bodies(corpus, 1), 1), ("check", "/v1/check", bodies(corpus, 100), 100),
-                     *endpoints("a")])]
+    # the target's row (one-document checks on the embedded store) is run several times, each
+    # run followed by a pass of the core over the same texts: the ratio of neighbours in time
+    repeat = max(getattr(args, "service_repeat", 1), 1) if not store.startswith("hbase://") else 1
+    single = [("check", "/v1/check", bodies(corpus, 1), 1)] * repeat
+    runs = [(store, [*single, ("check", "/v1/check", bodies(corpus, 100), 100), *endpoints("a")])]
     if store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
         runs.append((store + "&fleet_locks=false", endpoints("b", ", fleet_locks=false")))
     rows = []
@@ -180,6 +183,8 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
                 if result["errors"]:
                     progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
                              f", its log ends:\n{log.read_text()[-3000:]}\n")
+                if name == "check" and per == 1 and repeat > 1:  # the core's rate right after this run
+                    result["core_single_after"] = core_rate([d["text"] for d in corpus], rounds=1, batched=False)[1]
                 rows.append({"endpoint": name, "docs_per_request": per, **result})
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -221,44 +226,65 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                  "its threads, from /proc) during the endpoint's run; *docs per service CPU s* against the core's "
                  "rate one call per document is the target metric (>= 50% for one-document `check` on the embedded "
                  "store). *docs per index call*: concurrent checks are joined into one call of the index; how many "
-                 "documents such a call held on average.\n")
+                 "documents such a call held on average. The one-document check on the embedded store runs "
+                 f"{max(args.service_repeat, 1)} time(s); with more than one, each run is followed by one pass of the "
+                 "core, one call per document, over the same texts (*of the core's rate right after*: the ratio to "
+                 "that pass, the two measured next to each other on a machine whose speed wanders).\n")
     rows = []
     for store, endpoint_rows in results.items():
         for r in endpoint_rows:
             docs = r["requests"] * r["docs_per_request"]
             per_cpu = docs / r["service_cpu_s"] if r["service_cpu_s"] > 0 else float("nan")
             r["docs_per_service_cpu_s"], r["of_core_single"] = per_cpu, per_cpu / single
+            after = r.get("core_single_after")
+            if after:
+                r["of_core_after"] = per_cpu / after
             rows.append([store, r["endpoint"], r["docs_per_request"], f"{r['requests']:,}", f"{r['per_s']:,.0f}",
                          f"{r['per_s'] * r['docs_per_request']:,.0f}", f"{r['p50_us'] / 1000:.1f}",
                          f"{r['p99_us'] / 1000:.1f}", r["errors"], f"{r['service_cpu_s']:.1f}", f"{per_cpu:,.0f}",
-                         f"{per_cpu / single:.0%}",
+                         f"{1e6 / per_cpu:.0f}" if per_cpu == per_cpu else "", f"{per_cpu / single:.0%}",
+                         f"{per_cpu / after:.0%} of {after:,.0f}" if after else "",
                          "" if r.get("docs_per_check_call") is None else f"{r['docs_per_check_call']:.1f}"])
             if r["errors"]:
                 report.fail(f"service benchmark, {store} {r['endpoint']}: {r['errors']} errors: {r['first_errors']}")
     report.table(["store", "endpoint", "docs/request", "requests", "requests/s", "docs/s", "p50 ms", "p99 ms",
-                  "errors", "service CPU s", "docs per service CPU s", "of the core's rate", "docs per index call"],
-                 rows, right=set(range(2, 13)))
+                  "errors", "service CPU s", "docs per service CPU s", "service CPU µs per doc", "of the core's rate",
+                  "of the core's rate right after", "docs per index call"],
+                 rows, right=set(range(2, 15)))
     report.data["service"] = {"results": results, "core_docs_per_cpu_s": {"batched": batched, "single": single}}
 
 
-def core_rate(texts: list[str], rounds: int = 3) -> tuple[float, float]:
+def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[float, float]:
     """Documents per CPU second of the fingerprinter the service uses, on ``texts`` (the texts
     the check requests carry): in one batch, and one call each; the best of ``rounds`` passes
-    over all of them (the machine is shared: the fastest pass is the core's own rate)."""
+    over all of them (the machine is shared: the fastest pass is the core's own rate). Each
+    pass gets the texts as new str objects, as the service gets them from a request (a str
+    keeps its UTF-8 form once made: a pass over the same objects again would not pay it).
+    ``batched`` False: the batch rate is not measured (nan)."""
     from dedup_hbase.fingerprint import make_fingerprinter
 
     fingerprinter = make_fingerprinter()
     fingerprinter.fingerprint_many(texts[:10])  # the dictionary loaded
+    for text in texts[:200]:  # and what the first texts touch (the first call of some paths costs 0.1 s)
+        fingerprinter.fingerprint(text)
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+
+    def fresh() -> list[str]:
+        return [raw.decode("utf-8", "surrogatepass") for raw in encoded]
+
     batch, single = [], []
     for _ in range(rounds):
+        if batched:
+            given = fresh()
+            started = time.process_time()
+            fingerprinter.fingerprint_many(given)
+            batch.append(time.process_time() - started)
+        given = fresh()
         started = time.process_time()
-        fingerprinter.fingerprint_many(texts)
-        batch.append(time.process_time() - started)
-        started = time.process_time()
-        for text in texts:
+        for text in given:
             fingerprinter.fingerprint(text)
         single.append(time.process_time() - started)
-    return len(texts) / min(batch), len(texts) / min(single)
+    return len(texts) / min(batch) if batch else float("nan"), len(texts) / min(single)
 
 
 def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
