@@ -44,7 +44,8 @@ class Batcher:
     """``await batcher(items, *args)`` is ``fn(items, *args)``, run in ``executor`` in a
     batch with the calls queued meanwhile, at most ``parallel`` batches at once; a batch of at
     most ``inline_max`` items on the loop's thread instead (when ``inline_ok()``, if given, is
-    true). Used from one event loop."""
+    true). ``submit`` gives the answer as a future, ``submit_then`` to a callback. Used from
+    one event loop."""
 
     def __init__(self, fn: Callable[..., list], executor: Executor, max_items: int, parallel: int = 1,
                  join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None) -> None:
