@@ -36,6 +36,9 @@ class Ids(Sequence[str]):
     def __len__(self) -> int:
         return self._length
 
+    def __iter__(self):  # Sequence's own iterates by indexing until IndexError: an exception per run
+        return map(self._one, range(self._length))
+
     def __getitem__(self, i):  # type: ignore[override]  # int or slice, as a list
         if isinstance(i, slice):
             return [self._one(j) for j in range(*i.indices(self._length))]
@@ -114,10 +117,12 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
         for prefix in prefixes:
             runs = runs_of[prefix]
             if runs is None:
-                runs = runs_of[prefix] = _runs(scanned[prefix])
+                runs = runs_of[prefix] = scanned[prefix].runs()
             for value, start, length in runs:
+                if value in found:  # under an earlier prefix of this query
+                    continue
                 distance = (value ^ query).bit_count()
-                if distance <= k and value not in found:
+                if distance <= k:
                     ids = decoded.get((prefix, start))
                     if ids is None:
                         ids = decoded[prefix, start] = Ids(scanned[prefix], start, length)
@@ -125,21 +130,6 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
         out.append(sorted(found.values(), key=lambda r: (r.distance, r.simhash)) if len(found) > 1
                    else list(found.values()))
     return out
-
-
-def _runs(cells: Cells) -> list[tuple[int, int, int]]:
-    """The runs of equal remainders of ``cells``: (value, first cell, length), in key order."""
-    rests = cells.rest_values()
-    if len(rests) <= 1:  # the usual prefix of a sparse index
-        return [(rests[0], 0, 1)] if rests else []
-    runs, start = [], 0
-    for i in range(1, len(rests)):
-        if rests[i] != rests[start]:
-            runs.append((rests[start], start, i - start))
-            start = i
-    if rests:
-        runs.append((rests[start], start, len(rests) - start))
-    return runs
 
 
 def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:

@@ -22,6 +22,17 @@ from dedup_hbase.schema import load_schema
 from dedup_hbase.stores.base import Cells
 
 
+def runs_of(rests: list[int]) -> list[tuple[int, int, int]]:
+    """(remainder, first cell, cells) of each run of equal remainders: what ``Cells.runs`` gives."""
+    out: list[tuple[int, int, int]] = []
+    for i, rest in enumerate(rests):
+        if out and out[-1][0] == rest:
+            out[-1] = (rest, out[-1][1], out[-1][2] + 1)
+        else:
+            out.append((rest, i, 1))
+    return out
+
+
 def index_key(segment: int, flag: int, simhash: int, doc: str) -> bytes:
     return segment.to_bytes(4, "big") + bytes([flag]) + simhash.to_bytes(8, "big") + doc.encode()
 
@@ -61,13 +72,16 @@ class StoreContract:
         rows = [index_key(rnd.choice([0, 0x00010000, 0xFFFF0000]), flag, rnd.getrandbits(64), "")
                 for flag in (1, 2, 3) for _ in docs]
         store.put_cells("index", b"".join(rows), docs, repeat=3)
-        expected = sorted(row + docs[j % len(docs)] for j, row in enumerate(rows))
+        run = index_key(0x00010000, 4, 77, "")  # one fingerprint, every document: one run of cells
+        store.put_cells("index", run * len(docs), docs)
+        expected = sorted([row + docs[j % len(docs)] for j, row in enumerate(rows)] + [run + d for d in docs])
         prefixes = sorted({k[:5] for k in expected})
         assert [k for found in store.scan("index", prefixes, values=False) for k, _ in found] == expected
         for prefix, cells in zip(prefixes, store.scan_cells("index", prefixes)):
             mine = [k for k in expected if k.startswith(prefix)]
             assert cells.rests.tolist() == [int.from_bytes(k[5:13], "big") for k in mine]
             assert [cells.qualifier(i) for i in range(len(cells))] == [k[13:] for k in mine]
+            assert list(cells.runs()) == runs_of([int.from_bytes(k[5:13], "big") for k in mine])
         with pytest.raises(ValueError, match="do not split|qualifiers x 2"):
             store.put_cells("index", b"".join(rows), docs, repeat=2)
 
@@ -132,8 +146,9 @@ class StoreContract:
             assert len(cells) == len(mine)
             assert np.asarray(cells.rests, dtype=np.uint64).tolist() == [int.from_bytes(k[5:13], "big") for k in mine]
             assert [cells.qualifier(i) for i in range(len(cells))] == [k[13:] for k in mine]
+            assert list(cells.runs()) == runs_of([int.from_bytes(k[5:13], "big") for k in mine])
         (empty,) = store.scan_cells("index", [b"\x55\x55\x00\x00\x01"])
-        assert len(empty) == 0 and len(empty.rests) == 0
+        assert len(empty) == 0 and len(empty.rests) == 0 and list(empty.runs()) == []
 
     def test_flush_and_compact_change_no_answer(self, store):
         keys = [index_key(s << 16, 1 + s % 4, s * 7919, f"d{s}") for s in range(0, 4000, 7)]

@@ -58,6 +58,20 @@ class Cells(ABC):
         """``rests`` as Python ints (what a loop in Python reads)."""
         return self.rests.tolist()
 
+    def runs(self) -> Sequence[tuple[int, int, int]]:
+        """The runs of equal remainders (the copies of one fingerprint are neighbours), as
+        (remainder, first cell, cells), in key order."""
+        rests = self.rest_values()
+        if len(rests) <= 1:  # the usual prefix of a sparse index
+            return [(rests[0], 0, 1)] if rests else []
+        runs, start = [], 0
+        for i in range(1, len(rests)):
+            if rests[i] != rests[start]:
+                runs.append((rests[start], start, i - start))
+                start = i
+        runs.append((rests[start], start, len(rests) - start))
+        return runs
+
 
 class ListCells(Cells):
     """Cells held as an array of remainders and a list of qualifiers: what a store that

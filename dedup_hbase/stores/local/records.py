@@ -104,6 +104,11 @@ class PackedCells(Cells):
             return ()
         return (_RESTS[n] if n < len(_RESTS) else struct.Struct(f">{n}Q")).unpack_from(self._record, _HEADER)
 
+    def runs(self) -> Sequence[tuple[int, int, int]]:
+        if self._n <= 1:  # the usual record of a sparse index: no tuple of remainders to make
+            return ((int.from_bytes(self._record[_HEADER:_HEADER + REST_BYTES], "big"), 0, 1),) if self._n else ()
+        return super().runs()
+
     def qualifier(self, i: int) -> bytes:
         record, quals = self._record, _HEADER + REST_BYTES * self._n
         if self._width != _VARIABLE:  # byte t of qualifier i is at quals + t * n + i
