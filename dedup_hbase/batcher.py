@@ -74,8 +74,8 @@ class Batcher:
         """``then(answer, None)`` or ``then(None, error)`` once ``fn(items, *args)`` is done,
         called on the event loop's thread: for a caller that is itself a callback there (the
         HTTP fast lane), without a future and the loop turn its callbacks wait for. Not
-        called if the batcher's batch is cancelled (the service stops). ``then`` must not
-        raise."""
+        called if the batcher's batch is cancelled (the service stops). An exception ``then``
+        raises goes to the loop's exception handler (logged), not to the other calls."""
         self._queue(items, args, None, then)
 
     def _queue(self, items: Sequence, args: tuple, future: asyncio.Future | None, then) -> None:
@@ -155,8 +155,13 @@ class Batcher:
         """Each call's future set, or its ``then`` called (not for a cancelled batch)."""
         for (_, _, future, then), (answer, error) in zip(calls, outcomes):
             if future is None:
-                if not isinstance(error, asyncio.CancelledError):
+                if isinstance(error, asyncio.CancelledError):
+                    continue
+                try:
                     then(answer, error)
+                except Exception as e:  # a bug in the callback: reported as asyncio reports a callback's; the next calls are answered
+                    asyncio.get_running_loop().call_exception_handler(
+                        {"message": "a batcher's callback raised", "exception": e})
             elif future.done():
                 continue
             elif error is not None:

@@ -220,3 +220,24 @@ def test_submit_then_in_turn_gives_each_call_its_own_error():
     assert [(i, answer) for i, answer, _ in got] == [(0, [(1, "a")]), (1, None), (2, [(3, "c")])]
     assert got[0][2] is None and isinstance(got[1][2], ValueError) and got[2][2] is None
     assert threads == ["MainThread"] * 3
+
+
+def test_a_callback_that_raises_is_reported_and_the_other_calls_are_answered():
+    got, reported = [], []
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda loop, context: reported.append(context["exception"]))
+        with ThreadPoolExecutor(1) as pool:
+            batcher = Batcher(lambda items: list(items), pool, 100, inline_max=4)
+
+            def bad(answer, error):
+                raise RuntimeError("a bug")
+            batcher.submit_then(bad, [1])
+            batcher.submit_then(lambda answer, error: got.append((answer, error)), [2])
+            for _ in range(3):
+                await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert got == [([2], None)]
+    assert [str(e) for e in reported] == ["a bug"]
