@@ -265,7 +265,7 @@ def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[
 
     fingerprinter = make_fingerprinter()
     fingerprinter.fingerprint_many(texts[:10])  # the dictionary loaded
-    for text in texts[:200]:  # and what the first texts touch (the first call of some paths costs 0.1 s)
+    for text in texts[:200]:  # and a few texts, so that no timed pass pays a first call's costs
         fingerprinter.fingerprint(text)
     encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
 
