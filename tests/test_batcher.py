@@ -118,16 +118,23 @@ def test_arguments_are_refused_for_joined_calls_and_bad_sizes_up_front():
             asyncio.run(batcher([1], "x"))
 
 
+def tagging(threads: list | None = None):
+    """A batch function answering each item with its call's arguments, raising on an item
+    "bad"; it notes the thread it runs on in ``threads``, if given."""
+    def fn(items, *args):
+        if threads is not None:
+            threads.append(threading.current_thread().name)
+        if "bad" in items:
+            raise ValueError("bad item")
+        return [(x, *args) for x in items]
+    return fn
+
+
 def run_inline(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, int, int]:
     """``calls`` made in one turn of the loop with ``inline_max``: each call's answer or
     exception, the threads ``fn`` ran on, batches, inline batches."""
     threads: list[str] = []
-
-    def fn(items, *args):
-        threads.append(threading.current_thread().name)
-        if "bad" in items:
-            raise ValueError("bad item")
-        return [(x, *args) for x in items]
+    fn = tagging(threads)
 
     async def main():
         with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
@@ -174,11 +181,7 @@ def run_then(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, list]:
     "future" by ``submit``): each call's (answer, error) as its ``then`` got it, in the order
     the callbacks came, and the threads ``then`` ran on; the futures' outcomes."""
     got, threads, futures = [], [], []
-
-    def fn(items, *args):
-        if "bad" in items:
-            raise ValueError("bad item")
-        return [(x, *args) for x in items]
+    fn = tagging()
 
     async def main():
         with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
