@@ -85,6 +85,47 @@ def test_record_layout_is_the_documented_one():
     assert [PackedCells(record).qualifier(1), PackedCells(record).qualifier(0)] == [b"d2", b"d1"]
 
 
+@pytest.mark.parametrize("ids", [lambda rnd: f"d{rnd.randint(0, 99):02d}", lambda rnd: "x" * rnd.randint(0, 4),
+                                 lambda rnd: rnd.choice(["", "a", "b\x00", "\x00", "ab"])],
+                         ids=["fixed-width", "variable-width", "empty-and-nul"])
+def test_small_merges_in_python_write_numpys_bytes(ids):
+    """``merge_small`` (an online add's merge, in Python) gives the prefixes, records and cell
+    count that ``from_records``, ``concat``, ``sorted_unique`` and ``pack`` give, on records of
+    one to a few dozen cells, runs of one fingerprint, cells written again and in any order."""
+    rnd = random.Random(17)
+    for _ in range(300):
+        keys = sorted(random_keys(rnd, rnd.randint(1, 12), ids))
+        old = [k for k in keys if rnd.random() < 0.6]
+        fresh = [k for k in keys if k not in old or rnd.random() < 0.2]  # some cells again
+        fresh += [fresh[0]] if fresh else []  # one twice in the write itself
+        rnd.shuffle(fresh)
+        if not fresh:
+            continue
+        old_pids, old_records = (x.tolist() if i == 0 else x for i, x in enumerate(batch_of(old).sorted_unique().pack())) \
+            if old else ([], [])
+        got = records_module.merge_small(old_pids, old_records, batch_of(fresh))
+        merged = CellBatch.concat([CellBatch.from_records(old_pids, old_records), batch_of(fresh).sorted_unique()])
+        merged = merged.sorted_unique(runs=True)
+        pids, records = merged.pack()
+        assert got == (pids.tolist(), records, len(merged))
+        for record in records:  # and each record alone
+            cells = PackedCells(record)
+            assert records_module.encode_record(cells.rest_values(), [cells.qualifier(i) for i in range(len(cells))]) \
+                == record
+
+
+def test_qualifiers_of_varied_lengths_whose_total_looks_like_one_length_keep_their_bytes():
+    """Lengths 2, 2, 1, 2, 3, 1, 3 make 14 bytes, as seven of 2 would: the cells are still
+    gathered one by one (they were once cut as rows of 2 bytes, scrambling the ids)."""
+    row = bytes.fromhex("0001000001") + bytes(8)
+    keys = [row + q for q in (b"\x00a", b"ab", b"b", b"\x00a", b"d65", b"a", b"d30")]
+    batch = batch_of(keys)
+    assert sum(batch.qlens.tolist()) == len(keys) * 2
+    cells = batch.sorted_unique()
+    assert [k for k in PackedCells(cells.pack()[1][0]).keys(row[:5])] == sorted(set(keys))
+    assert [batch.take(np.array([6, 0])).quals.tobytes()] == [b"d30\x00a"]
+
+
 def test_without_removes_exactly_the_doomed_cells():
     keys = sorted(random_keys(random.Random(4), 300))
     doomed = set(keys[::7])
@@ -197,9 +238,12 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, 
         assert cells == 4 * len(fps) == store._table("index").merged_cells
 
 
-def test_small_writes_go_straight_into_the_records_and_stay_exact(tmp_path):
+@pytest.mark.parametrize("small_merge", [0, 10**9], ids=["numpy-merges", "python-merges"])
+def test_small_writes_go_straight_into_the_records_and_stay_exact(tmp_path, monkeypatch, small_merge):
     """Writes of at most DIRECT_CELLS cells with no runs pending are folded in at once (the
-    online path); with runs pending they join the runs. Lookups equal brute force throughout."""
+    online path; merged in numpy, or in Python with ``merge_small``); with runs pending they
+    join the runs. Lookups equal brute force throughout."""
+    monkeypatch.setattr(packed, "SMALL_MERGE_CELLS", small_merge)
     rnd = random.Random(12)
     base = [rnd.getrandbits(64) for _ in range(50)]
     fps = {f"d{i:04d}": (rnd.choice(base) ^ (1 << rnd.randrange(64))) if i % 2 else rnd.getrandbits(64)

@@ -40,7 +40,7 @@ import numpy as np
 from rocksdict import WriteBatch, WriteOptions
 
 from ...errors import StoreError
-from .records import MAX_QUALIFIER_BYTES, REST_BYTES, CellBatch, PackedCells
+from .records import MAX_QUALIFIER_BYTES, REST_BYTES, SMALL_MERGE_CELLS, CellBatch, PackedCells, merge_small
 from .rocks import get_many, read_once, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
@@ -49,6 +49,7 @@ _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds m
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _UNCACHED_BYTES = 1 << 20  # a record this big (tens of thousands of copies of one text) is read past the cache
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
+_COUNT = struct.Struct("<I")  # a record's first field: its cells
 _EMPTY = PackedCells.empty()
 _NO_LOG = WriteOptions()
 _NO_LOG.disable_wal = True  # merge writes: the runs they come from stay until they are flushed
@@ -106,7 +107,7 @@ class PackedTable:
             raise StoreError(f"table {self.name}: a qualifier is at most {MAX_QUALIFIER_BYTES} bytes, "
                              f"not {int(batch.qlens.max())}")
         if not self.run_cells and len(batch) <= DIRECT_CELLS:
-            self._fold(batch.sorted_unique(), logged=True)
+            self._fold(batch, logged=True, is_sorted=False)
             return
         parts = (batch.pids >> np.uint64(8 * (self.prefix_bytes - RUN_KEY_PREFIX))).astype(f"u{RUN_KEY_PREFIX}")
         order = np.argsort(parts, kind="stable")  # a radix sort; the merge sorts the cells
@@ -241,23 +242,29 @@ class PackedTable:
         if runs:
             self._fold(CellBatch.concat(runs).sorted_unique(), logged=False)
 
-    def _fold(self, fresh: CellBatch, logged: bool) -> None:
-        """Merge sorted, unique cells into the records of their prefixes, in one atomic
-        write: with the write-ahead log, or without it when the caller makes it durable
-        (a merge flushes before the runs it came from are dropped)."""
-        old_pids, old_records = self._records_of(fresh.prefixes())
-        if old_records:
-            before = sum(int.from_bytes(record[:4], "little") for record in old_records)
-            merged = CellBatch.concat([CellBatch.from_records(old_pids, old_records), fresh]).sorted_unique(runs=True)
+    def _fold(self, fresh: CellBatch, logged: bool, is_sorted: bool = True) -> None:
+        """Merge cells (sorted and unique unless ``is_sorted`` is False) into the records of
+        their prefixes, in one atomic write: with the write-ahead log, or without it when the
+        caller makes it durable (a merge flushes before the runs it came from are dropped). A
+        merge of a few cells (an online add) runs in Python (``merge_small``), a bigger one in
+        numpy."""
+        old_pids, old_records = self._records_of(fresh.prefixes() if is_sorted else np.unique(fresh.pids))
+        before = sum(_COUNT.unpack_from(record)[0] for record in old_records)
+        if before + len(fresh) <= SMALL_MERGE_CELLS:
+            pids, records, after = merge_small(old_pids, old_records, fresh)
+            prefixes = [pid.to_bytes(self.prefix_bytes, "big") for pid in pids]
         else:
-            before, merged = 0, fresh
-        pids, records = merged.pack()
+            fresh = fresh if is_sorted else fresh.sorted_unique()
+            merged = CellBatch.concat([CellBatch.from_records(old_pids, old_records), fresh]).sorted_unique(runs=True) \
+                if old_records else fresh
+            merged_pids, records = merged.pack()
+            prefixes, after = self._prefixes(merged_pids), len(merged)
         write = WriteBatch(raw_mode=True)
-        for prefix, record in zip(self._prefixes(pids), records):
+        for prefix, record in zip(prefixes, records):
             write.put(prefix, record, self._merged_handle)
             if len(record) >= _UNCACHED_BYTES:
                 self._uncached.add(prefix)
-        self.merged_cells += len(merged) - before
+        self.merged_cells += after - before
         self._save_state(write)
         if logged:
             self._db.write(write)

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from itertools import accumulate, groupby
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -51,6 +53,7 @@ _BIG_RECORD = 16  # cells per record from which records are joined from slices, 
 _NO_RESTS = np.zeros(0, dtype=">u8")
 _COUNTS = struct.Struct("<IH")  # the header: n, width
 _RESTS = [struct.Struct(f">{n}Q") for n in range(64)]  # the remainders of a small record, one call
+SMALL_MERGE_CELLS = 256  # cells (old and new) up to which ``merge_small`` merges records, not numpy
 _UNTIE_PAD_BYTES = 256 << 20  # tied cells are sorted in numpy while their padded qualifiers fit this
 
 
@@ -68,7 +71,8 @@ def _squeeze(pids: np.ndarray) -> np.ndarray:
 
 def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
-    if len(qlens) and len(quals) == len(qlens) * int(qlens[0]):  # all one length: rows of a 2-D array
+    if len(qlens) and (qlens == qlens[0]).all():  # all one length: rows of a 2-D array (the total
+        # alone does not say so: lengths 2, 1 and 3 make 6 bytes as three of 2 do)
         return np.take(quals.reshape(len(qlens), -1), order, axis=0).ravel()  # (faster than [order])
     width = int(qlens.max(initial=0))
     if width * len(qlens) <= 2 * len(quals) + 64:  # lengths alike: padded to rows, a row per cell
@@ -375,3 +379,40 @@ class CellBatch(NamedTuple):
             target = (start + local[these])[:, None] + np.arange(w) * size[these][:, None]
             out[target] = self.quals[source]
         return out.tobytes()
+
+
+def encode_record(rests: Sequence[int], quals: Sequence[bytes]) -> bytes:
+    """The record of one prefix's cells (remainders and qualifiers, in key order, unique), in
+    Python: the bytes ``CellBatch.pack`` writes (tests/test_packed.py compares them), for a
+    few cells, where numpy's cost per call is most of ``pack``'s."""
+    n = len(rests)
+    lengths = list(map(len, quals))
+    width = lengths[0] if min(lengths) == max(lengths) else _VARIABLE
+    if max(lengths) > MAX_QUALIFIER_BYTES:
+        raise ValueError(f"a qualifier is at most {MAX_QUALIFIER_BYTES} bytes")
+    head = _COUNTS.pack(n, width) + (_RESTS[n] if n < len(_RESTS) else struct.Struct(f">{n}Q")).pack(*rests)
+    if width != _VARIABLE:  # byte planes (one qualifier is its own)
+        return head + (quals[0] if n == 1 else b"".join(map(bytes, zip(*quals))))
+    return head + struct.pack(f"<{n}H", *lengths) + b"".join(quals)
+
+
+def merge_small(old_pids: Sequence[int], old_records: Sequence[bytes],
+                fresh: CellBatch) -> tuple[list[int], list[bytes], int]:
+    """Records ``old_records`` (of prefixes ``old_pids``) with the cells of ``fresh`` (any
+    order, duplicates allowed) merged: the prefixes, their records and the cells in them, in
+    Python ints and bytes: what ``CellBatch.concat``, ``sorted_unique`` and ``pack`` give, for
+    a merge of at most ``SMALL_MERGE_CELLS`` cells (a service's add: 4 cells and the records
+    they join)."""
+    cells: set[tuple[int, int, bytes]] = set()
+    for pid, record in zip(old_pids, old_records):
+        old = PackedCells(record)
+        cells.update(zip([pid] * len(old), old.rest_values(), map(old.qualifier, range(len(old)))))
+    quals, ends = fresh.quals.tobytes(), list(accumulate(fresh.qlens.tolist()))
+    cells.update(zip(fresh.pids.tolist(), fresh.rests.tolist(), map(quals.__getitem__, map(slice, [0, *ends], ends))))
+    pids, records = [], []
+    for pid, group in groupby(sorted(cells), key=itemgetter(0)):
+        mine = list(group)
+        pids.append(pid)
+        records.append(encode_record([rest for _, rest, _ in mine], [qual for _, _, qual in mine]))
+    return pids, records, len(cells)
+
