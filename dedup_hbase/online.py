@@ -48,7 +48,10 @@ from .neardup import earlier_matches
 from .retention import expired_ids, written_at
 
 STRIPES = 1 << 12
-_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)  # multiplicative hashing: scan prefixes -> stripes
+_FIB_INT = 0x9E3779B97F4A7C15  # multiplicative hashing: scan prefixes -> stripes
+_FIBONACCI = np.uint64(_FIB_INT)
+_U64 = (1 << 64) - 1
+_FEW = 32  # simhashes up to which their stripes are found in Python ints
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,15 +185,21 @@ class OnlineIndex:
         with self.fleet.held(keys) as lease:
             yield lease
 
+    def _stripes_of(self, simhashes: Sequence[int]) -> list[int]:
+        """The stripes of every scan prefix of ``simhashes``, sorted (the order locks are taken in)."""
+        if len(simhashes) <= _FEW:  # a service's add: Python ints cost less than numpy's calls
+            prefixes = self.index.scheme.prefixes
+            return sorted({(int.from_bytes(p, "big") * _FIB_INT & _U64) >> (64 - 12)
+                           for s in simhashes for p in prefixes(s)})
+        return np.unique((self._scan_prefixes(simhashes) * _FIBONACCI) >> np.uint64(64 - 12)).tolist()
+
     @contextmanager
     def _held(self, simhashes: Sequence[int]) -> Iterator[None]:
         """Hold the stripe locks of every scan prefix of ``simhashes``, taken in order."""
         if not simhashes:
             yield
             return
-        prefixes = self._scan_prefixes(simhashes)
-        stripes = np.unique((prefixes * _FIBONACCI) >> np.uint64(64 - 12))  # sorted: a global order
-        locks = [self._stripes[i] for i in stripes.tolist()]
+        locks = [self._stripes[i] for i in self._stripes_of(simhashes)]
         for lock in locks:
             lock.acquire()
         try:

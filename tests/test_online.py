@@ -1,0 +1,25 @@
+"""online.py's stripe locks: the stripes of a few simhashes found in Python ints are the ones
+the numpy formula gives (the locks a writer takes must not depend on how many it writes)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from dedup_hbase import Index, open_store
+from dedup_hbase import online as online_module
+from dedup_hbase.online import OnlineIndex
+
+
+@pytest.mark.parametrize("scheme", ["4", "5"])
+def test_few_simhashes_get_the_stripes_of_the_numpy_formula(tmp_path, scheme):
+    rnd = random.Random(4)
+    with open_store(str(tmp_path / "s"), create=True) as store:
+        online = OnlineIndex(Index.create(store, 4 if scheme == "4" else 5, 3))
+        for n in (1, 2, 7, online_module._FEW):
+            simhashes = [rnd.getrandbits(64) for _ in range(n)]
+            simhashes[:2] = [0, (1 << 64) - 1][:n]  # the extremes among them
+            pids = online.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+            expected = np.unique((pids * online_module._FIBONACCI) >> np.uint64(52)).tolist()
+            assert online._stripes_of(simhashes) == expected
+            assert all(0 <= s < online_module.STRIPES for s in expected)
