@@ -55,6 +55,7 @@ KEY_BYTES = 13
 PREFIX_BYTES = 5
 SEGMENT_BITS = 32
 _KEY = struct.Struct(">IBQ")
+_REST = struct.Struct(">Q")
 _PREFIX = struct.Struct(">IB")
 _U64 = (1 << 64) - 1
 _KEY_DTYPE = [("segment", ">u4"), ("flag", "u1"), ("simhash", ">u8")]  # 13 bytes, packed
@@ -182,6 +183,10 @@ class Scheme:
         ``row_keys(s_i)[f - 1]``. The first 5 bytes of each are its scan prefix."""
         import numpy as np
 
+        if len(simhashes) <= _FEW:  # a few (an online add): ``prefixes`` per simhash costs less than numpy's calls
+            few = [int(s) for s in simhashes]
+            rows = [self.prefixes(s) for s in few]
+            return b"".join(rows[i][f] + _REST.pack(s) for f in range(len(self.flags)) for i, s in enumerate(few))
         simhashes = np.asarray(simhashes, dtype=np.uint64)
         table = np.empty((len(self.flags), len(simhashes)), dtype=_KEY_DTYPE)
         for flag in range(1, len(self.flags) + 1):

@@ -142,11 +142,15 @@ def test_prefix_ids_of_few_and_of_many_equal_the_prefixes():
 def test_key_table_equals_row_keys():
     import random
 
+    import numpy as np
+
     rnd = random.Random(3)
     values = [FP, 0, 2**64 - 1] + [rnd.getrandbits(64) for _ in range(100)]
     for scheme in (Scheme(4, 1), Scheme(5, 2), Scheme(7, 3)):
-        table = scheme.key_table(values)
-        assert len(table) == len(values) * len(scheme.flags) * KEY_BYTES
-        assert [table[i:i + KEY_BYTES] for i in range(0, len(table), KEY_BYTES)] == [
-            scheme.row_keys(v)[f] for f in range(len(scheme.flags)) for v in values]
+        for n in (1, 2, 8, 9, len(values)):  # a few in Python ints, more in numpy
+            for given in (values[:n], np.array(values[:n], dtype=np.uint64)):
+                table = scheme.key_table(given)
+                assert len(table) == n * len(scheme.flags) * KEY_BYTES
+                assert [table[i:i + KEY_BYTES] for i in range(0, len(table), KEY_BYTES)] == [
+                    scheme.row_keys(v)[f] for f in range(len(scheme.flags)) for v in values[:n]]
     assert Scheme(5, 2).key_table([FP])[:13].hex() == FIVE[0]
