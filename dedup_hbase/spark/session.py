@@ -8,6 +8,7 @@ the other's. The same jars go to the driver and, through ``spark.jars``, to ever
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,22 @@ _REPO = Path(__file__).resolve().parent.parent.parent
 _POM = _REPO / "jvm" / "pom.xml"
 _TARGET = _REPO / "jvm" / "target"
 ARCHIVE_WAIT = 180  # s: the longest a job's end waits for its JVM to write its class archive (cds.py)
+
+
+class _QuietPy4J(logging.Filter):
+    """Drops what py4j logs through the root logger (``logging.exception("Exception while
+    sending command.")``, with its traceback) while this process ends the JVM it started: a
+    command of PySpark's that meets the JVM's end is expected then, and a stopped job says
+    what happened in its own one line. Installed on the root logger by ``make_session``;
+    quiet from ``stop`` or ``_end_started_jvm`` until the next session starts."""
+
+    quiet = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.quiet and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
+_PY4J = _QuietPy4J()
 
 
 def helper_jars(build: bool = True) -> list[str]:
@@ -153,6 +170,9 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         if archive is not None and (archive.exists or not make_archive):
             archive = None  # nothing to write
     builder = SparkSession.builder.master(master)
+    _PY4J.quiet = False
+    if _PY4J not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_PY4J)
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
@@ -193,6 +213,7 @@ def _end_started_jvm() -> None:
     """End the JVM that PySpark launched in this process, if any (no session to stop yet)."""
     from pyspark import SparkContext
 
+    _PY4J.quiet = True
     process = getattr(SparkContext._gateway, "proc", None)
     if process is not None and process.poll() is None:
         process.kill()
@@ -226,6 +247,7 @@ def stop(spark, done: bool = False) -> None:
     archive as it exits (cds.py) is given the time to (up to ``ARCHIVE_WAIT`` s; Ctrl-C or
     SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
     arrives while the JVM exits, when no archive is written)."""
+    _PY4J.quiet = True
     watchdog = getattr(spark, "_dedup_watchdog", None)
     archive = getattr(spark, "_dedup_archive", None)
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
