@@ -156,7 +156,7 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
 
     # the target's row (one-document checks on the embedded store) is run several times, each
     # run followed by a pass of the core over the same texts: the ratio of neighbours in time
-    repeat = max(getattr(args, "service_repeat", 1), 1) if not store.startswith("hbase://") else 1
+    repeat = max(args.service_repeat, 1) if not store.startswith("hbase://") else 1
     single = [("check", "/v1/check", bodies(corpus, 1), 1)] * repeat
     runs = [(store, [*single, ("check", "/v1/check", bodies(corpus, 100), 100), *endpoints("a")])]
     if store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
@@ -164,7 +164,7 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
     rows = []
     for served, endpoints in runs:
         log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
-        proc, url = start_service(served, log, getattr(args, "service_port", 0))
+        proc, url = start_service(served, log, args.service_port)
         try:
             for name, path, sent, per in endpoints:
                 progress(f"  {served}: {name}, {per} per request, {args.service_clients} clients, "

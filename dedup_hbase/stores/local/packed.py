@@ -49,7 +49,6 @@ _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds m
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _UNCACHED_BYTES = 1 << 20  # a record this big (tens of thousands of copies of one text) is read past the cache
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
-_COUNT = struct.Struct("<I")  # a record's first field: its cells
 _EMPTY = PackedCells.empty()
 _NO_LOG = WriteOptions()
 _NO_LOG.disable_wal = True  # merge writes: the runs they come from stay until they are flushed
@@ -249,7 +248,7 @@ class PackedTable:
         merge of a few cells (an online add) runs in Python (``merge_small``), a bigger one in
         numpy."""
         old_pids, old_records = self._records_of(fresh.prefixes() if is_sorted else np.unique(fresh.pids))
-        before = sum(_COUNT.unpack_from(record)[0] for record in old_records)
+        before = sum(len(PackedCells(record)) for record in old_records)
         if before + len(fresh) <= SMALL_MERGE_CELLS:
             pids, records, after = merge_small(old_pids, old_records, fresh)
             prefixes = [pid.to_bytes(self.prefix_bytes, "big") for pid in pids]
