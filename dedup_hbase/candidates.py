@@ -7,6 +7,10 @@ one XOR, not 50,000), then expands the runs within k bits to their ids, decoded 
 batch and shared by every query that hits them. ``bounded`` takes the first matches by
 (distance, id) without sorting them all: a document with a million matches is answered
 with ``max_matches`` of them and the true count.
+
+``counted_few`` is a few queries' answer in one call: ``compare_few`` (or ``compare`` over
+many cells) then ``bounded``, or the compiled core's twin of both (native/src/packed.rs)
+when every prefix's cells come as one of the embedded store's records (``Cells.packed_record``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import native
 from .arrays import ranges, starts
 from .stores.base import Cells
+
+FEW_CELLS = 1024  # scanned cells up to which a few queries are compared in Python ints (compare_few)
 
 
 class Ids(Sequence[str]):
@@ -130,6 +137,31 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
         out.append(sorted(found.values(), key=lambda r: (r.distance, r.simhash)) if len(found) > 1
                    else list(found.values()))
     return out
+
+
+def runs_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
+             k: int) -> list[list[Run]]:
+    """``compare_few``, or numpy's ``compare`` when the prefixes hold more than ``FEW_CELLS`` cells."""
+    if sum(map(len, scanned)) <= FEW_CELLS:
+        return compare_few(queries, scanned, inverse, k)
+    return compare(np.asarray(queries, dtype=np.uint64), scanned, np.array(inverse), k)
+
+
+def counted_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]], k: int,
+                max_matches: int | None) -> list[tuple[list[tuple[str, int, int]], int]]:
+    """Per query, ``bounded(runs, max_matches)`` of its ``runs_few``: its matches as (id,
+    simhash, distance) by (distance, id) and their count. By the compiled core when it is
+    usable and every prefix's cells have a ``packed_record`` (the same answers, compared on
+    random records in tests/test_candidates.py), else in Python. Every query has as many
+    prefixes (``inverse[q]``); the core does not take the TTL into account (nor does this)."""
+    counted = native.packed_counted()
+    if counted is not None and queries:
+        records = [cells.packed_record() for cells in scanned]
+        if None not in records:
+            found = counted(records, queries, [i for prefixes in inverse for i in prefixes], k, max_matches)
+            if found is not None:  # None: a record or an id the reference must read (and may refuse)
+                return found
+    return [bounded(runs, max_matches) for runs in runs_few(queries, scanned, inverse, k)]
 
 
 def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:

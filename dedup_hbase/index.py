@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .candidates import Run, all_rests, bounded, compare, compare_few, qualifier_at
+from .candidates import Run, all_rests, bounded, compare, counted_few, qualifier_at, runs_few
 from .errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from .fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter, to_hex
 from .ids import MAX_ID_BYTES, encode_id
@@ -42,7 +42,6 @@ _CONFIG_KEY = b"config"
 _NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
 _BATCH = 4096  # queries compared in one numpy pass (bounds memory)
 _SKEWED = 4096  # scanned cells from which a small query takes the once-per-fingerprint path
-_FEW_CELLS = 1024  # scanned cells up to which a few queries are compared in Python ints (compare_few)
 
 
 class Match(NamedTuple):
@@ -307,11 +306,12 @@ class Index:
         if max_matches is not None and (isinstance(max_matches, bool) or not isinstance(max_matches, int)
                                         or max_matches < 1):
             raise InvalidInput(f"max_matches is a whole number >= 1, not {max_matches!r}")
-        out = []
-        for runs in self.query_runs(simhashes, k):
-            found, total = bounded(runs, max_matches)
-            out.append(([Match(i, s, d) for i, s, d in found], total))
-        return out
+        if 0 < len(simhashes) < _NUMPY_FROM and not self.ttl:  # a few (a service's request): one call
+            k = self._check_queries(simhashes, k)
+            counted = counted_few(simhashes, *self._scan_few(simhashes), k, max_matches)
+        else:
+            counted = [bounded(runs, max_matches) for runs in self.query_runs(simhashes, k)]
+        return [([Match(i, s, d) for i, s, d in found], total) for found, total in counted]
 
     def query_runs(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Run]]:
         """Per query, the indexed fingerprints within ``k`` bits with their document ids
@@ -319,7 +319,7 @@ class Index:
         once, its ids decoded once per batch of queries."""
         k = self._check_queries(simhashes, k)
         if 0 < len(simhashes) < _NUMPY_FROM:  # a few (a service's request): Python ints unless many cells
-            out = self._few_runs(simhashes, k)
+            out = runs_few(simhashes, *self._scan_few(simhashes), k)
         else:
             out = []
             for start in range(0, len(simhashes), _BATCH):
@@ -329,17 +329,14 @@ class Index:
                 out.extend(compare(queries, scanned, inverse.reshape(len(queries), -1), k))
         return self._unexpired_runs(out) if self.ttl else out
 
-    def _few_runs(self, simhashes: Sequence[int], k: int) -> list[list[Run]]:
-        """``query_runs`` of a few queries without the TTL: their prefixes in Python, compared by
-        ``compare_few`` unless the prefixes hold many cells (then numpy's ``compare``)."""
+    def _scan_few(self, simhashes: Sequence[int]) -> tuple[list[Cells], list[list[int]]]:
+        """The cells of a few queries' prefixes (each scanned once, in key order) and, per
+        query, the indexes of its prefixes among them in flag order."""
         per_query = [self.scheme.prefixes(s) for s in simhashes]
         unique = sorted({p for prefixes in per_query for p in prefixes})
         scanned = self.store.scan_cells("index", unique)
         position = {p: i for i, p in enumerate(unique)}
-        inverse = [[position[p] for p in prefixes] for prefixes in per_query]
-        if sum(map(len, scanned)) <= _FEW_CELLS:
-            return compare_few(simhashes, scanned, inverse, k)
-        return compare(np.asarray(simhashes, dtype=np.uint64), scanned, np.array(inverse), k)
+        return scanned, [[position[p] for p in prefixes] for prefixes in per_query]
 
     def _unexpired_runs(self, found: list[list[Run]]) -> list[list[Run]]:
         """``found`` without the documents older than the TTL (one read of their rows)."""

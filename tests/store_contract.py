@@ -20,6 +20,7 @@ import pytest
 from dedup_hbase.errors import StoreError
 from dedup_hbase.schema import load_schema
 from dedup_hbase.stores.base import Cells
+from dedup_hbase.stores.local.records import PackedCells
 
 
 def runs_of(rests: list[int]) -> list[tuple[int, int, int]]:
@@ -31,6 +32,17 @@ def runs_of(rests: list[int]) -> list[tuple[int, int, int]]:
         else:
             out.append((rest, i, 1))
     return out
+
+
+def assert_same_record(cells: Cells) -> None:
+    """A store that gives its cells as a record of the embedded store's format
+    (``packed_record``, which the compiled core reads) gives these cells there."""
+    record = cells.packed_record()
+    if record is not None:
+        assert type(record) is bytes
+        again = PackedCells(record)
+        assert list(again.rest_values()) == list(cells.rest_values())
+        assert [again.qualifier(i) for i in range(len(again))] == [cells.qualifier(i) for i in range(len(cells))]
 
 
 def index_key(segment: int, flag: int, simhash: int, doc: str) -> bytes:
@@ -147,8 +159,10 @@ class StoreContract:
             assert np.asarray(cells.rests, dtype=np.uint64).tolist() == [int.from_bytes(k[5:13], "big") for k in mine]
             assert [cells.qualifier(i) for i in range(len(cells))] == [k[13:] for k in mine]
             assert list(cells.runs()) == runs_of([int.from_bytes(k[5:13], "big") for k in mine])
+            assert_same_record(cells)
         (empty,) = store.scan_cells("index", [b"\x55\x55\x00\x00\x01"])
         assert len(empty) == 0 and len(empty.rests) == 0 and list(empty.runs()) == []
+        assert_same_record(empty)
 
     def test_flush_and_compact_change_no_answer(self, store):
         keys = [index_key(s << 16, 1 + s % 4, s * 7919, f"d{s}") for s in range(0, 4000, 7)]

@@ -32,7 +32,7 @@ ALLOWED = {
     "stores.thrift2": {"stores.base"},
     "stores.local.": {"arrays", "errors", "stores.base", "stores.local."},
     "stores": {"stores.base", "stores.url", "stores.memory", "stores.hbase", "stores.local"},
-    "candidates": {"arrays", "stores.base"},
+    "candidates": {"arrays", "native", "stores.base"},
     "index": {"arrays", "candidates", "errors", "fingerprint", "ids", "layout", "plan", "retention", "schema", "stores.base"},
     "neardup": {"layout"},
     "interrupts": set(),

@@ -120,3 +120,83 @@ def test_a_repeated_id_in_one_batch_keeps_its_last_fingerprint():
     assert [(m.id, m.distance) for m in index.query(last)] == [("a", 0)]
     assert index.query(first) == [] and index.get(["a"])[0].meta == {"v": 2}
     assert index.stats()["index_cells"] == 8
+
+
+@pytest.fixture
+def core_calls(monkeypatch):
+    """The compiled core's lookup compare, counting its calls (the test must reach it)."""
+    from dedup_hbase import native
+    core = native.packed_counted()
+    assert core is not None, native.describe()
+    calls = []
+
+    def counted(*args):
+        calls.append(len(args[1]))
+        return core(*args)
+    monkeypatch.setattr(native, "packed_counted", lambda: counted)
+    return calls
+
+
+def reference_answers(monkeypatch, index, queries, k, max_matches):
+    from dedup_hbase import native
+    with monkeypatch.context() as m:
+        m.setattr(native, "packed_counted", lambda: None)
+        return index.query_counted(queries, k, max_matches)
+
+
+@pytest.mark.parametrize("scheme", [Scheme(4, 1), Scheme(5, 2)], ids=lambda s: s.name)
+def test_a_few_queries_on_the_embedded_store_are_brute_force_by_the_core(scheme, tmp_path, core_calls, monkeypatch):
+    """Planted structure (60 exact copies, a chain of one-bit steps, pairs at exactly k and
+    k + 1 bits, noise) in the embedded store: a service's few queries, answered by the
+    compiled core, are the brute-force matches with the true count, and the reference's."""
+    rnd = random.Random(21)
+    k = scheme.max_k
+    base = [rnd.getrandbits(64) for _ in range(3)]
+    docs = {f"copy-{n:03}": base[0] for n in range(60)}
+    step = base[1]
+    for n, bit in enumerate(rnd.sample(range(64), 8)):
+        step = flip(step, [bit])
+        docs[f"chain-{n}"] = step
+    for distance in (0, k, k + 1):
+        docs[f"pair-{distance}"] = flip(base[2], rnd.sample(range(64), distance))
+    docs.update({f"noise-{n}": rnd.getrandbits(64) for n in range(300)})
+    index = Index.create(open_store(str(tmp_path / "index")), scheme, k)
+    index.add_many([Document(i, f) for i, f in docs.items()])
+    queries = base + [docs["chain-4"], flip(base[0], [5]), flip(base[2], rnd.sample(range(64), 1)), rnd.getrandbits(64)]
+    for distance in range(k + 1):
+        for max_matches in (None, 1, 2, 59, 60, 61):
+            got = index.query_counted(queries, distance, max_matches)
+            assert got == reference_answers(monkeypatch, index, queries, distance, max_matches)
+            for query, (matches, total) in zip(queries, got):
+                want = brute_force(docs, query, distance)
+                assert total == len(want)
+                assert [(m.distance, m.id) for m in matches] == want[:max_matches]
+                assert all(m.simhash == docs[m.id] for m in matches)
+    assert len(core_calls) == (k + 1) * 6
+
+
+def test_the_shared_corpus_in_the_embedded_store_answers_by_the_core_as_the_reference(xwlb_path, tmp_path, core_calls,
+                                                                                       monkeypatch):
+    """The real corpus indexed whole, with 3 copies each of 2,000 of its documents (runs of
+    one fingerprint); requests of 1 to 40 fingerprints, as the service sends them (indexed
+    ones and ones 1 to 4 bits away), answered alike by the core and the reference."""
+    import gzip
+    import json
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line) for line in f]
+    index = Index.create(open_store(str(tmp_path / "index")), 4, 3)
+    hashes, errors = index.fingerprinter.fingerprint_many([t["text"] for t in texts])
+    docs = [Document(t["id"], int(h)) for i, (t, h) in enumerate(zip(texts, hashes.tolist())) if i not in errors]
+    rnd = random.Random(22)
+    copies = [Document(f"{d.id}#{n}", d.simhash) for d in rnd.sample(docs, 2000) for n in range(3)]
+    index.add_many(docs + copies)
+    fingerprints = [d.simhash for d in docs]
+    matched = 0
+    for _ in range(60):
+        queries = [flip(s, rnd.sample(range(64), rnd.choice((0, 0, 1, 2, 3, 4))))
+                   for s in rnd.sample(fingerprints, rnd.randint(1, 40))]
+        k, max_matches = rnd.randint(0, 3), rnd.choice((None, 1, 3, 20))
+        got = index.query_counted(queries, k, max_matches)
+        assert got == reference_answers(monkeypatch, index, queries, k, max_matches)
+        matched += sum(total > 1 for _, total in got)
+    assert len(core_calls) == 60 and matched > 50  # copies found, not only the query itself
