@@ -36,7 +36,14 @@ impl<'a> Record<'a> {
     /// The record's cells (an empty record: none); None when it is not whole.
     pub fn parse(record: &'a [u8]) -> Option<Record<'a>> {
         if record.is_empty() {
-            return Some(Record { n: 0, rests: &[], quals: Quals::Planes { width: 0, bytes: &[] } });
+            return Some(Record {
+                n: 0,
+                rests: &[],
+                quals: Quals::Planes {
+                    width: 0,
+                    bytes: &[],
+                },
+            });
         }
         let header = record.get(..HEADER)?;
         let n = u32::from_le_bytes(header[..4].try_into().ok()?) as usize;
@@ -45,7 +52,10 @@ impl<'a> Record<'a> {
         let rests = record.get(HEADER..rests_end)?;
         let quals = if width != VARIABLE {
             let width = width as usize;
-            Quals::Planes { width, bytes: record.get(rests_end..rests_end.checked_add(width * n)?)? }
+            Quals::Planes {
+                width,
+                bytes: record.get(rests_end..rests_end.checked_add(width * n)?)?,
+            }
         } else {
             let lengths = record.get(rests_end..rests_end.checked_add(2 * n)?)?;
             let bytes = &record[rests_end + 2 * n..];
@@ -71,8 +81,12 @@ impl<'a> Record<'a> {
     /// Qualifier `i` appended to `out`.
     fn qualifier(&self, i: usize, out: &mut Vec<u8>) {
         match &self.quals {
-            Quals::Planes { width, bytes } => out.extend((0..*width).map(|t| bytes[t * self.n + i])),
-            Quals::Lengths { starts, bytes } => out.extend_from_slice(&bytes[starts[i]..starts[i + 1]]),
+            Quals::Planes { width, bytes } => {
+                out.extend((0..*width).map(|t| bytes[t * self.n + i]))
+            }
+            Quals::Lengths { starts, bytes } => {
+                out.extend_from_slice(&bytes[starts[i]..starts[i + 1]])
+            }
         }
     }
 
@@ -111,11 +125,24 @@ pub type Counted = (Vec<(String, u64, u32)>, usize);
 
 /// Per query (`inverse[q * flags..(q + 1) * flags]`: the indexes in `records` of query q's
 /// prefixes in flag order), its matches and their count. None: see the module docstring.
-pub fn counted(records: &[&[u8]], queries: &[u64], inverse: &[usize], k: u32, max_matches: Option<usize>)
-               -> Option<Vec<Counted>> {
-    let parsed: Vec<Record> = records.iter().map(|r| Record::parse(r)).collect::<Option<_>>()?;
-    let flags = if queries.is_empty() { 0 } else { inverse.len() / queries.len() };
-    let mut runs_of: Vec<Option<Vec<(u64, usize, usize)>>> = (0..parsed.len()).map(|_| None).collect();
+pub fn counted(
+    records: &[&[u8]],
+    queries: &[u64],
+    inverse: &[usize],
+    k: u32,
+    max_matches: Option<usize>,
+) -> Option<Vec<Counted>> {
+    let parsed: Vec<Record> = records
+        .iter()
+        .map(|r| Record::parse(r))
+        .collect::<Option<_>>()?;
+    let flags = if queries.is_empty() {
+        0
+    } else {
+        inverse.len() / queries.len()
+    };
+    let mut runs_of: Vec<Option<Vec<(u64, usize, usize)>>> =
+        (0..parsed.len()).map(|_| None).collect();
     let mut seen: FxHashSet<u64> = FxHashSet::default();
     let mut out = Vec::with_capacity(queries.len());
     for (q, &query) in queries.iter().enumerate() {
@@ -130,7 +157,13 @@ pub fn counted(records: &[&[u8]], queries: &[u64], inverse: &[usize], k: u32, ma
                 let distance = (value ^ query).count_ones();
                 if distance <= k {
                     seen.insert(value);
-                    found.push(Run { distance, simhash: value, record: prefix, start, length });
+                    found.push(Run {
+                        distance,
+                        simhash: value,
+                        record: prefix,
+                        start,
+                        length,
+                    });
                 }
             }
         }
@@ -151,7 +184,11 @@ fn bounded(records: &[Record], runs: &[Run], max_matches: Option<usize>) -> Opti
             let mut level_start = 0;
             while level_start < runs.len() && out.len() < max {
                 let distance = runs[level_start].distance;
-                let level_end = level_start + runs[level_start..].iter().take_while(|r| r.distance == distance).count();
+                let level_end = level_start
+                    + runs[level_start..]
+                        .iter()
+                        .take_while(|r| r.distance == distance)
+                        .count();
                 let room = max - out.len();
                 let mut level: Vec<(String, u64)> = Vec::new();
                 for r in &runs[level_start..level_end] {
@@ -160,7 +197,12 @@ fn bounded(records: &[Record], runs: &[Run], max_matches: Option<usize>) -> Opti
                     }
                 }
                 level.sort_unstable();
-                out.extend(level.into_iter().take(room).map(|(id, simhash)| (id, simhash, distance)));
+                out.extend(
+                    level
+                        .into_iter()
+                        .take(room)
+                        .map(|(id, simhash)| (id, simhash, distance)),
+                );
                 level_start = level_end;
             }
             Some((out, total))
@@ -218,8 +260,12 @@ mod tests {
         let b = record(&[(0b0001, "c"), (0b0001, "dd"), (0b1000, "b")]);
         let got = counted(&[&a, &b], &[0], &[0, 1], 3, None).unwrap();
         // c is under 8 (distance 1) and 1 (distance 1): it keeps 1, the smaller simhash
-        let want = vec![("b".to_string(), 8, 1), ("c".to_string(), 1, 1), ("dd".to_string(), 1, 1),
-                        ("a".to_string(), 7, 3)];
+        let want = vec![
+            ("b".to_string(), 8, 1),
+            ("c".to_string(), 1, 1),
+            ("dd".to_string(), 1, 1),
+            ("a".to_string(), 7, 3),
+        ];
         assert_eq!(got, vec![(want, 4)]);
     }
 
@@ -227,7 +273,11 @@ mod tests {
     fn bounded_counts_cells_and_takes_the_first_by_id_within_a_distance() {
         let a = record(&[(1, "x"), (1, "y"), (2, "a"), (2, "z")]);
         let got = counted(&[&a], &[0], &[0], 1, Some(3)).unwrap();
-        let want = vec![("a".to_string(), 2, 1), ("x".to_string(), 1, 1), ("y".to_string(), 1, 1)];
+        let want = vec![
+            ("a".to_string(), 2, 1),
+            ("x".to_string(), 1, 1),
+            ("y".to_string(), 1, 1),
+        ];
         assert_eq!(got, vec![(want, 4)]);
     }
 
@@ -239,6 +289,9 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] = 0xFF;
         assert!(counted(&[&bad], &[1], &[0], 3, None).is_none());
-        assert_eq!(counted(&[&bad], &[!1], &[0], 3, None).unwrap(), vec![(vec![], 0)]);
+        assert_eq!(
+            counted(&[&bad], &[!1], &[0], 3, None).unwrap(),
+            vec![(vec![], 0)]
+        );
     }
 }

@@ -2,8 +2,8 @@
 //! checks the Unicode version and the patterns and falls back to the reference.
 
 use crate::{
-    boilerplate, jieba_terms::JiebaTerms, jsonl, mmh3, normalize, packed, unicode, Featurize, Shingles,
-    Status, Works,
+    boilerplate, jieba_terms::JiebaTerms, jsonl, mmh3, normalize, packed, unicode, Featurize,
+    Shingles, Status, Works,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -357,7 +357,11 @@ fn packed_counted<'py>(
     k: u32,
     max_matches: Option<usize>,
 ) -> PyResult<Option<Vec<packed::Counted>>> {
-    let per_query = if queries.is_empty() { 0 } else { inverse.len() / queries.len() };
+    let per_query = if queries.is_empty() {
+        0
+    } else {
+        inverse.len() / queries.len()
+    };
     if per_query * queries.len() != inverse.len() || inverse.iter().any(|&i| i >= records.len()) {
         return Err(PyValueError::new_err(format!(
             "inverse holds {} indexes into {} records: not as many for each of {} queries, or one out of range",
