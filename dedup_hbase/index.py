@@ -98,11 +98,12 @@ def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Do
 
 
 def document_meta(loaded: int, source: str | None = None, line: int | None = None,
-                  title: str | None = None, length: int | None = None) -> dict[str, Any]:
+                  title: str | None = None, length: int | None = None, ttl: int | None = None) -> dict[str, Any]:
     """The metadata a document row keeps (``Index.get`` returns it): when it was loaded (Unix
-    seconds) and, where known, its source file and line, its title and its text's length in
-    characters. Every writer (a load on either engine, the service) builds it here, so a
-    document reads the same however it came in."""
+    seconds) and, where known, its source file and line, its title, its text's length in
+    characters and its own time to live in seconds (shorter than the index's TTL: retention.py).
+    Every writer (a load on either engine, the service) builds it here, so a document reads
+    the same however it came in."""
     meta: dict[str, Any] = {}
     if source is not None:
         meta["source"] = source
@@ -113,6 +114,8 @@ def document_meta(loaded: int, source: str | None = None, line: int | None = Non
         meta["title"] = title
     if length is not None:
         meta["length"] = length
+    if ttl is not None:
+        meta["ttl"] = ttl
     return meta
 
 

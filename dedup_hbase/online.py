@@ -45,7 +45,7 @@ from .fingerprint import to_hex
 from .ids import encode_id
 from .index import Document, Index, Match
 from .neardup import earlier_matches
-from .retention import expired_ids, written_at
+from .retention import expired_ids, expires_at
 
 STRIPES = 1 << 12
 _FIB_INT = 0x9E3779B97F4A7C15  # multiplicative hashing: scan prefixes -> stripes
@@ -158,7 +158,7 @@ class OnlineIndex:
                 now = time.time()
                 values = self.index.store.get("docs", [encode_id(i) for i in ids])
                 removed += len(self.index.delete([i for i, v in zip(ids, values)
-                                                  if (t := written_at(v)) is not None and t + ttl <= now]))
+                                                  if (end := expires_at(v, ttl)) is not None and end <= now]))
         return removed
 
     def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:

@@ -8,6 +8,11 @@ HBase too (one rule for both): a lookup keeps only the matches whose document ro
 was written within the TTL (``loaded`` in its metadata: the index writes it for every document
 of an index with a TTL), and ``remove_expired`` deletes the older documents and their index
 cells (``serve`` runs it at start and then every TTL/2, at most hourly).
+
+An add may give its documents a shorter life than the index's TTL (the service's
+``POST /v1/add?ttl=DURATION``): their metadata keeps it as ``ttl`` (seconds), and they expire
+that long after their write, by the same rule (HBase keeps their cells until the column
+family's TTL, but no lookup returns them, and ``remove_expired`` deletes them).
 """
 
 from __future__ import annotations
@@ -41,30 +46,36 @@ def describe(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def written_at(value: bytes | None) -> float | None:
-    """When a document row was written (``loaded`` of its metadata); None: no row or no time."""
+def expires_at(value: bytes | None, ttl: int) -> float | None:
+    """When the document of a document row expires: ``ttl`` seconds (the index's) after it was
+    written (``loaded`` of its metadata), or its own ``ttl`` after (an add given a shorter one);
+    None: no row or no time."""
     if value is None or len(value) <= 8:
         return None
-    return json.loads(value[8:]).get("loaded")
+    meta = json.loads(value[8:])
+    loaded, own = meta.get("loaded"), meta.get("ttl")
+    if loaded is None:
+        return None
+    return loaded + (ttl if own is None else min(own, ttl))
 
 
 def unexpired(store: Any, results: list[list[Any]], ttl: int, now: float | None = None) -> list[list[Any]]:
     """``results`` (lists of matches, each with an ``id``) without the matches whose document
-    is older than ``ttl`` seconds or has no row: one read of the matched ids' document rows."""
+    has expired (``expires_at``) or has no row: one read of the matched ids' document rows."""
     ids = sorted({m.id for matches in results for m in matches})
     if not ids:
         return results
     now = time.time() if now is None else now
-    times = [written_at(v) for v in store.get("docs", [encode_id(i) for i in ids])]
-    alive = {i for i, t in zip(ids, times) if t is not None and t + ttl > now}
+    ends = [expires_at(v, ttl) for v in store.get("docs", [encode_id(i) for i in ids])]
+    alive = {i for i, end in zip(ids, ends) if end is not None and end > now}
     return [[m for m in matches if m.id in alive] for matches in results]
 
 
 def expired_ids(store: Any, ttl: int, now: float | None = None) -> list[str]:
-    """Every document older than ``ttl`` seconds (a read of the whole docs table)."""
-    cutoff = (time.time() if now is None else now) - ttl
+    """Every document that has expired (``expires_at``; a read of the whole docs table)."""
+    now = time.time() if now is None else now
     return [key.decode("utf-8") for key, value in store.iterate("docs")
-            if (t := written_at(value)) is not None and t <= cutoff]
+            if (end := expires_at(value, ttl)) is not None and end <= now]
 
 
 def remove_expired(index: Any, chunk: int = 10_000) -> int:

@@ -5,7 +5,9 @@ POST    /v1/check                a JSON list of documents ``{"id", "text"}`` or 
                                  "simhash"}`` -> ``[{"id", "simhash", "matches"}, ...]``
 POST    /v1/add?if_new=true      the same documents -> ``[{"id", "simhash", "added",
                                  "matches"}, ...]``; without ``if_new`` every document is
-                                 added (upsert by id)
+                                 added (upsert by id); ``&ttl=DURATION`` (``90s``, ``12h``,
+                                 ``7d``) on an index with a TTL: these documents expire
+                                 after that, at most the index's TTL
 GET     /v1/docs/{id}            ``{"id", "simhash", "meta"}``
 DELETE  /v1/docs/{id}            ``{"deleted": id}``
 GET     /v1/stats                the index's configuration and this server's counters;
@@ -21,7 +23,8 @@ its answer is ``{"id", "error"}`` in its place (``"added": false`` for add).
 A request is checked whole before anything is written; a bad one gets a JSON error naming
 the document (``{"error", "document": position, "id"}``): 400 (not JSON, not a list, a
 document that is not an object, no string id, neither or both of text and simhash, a bad
-simhash, a bad ``if_new``), 404 (an unknown document), 413 (a body, a text or a batch over the
+simhash, a bad ``if_new``, a ``ttl`` that is not a duration, longer than the index's TTL or
+on an index without one), 404 (an unknown document), 413 (a body, a text or a batch over the
 limits). 503: the store failed; an add may then be partly written, and the same request
 again is safe: writes are idempotent, and a document added by the failed attempt is then
 answered ``added: false`` with itself among its matches. The service never stops on a bad
@@ -74,6 +77,7 @@ from .fingerprint import parse_hex, to_hex
 from .ids import document_id
 from .index import Document, document_meta
 from .online import OnlineIndex
+from .retention import describe, parse_duration
 
 logger = logging.getLogger(__name__)
 
@@ -252,11 +256,32 @@ class DedupService:
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else _answer(d, *next(found)) for d in docs]
 
-    def add(self, docs: list[_Doc], if_new: bool) -> list[dict[str, Any]]:
+    def request_ttl(self, value: str | None) -> int | None:
+        """An add's ``ttl`` (a duration such as ``12h``) in seconds, checked against the
+        index's TTL; None when not given. RequestError (400) when it is not a duration, is
+        longer than the index's TTL, or the index has none (documents kept forever: a request
+        shortens an index's TTL, it does not give one)."""
+        if value is None:
+            return None
+        try:
+            seconds = parse_duration(value)
+        except InvalidInput as e:
+            raise RequestError(400, f"ttl: {e}") from None
+        index_ttl = self.online.index.ttl
+        if not index_ttl:
+            raise RequestError(400, f"ttl={value}: this index keeps documents forever (made without init --ttl); "
+                                    "a request's ttl shortens an index's TTL, it cannot give one")
+        if seconds > index_ttl:
+            raise RequestError(400, f"ttl={value} is longer than the index's TTL ({describe(index_ttl)}): "
+                                    "no document outlives it")
+        return seconds
+
+    def add(self, docs: list[_Doc], if_new: bool, ttl: int | None = None) -> list[dict[str, Any]]:
+        """``ttl``: these documents' own time to live in seconds (``request_ttl``), else the index's."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
         now = int(time.time())
-        decisions = iter(self.online.add([Document(d.id, d.simhash, _meta(d, now)) for d in good], if_new=if_new,
+        decisions = iter(self.online.add([Document(d.id, d.simhash, _meta(d, now, ttl)) for d in good], if_new=if_new,
                                          max_matches=self.limits.max_matches))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
         self.count(documents_added=sum(1 for a in out if a["added"]), documents_offered=len(docs))
@@ -309,8 +334,8 @@ def _answer(doc: _Doc, matches: list, total: int) -> dict[str, Any]:
     return answer
 
 
-def _meta(doc: _Doc, now: int) -> dict[str, Any]:
-    return document_meta(now, length=None if doc.text is None else len(doc.text))
+def _meta(doc: _Doc, now: int, ttl: int | None) -> dict[str, Any]:
+    return document_meta(now, length=None if doc.text is None else len(doc.text), ttl=ttl)
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode
@@ -388,11 +413,12 @@ def create_app(service: DedupService):
         return await service.checks(parse_documents(await read_body(declared, receive), limits))
 
     async def add(declared, receive, query: bytes):
-        if_new = flag(query_value(query, "if_new"), "if_new", False)
+        params = query_values(query)
+        if_new, ttl = flag(params.get("if_new"), "if_new", False), service.request_ttl(params.get("ttl"))
         docs = parse_documents(await read_body(declared, receive), limits)
         if service.adds is None:
-            return await run_in_threadpool(service.add, docs, if_new)
-        return await service.adds(docs, if_new)
+            return await run_in_threadpool(service.add, docs, if_new, ttl)
+        return await service.adds(docs, if_new, ttl)
 
     documents = {"/v1/check": check, "/v1/add": add}
 
@@ -492,12 +518,13 @@ def lane_handlers(service: DedupService) -> dict:
         service.checks.submit_then(then, parse_documents(body, limits))
 
     def start_add(body: bytes, query: bytes, then) -> None:
-        if_new = flag(query_value(query, "if_new"), "if_new", False)
+        params = query_values(query)
+        if_new, ttl = flag(params.get("if_new"), "if_new", False), service.request_ttl(params.get("ttl"))
         docs = parse_documents(body, limits)
         if service.adds is not None:
-            service.adds.submit_then(then, docs, if_new)
+            service.adds.submit_then(then, docs, if_new, ttl)
             return
-        future = asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new)
+        future = asyncio.get_running_loop().run_in_executor(service.threads, service.add, docs, if_new, ttl)
 
         def settled(future: asyncio.Future) -> None:
             if future.cancelled():  # the service stops: nobody to answer
@@ -533,11 +560,11 @@ def _rendered(outcome: tuple[int, Any]) -> tuple[int, bytes]:
     return outcome[0], render_documents(outcome[1])
 
 
-def query_value(query: bytes, name: str) -> str | None:
-    """The last value of ``name`` in a URL's query string, as Starlette's ``query_params.get``."""
+def query_values(query: bytes) -> dict[str, str]:
+    """A URL's query string as a dict, each name's last value, as Starlette's ``query_params``."""
     if not query:
-        return None
-    return dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True)).get(name)
+        return {}
+    return dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
 
 
 def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, limits: Limits = Limits(),

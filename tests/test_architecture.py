@@ -49,7 +49,7 @@ ALLOWED = {
     "batcher": set(),
     "spark_daemon": set(),
     "http_lane": set(),
-    "service": {"batcher", "errors", "fingerprint", "http_lane", "ids", "index", "online"},
+    "service": {"batcher", "errors", "fingerprint", "http_lane", "ids", "index", "online", "retention"},
     "command": {"errors", "index", "interrupts", "stores", "stores.hbase_admin"},
     "cli": {"", "batches", "command", "corpus", "engines", "errors", "fingerprint", "groups", "index", "interrupts", "loader",
             "native", "online", "plan", "progress", "retention", "schema", "service", "spark", "stores"},

@@ -6,7 +6,6 @@ exactly what the reference gives on the embedded store's records, hostile ones i
 import random
 
 import numpy as np
-
 import pytest
 
 from dedup_hbase import native

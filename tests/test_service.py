@@ -266,6 +266,50 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
             time.sleep(0.2)
 
 
+def test_an_adds_own_ttl_expires_its_documents_sooner_than_the_index(store_url):
+    """An index with a TTL of an hour: documents added with ``ttl=2s`` stop matching after 2 s
+    and an insert-if-new of a copy then adds it, while a document added without one still
+    matches; a ttl longer than the index's or not a duration is a 400 naming it."""
+    import time
+
+    cli("init", "--store", store_url, "--ttl", "1h")
+    short, kept = {"id": "short", "simhash": "5ddcd9e58abddc86"}, {"id": "kept", "simhash": "0123456789abcdef"}
+    short_copy, kept_copy = {"id": "short-copy", "simhash": "5ddcd9e58abddc87"}, {"id": "kept-copy", "simhash":
+                                                                                   "0123456789abcdee"}
+    with serving(store_url) as (client, _):
+        added_at = time.monotonic()
+        assert client.post("/v1/add?if_new=true&ttl=2s", json=[short]).json()[0]["added"]
+        assert client.post("/v1/add?if_new=true", json=[kept]).json()[0]["added"]
+        assert client.get("/v1/docs/short").json()["meta"]["ttl"] == 2
+        assert "ttl" not in client.get("/v1/docs/kept").json()["meta"]
+        first = client.post("/v1/check", json=[short_copy]).json()[0]["matches"]
+        if time.monotonic() - added_at < 1.5:  # surely fresh still: it matches (no timed assertion otherwise)
+            assert [m["id"] for m in first] == ["short"]
+        deadline = time.monotonic() + 60
+        while client.post("/v1/check", json=[short_copy]).json()[0]["matches"]:
+            assert time.monotonic() < deadline, "the document never expired"
+            time.sleep(0.2)
+        answer = client.post("/v1/add?if_new=true", json=[short_copy]).json()[0]
+        assert answer["added"] and answer["matches"] == []
+        assert [m["id"] for m in client.post("/v1/check", json=[kept_copy]).json()[0]["matches"]] == ["kept"]
+        for ttl, error in [("2h", "ttl=2h is longer than the index's TTL (1h): no document outlives it"),
+                           ("soon", "ttl: a duration is a whole number >= 1 and a unit s, m, h or d (90s, 12h, 30d), "
+                                    "not 'soon'")]:
+            refused = client.post(f"/v1/add?ttl={ttl}", json=[kept_copy])
+            assert (refused.status_code, refused.json()) == (400, {"error": error})
+        assert client.get("/v1/docs/kept-copy").status_code == 404  # nothing written
+
+
+def test_a_ttl_on_an_index_without_one_is_refused(store_url):
+    cli("init", "--store", store_url)
+    with serving(store_url) as (client, _):
+        refused = client.post("/v1/add?if_new=true&ttl=1h", json=[{"id": "a", "simhash": "0123456789abcdef"}])
+        assert refused.status_code == 400
+        assert refused.json() == {"error": "ttl=1h: this index keeps documents forever (made without init --ttl); "
+                                           "a request's ttl shortens an index's TTL, it cannot give one"}
+        assert client.get("/v1/docs/a").status_code == 404
+
+
 def test_a_document_with_many_matches_gets_the_nearest_and_the_true_count(store_url, tmp_path):
     base = 0x0123456789ABCDEF
     rows = [{"id": f"copy{i:04d}", "simhash": f"{base:016x}"} for i in range(300)]
