@@ -183,8 +183,8 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
                 if result["errors"]:
                     progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
                              f", its log ends:\n{log.read_text()[-3000:]}\n")
-                if name == "check" and per == 1 and repeat > 1:  # the core's rate right after this run
-                    result["core_single_after"] = core_rate([d["text"] for d in corpus], rounds=1, batched=False)[1]
+                if name == "check" and per == 1 and repeat > 1:  # the core's rate right after, as long as the run
+                    result["core_single_after"] = core_window([d["text"] for d in corpus], args.service_seconds)
                 rows.append({"endpoint": name, "docs_per_request": per, **result})
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -228,8 +228,9 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                  "store). *docs per index call*: concurrent checks are joined into one call of the index; how many "
                  "documents such a call held on average. The one-document check on the embedded store runs "
                  f"{max(args.service_repeat, 1)} time(s); with more than one, each run is followed by one pass of the "
-                 "core, one call per document, over the same texts (*of the core's rate right after*: the ratio to "
-                 "that pass, the two measured next to each other on a machine whose speed wanders).\n")
+                 "core, one call per document, over the same texts for as long as the run (*of the core's rate right "
+                 "after*: the ratio to that window's mean rate, the two measured next to each other and for as long "
+                 "on a machine whose speed wanders).\n")
     rows = []
     for store, endpoint_rows in results.items():
         for r in endpoint_rows:
@@ -258,20 +259,27 @@ def run(report: Report, args, hbase_url: str | None) -> None:
 
 
 def target_line(runs: list[dict], single: float) -> str:
-    """The target's verdict from its runs (one-document checks on the embedded store): the
-    service's best run against the core's best pass, each the fastest of several on a shared
-    machine (noise only ever slows a run down), and each run against the core's pass right after."""
-    best_core = max([single] + [r["core_single_after"] for r in runs if r.get("core_single_after")])
-    best = max(r["docs_per_service_cpu_s"] for r in runs)
+    """The target's verdict from its runs (one-document checks on the embedded store, each
+    followed by the core for as long, ``core_window``): met when every run is at least half the
+    core's rate right after it, two means over as long (on a shared machine noise only slows a
+    measurement down, a short one less often than a long one); the service's best run against
+    the core's best window is shown too. ``single``, the best of the short passes (the table's
+    other column), is the verdict's measure only for a single run."""
+    windows = [r["core_single_after"] for r in runs if r.get("core_single_after")]
     after = sorted(r["of_core_after"] for r in runs if r.get("of_core_after"))
-    verdict = "met" if best / best_core >= 0.5 and all(a >= 0.5 for a in after) else "NOT met"
-    line = (f"**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU second): "
-            f"{verdict}. The best of its {len(runs)} run(s), {best:,.0f} documents per service CPU second "
-            f"({1e6 / best:.0f} µs each), is {best / best_core:.0%} of the core's best pass ({best_core:,.0f}, the "
-            f"fastest of all its passes in this run)")
-    if after:
-        line += f"; each run against the core's pass right after it: {after[0]:.0%} to {after[-1]:.0%}"
-    return line + "."
+    best = max(r["docs_per_service_cpu_s"] for r in runs)
+    if not windows:  # one run (--service-repeat 1): against the best short pass
+        ratio = best / single
+        verdict = "met" if ratio >= 0.5 else "NOT met"
+        return (f"**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU "
+                f"second): {verdict}. One run, {best:,.0f} documents per service CPU second ({1e6 / best:.0f} µs "
+                f"each), {ratio:.0%} of the core's best pass ({single:,.0f}).")
+    ratio = best / max(windows)  # at least the least of ``after`` (the best run is at least the best window's run)
+    verdict = "met" if after[0] >= 0.5 else "NOT met"
+    return (f"**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU second): "
+            f"{verdict}. Each of its {len(runs)} runs against the core for as long right after it: {after[0]:.0%} "
+            f"to {after[-1]:.0%}; its best run, {best:,.0f} documents per service CPU second ({1e6 / best:.0f} µs "
+            f"each), against the core's best window ({max(windows):,.0f}): {ratio:.0%}.")
 
 
 def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[float, float]:
@@ -305,6 +313,28 @@ def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[
             fingerprinter.fingerprint(text)
         single.append(time.process_time() - started)
     return len(texts) / min(batch) if batch else float("nan"), len(texts) / min(single)
+
+
+def core_window(texts: list[str], seconds: float) -> float:
+    """Documents per CPU second of the core, one call per document, over passes on ``texts``
+    (each over new str objects) for at least ``seconds`` of CPU time: the mean rate over a
+    window as long as a service run, so that the two see the same machine (a pass of a second
+    can fall in a quiet moment that a run of ten cannot)."""
+    from dedup_hbase.fingerprint import make_fingerprinter
+
+    fingerprinter = make_fingerprinter()
+    for text in texts[:200]:
+        fingerprinter.fingerprint(text)
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    done, spent = 0, 0.0
+    while spent < seconds:
+        given = [raw.decode("utf-8", "surrogatepass") for raw in encoded]
+        started = time.process_time()
+        for text in given:
+            fingerprinter.fingerprint(text)
+        spent += time.process_time() - started
+        done += len(given)
+    return done / spent
 
 
 def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
