@@ -240,6 +240,18 @@ def test_check_query_and_stats_read_a_store_that_serve_holds(tmp_path):
         assert client.get(f"/v1/docs/{ids[0]}").status_code == 200
 
 
+def added_when_expired(client, copy: dict) -> None:
+    """Once ``copy`` matches nothing (at most a minute), ``add?if_new=true`` adds it."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while client.post("/v1/check", json=[copy]).json()[0]["matches"]:
+        assert time.monotonic() < deadline, "the document never expired"
+        time.sleep(0.2)
+    answer = client.post("/v1/add?if_new=true", json=[copy]).json()[0]
+    assert answer["added"] and answer["matches"] == []
+
+
 def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url):
     """An index made with --ttl 3s: a document stops matching once older than that, an
     insert-if-new of its copy then adds the copy, and the service removes the old one."""
@@ -255,12 +267,8 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
         first = client.post("/v1/check", json=[copy]).json()[0]["matches"]
         if time.monotonic() - added_at < 2:  # surely fresh still: it matches (no timed assertion otherwise)
             assert [m["id"] for m in first] == ["a"]
+        added_when_expired(client, copy)
         deadline = time.monotonic() + 60
-        while client.post("/v1/check", json=[copy]).json()[0]["matches"]:
-            assert time.monotonic() < deadline, "the document never expired"
-            time.sleep(0.2)
-        answer = client.post("/v1/add?if_new=true", json=[copy]).json()[0]
-        assert answer["added"] and answer["matches"] == []
         while client.get("/v1/docs/a").status_code != 404:  # removed (embedded) or expired (HBase)
             assert time.monotonic() < deadline, "the expired document was never removed"
             time.sleep(0.2)
@@ -285,12 +293,7 @@ def test_an_adds_own_ttl_expires_its_documents_sooner_than_the_index(store_url):
         first = client.post("/v1/check", json=[short_copy]).json()[0]["matches"]
         if time.monotonic() - added_at < 1.5:  # surely fresh still: it matches (no timed assertion otherwise)
             assert [m["id"] for m in first] == ["short"]
-        deadline = time.monotonic() + 60
-        while client.post("/v1/check", json=[short_copy]).json()[0]["matches"]:
-            assert time.monotonic() < deadline, "the document never expired"
-            time.sleep(0.2)
-        answer = client.post("/v1/add?if_new=true", json=[short_copy]).json()[0]
-        assert answer["added"] and answer["matches"] == []
+        added_when_expired(client, short_copy)
         assert [m["id"] for m in client.post("/v1/check", json=[kept_copy]).json()[0]["matches"]] == ["kept"]
         for ttl, error in [("2h", "ttl=2h is longer than the index's TTL (1h): no document outlives it"),
                            ("soon", "ttl: a duration is a whole number >= 1 and a unit s, m, h or d (90s, 12h, 30d), "
