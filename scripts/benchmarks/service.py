@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from .common import Report, percentiles, progress
@@ -140,6 +141,18 @@ def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds
             "generator": "wrk"}
 
 
+def load_for(pid: int, url: str, path: str, sent: list[bytes], clients: int, work: Path, seconds: float) -> dict:
+    """The generator's result of ``seconds`` of load on ``url`` + ``path`` with the service's
+    (``pid``) CPU time in it (``service_cpu_s``)."""
+    cpu_before = cpu_seconds(pid)
+    if shutil.which("wrk"):
+        result = generate_wrk(url, path, sent, clients, seconds, work)
+    else:
+        result = asyncio.run(generate(url, path, sent, clients, seconds))
+    result["service_cpu_s"] = settled_cpu_seconds(pid) - cpu_before
+    return result
+
+
 def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict]:
     half = len(corpus) // 2
     indexed = work / "indexed.jsonl"
@@ -154,11 +167,11 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
         return [(f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 1, tag + "1"), 1),
                 (f"add?if_new=true{suffix}", "/v1/add?if_new=true", bodies(corpus[half:], 100, tag + "100"), 100)]
 
-    # the target's row (one-document checks on the embedded store) is run several times, each
-    # run followed by a pass of the core over the same texts: the ratio of neighbours in time
-    repeat = max(args.service_repeat, 1) if not store.startswith("hbase://") else 1
-    single = [("check", "/v1/check", bodies(corpus, 1), 1)] * repeat
-    runs = [(store, [*single, ("check", "/v1/check", bodies(corpus, 100), 100), *endpoints("a")])]
+    # the target's row (one-document checks on the embedded store) is measured in slices, each
+    # followed by the core for as long (target_slices); elsewhere that row is one run like the others
+    slices = max(args.target_slices, 1) if not store.startswith("hbase://") else 1
+    runs = [(store, [("check", "/v1/check", bodies(corpus, 1), 1), ("check", "/v1/check", bodies(corpus, 100), 100),
+                     *endpoints("a")])]
     if store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
         runs.append((store + "&fleet_locks=false", endpoints("b", ", fleet_locks=false")))
     rows = []
@@ -170,12 +183,12 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
                 progress(f"  {served}: {name}, {per} per request, {args.service_clients} clients, "
                          f"{args.service_seconds} s ...\n")
                 counters_before = server_counters(url)
-                cpu_before = cpu_seconds(proc.pid)
-                if shutil.which("wrk"):
-                    result = generate_wrk(url, path, sent, args.service_clients, args.service_seconds, work)
+                measured = partial(load_for, proc.pid, url, path, sent, args.service_clients, work)
+                if name == "check" and per == 1 and slices > 1:
+                    result = target_slices(measured, CoreWindow([d["text"] for d in corpus]), args.service_seconds,
+                                           slices)
                 else:
-                    result = asyncio.run(generate(url, path, sent, args.service_clients, args.service_seconds))
-                result["service_cpu_s"] = settled_cpu_seconds(proc.pid) - cpu_before
+                    result = measured(args.service_seconds)
                 counters = server_counters(url)
                 calls = counters.get("check_calls", 0) - counters_before.get("check_calls", 0)
                 checked = counters.get("documents_checked", 0) - counters_before.get("documents_checked", 0)
@@ -183,8 +196,6 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
                 if result["errors"]:
                     progress(f"  errors; the service {'runs' if proc.poll() is None else f'exited {proc.returncode}'}"
                              f", its log ends:\n{log.read_text()[-3000:]}\n")
-                if name == "check" and per == 1 and repeat > 1:  # the core's rate right after, as long as the run
-                    result["core_single_after"] = core_window([d["text"] for d in corpus], args.service_seconds)
                 rows.append({"endpoint": name, "docs_per_request": per, **result})
         finally:
             proc.send_signal(signal.SIGTERM)
@@ -226,11 +237,11 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                  "its threads, from /proc) during the endpoint's run; *docs per service CPU s* against the core's "
                  "rate one call per document is the target metric (>= 50% for one-document `check` on the embedded "
                  "store). *docs per index call*: concurrent checks are joined into one call of the index; how many "
-                 "documents such a call held on average. The one-document check on the embedded store runs "
-                 f"{max(args.service_repeat, 1)} time(s); with more than one, each run is followed by one pass of the "
-                 "core, one call per document, over the same texts for as long as the run (*of the core's rate right "
-                 "after*: the ratio to that window's mean rate, the two measured next to each other and for as long "
-                 "on a machine whose speed wanders).\n")
+                 "documents such a call held on average. The one-document check on the embedded store (the target's "
+                 f"row) is measured in {max(args.target_slices, 1)} slices of the endpoint's time, each followed by the "
+                 "core, one call per document over the same texts, for as much CPU time as the service used in the "
+                 "slice (*of the core's rate right after*: the ratio to the core's rate over those windows; on a "
+                 "machine whose speed wanders over seconds, the two sums see the same machine).\n")
     rows = []
     for store, endpoint_rows in results.items():
         for r in endpoint_rows:
@@ -254,32 +265,27 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                  rows, right=set(range(2, 15)))
     target = [r for r in results.get("embedded", []) if r["endpoint"] == "check" and r["docs_per_request"] == 1]
     if target:
-        report.write(target_line(target, single) + "\n")
+        report.write(target_line(target[0], single) + "\n")
     report.data["service"] = {"results": results, "core_docs_per_cpu_s": {"batched": batched, "single": single}}
 
 
-def target_line(runs: list[dict], single: float) -> str:
-    """The target's verdict from its runs (one-document checks on the embedded store, each
-    followed by the core for as long, ``core_window``): met when every run is at least half the
-    core's rate right after it, two means over as long (on a shared machine noise only slows a
-    measurement down, a short one less often than a long one); the service's best run against
-    the core's best window is shown too. ``single``, the best of the short passes (the table's
-    other column), is the verdict's measure only for a single run."""
-    windows = [r["core_single_after"] for r in runs if r.get("core_single_after")]
-    after = sorted(r["of_core_after"] for r in runs if r.get("of_core_after"))
-    best = max(r["docs_per_service_cpu_s"] for r in runs)
-    if not windows:  # one run (--service-repeat 1): against the best short pass
-        ratio = best / single
-        verdict = "met" if ratio >= 0.5 else "NOT met"
-        return (f"**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU "
-                f"second): {verdict}. One run, {best:,.0f} documents per service CPU second ({1e6 / best:.0f} µs "
-                f"each), {ratio:.0%} of the core's best pass ({single:,.0f}).")
-    ratio = best / max(windows)  # at least the least of ``after`` (the best run is at least the best window's run)
-    verdict = "met" if after[0] >= 0.5 else "NOT met"
-    return (f"**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU second): "
-            f"{verdict}. Each of its {len(runs)} runs against the core for as long right after it: {after[0]:.0%} "
-            f"to {after[-1]:.0%}; its best run, {best:,.0f} documents per service CPU second ({1e6 / best:.0f} µs "
-            f"each), against the core's best window ({max(windows):,.0f}): {ratio:.0%}.")
+def target_line(row: dict, single: float) -> str:
+    """The target's verdict from its row (one-document checks on the embedded store): the
+    service's documents per CPU second over its slices against the core's over its windows
+    between them (``target_slices``); each slice's pair shown as a range. A row of one run
+    (no slices) is compared with ``single``, the best short pass of the core."""
+    head = "**Target** (one-document `check` on the embedded store at >= 50% of the core's rate per CPU second): "
+    rate = row["docs_per_service_cpu_s"]
+    if not row.get("slices"):
+        ratio = rate / single
+        return (f"{head}{'met' if ratio >= 0.5 else 'NOT met'}. One run, {rate:,.0f} documents per service CPU "
+                f"second ({1e6 / rate:.0f} µs each), {ratio:.0%} of the core's best pass ({single:,.0f}).")
+    ratio, core = rate / row["core_single_after"], row["core_single_after"]
+    pairs = sorted(service / core_rate for service, core_rate in row["slices"])
+    return (f"{head}{'met' if ratio >= 0.5 else 'NOT met'}. {rate:,.0f} documents per service CPU second "
+            f"({1e6 / rate:.0f} µs each) over {len(pairs)} slices, against the core's {core:,.0f} ({1e6 / core:.0f} µs "
+            f"each) over as much CPU time between them: {ratio:.0%}; slice by slice {pairs[0]:.0%} to "
+            f"{pairs[-1]:.0%}, at least 50% in {sum(p >= 0.5 for p in pairs)} of {len(pairs)}.")
 
 
 def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[float, float]:
@@ -315,26 +321,53 @@ def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[
     return len(texts) / min(batch) if batch else float("nan"), len(texts) / min(single)
 
 
-def core_window(texts: list[str], seconds: float) -> float:
-    """Documents per CPU second of the core, one call per document, over passes on ``texts``
-    (each over new str objects) for at least ``seconds`` of CPU time: the mean rate over a
-    window as long as a service run, so that the two see the same machine (a pass of a second
-    can fall in a quiet moment that a run of ten cannot)."""
-    from dedup_hbase.fingerprint import make_fingerprinter
+class CoreWindow:
+    """The core fingerprinting ``texts`` one call per document, as the service does, for a
+    given CPU time: each pass over new str objects (a str keeps its UTF-8 once made), from
+    where the last window stopped, so windows of any length go round the whole corpus."""
 
-    fingerprinter = make_fingerprinter()
-    for text in texts[:200]:
-        fingerprinter.fingerprint(text)
-    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
-    done, spent = 0, 0.0
-    while spent < seconds:
-        given = [raw.decode("utf-8", "surrogatepass") for raw in encoded]
-        started = time.process_time()
-        for text in given:
-            fingerprinter.fingerprint(text)
-        spent += time.process_time() - started
-        done += len(given)
-    return done / spent
+    def __init__(self, texts: list[str]) -> None:
+        from dedup_hbase.fingerprint import make_fingerprinter
+
+        self.fingerprinter = make_fingerprinter()
+        for text in texts[:200]:  # the dictionary loaded, first calls paid
+            self.fingerprinter.fingerprint(text)
+        self.encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+        self.at = 0
+
+    def __call__(self, seconds: float) -> tuple[int, float]:
+        """(documents, CPU seconds) of at least ``seconds`` of CPU time, in chunks of 500 texts."""
+        done, spent, fingerprint = 0, 0.0, self.fingerprinter.fingerprint
+        while spent < seconds:
+            chunk = self.encoded[self.at:self.at + 500]
+            self.at = (self.at + 500) % len(self.encoded)
+            given = [raw.decode("utf-8", "surrogatepass") for raw in chunk]
+            started = time.process_time()
+            for text in given:
+                fingerprint(text)
+            spent += time.process_time() - started
+            done += len(given)
+        return done, spent
+
+
+def target_slices(measured, core: CoreWindow, seconds: float, slices: int) -> dict:
+    """The target's row in ``slices`` alternations of the service under load for ``seconds /
+    slices`` (``measured``) and the core for as much CPU time as the service used in it: on a
+    machine whose speed wanders over seconds, the two sums see the same machine. The row holds
+    the sums (p50: the slices' median, p99: their highest), ``core_single_after`` the core's
+    rate over its windows, and each slice's pair of rates."""
+    parts = []
+    for _ in range(slices):
+        result = measured(seconds / slices)
+        result["core"] = core(result["service_cpu_s"])
+        parts.append(result)
+    requests, cpu = sum(r["requests"] for r in parts), sum(r["service_cpu_s"] for r in parts)
+    core_docs, core_cpu = sum(r["core"][0] for r in parts), sum(r["core"][1] for r in parts)
+    return {"requests": requests, "seconds": seconds, "per_s": requests / seconds,
+            "p50_us": sorted(r["p50_us"] for r in parts)[len(parts) // 2], "p99_us": max(r["p99_us"] for r in parts),
+            "errors": sum(r["errors"] for r in parts), "first_errors": [e for r in parts for e in r["first_errors"]][:3],
+            "generator": parts[0]["generator"], "service_cpu_s": cpu, "core_single_after": core_docs / core_cpu,
+            "slices": [(r["requests"] / r["service_cpu_s"], r["core"][0] / r["core"][1]) for r in parts]}
 
 
 def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
