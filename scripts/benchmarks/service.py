@@ -11,7 +11,9 @@ for ``--service-seconds``; on HBase also ``add?if_new=true`` with ``fleet_locks=
 it, errors (any non-200 answer counts; there must be none), and the service process's own CPU
 time during the run (user + system of all its threads, from /proc/PID/stat): documents per
 service CPU second, next to the core's fingerprint rate per CPU second measured in the same run,
-is what the service costs per document whatever else shares the machine. The generator shares the
+is what the service costs per document whatever else shares the machine. The target's row (one
+document per ``check`` on the embedded store) is measured in slices alternating with the core
+(``target_slices``), so that both rates see the same machine. The generator shares the
 machine's cores with the service (and HBase): the rates are lower bounds of what a separate
 client machine would see.
 """
