@@ -17,10 +17,10 @@ __version__ = "0.2.0"  # the one place; pyproject.toml reads it
 
 _HOMES = {
     "errors": ("DedupError", "EmptyDocument", "IndexMismatch", "IndexNotFound", "InvalidInput", "StoreError"),
-    "features": ("JiebaFeaturizer", "ShingleFeaturizer", "make_featurizer"),
-    "fingerprint": ("Fingerprinter", "hamming", "make_fingerprinter", "parse_hex", "to_hex"),
-    "index": ("Document", "Index", "Match"),
-    "layout": ("Scheme",),
+    "text.features": ("JiebaFeaturizer", "ShingleFeaturizer", "make_featurizer"),
+    "text.fingerprint": ("Fingerprinter", "hamming", "make_fingerprinter", "parse_hex", "to_hex"),
+    "index.index": ("Document", "Index", "Match"),
+    "index.layout": ("Scheme",),
     "stores": ("Store", "open_store", "parse_store_url"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

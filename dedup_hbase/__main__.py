@@ -9,7 +9,7 @@ import sys
 
 def main() -> None:
     try:
-        from .cli import main as run
+        from .cli.commands import main as run
     except KeyboardInterrupt:
         sys.stderr.write("interrupted by SIGINT\n")
         sys.exit(130)

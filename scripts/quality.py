@@ -50,8 +50,8 @@ from pathlib import Path
 import numpy as np
 
 from dedup_hbase import Document, EmptyDocument, Index, make_fingerprinter, open_store
-from dedup_hbase.boilerplate import boilerplate_reason, logical_lines
-from dedup_hbase.features import normalize
+from dedup_hbase.text.boilerplate import boilerplate_reason, logical_lines
+from dedup_hbase.text.features import normalize
 
 FP_JACCARD = 0.3          # below this 4-gram Jaccard a match is "clearly another document"
 FP_BUDGET = 0.005         # false positives per lookup allowed when picking the best k

@@ -110,7 +110,7 @@ def spark():
         import pyspark  # noqa: F401
     except ImportError:
         require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-    from dedup_hbase.spark.session import helper_jars, make_session
+    from dedup_hbase.jobs.spark.session import helper_jars, make_session
 
     session = make_session("local[2]", {}, helper_jars())
     yield session
@@ -139,7 +139,7 @@ def shared_texts(path: Path) -> tuple[str, ...]:
 
 @functools.cache
 def _reference_featurizer(name: str):
-    from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
+    from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer
 
     return JiebaFeaturizer(fast=False) if name == "jieba" else ShingleFeaturizer(int(name.removeprefix("shingles")))
 

@@ -5,7 +5,7 @@ import random
 
 import numpy as np
 
-from dedup_hbase.fingerprint import hamming
+from dedup_hbase.text.fingerprint import hamming
 
 K = 3
 

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from dedup_hbase.errors import StoreError
-from dedup_hbase.schema import load_schema
-from dedup_hbase.stores.base import Cells
+from dedup_hbase.index.schema import load_schema
+from dedup_hbase.index.store import Cells
 from dedup_hbase.stores.local.records import PackedCells
 
 

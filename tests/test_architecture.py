@@ -1,5 +1,12 @@
-"""The import rules of docs/architecture.md, checked on the source: each module of the package
-imports only the package modules its row allows. A new import across a wall fails here."""
+"""The package's architecture (docs/architecture.md), checked on the source.
+
+The packages follow the data path, lowest first: ``errors``, ``text`` (text to fingerprint),
+``index`` (the row key, candidates, the lookup, and the store contract), ``stores`` (the stores
+that implement it), then ``jobs`` (bulk jobs and their engines) beside ``service`` (the HTTP
+service), then ``cli``. A module may import a module below it: of a lower layer, or of its own
+package and listed before it in that package's order. Neither of two packages of one layer imports
+the other. No module imports a name starting with ``_`` from another module of the package.
+"""
 
 import ast
 from pathlib import Path
@@ -8,54 +15,27 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 
-# module -> the package modules it may import (docs/architecture.md). Prefixes end with "."
-ALLOWED = {
-    "errors": set(),
-    "arrays": set(),
-    "boilerplate": set(),
-    "features": {"boilerplate", "errors"},
-    "fingerprint": {"errors", "features", "native"},
-    "native": {"boilerplate", "errors", "features"},
-    "corpus": {"errors", "fingerprint", "ids"},
-    "workers": {"errors", "fingerprint"},
-    "layout": {"errors"},
-    "plan": {"errors", "layout"},
-    "schema": {"errors"},
-    "stores.url": {"errors"},
-    "stores.base": {"errors", "schema"},
-    "stores.memory": {"errors", "stores.base"},
-    "stores.hbase": {"errors", "schema", "stores.base", "stores.hbase_admin", "stores.hbase_locks", "stores.hbase_paths",
-                     "stores.thrift2", "stores.url"},
-    "stores.hbase_paths": {"errors", "stores.base", "stores.thrift2"},
-    "stores.hbase_locks": {"errors", "stores.thrift2"},
-    "stores.hbase_admin": {"errors", "schema", "stores.thrift2"},
-    "stores.thrift2": {"stores.base"},
-    "stores.local.": {"arrays", "errors", "stores.base", "stores.local."},
-    "stores": {"stores.base", "stores.url", "stores.memory", "stores.hbase", "stores.local"},
-    "candidates": {"arrays", "native", "stores.base"},
-    "index": {"arrays", "candidates", "errors", "fingerprint", "ids", "layout", "plan", "retention", "schema", "stores.base"},
-    "neardup": {"layout"},
-    "interrupts": set(),
-    "ids": {"errors"},
-    "batches": {"corpus", "errors", "fingerprint", "ids", "workers"},
-    "groups": {"batches", "corpus", "errors", "fingerprint", "layout", "neardup", "plan", "workers"},
-    "loader": {"batches", "corpus", "errors", "fingerprint", "groups", "ids", "index", "interrupts", "neardup", "workers"},
-    "engines": {"corpus", "errors", "fingerprint", "groups", "index", "loader", "spark"},
-    "progress": {"corpus"},
-    "online": {"fingerprint", "ids", "index", "neardup", "retention"},
-    "retention": {"errors", "ids"},
-    "spark.": {"arrays", "batches", "candidates", "corpus", "errors", "fingerprint", "groups", "ids", "index", "interrupts",
-               "layout", "loader", "schema", "stores", "stores.base", "spark."},
-    "batcher": set(),
-    "spark_daemon": set(),
-    "http_lane": set(),
-    "service": {"batcher", "errors", "fingerprint", "http_lane", "ids", "index", "online", "retention"},
-    "command": {"errors", "index", "interrupts", "stores", "stores.hbase_admin"},
-    "cli": {"", "batches", "command", "corpus", "engines", "errors", "fingerprint", "groups", "index", "interrupts", "loader",
-            "native", "online", "plan", "progress", "retention", "schema", "service", "spark", "stores"},
-    "": {"errors", "features", "fingerprint", "index", "layout", "stores"},
-    "__main__": {"cli"},
+# the layers, lowest first; a layer is one package (or module) or several that ignore each other.
+# The package's own __init__ ("") imports its public names lazily (by name): it stands lowest.
+# Inside a package, its modules (and subpackages) in order, lowest first; "" is the package's
+# own __init__.
+LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("cli",), ("__main__",)]
+ORDER = {
+    "text": ["", "boilerplate", "features", "native", "fingerprint"],
+    "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
+              "index"],
+    "stores": ["url", "memory", "local", "hbase", ""],
+    "stores.local": ["rocks", "records", "packed", "store", ""],
+    "stores.hbase": ["", "thrift2", "admin", "paths", "locks", "store"],
+    "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "groups", "loader",
+             "spark", "engines"],
+    "jobs.spark": ["cds", "session", "hadoop", "stages", "texts", "inputs", "fingerprints", "records", "rows",
+                   "bulk", "job", "pairs", "components", "groups", "adding", "check", ""],
+    "service": ["", "batcher", "http_lane", "online", "service"],
+    "cli": ["", "command", "commands"],
 }
+# modules that import nothing of the package (Spark's daemon imports them before it forks)
+IMPORT_NOTHING = {"jobs", "jobs.spark_daemon"}
 
 
 def module_name(path: Path) -> str:
@@ -65,12 +45,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def package_imports(path: Path) -> set[str]:
-    """The package modules ``path`` imports, as names relative to the package ("" = the package)."""
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """The package modules ``path`` imports (as names relative to the package, "" = the
+    package), each with the names taken from it."""
     name = module_name(path)
     parts = name.split(".") if name else []
     package = parts if path.name == "__init__.py" else parts[:-1]
-    found = set()
+    found = []
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -81,34 +62,72 @@ def package_imports(path: Path) -> set[str]:
             else:
                 continue
             names = [alias.name for alias in node.names]
-            submodules = [f"{target}.{n}".lstrip(".") for n in names if (PACKAGE / Path(*f"{target}.{n}".lstrip(".").split("."))).with_suffix(".py").exists()
-                          or (PACKAGE / Path(*f"{target}.{n}".lstrip(".").split("."))).is_dir()]
-            found.update(submodules or [target])
+            submodules = [f"{target}.{n}".lstrip(".") for n in names if is_module(f"{target}.{n}".lstrip("."))]
+            if submodules:
+                found.extend((s, []) for s in submodules)
+            else:
+                found.append((target, names))
         elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("dedup_hbase").lstrip(".") for a in node.names
+            found.extend((a.name.removeprefix("dedup_hbase").lstrip("."), []) for a in node.names
                          if a.name.split(".")[0] == "dedup_hbase")
     return found
 
 
-def rule_for(name: str) -> set[str]:
-    if name in ALLOWED:
-        return ALLOWED[name]
-    prefixes = [p for p in ALLOWED if p.endswith(".") and (name.startswith(p) or name == p[:-1])]
-    if not prefixes:
-        raise AssertionError(f"dedup_hbase.{name} has no row in docs/architecture.md (and in ALLOWED here)")
-    return ALLOWED[max(prefixes, key=len)]
+def is_module(name: str) -> bool:
+    path = PACKAGE / Path(*name.split("."))
+    return path.with_suffix(".py").exists() or path.is_dir()
 
 
-def allowed(target: str, rule: set[str]) -> bool:
-    return target in rule or any(p.endswith(".") and target.startswith(p) for p in rule)
+def package_imports(path: Path) -> set[str]:
+    return {target for target, _ in imports(path)}
+
+
+def rank(name: str) -> tuple:
+    """Where ``name`` stands: its layer, then its place in each package's order."""
+    parts = name.split(".") if name else [""]
+    layer = next((i for i, layer in enumerate(LAYERS) if parts[0] in layer), None)
+    if layer is None:
+        raise AssertionError(f"dedup_hbase.{name} is in no layer of tests/test_architecture.py")
+    out: list = [layer]
+    for depth in range(1, len(parts) + 1):
+        package = ".".join(parts[:depth])
+        if package not in ORDER:
+            break
+        child = parts[depth] if depth < len(parts) else ""
+        if child not in ORDER[package]:
+            raise AssertionError(f"dedup_hbase.{name}: {child or '__init__'} is not in the order of {package} "
+                                 "in tests/test_architecture.py")
+        out.append(ORDER[package].index(child))
+    return tuple(out)
+
+
+def wrong_imports(name: str, targets: set[str]) -> list[str]:
+    own_top = name.split(".")[0] if name else ""
+    own = rank(name)
+    wrong = []
+    for target in sorted(targets - {name}):
+        top = target.split(".")[0]
+        if name in IMPORT_NOTHING:
+            wrong.append(target)
+        elif top != own_top and rank(target)[0] == own[0]:
+            wrong.append(target)  # two packages of one layer
+        elif not rank(target) < own:
+            wrong.append(target)
+    return wrong
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_follow_the_architecture(path):
+def test_imports_follow_the_layers(path):
     name = module_name(path)
-    rule = rule_for(name)
-    wrong = sorted(t for t in package_imports(path) if t != name and not allowed(t, rule))
-    assert wrong == [], f"dedup_hbase.{name or '__init__'} imports {wrong}, which docs/architecture.md does not allow"
+    wrong = wrong_imports(name, package_imports(path))
+    assert wrong == [], f"dedup_hbase.{name or '__init__'} imports {wrong}, above it in tests/test_architecture.py"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_name_crosses_modules(path):
+    private = [f"{target}.{n}" for target, names in imports(path) for n in names
+               if n.startswith("_") and not n.endswith("__")]
+    assert private == [], f"dedup_hbase.{module_name(path)} imports private names {private}"
 
 
 def test_nothing_outside_the_embedded_store_imports_it():
@@ -119,6 +138,15 @@ def test_nothing_outside_the_embedded_store_imports_it():
         assert not any(t.startswith("stores.local") for t in package_imports(path)), name
 
 
+def test_the_top_level_is_the_public_face():
+    modules = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert modules == ["__init__.py", "__main__.py", "errors.py"]
+
+
 def test_the_checker_sees_imports():
-    assert package_imports(PACKAGE / "index.py") >= {"stores.base", "layout", "errors"}
+    assert package_imports(PACKAGE / "index" / "index.py") >= {"index.store", "index.layout", "errors"}
     assert "stores.local.records" in package_imports(PACKAGE / "stores" / "local" / "packed.py")
+    assert wrong_imports("index.layout", {"index.index"}) == ["index.index"]
+    assert wrong_imports("jobs.loader", {"service.online"}) == ["service.online"]
+    assert wrong_imports("index.index", {"stores"}) == ["stores"]
+    assert wrong_imports("stores.hbase.store", {"index.store", "stores.hbase.thrift2"}) == []

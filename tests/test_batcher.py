@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dedup_hbase.batcher import Batcher
+from dedup_hbase.service.batcher import Batcher
 
 
 def run(batcher_args: dict, calls: list[tuple], fn_log: list, hold: threading.Event) -> list:

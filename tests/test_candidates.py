@@ -8,10 +8,10 @@ import random
 import numpy as np
 import pytest
 
-from dedup_hbase import native
-from dedup_hbase.candidates import compare, compare_few, counted_few
-from dedup_hbase.stores.base import ListCells
+from dedup_hbase.index.candidates import compare, compare_few, counted_few
+from dedup_hbase.index.store import ListCells
 from dedup_hbase.stores.local.records import PackedCells, encode_record
+from dedup_hbase.text import native
 
 
 def flip(rnd: random.Random, value: int, bits: int) -> int:

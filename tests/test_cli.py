@@ -8,8 +8,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from dedup_hbase.cli import app
-from dedup_hbase.fingerprint import hamming, parse_hex
+from dedup_hbase.cli.commands import app
+from dedup_hbase.text.fingerprint import hamming, parse_hex
 
 DOCS = [
     {"id": "a1", "text": "国家卫生健康委员会今天通报最新疫情：全国新增本土确诊病例十二例，其中广东五例、上海四例、北京三例，无新增死亡病例。"},
@@ -218,7 +218,7 @@ def test_global_options_before_or_after_the_command(loaded):
 
 def test_version_and_verbose(tmp_path):
     from dedup_hbase import __version__
-    from dedup_hbase.native import describe
+    from dedup_hbase.text.native import describe
 
     assert run("--version").stdout == f"dedup-hbase {__version__}; fingerprints: {describe()}\n"
     quiet = run("stats", "--store", str(tmp_path / "none"))

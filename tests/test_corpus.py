@@ -5,7 +5,7 @@ import lzma
 
 import pytest
 
-from dedup_hbase.corpus import Fields, read_records
+from dedup_hbase.jobs.corpus import Fields, read_records
 
 
 def records(tmp_path, name, content: bytes, **kw):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_hbase.features import JiebaFeaturizer, normalize
-from dedup_hbase.fingerprint import Hasher
+from dedup_hbase.text.features import JiebaFeaturizer, normalize
+from dedup_hbase.text.fingerprint import Hasher
 
 from conftest import reference_features, require_or_skip, shared_corpus, shared_texts
 

@@ -6,8 +6,8 @@ import mmh3
 import pytest
 
 from dedup_hbase.errors import EmptyDocument
-from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer, make_featurizer, normalize
-from dedup_hbase.fingerprint import Fingerprinter, Hasher, hamming, parse_hex, to_hex
+from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, make_featurizer, normalize
+from dedup_hbase.text.fingerprint import Fingerprinter, Hasher, hamming, parse_hex, to_hex
 
 
 def reference_simhash(weighted, seed=0):
@@ -89,7 +89,7 @@ def test_jieba_features_ignore_boilerplate_lines():
 
 def test_an_index_of_another_featurizer_version_is_refused_with_why():
     from dedup_hbase.errors import FeaturizerVersionMismatch
-    from dedup_hbase.features import featurizer_from_spec
+    from dedup_hbase.text.features import featurizer_from_spec
 
     assert featurizer_from_spec({"name": "jieba", "version": 2, "params": {}}).spec["version"] == 2
     with pytest.raises(FeaturizerVersionMismatch, match=r"^the index was built with featurizer jieba version 1, "
@@ -124,8 +124,8 @@ def test_own_tokenizer_and_no_logging_setup():
     assert logging.getLogger("jieba").handlers == []
 
 
-SCRIPT = ("from dedup_hbase.features import make_featurizer;"
-          "from dedup_hbase.fingerprint import Fingerprinter, to_hex;"
+SCRIPT = ("from dedup_hbase.text.features import make_featurizer;"
+          "from dedup_hbase.text.fingerprint import Fingerprinter, to_hex;"
           "print(to_hex(Fingerprinter(make_featurizer('jieba')).fingerprint('党的二十大召开在即，广大干部群众倍感振奋。')),"
           " to_hex(Fingerprinter(make_featurizer('shingles')).fingerprint('Near-duplicate detection at scale')))")
 

@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dedup_hbase.cli import app
+from dedup_hbase.cli.commands import app
 from dedup_hbase.errors import IndexMismatch, InvalidInput
-from dedup_hbase.fingerprint import make_fingerprinter
-from dedup_hbase.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
+from dedup_hbase.jobs.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
+from dedup_hbase.text.fingerprint import make_fingerprinter
 
 from conftest import shared_corpus
 from planted import K, brute_components, brute_groups, planted
 
 
 def spark_groups(spark, paths, out, options):
-    from dedup_hbase.spark import SparkOptions, spark_group_files
+    from dedup_hbase.jobs.spark import SparkOptions, spark_group_files
 
     fp = make_fingerprinter()
     return spark_group_files([str(p) for p in paths], str(out), options, SparkOptions(), fp.spec, fp.label,
@@ -98,10 +98,10 @@ def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
 def test_spark_pairs_equal_neardup(spark, scheme):
     """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
     edges, each once, and the same earliest earlier position within k bits."""
-    from dedup_hbase.arrays import as_signed
-    from dedup_hbase.layout import Scheme
-    from dedup_hbase.neardup import near_pairs
-    from dedup_hbase.spark import pairs
+    from dedup_hbase.index.arrays import as_signed
+    from dedup_hbase.index.layout import Scheme
+    from dedup_hbase.index.neardup import near_pairs
+    from dedup_hbase.jobs.spark import pairs
 
     fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
     df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")

@@ -12,8 +12,8 @@ import pytest
 
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.errors import StoreError
-from dedup_hbase.schema import table_name
-from dedup_hbase.stores.thrift2 import idl
+from dedup_hbase.index.schema import table_name
+from dedup_hbase.stores.hbase.thrift2 import idl
 
 from conftest import ROOT, hbase_store_url, require_or_skip
 
@@ -120,7 +120,7 @@ def test_a_missing_table_is_a_store_error_naming_it(hbase_url, api, caplog):
     url = hbase_store_url(hbase_url) + f"&api={api}&retries=3"
     store = open_store(url)
     name = table_name(store.table_prefix, "docs")
-    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase")
+    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.store")
     for call in (lambda: store.get("docs", [b"x"]), lambda: store.scan_range("docs", b"", None, 5),
                  lambda: store.put("docs", [(b"x", b"y")])):
         with pytest.raises(StoreError, match=f"HBase at .* refused the call: .*{name}"):

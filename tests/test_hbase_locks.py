@@ -7,8 +7,8 @@ prefix of the keys. The real HBase runs of the same protocol: tests/test_fleet.p
 import pytest
 
 from dedup_hbase.errors import StoreError
-from dedup_hbase.stores import hbase_locks
-from dedup_hbase.stores.hbase_locks import LeaseLocks
+from dedup_hbase.stores.hbase.locks import LeaseLocks
+from dedup_hbase.stores.hbase.store import locks as hbase_locks
 
 
 class Clock:
@@ -42,7 +42,7 @@ class FakeHBase:
         value = self.cells.get(row)
         self.log.append((method, row))
         if method == "get":
-            from dedup_hbase.stores.thrift2 import idl
+            from dedup_hbase.stores.hbase.thrift2 import idl
 
             hb2 = idl()
             cvs = [] if value is None else [hb2.TColumnValue(family=b"d", qualifier=b"o", value=value)]

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dedup_hbase import Document, Index, IndexMismatch, IndexNotFound, Scheme, open_store
-from dedup_hbase.features import make_featurizer
-from dedup_hbase.fingerprint import Fingerprinter, hamming
+from dedup_hbase.text.features import make_featurizer
+from dedup_hbase.text.fingerprint import Fingerprinter, hamming
 
 SCHEMES = [Scheme(4, 1), Scheme(5, 2), Scheme(2, 1), Scheme(4, 2), Scheme(7, 3), Scheme(8, 4)]
 
@@ -125,7 +125,7 @@ def test_a_repeated_id_in_one_batch_keeps_its_last_fingerprint():
 @pytest.fixture
 def core_calls(monkeypatch):
     """The compiled core's lookup compare, counting its calls (the test must reach it)."""
-    from dedup_hbase import native
+    from dedup_hbase.text import native
     core = native.packed_counted()
     assert core is not None, native.describe()
     calls = []
@@ -138,7 +138,7 @@ def core_calls(monkeypatch):
 
 
 def reference_answers(monkeypatch, index, queries, k, max_matches):
-    from dedup_hbase import native
+    from dedup_hbase.text import native
     with monkeypatch.context() as m:
         m.setattr(native, "packed_counted", lambda: None)
         return index.query_counted(queries, k, max_matches)

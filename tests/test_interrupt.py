@@ -226,9 +226,9 @@ def test_sigkill_takes_the_workers_with_it(setup):
 
 
 def test_with_the_compiled_core_a_load_starts_no_process(setup):
-    from dedup_hbase import native
-    from dedup_hbase.features import JiebaFeaturizer
-    from dedup_hbase.fingerprint import Fingerprinter
+    from dedup_hbase.text import native
+    from dedup_hbase.text.features import JiebaFeaturizer
+    from dedup_hbase.text.fingerprint import Fingerprinter
 
     if not Fingerprinter(JiebaFeaturizer()).uses_core:
         if shutil.which("cargo"):  # scripts/setup builds the core wherever cargo is: here it must be in use
@@ -255,7 +255,7 @@ def test_with_the_compiled_core_a_load_starts_no_process(setup):
 
 BUSY_CHILD = """
 import os, sys, time, multiprocessing
-from dedup_hbase.workers import die_with_parent
+from dedup_hbase.jobs.workers import die_with_parent
 
 def busy(parent):
     die_with_parent(parent)
@@ -291,7 +291,7 @@ def test_py4j_complaints_about_a_jvm_this_process_ends_are_dropped():
     (``make_session`` makes py4j's errors heard again for its new JVM)."""
     import logging
 
-    from dedup_hbase.spark import session
+    from dedup_hbase.jobs.spark import session
 
     def record(path: str) -> logging.LogRecord:
         return logging.LogRecord("root", logging.ERROR, path, 1, "Exception while sending command.", None, None)

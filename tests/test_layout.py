@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from dedup_hbase.layout import KEY_BYTES, Scheme
+from dedup_hbase.index.layout import KEY_BYTES, Scheme
 
 FP = 0x0123456789ABCDEF
 FP_HEX = "0123456789abcdef"

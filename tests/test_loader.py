@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from dedup_hbase import Index, Scheme, open_store
-from dedup_hbase.corpus import Record
-from dedup_hbase.fingerprint import hamming
-from dedup_hbase.interrupts import Interrupted
-from dedup_hbase.loader import LoadOptions, load
-from dedup_hbase.neardup import batch_pairs
+from dedup_hbase.index.neardup import batch_pairs
+from dedup_hbase.jobs.corpus import Record
+from dedup_hbase.jobs.interrupts import Interrupted
+from dedup_hbase.jobs.loader import LoadOptions, load
+from dedup_hbase.text.fingerprint import hamming
 
 
 def planted(n, seed, clusters=40):

@@ -24,10 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dedup_hbase import boilerplate, native, workers
 from dedup_hbase.errors import InvalidInput
-from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer, normalize
-from dedup_hbase.fingerprint import Fingerprinter, Hasher
+from dedup_hbase.jobs import workers
+from dedup_hbase.text import boilerplate, native
+from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, normalize
+from dedup_hbase.text.fingerprint import Fingerprinter, Hasher
 
 from conftest import reference_features, shared_texts
 

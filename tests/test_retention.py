@@ -7,9 +7,9 @@ import pytest
 
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.errors import InvalidInput
-from dedup_hbase.index import Match
-from dedup_hbase.online import OnlineIndex
-from dedup_hbase.retention import describe, expired_ids, expires_at, parse_duration, remove_expired, unexpired
+from dedup_hbase.index.index import Match
+from dedup_hbase.index.retention import describe, expired_ids, expires_at, parse_duration, remove_expired, unexpired
+from dedup_hbase.service.online import OnlineIndex
 
 
 def test_durations_read_and_written():

@@ -399,7 +399,7 @@ def test_the_hot_paths_json_reads_and_writes_as_the_json_module():
     """``load_json`` and ``render_documents`` (orjson when installed) give the json module's
     values, errors and bytes, also where orjson alone would not: integers beyond 64 bits,
     NaN, lone surrogates, UTF-16 bodies, control characters."""
-    from dedup_hbase.service import load_json, render, render_documents
+    from dedup_hbase.service.service import load_json, render, render_documents
 
     bodies = [b'[{"id": 99999999999999999999999, "text": "x"}]', b'[{"id": 7, "simhash": 1e400}]', b"NaN",
               b'[{"id": "\\ud800", "text": "a"}]', '[{"id": "é", "text": "b"}]'.encode("utf-16"),

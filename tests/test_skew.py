@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from dedup_hbase import Index, Scheme, open_store
-from dedup_hbase.corpus import Record
-from dedup_hbase.fingerprint import hamming
-from dedup_hbase.groups import roots
-from dedup_hbase.loader import LoadOptions, check, load
-from dedup_hbase.neardup import near_pairs
+from dedup_hbase.index.neardup import near_pairs
+from dedup_hbase.jobs.corpus import Record
+from dedup_hbase.jobs.groups import roots
+from dedup_hbase.jobs.loader import LoadOptions, check, load
+from dedup_hbase.text.fingerprint import hamming
 
 from planted import K, brute_components, brute_pairs, flip, planted
 

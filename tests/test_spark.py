@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from dedup_hbase import Index, open_store
-from dedup_hbase.corpus import Fields, read_records
-from dedup_hbase.loader import LoadOptions
-from dedup_hbase.loader import load as local_load
-from dedup_hbase.schema import table_name
-from dedup_hbase.spark import inputs
+from dedup_hbase.index.schema import table_name
+from dedup_hbase.jobs.corpus import Fields, read_records
+from dedup_hbase.jobs.loader import LoadOptions
+from dedup_hbase.jobs.loader import load as local_load
+from dedup_hbase.jobs.spark import inputs
 
 from conftest import hbase_store_url, shared_corpus
 
@@ -52,7 +52,7 @@ def hbase_pair(hbase_url):
 
 
 def spark_load_to(url: str, spark, files, rejects: Path | None = None, staging: str | None = None, **kw):
-    from dedup_hbase.spark import SparkOptions, spark_load_files
+    from dedup_hbase.jobs.spark import SparkOptions, spark_load_files
 
     with open_store(url) as store:
         options = LoadOptions(rejects=str(rejects) if rejects else None, **kw)
@@ -154,7 +154,7 @@ def test_pieces_read_as_the_whole_file(tmp_path):
     assert len(pieces) >= 4
     got = []
     for p in pieces:
-        from dedup_hbase.corpus import read_opened
+        from dedup_hbase.jobs.corpus import read_opened
 
         with open(path, "rb") as raw:
             raw.seek(p.start)
@@ -168,7 +168,7 @@ def test_pieces_read_as_the_whole_file(tmp_path):
 def test_partition_targets_are_spark_hash_partitions(spark):
     from pyspark.sql import functions as F
 
-    from dedup_hbase.spark.rows import partition_targets
+    from dedup_hbase.jobs.spark.rows import partition_targets
 
     for n in (1, 7, 32):
         targets = partition_targets(n)
@@ -191,8 +191,8 @@ def test_sql_index_keys_are_scheme_index_keys(spark, scheme_name):
     Spark partition of its region."""
     from pyspark.sql import functions as F
 
-    from dedup_hbase.layout import Scheme
-    from dedup_hbase.spark import rows
+    from dedup_hbase.index.layout import Scheme
+    from dedup_hbase.jobs.spark import rows
 
     scheme = Scheme.parse(scheme_name)
     rnd = random.Random(11)
@@ -215,8 +215,8 @@ def test_sql_document_values_are_document_value(spark):
     """Document rows built by Spark SQL: values bit-identical to index.document_value of
     index.document_meta (JSON escapes of every control character, quotes, backslashes,
     non-ASCII; no title, empty title; no length)."""
-    from dedup_hbase.index import Document, document_meta, document_value
-    from dedup_hbase.spark import rows
+    from dedup_hbase.index.index import Document, document_meta, document_value
+    from dedup_hbase.jobs.spark import rows
 
     rnd = random.Random(12)
     titles = [None, "", "plain", "中文 “标题”", "".join(chr(c) for c in range(0x21)) + '"\\/\x7f\u2028é']
@@ -279,7 +279,7 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
     """v1 loaded by the local engine into both; then v2 (some ids with new texts, new ids):
     the Spark load is cut off after the index table's bulk load, run again, and ends with
     the same index as the local engine's load of v2; its staging folder is gone."""
-    from dedup_hbase.spark.bulk import STOP_ENV, StoppedForTest
+    from dedup_hbase.jobs.spark.bulk import STOP_ENV, StoppedForTest
 
     docs = sample_docs(200)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
@@ -313,8 +313,8 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
 
 @pytest.mark.hbase
 def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path):
-    from dedup_hbase.schema import load_schema
-    from dedup_hbase.spark import hadoop, rows
+    from dedup_hbase.index.schema import load_schema
+    from dedup_hbase.jobs.spark import hadoop, rows
 
     url = hbase_pair[0]
     store = open_store(url)
@@ -430,7 +430,7 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # Spark's JVM, and (working) a Python worker of its own
         tree = descendants(load.pid)
-        workers = [p for p in tree if b"-m\x00dedup_hbase.spark_daemon\x00" in cmdline(p)]  # session.py
+        workers = [p for p in tree if b"-m\x00dedup_hbase.jobs.spark_daemon\x00" in cmdline(p)]  # session.py
         if any(cmdline(p).startswith(b"/") and b"/java\x00" in cmdline(p) for p in tree) and (
                 when == "starting" or workers):
             break
@@ -482,7 +482,7 @@ def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_
     documents as the local engine; a record made by another featurizer stops the load before
     anything is written."""
     from dedup_hbase.errors import IndexMismatch
-    from dedup_hbase.spark import fingerprints, inputs
+    from dedup_hbase.jobs.spark import fingerprints, inputs
 
     urls = [str(tmp_path / "spark-store"), str(tmp_path / "local-store")]
     for url in urls:

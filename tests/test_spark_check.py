@@ -20,10 +20,10 @@ import pytest
 from test_spark import with_zk
 
 from dedup_hbase import Index, open_store
-from dedup_hbase.corpus import Fields, read_records
-from dedup_hbase.loader import LoadOptions
-from dedup_hbase.loader import check as local_check
-from dedup_hbase.loader import load as local_load
+from dedup_hbase.jobs.corpus import Fields, read_records
+from dedup_hbase.jobs.loader import LoadOptions
+from dedup_hbase.jobs.loader import check as local_check
+from dedup_hbase.jobs.loader import load as local_load
 
 from conftest import hbase_store_url, shared_corpus
 
@@ -90,7 +90,7 @@ def local_records(url: str, path: Path, fingerprints: bool = True, **kw) -> list
 
 
 def spark_check(url: str, spark, paths, out: Path, **kw):
-    from dedup_hbase.spark import CheckOptions, SparkOptions, spark_check_files
+    from dedup_hbase.jobs.spark import CheckOptions, SparkOptions, spark_check_files
 
     with open_store(url) as store:
         return spark_check_files(Index.open(store), [str(p) for p in paths], CheckOptions(str(out), **kw),
@@ -132,7 +132,7 @@ def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path
             assert by_id[r["id"]]["matches"] == r["matches"]
             assert by_id[r["id"]]["match_count"] == r.get("match_count")
     # a task's prefixes read by many scans (a scan per 50 probes, cut between prefixes): the same
-    monkeypatch.setattr("dedup_hbase.spark.check.SCAN_PROBES", 50)
+    monkeypatch.setattr("dedup_hbase.jobs.spark.check.SCAN_PROBES", 50)
     spark_check(url, spark, [probes], tmp_path / "chunked", fingerprints=True)
     same_records(json_records(tmp_path / "chunked"), expected)
 
@@ -255,7 +255,7 @@ def test_expired_documents_do_not_match(hbase_index, spark, tmp_path):
     """An index with a TTL: documents loaded longer ago than it match on neither engine."""
     import time
 
-    from dedup_hbase.index import Document
+    from dedup_hbase.index.index import Document
 
     url = hbase_index(ttl=3600)
     rnd = random.Random(4)

@@ -9,7 +9,7 @@ import zipfile
 
 import pyspark
 
-from dedup_hbase import spark_daemon
+from dedup_hbase.jobs import spark_daemon
 
 
 def _zip(path, version_py: bytes):
@@ -37,6 +37,6 @@ def test_the_daemon_starts_no_thread_before_it_forks():
             "import pyspark.daemon\n"
             "pyspark.daemon.manager = lambda: print(len(os.listdir('/proc/self/task')), "
             "'numpy' in sys.modules, 'pyarrow' in sys.modules)\n"
-            "runpy.run_module('dedup_hbase.spark_daemon', run_name='__main__')\n")
+            "runpy.run_module('dedup_hbase.jobs.spark_daemon', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["1", "False", "False"]

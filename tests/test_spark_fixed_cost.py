@@ -23,7 +23,7 @@ def pyspark_needed():
 
 
 def test_local_cores():
-    from dedup_hbase.spark.session import local_cores
+    from dedup_hbase.jobs.spark.session import local_cores
 
     assert [local_cores(m) for m in ("local", "local[3]", "local[4,2]", "yarn", "k8s://https://h:443")] == [
         1, 3, 4, None, None]
@@ -31,7 +31,7 @@ def test_local_cores():
 
 
 def test_the_archive_key_follows_the_jars(tmp_path, monkeypatch):
-    from dedup_hbase.spark import cds
+    from dedup_hbase.jobs.spark import cds
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
     jar = tmp_path / "helper.jar"
@@ -47,7 +47,7 @@ def test_the_archive_key_follows_the_jars(tmp_path, monkeypatch):
 
 
 def test_only_a_whole_archive_is_kept(tmp_path, monkeypatch):
-    from dedup_hbase.spark import cds
+    from dedup_hbase.jobs.spark import cds
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path))
     archive = cds.Archive(cds.cache_dir() / "k.jsa")
@@ -74,7 +74,7 @@ def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(tmp_path, m
     """A session stopped before its job is done writes nothing; one whose job is done leaves an
     archive; the next session's JVM loads Spark's classes from it (the JVM's class loading log
     names the archive as their source)."""
-    from dedup_hbase.spark.session import make_session, stop
+    from dedup_hbase.jobs.spark.session import make_session, stop
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "cache" / "spark-cds"
@@ -106,7 +106,7 @@ def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(tmp_path, m
 def test_a_few_files_as_a_jvm_table(spark):
     """records.file_rows: the same rows, schema and one file per partition as a parallelized
     Python list, up to FEW_FILES; beyond, the list itself."""
-    from dedup_hbase.spark import inputs, records
+    from dedup_hbase.jobs.spark import inputs, records
 
     rows = [(0, "/a/b ü", "src", "jsonl", None, 0, -1, 1), (1, '/c"d\\e', "s2", "lines", "id1", 5, 100, 7),
             (2, "/x\n", "s", "auto", None, 0, -1, 1)]

@@ -13,9 +13,9 @@ import random
 import pyarrow as pa
 import pytest
 
-from dedup_hbase.corpus import Fields
-from dedup_hbase.fingerprint import make_fingerprinter
-from dedup_hbase.spark import inputs, stages, texts
+from dedup_hbase.jobs.corpus import Fields
+from dedup_hbase.jobs.spark import inputs, stages, texts
+from dedup_hbase.text.fingerprint import make_fingerprinter
 
 from conftest import require_or_skip, shared_corpus
 

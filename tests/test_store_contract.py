@@ -2,9 +2,9 @@
 
 import pytest
 
+from dedup_hbase.index.store import prefix_end
 from dedup_hbase.stores import open_store
-from dedup_hbase.stores.base import prefix_end
-from dedup_hbase.stores.hbase import HBaseStore
+from dedup_hbase.stores.hbase.store import HBaseStore
 from dedup_hbase.stores.local import LocalStore
 from dedup_hbase.stores.memory import MemoryStore
 

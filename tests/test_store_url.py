@@ -4,7 +4,7 @@ import pytest
 
 from dedup_hbase.errors import InvalidInput
 from dedup_hbase.stores import StoreURL, open_store, parse_store_url
-from dedup_hbase.stores.hbase import HBaseStore
+from dedup_hbase.stores.hbase.store import HBaseStore
 from dedup_hbase.stores.local import LocalStore
 from dedup_hbase.stores.memory import MemoryStore
 

@@ -8,7 +8,7 @@ Building a store opens no network connection (HBase connects on first use).
 
 from __future__ import annotations
 
-from .base import Cells, Store
+from ..index.store import Cells, Store
 from .url import StoreURL, parse_store_url
 
 DEFAULT_URL = "dedup-index"
@@ -24,7 +24,7 @@ def open_store(url: str | StoreURL, *, create: bool = False) -> Store:
 
         return MemoryStore(spec.url)
     if spec.kind == "hbase":
-        from .hbase import HBaseStore
+        from .hbase.store import HBaseStore
 
         return HBaseStore(spec.host, spec.port, url=spec.url, **spec.options)
     from .local import LocalStore

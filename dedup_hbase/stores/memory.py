@@ -6,7 +6,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 
 from ..errors import StoreError
-from .base import Item, Store, prefix_end
+from ..index.store import Item, Store, prefix_end
 
 
 class _Table:

@@ -47,10 +47,10 @@ def stage(report: Report, sample: int) -> dict:
     import jieba
     from simhash import Simhash
 
-    from dedup_hbase import native
-    from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
-    from dedup_hbase.fingerprint import Fingerprinter
-    from dedup_hbase.workers import default_workers
+    from dedup_hbase.jobs.workers import default_workers
+    from dedup_hbase.text import native
+    from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer
+    from dedup_hbase.text.fingerprint import Fingerprinter
 
     docs = [r["text"] for r in texts(sample)]
     mb = sum(len(t.encode()) for t in docs) / 1e6
@@ -116,8 +116,8 @@ _CHILD = """
 import hashlib, json, sys, time
 sys.path.insert(0, {scripts!r})
 from benchmarks.load import texts
-from dedup_hbase.features import JiebaFeaturizer
-from dedup_hbase.fingerprint import Fingerprinter
+from dedup_hbase.text.features import JiebaFeaturizer
+from dedup_hbase.text.fingerprint import Fingerprinter
 import dedup_hbase_core
 docs = [r["text"] for r in texts({sample})]
 f = Fingerprinter(JiebaFeaturizer())
@@ -180,9 +180,9 @@ def loads(report: Report) -> dict:
     """Dictionary and IDF load, each in a fresh interpreter."""
     code = {
         "Python: jieba.Tokenizer().initialize() + the IDF table":
-            "from dedup_hbase.features import JiebaFeaturizer as J; f = J(fast=False); f._tokenizer; f._idf",
+            "from dedup_hbase.text.features import JiebaFeaturizer as J; f = J(fast=False); f._tokenizer; f._idf",
         "compiled core: dictionary + IDF table":
-            "from dedup_hbase import native; from dedup_hbase.features import JiebaFeaturizer as J; "
+            "from dedup_hbase import native; from dedup_hbase.text.features import JiebaFeaturizer as J; "
             "native.core_for(J(), 0, None).core",
     }
     out = {}

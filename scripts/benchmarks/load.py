@@ -46,9 +46,9 @@ def fingerprint_stage(sample: int) -> list[tuple[str, float]]:
     import jieba
     from simhash import Simhash
 
-    from dedup_hbase import native
-    from dedup_hbase.features import JiebaFeaturizer, ShingleFeaturizer
-    from dedup_hbase.fingerprint import Fingerprinter
+    from dedup_hbase.text import native
+    from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer
+    from dedup_hbase.text.fingerprint import Fingerprinter
 
     docs = [r["text"] for r in texts(sample)]
     mb = sum(len(t.encode()) for t in docs) / 1e6

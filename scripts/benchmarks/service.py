@@ -297,7 +297,7 @@ def core_rate(texts: list[str], rounds: int = 3, batched: bool = True) -> tuple[
     pass gets the texts as new str objects, as the service gets them from a request (a str
     keeps its UTF-8 form once made: a pass over the same objects again would not pay it).
     ``batched`` False: the batch rate is not measured (nan)."""
-    from dedup_hbase.fingerprint import make_fingerprinter
+    from dedup_hbase.text.fingerprint import make_fingerprinter
 
     fingerprinter = make_fingerprinter()
     fingerprinter.fingerprint_many(texts[:10])  # the dictionary loaded
@@ -329,7 +329,7 @@ class CoreWindow:
     where the last window stopped, so windows of any length go round the whole corpus."""
 
     def __init__(self, texts: list[str]) -> None:
-        from dedup_hbase.fingerprint import make_fingerprinter
+        from dedup_hbase.text.fingerprint import make_fingerprinter
 
         self.fingerprinter = make_fingerprinter()
         for text in texts[:200]:  # the dictionary loaded, first calls paid
@@ -379,7 +379,7 @@ def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
     import random
 
     from dedup_hbase import Document, Index, open_store
-    from dedup_hbase.online import OnlineIndex
+    from dedup_hbase.service.online import OnlineIndex
 
     rows = []
     for locks in ("true", "false"):

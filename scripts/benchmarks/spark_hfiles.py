@@ -28,10 +28,10 @@ def main() -> None:
 
     from pyspark.sql import functions as F
 
-    from dedup_hbase.layout import Scheme
-    from dedup_hbase.schema import load_schema
-    from dedup_hbase.spark import hadoop, rows
-    from dedup_hbase.spark.session import helper_jars, make_session, stop
+    from dedup_hbase.index.layout import Scheme
+    from dedup_hbase.index.schema import load_schema
+    from dedup_hbase.jobs.spark import hadoop, rows
+    from dedup_hbase.jobs.spark.session import helper_jars, make_session, stop
 
     spark = make_session(args.master, {}, helper_jars())
     jvm_pid = spark.sparkContext._gateway.proc.pid

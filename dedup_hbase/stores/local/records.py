@@ -39,9 +39,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...arrays import ranges
-from ...arrays import starts as _starts
-from ..base import Cells
+from ...index.arrays import ranges
+from ...index.arrays import starts as _starts
+from ...index.store import Cells
 
 REST_BYTES = 8  # the remainder of a row key after its scan prefix: the simhash
 _HEADER = 6

@@ -35,7 +35,7 @@ from rocksdict import (
 )
 
 from ...errors import StoreError
-from ..base import Cells, Item, Store
+from ...index.store import Cells, Item, Store
 from .packed import PackedTable
 from .records import REST_BYTES, CellBatch
 from .rocks import get_many, total_order

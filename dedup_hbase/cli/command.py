@@ -1,0 +1,127 @@
+"""How one ``dedup-hbase`` command runs, whatever it does: the cli module's commands are
+written as ``fn(ctx, ...)`` and wrapped by :func:`command`.
+
+A wrapped command
+
+* takes the global options ``--store`` and ``--verbose`` after its own (they may also come
+  before the command name, where the root callback reads them);
+* owns a :class:`Session`: the store it opens is opened once and closed when the command
+  ends, however it ends;
+* turns what a user can cause into one line on stderr: a DedupError or an OSError (exit 1,
+  with the command that fixes it when there is one), a missing optional package (exit 1,
+  naming the extra to install), SIGINT or SIGTERM (128 + the signal's number), a closed
+  stdout (``| head``: exit 0, quietly). ``--verbose`` adds the traceback.
+
+It does not catch anything else: a bug prints its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import sys
+import traceback
+from contextlib import ExitStack
+from typing import Annotated
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
+from ..index.index import Index
+from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
+from ..stores import DEFAULT_URL, ENV_VAR, Store, open_store
+from ..stores.hbase.admin import AdminGatewayUnreachable
+
+# What the CLI adds to a library error: the command that fixes it.
+HINTS = {
+    IndexNotFound: ": create one with `dedup-hbase init`",
+    FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
+    AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
+}
+STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
+StoreOption = Annotated[str | None, typer.Option(
+    "--store", "-s", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
+
+
+class _Flagless:
+    """Help lists a flag (--json, --help) without a type: it takes no value."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        for flag in (p for p in params if getattr(p, "is_flag", False) and p.metavar is None):
+            flag.metavar = ""
+        return params
+
+
+Command, Group = type("Command", (_Flagless, TyperCommand), {}), type("Group", (_Flagless, TyperGroup), {})
+
+
+class Session:
+    """What one run of a command owns: the store URL, the store it opened (closed when the
+    command ends, however it ends) and the verbosity."""
+
+    def __init__(self, url: str, verbose: bool) -> None:
+        self.url, self.verbose = url, verbose
+        self._resources = ExitStack()
+        self._store: Store | None = None
+
+    def store(self, create: bool = False) -> Store:
+        if self._store is None:
+            self._store = self._resources.enter_context(open_store(self.url, create=create))
+        return self._store
+
+    def index(self) -> Index:
+        return Index.open(self.store())
+
+    def close(self) -> None:
+        self._resources.close()
+
+
+def out(obj) -> None:
+    """One JSON line on stdout."""
+    typer.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _fail(ctx: typer.Context, message: str, status: int) -> None:
+    if ctx.obj.verbose:
+        traceback.print_exc()
+    typer.echo(message, err=True)
+    raise typer.Exit(status)
+
+
+def command(fn):
+    """``fn(ctx, ...)`` as a command that also takes the global options and whose user
+    errors and interruptions print one line (exit 1, or 128 + the signal)."""
+    @functools.wraps(fn)
+    def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
+        ctx.obj.url = store or ctx.obj.url
+        ctx.obj.verbose = verbose or ctx.obj.verbose
+        if ctx.obj.verbose:
+            logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
+            logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
+        try:
+            return fn(ctx, *args, **kwargs)
+        except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(0) from None
+        except Interrupted as stop:
+            _fail(ctx, f"interrupted by {stop.signal.name}: {stop}", stop.status)
+        except STOPS as stop:
+            _fail(ctx, f"interrupted by {signal_of(stop).name}", exit_status(signal_of(stop)))
+        except ModuleNotFoundError as e:
+            _fail(ctx, f"error: {missing_package(e)}", 1)
+        except (DedupError, OSError) as e:
+            hint = next((text for kind, text in HINTS.items() if isinstance(e, kind)), "")
+            _fail(ctx, f"error: {e}{hint}", 1)
+
+    signature = inspect.signature(fn, eval_str=True)
+    wrapper.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(),
+        inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
+        inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
+    return wrapper

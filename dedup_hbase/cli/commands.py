@@ -1,0 +1,356 @@
+"""The ``dedup-hbase`` command line: a thin shell over the library.
+
+Global options, before or after the command: ``--store URL`` (else the DEDUP_HBASE_STORE
+environment variable, else the folder ``dedup-index`` in the current directory) and
+``--verbose``; ``--version``. Each command is a few lines over one library call plus its
+output; ``--json`` makes that output JSON (lines). Errors a user can cause (a DedupError:
+bad input, no index, a store that cannot be reached; or a file that cannot be read) print
+one line and exit with code 1; ``--verbose`` adds the traceback. SIGINT and SIGTERM stop a
+command with one line saying what is safe, and exit with 128 + the signal's number.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from .. import __version__
+from ..errors import InvalidInput
+from ..index import plan as planning
+from ..index.index import Index, fingerprinter_for
+from ..index.retention import parse_duration
+from ..index.schema import hbase_shell_ddl, load_schema
+from ..jobs import engines
+from ..jobs.batches import fingerprint_records
+from ..jobs.corpus import FORMATS, Fields, check_columns, read_records
+from ..jobs.groups import DEFAULT_K, SCHEME_5_FROM, GroupsOptions
+from ..jobs.interrupts import exit_status, sigterm_raises
+from ..jobs.loader import LoadOptions
+from ..jobs.loader import check as check_records
+from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
+from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
+from .command import STORE_HELP, Group, Session, VerboseOption, command, out
+from .command import Command as _Command
+
+EXIT_REJECTS = 3  # a load finished, but rejected more records than --max-rejects allows
+
+app = typer.Typer(
+    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=False,
+    help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
+         "and a prefix-scan index (embedded store or Apache HBase).\n\n"
+         "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from ..text.native import describe
+
+        typer.echo(f"dedup-hbase {__version__}; fingerprints: {describe()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(ctx: typer.Context,
+         store: Annotated[str, typer.Option("--store", "-s", envvar=ENV_VAR, show_envvar=True, help=STORE_HELP)] = DEFAULT_URL,
+         verbose: VerboseOption = False,
+         version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               help="Print the version and the fingerprint path, and exit.")] = False) -> None:
+    """Global options; --store and --verbose may also follow the command."""
+    ctx.obj = Session(store, verbose)
+    ctx.with_resource(sigterm_raises())  # SIGTERM (a scheduler, `kill`) stops a command as Ctrl-C does
+    ctx.call_on_close(ctx.obj.close)
+
+
+def _command(fn):
+    """Register ``fn(ctx, ...)`` as a command (command.py: global options, one-line errors)."""
+    return app.command(cls=_Command)(command(fn))
+
+
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
+K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
+IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
+TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
+Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
+ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
+SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")]
+SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")]
+Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")]
+Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
+
+
+@_command
+def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 (4 blocks, flags 1-4), 5 (5 blocks in pairs, flags 1-10) or B/m. Default: 4, or the cheapest scheme for k > 3.")] = None,
+         k: Annotated[int, typer.Option("--k", "-k", help="Default max differing bits of a lookup.")] = 3,
+         featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
+         regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
+         ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
+         json_: Json = False) -> None:
+    """Create an empty index: tables, scheme, k and featurizer."""
+    fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl))
+    if json_:
+        out({"store": index.store.url, **Index.read_config(index.store)})
+    else:
+        typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
+                   f"k={k}, featurizer {fingerprinter.featurizer.name}")
+
+
+@_command
+def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, text; gz/bz2/xz/zst.")],
+         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+         fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
+         skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
+         groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
+         rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
+         workers: Annotated[int | None, typer.Option(help="Fingerprinting workers: threads with the compiled core, else processes (default: one per core).")] = None,
+         batch_size: Annotated[int, typer.Option(help="Documents per batch (fingerprint, write, checkpoint).")] = 2000,
+         max_rejects: Annotated[str | None, typer.Option(help="Exit with status 3 when more records than this are rejected: a count (10) or a share (0.01, 1%). Default: only when every record is.")] = None,
+         restart: Annotated[bool, typer.Option("--restart", help="Ignore the checkpoint of an earlier run of the same load.")] = False,
+         json_: Json = False,
+         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
+         progress_every: Annotated[float, typer.Option(help="Off a terminal: a progress line on stderr at most every this many seconds (0: after every batch).")] = 10.0,
+         engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
+         spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
+    """Bulk-load documents into the index, on every core.
+
+    Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
+    rejected. Interrupted? Run the same command again: it resumes where it stopped, and
+    once finished it does nothing."""
+    from ..jobs.progress import LoadProgress
+
+    options = LoadOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, skip_near_dups, groups,
+                          rejects, restart, batch_size, workers, LoadOptions.parse_max_rejects(max_rejects))
+    spark = None
+    if engines.check_engine(engine) == "spark":
+        from ..jobs.spark import SparkOptions
+
+        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf), staging)
+    index = ctx.obj.index()
+    with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
+        report = engines.load(index, files, options, engine, spark, progress=bar.update,
+                              on_reject=None if quiet else bar.reject)
+    if json_:
+        out({"store": index.store.url, **report.to_dict()})
+    else:
+        typer.echo(report.summary(index.fingerprinter.label), err=True)
+    failure = report.failure(options.max_rejects)
+    if failure:
+        typer.echo(f"error: {failure}{'' if options.rejects else '; --rejects FILE keeps them'}", err=True)
+        raise typer.Exit(EXIT_REJECTS)
+
+
+@_command
+def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin (local engine). JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst.")],
+           out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
+           k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
+           scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
+           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
+           rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
+           featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
+           workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
+           engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
+           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, json_: Json = False) -> None:
+    """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
+    their connected components; each group keeps its first document in input order.
+
+    Needs no --store. Bad records are reported and skipped; read = documents + rejected."""
+    options = GroupsOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, k, scheme, rejects,
+                            workers=workers)
+    spark = None
+    if engines.check_engine(engine) == "spark":
+        from ..jobs.spark import SparkOptions
+
+        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf))
+    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    report = engines.groups(files, out_dir, options, fp, engine, spark)
+    if json_:
+        out({"out": out_dir, **report.to_dict()})
+    else:
+        typer.echo(report.summary(), err=True)
+
+
+def _read_text(text: str | None, file: str | None, what: str) -> str:
+    """The text given as an argument, in a file, or on stdin."""
+    if file is not None:
+        with open(file, encoding="utf-8") as f:
+            return f.read()
+    if text is not None:
+        return text
+    if sys.stdin.isatty():
+        raise InvalidInput(f"no {what}: give TEXT, --file{', --simhash' if what == 'document' else ''} "
+                           "or pipe text to stdin")
+    return sys.stdin.read()
+
+
+@_command
+def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
+          file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
+          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits).")] = None,
+          k: K = None, json_: Json = False) -> None:
+    """Near-duplicates of one document: {"id", "simhash", "matches"}."""
+    if sum(x is not None for x in (text, file, simhash)) > 1:
+        raise InvalidInput("give one of TEXT, --file and --simhash")
+    index = ctx.obj.index()
+    value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
+    matches = index.query(value, k)
+    if json_:
+        out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
+        return
+    typer.echo(f"simhash {to_hex(value)}: {len(matches)} match{'es' if len(matches) != 1 else ''} "
+               f"within {index.k if k is None else k} bits")
+    for m in matches:
+        typer.echo(f"  {m.distance}  {to_hex(m.simhash)}  {m.id}")
+
+
+@_command
+def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
+          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", k: K = None,
+          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
+          max_matches: Annotated[int, typer.Option(min=1, help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
+          json_: Json = False,
+          engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
+          out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,
+          add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
+          spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
+    """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
+    index, fields = ctx.obj.index(), Fields(id=id_field, text=text_field)
+    if engines.check_engine(engine) == "spark" or out_dir is not None or add_new:
+        report = engines.check(index, files, out_dir, engine, add_new=add_new, fmt=fmt, fields=fields,
+                               fingerprints=fingerprints, k=k, max_matches=max_matches,
+                               spark=(spark_master, spark_conf, staging))
+        if json_:
+            out(report.to_dict())
+        else:
+            typer.echo(report.summary(), err=True)
+        return
+    check_columns(files, fmt, fields, fingerprints)
+    for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints,
+                                 max_matches=max_matches):
+        if json_:
+            out(answer)
+        elif "error" in answer:
+            typer.echo(f"{answer['source']}:{answer['line']} {answer['id'] or ''}: rejected: {answer['error']}", err=True)
+        else:
+            found = ", ".join(f"{m['id']} ({m['distance']})" for m in answer["matches"]) or "-"
+            found += f" ... ({answer['match_count']} in all)" if "match_count" in answer else ""
+            typer.echo(f"{answer['id']}\t{answer['simhash']}\t{found}")
+
+
+@_command
+def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
+                file: Annotated[str | None, typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
+                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+                featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
+                json_: Json = False) -> None:
+    """Print fingerprints as 16 hex digits.
+
+    Uses the featurizer of the index in --store when there is one (so the output can be
+    loaded with load --fingerprints), else the options."""
+    fp = fingerprinter_for(ctx.obj.store(), featurizer, shingle_size=shingle_size, seed=seed)
+    if file is None:
+        value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
+        typer.echo(json.dumps({"simhash": value}) if json_ else value)
+        return
+    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field))):
+        if record.error:
+            typer.echo(f"{record.where}: rejected: {record.error}", err=True)
+            if json_:
+                out({"id": record.id, "source": record.source, "line": record.line, "error": record.error})
+        elif json_:
+            out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
+        else:
+            typer.echo(f"{to_hex(record.simhash)}\t{record.id}")
+
+
+@_command
+def stats(ctx: typer.Context, json_: Json = False) -> None:
+    """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
+    result = ctx.obj.index().stats()
+    if json_:
+        out(result)
+        return
+    for key, value in result.items():
+        typer.echo(f"{key:>14}: {json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value}")
+
+
+@_command
+def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")], json_: Json = False) -> None:
+    """Remove documents and their index rows."""
+    deleted = ctx.obj.index().delete(ids)
+    missing = [i for i in dict.fromkeys(ids) if i not in set(deleted)]
+    if json_:
+        out({"deleted": deleted, "missing": missing})
+    else:
+        typer.echo(f"deleted {len(deleted)}" + (f"; not found: {', '.join(missing)}" if missing else ""))
+
+
+@_command
+def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of documents in the corpus.")],
+         k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
+         id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
+         json_: Json = False) -> None:
+    """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
+    rows = planning.plans(docs, k, id_bytes)
+    if json_:
+        for row in rows:
+            out(row.to_dict())
+    else:
+        typer.echo(planning.table(docs, k, id_bytes, rows))
+
+
+@_command
+def schema(ctx: typer.Context, table_prefix: Annotated[str | None, typer.Option(help="Table name prefix (default: the hbase:// store's, else 'dedup').")] = None,
+           regions: Annotated[int | None, typer.Option(help="Regions of the index table.")] = None) -> None:
+    """Print the HBase shell DDL of the tables (from schema/tables.json)."""
+    if table_prefix is None:
+        table_prefix = parse_store_url(ctx.obj.url).options.get("table_prefix", "dedup")
+    typer.echo(hbase_shell_ddl(load_schema(regions), table_prefix), nl=False)
+
+
+@_command
+def serve(ctx: typer.Context,
+          host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface).")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(help="Port to listen on (0: a free one, printed at start).")] = 8080,
+          max_docs: Annotated[int, typer.Option(help="Documents one request may hold.")] = 1000,
+          max_text_bytes: Annotated[int, typer.Option(help="Bytes one document's text may have.")] = 1 << 20,
+          max_body_bytes: Annotated[int, typer.Option(help="Bytes one request body may have.")] = 64 << 20,
+          max_matches: Annotated[int, typer.Option(help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
+          log_level: Annotated[str, typer.Option(help="uvicorn's log level: debug, info, warning, error.")] = "warning") -> None:
+    """Run the dedup service: JSON over HTTP, until Ctrl-C or SIGTERM.
+
+    POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or
+    {"id", "simhash"}; GET and DELETE /v1/docs/ID; GET /v1/stats; GET /healthz. With if_new a
+    document is added only when nothing within k bits is indexed or earlier in the request,
+    exact across servers on one HBase (leases in its locks table; the store URL's
+    fleet_locks=false turns them off where one server does all the adds, lease=S sets them)."""
+    from ..service.online import OnlineIndex
+    from ..service.service import Limits
+    from ..service.service import serve as run_service
+
+    limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes,
+                    max_matches=max_matches)
+    online = OnlineIndex(ctx.obj.index())
+    online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
+
+    def ready(url: str) -> None:
+        typer.echo(f"serving {online.index.store.url} on {url} (POST /v1/check, POST /v1/add?if_new=true, "
+                   "GET|DELETE /v1/docs/ID, GET /v1/stats, GET /healthz); Ctrl-C stops", err=True)
+
+    stopped = run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready)
+    typer.echo(f"stopped{f' by {stopped}' if stopped else ''}", err=True)
+
+
+def main() -> None:
+    try:
+        app(prog_name="dedup-hbase")
+    except KeyboardInterrupt:  # outside a command (its options being read): as inside one
+        typer.echo("interrupted by SIGINT", err=True)
+        sys.exit(exit_status(2))
+
+
+__all__ = ["app", "main"]

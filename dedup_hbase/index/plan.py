@@ -1,0 +1,110 @@
+"""The space/time trade-off of each scheme for a corpus of N documents (no I/O).
+
+Expected candidates assume uniformly spread fingerprints: each flag's prefix scan
+returns N / 2^(segment bits) rows on average. Real fingerprints are not uniform, so
+measure bucket skew on a real index (``dedup-hbase stats``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+from ..errors import InvalidInput
+from .layout import KEY_BYTES, Scheme
+
+# One prefix scan (a seek) costs about as much as reading this many candidate rows.
+SEEK_COST = 100
+# An HBase KeyValue: key length 4 + value length 4 + row length 2 + row + family
+# length 1 + family 1 + qualifier + timestamp 8 + type 1, before encoding/compression.
+HBASE_CELL_OVERHEAD = 21
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    scheme: str
+    blocks: int
+    take: int
+    max_k: int
+    flags: int
+    index_rows: int
+    key_bytes: int
+    hbase_bytes: int
+    candidates: float
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def plan(scheme: Scheme, docs: int, id_bytes: int = 16) -> PlanRow:
+    flags = len(scheme.flags)
+    rows = docs * flags
+    candidates = sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, flags + 1))
+    return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows,
+                   rows * (KEY_BYTES + id_bytes),
+                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates)
+
+
+def plans(docs: int, k: int = 3, id_bytes: int = 16) -> list[PlanRow]:
+    """``plan`` of every scheme that guarantees ``k`` (``schemes_for``), for ``docs`` documents."""
+    if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
+        raise InvalidInput(f"the number of documents must be at least 1, not {docs!r}")
+    rows = [plan(s, docs, id_bytes) for s in schemes_for(k)]
+    if not rows:
+        raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}")
+    return rows
+
+
+def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow]) -> str:
+    """``plans`` as a table for people (``dedup-hbase plan``), sizes in B, KB, MB, ... (powers of 1000)."""
+    lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes (uniform fingerprints assumed)",
+             f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
+             f"{'HBase bytes':>11} {'candidates/lookup':>17}"]
+    lines += [f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {human_bytes(r.key_bytes):>10} "
+              f"{human_bytes(r.hbase_bytes):>11} {r.candidates:>17,.1f}" for r in rows]
+    return "\n".join(lines)
+
+
+def human_bytes(n: float) -> str:
+    """``116.0 GB``: a byte count in decimal units, one decimal place (whole bytes below 1 KB)."""
+    for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} EB"
+
+
+def schemes_for(k: int) -> list[Scheme]:
+    """The classic 4- and 5-split where they suffice, and every B blocks taken m at a
+    time with B - m = k that fits the row key (flags <= 255, segments <= 32 bits)."""
+    found = [Scheme(4, 1), Scheme(5, 2)] if k <= 3 else []
+    for blocks in range(k + 1, 65):
+        take = blocks - k
+        if comb(blocks, take) > 255:
+            continue
+        try:
+            scheme = Scheme(blocks, take)
+        except ValueError:
+            continue
+        if scheme not in found:
+            found.append(scheme)
+    return found
+
+
+def best_scheme(k: int, docs: int = 10**9) -> Scheme:
+    """The scheme for ``k`` with the least work per lookup at ``docs`` documents
+    (candidates + SEEK_COST per prefix scan)."""
+    options = schemes_for(k)
+    if not options:
+        raise InvalidInput(f"no scheme on a 13-byte row key guarantees k={k}")
+    return min(options, key=lambda s: (plan(s, docs).candidates + SEEK_COST * len(s.flags), len(s.flags)))
+
+
+def choose_scheme(k: int, scheme: Scheme | str | int | None = None) -> Scheme:
+    """The scheme of a new index: ``scheme`` as given (parsed), else the 4-split for
+    k <= 3, else ``best_scheme(k)``. Does not check that the scheme guarantees k."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    if scheme is not None:
+        return Scheme.parse(scheme)
+    return Scheme(4, 1) if isinstance(k, int) and k <= 3 else best_scheme(k)

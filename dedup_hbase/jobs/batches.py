@@ -1,0 +1,112 @@
+"""Records fingerprinted in batches, with the checks and reasons every bulk job shares.
+
+A load, a check, a groups job and the Spark engine's workers all turn input records
+(corpus.py) into fingerprints the same way, here: a record with a usable id gets its
+``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
+a batch go to the fingerprinter in one call. A rejected record is counted under its
+``reason_of`` and, where the user asks for them, written as a ``reject_line``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from ..errors import IndexMismatch, InvalidInput
+from ..index.ids import encode_id, shown
+from ..text.fingerprint import Fingerprinter
+from .corpus import FORMATS, Record
+from .workers import FingerprintPool, fingerprint_texts
+
+
+def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
+    """Check what can be checked without fingerprinting (setting ``error`` where a record
+    fails); return the records whose text must be fingerprinted."""
+    todo = []
+    for record in batch:
+        if record.error:
+            continue
+        try:
+            encode_id(record.id)
+        except ValueError as e:
+            record.error = str(e)
+            continue
+        if use_simhash or record.text is None:
+            if record.simhash is None:
+                record.error = "no simhash" if use_simhash else "no text"
+        else:
+            todo.append(record)
+    return todo
+
+
+def _set_results(todo: list[Record], results: list[int | str]) -> None:
+    for record, result in zip(todo, results):
+        if isinstance(result, str):
+            record.error = result
+        else:
+            record.simhash = result
+
+
+def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
+    """Set each record's ``simhash`` (from its text, or with ``use_simhash`` the one it
+    carries) or its ``error``, in place; the texts in one batch call. ``fingerprinter`` may
+    be None when no record has a text to fingerprint."""
+    todo = _to_fingerprint(batch, use_simhash)
+    if todo:
+        _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
+
+
+def check_batching(fmt: str, batch_size: int, workers: int | None) -> None:
+    """Refuse options every bulk job reads its inputs with: an unknown format, a batch
+    below one document, fewer than one worker (None: one per core)."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if batch_size < 1:
+        raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
+    if workers is not None and workers < 1:
+        raise InvalidInput(f"workers must be >= 1, not {workers}")
+
+
+def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
+                  pool: FingerprintPool) -> Iterator[list[Record]]:
+    """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
+    on the pool's workers, yielded in input order."""
+    def checked() -> Iterator[tuple[list[Record], list[Record]]]:
+        it = iter(records)
+        while batch := list(islice(it, batch_size)):
+            yield batch, _to_fingerprint(batch, use_simhash)
+
+    for (batch, todo), results in pool.map(checked(), lambda item: [r.text for r in item[1]]):
+        _set_results(todo, results)
+        yield batch
+
+
+def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,
+                        batch_size: int = 1000, workers: int | None = 1) -> Iterator[Record]:
+    """Every record, in input order, with ``simhash`` set, or ``error`` saying why not."""
+    with FingerprintPool(fingerprinter, workers) as pool:
+        for batch in fingerprinted(records, use_simhash, batch_size, pool):
+            yield from batch
+
+
+def reason_of(error: str) -> str:
+    """The reason a rejected record is counted under: its error up to the first colon."""
+    return error.split(":", 1)[0]
+
+
+def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
+    """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
+    return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"
+
+
+def check_featurizers(records: list[Record], label: str, whose: str = "this index's") -> int:
+    """Refuse precomputed fingerprints that another featurizer than ``label`` made (they would
+    silently be compared with incomparable ones); returns how many did not say which
+    featurizer made them. ``whose``: whose featurizer ``label`` is, for the message."""
+    for record in records:
+        if record.featurizer is not None and record.featurizer != label:
+            raise IndexMismatch(f"{record.where}: the fingerprint of {shown(record.id)} was made by featurizer "
+                                f"{record.featurizer}, {whose} is {label}: fingerprints of different "
+                                "featurizers are not comparable; nothing of this batch was written")
+    return sum(record.featurizer is None for record in records)

@@ -1,0 +1,79 @@
+"""``check --engine spark --add-new``: index, by HFiles, the documents that match nothing in the
+index nor an earlier document of the input (the batch form of ``add?if_new=true``).
+
+The rule is ``load --skip-near-dups``'s (loader._near_duplicates), for the whole input as one
+batch: a document is left out when the index holds a document with another id within k bits
+of it, or an earlier document of the input (by file, then line) has another id and is within
+k bits. A document whose only match is itself (its id, indexed before) is written again.
+
+The earlier-in-the-input part, without comparing copies with each other: per distinct
+fingerprint ``u`` its first copy (position p1, id1) and the first copy with another id (p2);
+over ``u`` and its near fingerprints (spark/pairs.py: the join on (flag, segment)) the first
+of the p1 (A), the first p1 whose id1 differs from A's (B) and the first p2 (P2). A document
+at position ``pos`` with ``id`` has an earlier near document with another id exactly when
+``A.p1 < pos and A.id != id``, or ``B < pos``, or ``P2 < pos``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ...index.index import Index
+from ..loader import LoadReport
+from . import bulk, pairs
+
+POSITION_BITS = 40  # a position: the input file's ordinal << 40 | the record's line
+
+
+def add_new(spark, index: Index, fingerprinted, answers, staging: str | None, clock=lambda step: None) -> tuple[int, int]:
+    """Write the new documents of ``fingerprinted`` (``answers``: their matches in the index,
+    check.answer_records) into ``index``'s HBase tables; (documents added, near-duplicates
+    skipped)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    good = fingerprinted.where(F.col("error").isNull()).withColumn(
+        "pos", F.shiftleft(F.col("ordinal").cast("long"), POSITION_BITS) + F.col("line"))
+    in_index = answers.where(F.col("error").isNull()).select(
+        "ordinal", "line", (F.exists("matches", lambda m: m["id"] != F.col("id")) | F.col("match_count").isNotNull())
+        .alias("in_index"))
+    flagged = good.join(in_index, ["ordinal", "line"]).join(earlier_near(good, index), "pos", "left")
+    flagged = flagged.withColumn("skip", F.col("in_index") | F.coalesce(F.col("earlier"), F.lit(False)))
+    flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
+    counts = flagged.agg(F.sum(F.when(F.col("skip"), 0).otherwise(1)), F.sum(F.when(F.col("skip"), 1).otherwise(0)))
+    added, skipped = (c or 0 for c in counts.collect()[0])
+    clock("new documents found")
+    if added:
+        report = LoadReport()
+        bulk.load(spark, index, index.store.hfile_target(), flagged.where(~F.col("skip")), report, staging, None,
+                  int(time.time() * 1000), clock)
+    flagged.unpersist()
+    return added, skipped
+
+
+def earlier_near(good, index: Index):
+    """``(pos, earlier)``: whether an earlier document of ``good`` (``pos``, ``id``,
+    ``simhash``) with another id is within the index's k bits, for the documents that have one."""
+    from pyspark.sql import functions as F
+
+    docs = good.select("pos", "id", "simhash")
+    first = docs.groupBy("simhash").agg(F.min(F.struct("pos", "id")).alias("f"))
+    second = (docs.join(first, "simhash").where(F.col("id") != F.col("f.id"))
+              .groupBy("simhash").agg(F.min("pos").alias("p2")))
+    stats = first.select("simhash", F.col("f.pos").alias("first"), F.col("f.id").alias("id1")).join(
+        second, "simhash", "left")
+    near = pairs.distinct_pairs(stats.select("simhash", "first"), index.scheme, index.k)
+    links = (stats.select(F.col("first").alias("node"), F.col("first").alias("other"))
+             .unionByName(near.select(F.col("a").alias("node"), F.col("b").alias("other")))
+             .unionByName(near.select(F.col("b").alias("node"), F.col("a").alias("other"))))
+    around = links.join(stats.select(F.col("first").alias("other"), "id1", "p2"), "other")
+    a = around.groupBy("node").agg(F.min(F.struct(F.col("other").alias("p1"), "id1")).alias("a"),
+                                   F.min("p2").alias("p2"))
+    b = (around.join(a.select("node", F.col("a.id1").alias("a_id")), "node").where(F.col("id1") != F.col("a_id"))
+         .groupBy("node").agg(F.min("other").alias("b")))
+    per_fingerprint = stats.select("simhash", F.col("first").alias("node")).join(a, "node").join(b, "node", "left")
+    pos = F.col("pos")
+    earlier = (((F.col("a.p1") < pos) & (F.col("a.id1") != F.col("id"))) | (F.col("b") < pos)
+               | (F.col("p2") < pos))
+    return (docs.join(per_fingerprint, "simhash").select("pos", earlier.alias("earlier"))
+            .where(F.col("earlier")))

@@ -1,0 +1,110 @@
+"""HBase as the target of a Spark load: HFiles written in the executors, handed to HBase by
+BulkLoadHFiles.
+
+::
+
+    E  last record of each id wins (max of (file, line) per id: one shuffle)
+    E  ids the index holds already: their old fingerprints; changed ones' index rows deleted
+       (skipped when the document table is empty)
+    J  index and document rows (rows.py, Spark SQL), each tagged with its HBase region's
+       Spark partition; one shuffle for both tables, sorted by (row, qualifier)
+    J  HFiles (the helper's HFileWriter), one per partition and region, in the staging folder
+    D  BulkLoadHFiles: the index table, then the document table (a document row is written
+       last, as in a local load)
+
+Staging: ``<staging>/<load key>/`` (default: the system's temp folder; on a cluster a folder
+on the HBase cluster's file system). A rerun of the same load first removes what a killed
+run left there; a finished or failed run removes its own.
+
+For tests: ``$DEDUP_HBASE_SPARK_STOP_AFTER=index`` stops a load (``StoppedForTest``) right
+after the index table's bulk load, as a crash between the two would.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import uuid
+
+from ...index.index import Index
+from ...index.schema import load_schema
+from ...index.store import HFileTarget
+from ..loader import LoadReport
+from . import hadoop, inputs, rows, stages
+
+STOP_ENV = "DEDUP_HBASE_SPARK_STOP_AFTER"
+
+
+class StoppedForTest(RuntimeError):
+    """``$DEDUP_HBASE_SPARK_STOP_AFTER`` cut a load off between its two bulk loads."""
+
+
+def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, staging: str | None,
+         key: str | None, job_ms: int, clock=lambda step: None) -> None:
+    """Write the good records (``good``: fingerprinted, no error) into the index's HBase tables."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    zk = hadoop.ZooKeeper.of(target, index.store.url)
+    schema = load_schema()
+    # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
+    # a number of partitions that the cores divide (else adaptive execution picks one by size)
+    parallelism = spark.sparkContext.defaultParallelism
+    winners = (good.repartition(2 * parallelism, "id").groupBy("id")
+               .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length")).alias("w"))
+               .select("id", "w.*"))
+    known = 0
+    if index.store.scan_range("docs", b"", None, 1):
+        # the index holds documents: which of these ids, and with which fingerprint
+        winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
+        found = winners.select("id", "simhash").mapInArrow(
+            stages.old_fingerprints(index.store.url), stages.OLD_SCHEMA).groupBy().sum("known", "replaced").collect()[0]
+        known, report.replaced = found[0] or 0, found[1] or 0
+        clock("ids in the index already")
+
+    # Both tables' rows in one shuffle: the first partitions are the index table's (per_region
+    # of them per region), the rest the document table's; each sorted by (row, qualifier).
+    names = {t: target.tables[t] for t in ("index", "docs")}
+    boundaries = hadoop.region_starts(spark, zk, [names["index"], names["docs"]])
+    job_dir = f"{staging_root(staging).rstrip('/')}/{key or uuid.uuid4().hex}"
+    tables, firsts, plans, total = [], [], [], 0
+    for table in ("index", "docs"):
+        splits = boundaries[names[table]]
+        per_region = max(1, math.ceil(2 * parallelism / (len(splits) + 1)))
+        t = schema["tables"][table]
+        tables.append(hadoop.TableFiles(f"{job_dir}/{table}", names[table], schema["family"], t["compression"],
+                                        t["data_block_encoding"], t["bloom_filter"],
+                                        int(t.get("bloom_prefix_length") or 0), splits))
+        firsts.append(total)
+        plans.append((splits, per_region, total, (len(splits) + 1) * per_region))
+        total += plans[-1][3]
+    targets = rows.partition_targets(total)
+    (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = plans
+    cells = rows.cells(winners, index.scheme, job_ms // 1000, (i_splits, targets[i_first:i_first + i_count], i_per),
+                       (d_splits, targets[d_first:d_first + d_count], d_per))
+    cells = cells.repartition(total, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
+    hadoop.delete(spark, job_dir)  # what a killed run of the same load left
+    try:
+        written = hadoop.write_hfiles(spark, cells, tables, firsts, job_ms, job_ms)
+        report.new = sum(w.cells for w in written if f"/docs/{schema['family']}/" in w.path) - known
+        clock(f"HFiles ({len(written)})")
+        if known:
+            winners.unpersist()
+        for table in ("index", "docs"):
+            if any(f"/{table}/{schema['family']}/" in w.path for w in written):
+                hadoop.bulk_load(spark, zk, names[table], f"{job_dir}/{table}")
+                clock(f"bulk load of {names[table]}")
+            if os.environ.get(STOP_ENV) == table:
+                raise StoppedForTest(f"stopped after bulk-loading {names[table]} (${STOP_ENV})")
+    finally:
+        hadoop.delete(spark, job_dir)
+
+
+def staging_root(staging: str | None) -> str:
+    """The staging folder as a URI (default: the system's temp folder)."""
+    if staging is None:
+        staging = os.path.join(tempfile.gettempdir(), "dedup-hbase-spark")
+    if inputs.is_uri(staging) or staging.startswith("file:"):
+        return staging
+    return "file://" + os.path.abspath(staging)

@@ -1,0 +1,304 @@
+"""The SparkSession of a load, and the JVM helper's jars.
+
+``spark.jars`` = the project's helper (jvm/, built by Maven) + hbase-shaded-mapreduce: HBase
+with every third-party library relocated and no Hadoop, next to Spark's own Hadoop client
+(hadoop-client-api/-runtime), so neither side's guava, protobuf, netty or ZooKeeper meets
+the other's. The same jars go to the driver and, through ``spark.jars``, to every executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+from ...errors import DedupError
+from . import cds
+
+JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
+_REPO = Path(__file__).resolve().parents[3]
+_POM = _REPO / "jvm" / "pom.xml"
+_TARGET = _REPO / "jvm" / "target"
+ARCHIVE_WAIT = 180  # s: the longest a job's end waits for its JVM to write its class archive (cds.py)
+
+
+class _QuietPy4J(logging.Filter):
+    """Drops what py4j logs through the root logger (``logging.exception("Exception while
+    sending command.")``, with its traceback) while this process ends the JVM it started: a
+    command of PySpark's that meets the JVM's end is expected then, and a stopped job says
+    what happened in its own one line. Installed on the root logger by ``make_session``;
+    quiet from ``stop`` or ``_end_started_jvm`` until the next session starts."""
+
+    quiet = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.quiet and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
+_PY4J = _QuietPy4J()
+
+
+def helper_jars(build: bool = True) -> list[str]:
+    """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones
+    jvm/pom.xml builds (built now if Maven is there and they are missing or older than their
+    sources: a checkout updated since the last build gets the helper its Python code calls)."""
+    given = os.environ.get(JARS_ENV)
+    if given:
+        jars = [j for j in given.split(",") if j]
+        missing = [j for j in jars if not Path(j).exists()]
+        if missing:
+            raise DedupError(f"${JARS_ENV} names missing jars: {', '.join(missing)}")
+        return jars
+    main = _TARGET / "dedup-hbase-spark.jar"
+    if not main.exists() or not list((_TARGET / "lib").glob("*.jar")) or _stale(main):
+        if not (build and _POM.exists() and shutil.which("mvn")):
+            raise DedupError("the Spark engine's JVM helper is not built (or older than its sources): "
+                             "run scripts/build-spark-helper "
+                             f"(Maven, from {_POM}), or set ${JARS_ENV} to its jars")
+        print("dedup-hbase: building the Spark engine's JVM helper with Maven (once) ...", file=sys.stderr)
+        result = subprocess.run(["mvn", "-B", "-q", "-f", str(_POM), "package"], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise DedupError(f"Maven could not build {_POM}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
+    return [str(main)] + sorted(str(j) for j in (_TARGET / "lib").glob("*.jar"))
+
+
+def _stale(jar: Path) -> bool:
+    """Whether the pom or a Java source is newer than ``jar`` (False where there are no sources)."""
+    if not _POM.exists():
+        return False
+    built = jar.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in [_POM, *(_POM.parent / "src").rglob("*.java")])
+
+
+def _log_config() -> str:
+    with resources.as_file(resources.files("dedup_hbase.jobs.spark").joinpath("log4j2.properties")) as path:
+        return str(path)
+
+
+def local_heap_gib() -> int:
+    """The heap of a local-mode JVM: a quarter of this machine's RAM, at least 2 and at most 8
+    GiB (2 GiB runs out at 10^7 fingerprints in ``groups --engine spark`` on local[2])."""
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return max(2, min(8, ram // 4 >> 30))
+
+
+def local_cores(master: str) -> int | None:
+    """The cores of a local master (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``); None
+    for another master."""
+    found = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master.strip())
+    if found is None:
+        return None
+    if found.group(1) in (None, ""):
+        return 1
+    return os.cpu_count() or 1 if found.group(1) == "*" else max(1, int(found.group(1)))
+
+
+def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None,
+                 small: bool = False, make_archive: bool = False):
+    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
+    ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
+    CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
+    A small job also runs without adaptive execution, its shuffles in as many partitions as
+    a local master has cores. A local JVM maps the classes of its class path from an archive
+    (cds.py) when there is one; ``make_archive``: else its JVM writes one as it exits, kept
+    when ``stop(spark, done=True)`` stops it.
+
+    Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
+    the class path and the JVM options: only ``conf`` is applied."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise DedupError("--engine spark needs PySpark: pip install '.[spark]' in the dedup-hbase folder (and Java 17+)") from None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit
+        builder = SparkSession.builder
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
+    if master.startswith("local"):
+        # the Python workers of a local Spark run this same Python (with dedup-hbase installed)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: loopback, no interface scan
+    java_opts = (f"-Dlog4j2.configurationFile=file:{_log_config()} "
+                 "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true"
+                 + (" -XX:TieredStopAtLevel=1" if small else ""))
+    settings = {
+        "spark.app.name": "dedup-hbase load",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": java_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        "spark.sql.shuffle.partitions": "16",
+        # the records are persisted between the job's steps: columns compressed cost more CPU
+        # (dictionary statistics of every value) than the memory they save here
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        # the workers fork from a daemon that has PySpark's worker module compiled (spark_daemon.py)
+        "spark.python.daemon.module": "dedup_hbase.jobs.spark_daemon",
+    }
+    if master.startswith("local"):  # one JVM is driver and executors: a quarter of the RAM, 2-8 GiB
+        settings["spark.driver.memory"] = f"{local_heap_gib()}g"
+    if small:  # a few tasks' work: planned once (adaptive execution runs a job per shuffle), few partitions
+        settings["spark.sql.adaptive.enabled"] = "false"
+        settings["spark.sql.shuffle.partitions"] = str(local_cores(master) or 16)
+    if jars:
+        # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
+        # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
+        # loader of Spark's Hadoop jars (package-private access). On a cluster the jars must be
+        # on every node at these paths, or shipped with spark.jars plus
+        # spark.executor.extraClassPath=<jar file names> (YARN and Kubernetes put them in the
+        # executor's working folder).
+        classpath = os.pathsep.join(jars)
+        settings["spark.driver.extraClassPath"] = classpath
+        settings["spark.executor.extraClassPath"] = classpath
+    settings.update(conf or {})
+    archive = None
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):
+        archive = cds.archive_for(settings.get("spark.driver.extraClassPath", ""), settings.get("spark.driver.memory", ""))
+        options = cds.java_options(archive, make_archive) if archive else ""
+        settings["spark.driver.extraJavaOptions"] += f" {options}" if options else ""
+        if archive is not None and (archive.exists or not make_archive):
+            archive = None  # nothing to write
+    builder = SparkSession.builder.master(master)
+    _PY4J.quiet = False
+    if _PY4J not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_PY4J)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
+            spark = builder.getOrCreate()
+            _watch(spark)
+            spark._dedup_archive = archive
+        spark.sparkContext.setLogLevel("WARN")
+    except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
+        _end_started_jvm()
+        if archive is not None:
+            cds.finish(archive, written=False)
+        raise
+    return spark
+
+
+@contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM recorded, not acted on, meanwhile; a recorded one is delivered to
+    the handler it would have reached as soon as the block ends. Main thread only (elsewhere
+    signals do not interrupt this thread anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {number: signal.signal(number, lambda n, frame: arrived.append(n))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(arrived):
+            signal.raise_signal(number)
+
+
+def _end_started_jvm() -> None:
+    """End the JVM that PySpark launched in this process, if any (no session to stop yet)."""
+    from pyspark import SparkContext
+
+    _PY4J.quiet = True
+    process = getattr(SparkContext._gateway, "proc", None)
+    if process is not None and process.poll() is None:
+        process.kill()
+        process.wait()
+    _forget_gateway()
+
+
+# The watchdog: reads its stdin, a pipe from this process. A byte: this process stopped the
+# session itself, nothing to do. End of file without one: this process is gone (SIGKILL, the
+# OOM killer ...), so the JVM it started is killed, at once, not after Spark's shutdown hooks.
+_WATCHDOG = "import os, signal, sys\nif not os.read(0, 1):\n    os.kill(int(sys.argv[1]), signal.SIGKILL)\n"
+
+
+def _watch(spark) -> None:
+    """Make the JVM of a session this process started end when this process ends, however
+    it ends. PySpark's gateway JVM exits by itself when its stdin closes, but through
+    System.exit and Spark's shutdown hooks, which were seen to take over ten seconds; and
+    PySpark gives the JVM no parent-death signal (it replaces any preexec_fn it is given)."""
+    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    if process is None or not hasattr(os, "fork"):
+        return
+    spark._dedup_watchdog = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(process.pid)], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(spark, done: bool = False) -> None:
+    """Stop a session that ``make_session`` made, and end its JVM: a load's session is done
+    when it stops (even when an interruption broke off a call to the JVM half way and left
+    the gateway unusable). ``done``: the job ran to its end, so a JVM writing its class
+    archive as it exits (cds.py) is given the time to (up to ``ARCHIVE_WAIT`` s; Ctrl-C or
+    SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
+    arrives while the JVM exits, when no archive is written)."""
+    _PY4J.quiet = True
+    watchdog = getattr(spark, "_dedup_watchdog", None)
+    archive = getattr(spark, "_dedup_archive", None)
+    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+    accumulators = getattr(spark.sparkContext, "_accumulatorServer", None) if process is not None else None
+    if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits
+        spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
+        accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
+    try:
+        spark.stop()
+    except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
+        pass
+    writing = archive is not None and done
+    written = False
+    try:
+        if process is not None and process.poll() is None:
+            try:
+                process.stdin.close()  # PySpark's gateway exits when its stdin closes ...
+                process.wait(timeout=ARCHIVE_WAIT if writing else 5)
+                written = process.returncode == 0
+            except Exception:
+                process.kill()  # ... or not soon enough (Spark's shutdown hooks)
+                process.wait()
+            except BaseException:  # Ctrl-C or SIGTERM while it exits
+                process.kill()
+                process.wait()
+                if not writing:  # else the job is done: the signal only cut its archive short
+                    raise
+            finally:
+                _forget_gateway()
+    finally:
+        if accumulators is not None:  # its handler sees the JVM's end of the socket; the server's
+            threading.Thread(target=accumulators.shutdown, daemon=True).start()  # loop, within 0.5 s
+        if archive is not None:
+            cds.finish(archive, written and done)
+        if watchdog is not None:
+            try:
+                watchdog.stdin.write(b"x")  # stopped here: the watchdog leaves the JVM alone
+                watchdog.stdin.close()
+            except OSError:
+                pass
+            watchdog.wait()
+
+
+def _forget_gateway() -> None:
+    """PySpark keeps its JVM gateway in class attributes for the next session of the process:
+    the JVM is gone, so the next session must start its own."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None

@@ -1,0 +1,92 @@
+"""The work done in Spark's Python workers, batch by batch (``mapInArrow``): fingerprinting
+texts, and the old fingerprints of ids the index holds already.
+
+Each worker process keeps one Fingerprinter per fingerprint spec (built, and jieba's
+dictionary loaded, on the first batch with texts it sees; Spark reuses its Python workers
+across tasks) and one index per store URL. A batch's texts go to the compiled core in one
+``fingerprint_many`` call (the GIL released while it works). Replaced documents' old rows
+go through ``Index.retire_old_fingerprints``, as in a local load. The rows written to HBase
+are not built here (rows.py: Spark SQL expressions).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ...index.arrays import as_unsigned, signed64
+from ...index.index import Index
+from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ..batches import fingerprint_batch, reason_of
+
+FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
+                        "length long, text_bytes long, error string, reason string, featurizer string")
+FINGERPRINTED_COLUMNS = ("ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
+                         "reason", "featurizer")
+OLD_SCHEMA = "known long, replaced long"
+
+_fingerprinters: dict[str, Fingerprinter] = {}
+_indexes: dict[str, Index] = {}
+
+
+def fingerprinter(spec: dict) -> Fingerprinter:
+    """This worker's Fingerprinter of ``spec`` (one per spec and process)."""
+    key = json.dumps(spec, sort_keys=True)
+    fp = _fingerprinters.get(key)
+    if fp is None:
+        fp = _fingerprinters[key] = fingerprinter_from_spec(spec)
+    return fp
+
+
+def _index(url: str) -> Index:
+    index = _indexes.get(url)
+    if index is None:
+        from ...stores import open_store
+
+        index = _indexes[url] = Index.open(open_store(url))
+    return index
+
+
+def fingerprint_records(spec: dict, use_simhash: bool):
+    """(file ordinal, Record) lists -> fingerprinted batches (FINGERPRINTED_SCHEMA): the
+    parse and the fingerprint in one pass, no batch in between. The Fingerprinter (jieba's
+    dictionary) is built only when texts come."""
+    import pyarrow as pa
+
+    def finish(pairs):
+        records = [record for _, record in pairs]
+        lengths = [len(r.text) if r.text is not None else None for r in records]
+        sizes = [len(r.text.encode("utf-8", "surrogateescape")) if r.text else 0 for r in records]
+        texts = not use_simhash and any(r.text is not None and not r.error for r in records)
+        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash)
+        cols = [[ordinal for ordinal, _ in pairs], [r.line for r in records], [r.source for r in records],
+                [r.id for r in records], [None if r.error else signed64(r.simhash) for r in records],
+                [r.title for r in records], lengths, sizes, [r.error for r in records],
+                [reason_of(r.error) if r.error else None for r in records], [r.featurizer for r in records]]
+        types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
+                 pa.string(), pa.string(), pa.string()]
+        return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
+                                          names=list(FINGERPRINTED_COLUMNS))
+    return finish
+
+
+def old_fingerprints(url: str, chunk: int = 1000):
+    """winners (id, simhash) -> per batch, how many of its ids the index holds already and how
+    many of those with another fingerprint. Where the old fingerprint differs, its index rows
+    are deleted here, through the store, as ``Index.write`` does before it writes
+    (``Index.retire_old_fingerprints``; idempotent: a retried task deletes again)."""
+    import pyarrow as pa
+
+    def run(batches):
+        index = _index(url)
+        for batch in batches:
+            ids = batch.column("id").to_pylist()
+            sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
+            known = replaced = 0
+            for start in range(0, len(ids), chunk):
+                raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
+                written = index.retire_old_fingerprints(raw, sims[start:start + chunk])
+                known += len(raw) - written.new
+                replaced += written.replaced
+            yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64()), pa.array([replaced], pa.int64())],
+                                             names=["known", "replaced"])
+    return run

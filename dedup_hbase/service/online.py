@@ -1,0 +1,209 @@
+"""The online path: one index shared by concurrent requests, with insert-if-new.
+
+A crawler asks, for every page it fetches, "have I seen this, or nearly this?" and keeps the
+page only if not. ``OnlineIndex.add(docs, if_new=True)`` answers and indexes in one step: a
+document is indexed only when no indexed document and no earlier document of the same call
+is within k bits of it, and the answer says which documents were added and what each one
+matched.
+
+Exact within one process. Two fingerprints within k bits share the scan prefix of at least one
+flag (the pigeonhole argument of layout.py), so a call holds a lock for every scan prefix of
+its documents while it looks up and writes: two calls whose documents could be near-duplicates
+of each other never interleave, and the second one sees the first one's documents. The locks
+are striped (4,096 of them, taken in order, so two calls never deadlock); calls about unrelated
+documents run side by side. A store that is not thread-safe (the embedded one) gets one lock
+for every call instead.
+
+Across processes (several servers on one HBase) the store's fleet locks do the same
+(``Store.fleet_locks``; on HBase, leases in its locks table: stores/hbase_locks.py, which argues
+exactness, crashes and expiry): an add with ``if_new`` also holds a lease on every scan prefix
+of its documents, and checks that enough of it is left before it writes. An upsert (without
+``if_new``) takes none: it writes whatever is indexed, and an insert-if-new that races with it
+is answered as if it came first. With the fleet locks off (``fleet_locks=false`` in an HBase
+URL) two servers that receive near-duplicates of each other at the same moment can both add
+them: nothing is lost, the cost is a near-duplicate pair in the index.
+
+A document's own id counts like any other: the same document sent twice (by two clients,
+or again in one call) is added once, and the second answer is ``added: false`` with the
+document itself among its matches. So retrying a call whose answer was lost doubles nothing,
+and its answers say which documents are now indexed. Without ``if_new`` every document is
+written (upsert by id: its old fingerprint is replaced).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..index.ids import encode_id
+from ..index.index import Document, Index, Match
+from ..index.neardup import earlier_matches
+from ..index.retention import expired_ids, expires_at
+from ..text.fingerprint import to_hex
+
+STRIPES = 1 << 12
+_FIB_INT = 0x9E3779B97F4A7C15  # multiplicative hashing: scan prefixes -> stripes
+_FIBONACCI = np.uint64(_FIB_INT)
+_U64 = (1 << 64) - 1
+_FEW = 32  # simhashes up to which their stripes are found in Python ints
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What ``add`` did with one document: added or not, and its near-duplicates (indexed
+    documents, and earlier documents of the same call)."""
+
+    id: str
+    simhash: int
+    added: bool
+    matches: list[Match]
+    match_count: int | None = None  # how many there are, when ``matches`` is only the first of them
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"id": self.id, "simhash": to_hex(self.simhash), "added": self.added,
+               "matches": [m.to_dict() for m in self.matches]}
+        if self.match_count is not None and self.match_count > len(self.matches):
+            out["match_count"] = self.match_count
+        return out
+
+
+class OnlineIndex:
+    """An Index shared by concurrent callers (threads): lookups, upserts, insert-if-new,
+    documents and deletes. Thread-safe whatever the store; exact insert-if-new within one
+    process (see the module docstring for several)."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self._stripes = [threading.Lock() for _ in range(STRIPES)]
+        # a store that is not thread-safe is used by one call at a time
+        self._store_lock = nullcontext() if index.store.thread_safe else threading.Lock()
+        self.fleet = index.store.fleet_locks()  # None: this process is the only writer
+
+    def store_free(self) -> bool:
+        """False while another call holds a store that serves one call at a time (a call
+        made now would wait for it)."""
+        return not (isinstance(self._store_lock, type(threading.Lock())) and self._store_lock.locked())
+
+    def config(self) -> dict[str, Any]:
+        """The index's configuration, read from the store (a round trip)."""
+        with self._store_lock:
+            return Index.read_config(self.index.store)
+
+    def stats(self) -> dict[str, Any]:
+        """``Index.stats``: exact counts from a read of every key."""
+        with self._store_lock:
+            return self.index.stats()
+
+    def query_many(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Match]]:
+        with self._store_lock:
+            return self.index.query_many(simhashes, k)
+
+    def query_counted(self, simhashes: Sequence[int], k: int | None = None,
+                      max_matches: int | None = None) -> list[tuple[list[Match], int]]:
+        """``Index.query_counted``: per query at most ``max_matches`` matches and the true count."""
+        with self._store_lock:
+            return self.index.query_counted(simhashes, k, max_matches)
+
+    def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
+        with self._store_lock:
+            return self.index.get(doc_ids)
+
+    def delete(self, doc_ids: Sequence[str]) -> list[str]:
+        with self._held(self._simhashes_of(doc_ids)), self._store_lock:
+            return self.index.delete(doc_ids)
+
+    def add(self, docs: Sequence[Document], *, if_new: bool = True, max_matches: int | None = None) -> list[Decision]:
+        """Index ``docs`` (all of them, or with ``if_new`` only those with no near-duplicate
+        indexed or earlier in ``docs``) and say, per document in order, what was done, with
+        at most ``max_matches`` of its near-duplicates (the first by (distance, id)) and,
+        when there are more, how many.
+
+        Checks every document before writing any (``Index.add_many``). A store error part
+        way leaves some of the chosen documents written and others not; the same call again
+        gives the same answers and leaves the index as one successful call would."""
+        if not docs:
+            return []
+        simhashes = [d.simhash for d in docs]
+        with self._held(simhashes), self._store_lock, self._fleet_held(simhashes if if_new else []) as lease:
+            found = self.index.query_counted(simhashes, None, max_matches)
+            earlier = self._earlier_matches(docs)
+            decisions = []
+            for i, (doc, (matches, total)) in enumerate(zip(docs, found)):
+                near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))[:max_matches]
+                count = total + len(earlier.get(i, []))
+                decisions.append(Decision(doc.id, doc.simhash, not (if_new and count), near, count))
+            if lease is not None:
+                lease.check()
+            self.index.add_many([doc for doc, decision in zip(docs, decisions) if decision.added])
+        return decisions
+
+    def remove_expired(self, chunk: int = 1000) -> int:
+        """Delete the documents older than the index's TTL and their index cells (retention.py),
+        each chunk under the locks of its documents and checked again there, so a document
+        written meanwhile stays. Returns how many were deleted."""
+        ttl, removed = self.index.ttl, 0
+        if not ttl:
+            return 0
+        with self._store_lock:
+            doomed = expired_ids(self.index.store, ttl)
+        for start in range(0, len(doomed), chunk):
+            ids = doomed[start:start + chunk]
+            with self._held(self._simhashes_of(ids)), self._store_lock:
+                now = time.time()
+                values = self.index.store.get("docs", [encode_id(i) for i in ids])
+                removed += len(self.index.delete([i for i, v in zip(ids, values)
+                                                  if (end := expires_at(v, ttl)) is not None and end <= now]))
+        return removed
+
+    def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
+        """Position -> the earlier documents of ``docs`` within k bits."""
+        simhashes = np.array([d.simhash for d in docs], dtype=np.uint64)
+        return {j: [Match(docs[i].id, docs[i].simhash, distance) for i, distance in found]
+                for j, found in earlier_matches(simhashes, self.index.scheme, self.index.k).items()}
+
+    def _simhashes_of(self, doc_ids: Sequence[str]) -> list[int]:
+        with self._store_lock:
+            return [d.simhash for d in self.index.get(doc_ids) if d is not None]
+
+    def _scan_prefixes(self, simhashes: Sequence[int]) -> np.ndarray:
+        return self.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+
+    @contextmanager
+    def _fleet_held(self, simhashes: Sequence[int]) -> Iterator[Any]:
+        """The fleet locks of every scan prefix of ``simhashes`` (their 5-byte keys); yields
+        the lease, or None without fleet locks or simhashes."""
+        if self.fleet is None or not simhashes:
+            yield None
+            return
+        keys = [int(p).to_bytes(5, "big") for p in np.unique(self._scan_prefixes(simhashes)).tolist()]
+        with self.fleet.held(keys) as lease:
+            yield lease
+
+    def _stripes_of(self, simhashes: Sequence[int]) -> list[int]:
+        """The stripes of every scan prefix of ``simhashes``, sorted (the order locks are taken in)."""
+        if len(simhashes) <= _FEW:  # a service's add: Python ints cost less than numpy's calls
+            prefixes = self.index.scheme.prefixes
+            return sorted({(int.from_bytes(p, "big") * _FIB_INT & _U64) >> (64 - 12)
+                           for s in simhashes for p in prefixes(s)})
+        return np.unique((self._scan_prefixes(simhashes) * _FIBONACCI) >> np.uint64(64 - 12)).tolist()
+
+    @contextmanager
+    def _held(self, simhashes: Sequence[int]) -> Iterator[None]:
+        """Hold the stripe locks of every scan prefix of ``simhashes``, taken in order."""
+        if not simhashes:
+            yield
+            return
+        locks = [self._stripes[i] for i in self._stripes_of(simhashes)]
+        for lock in locks:
+            lock.acquire()
+        try:
+            yield
+        finally:
+            for lock in reversed(locks):
+                lock.release()

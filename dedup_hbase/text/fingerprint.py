@@ -1,0 +1,191 @@
+"""64-bit weighted SimHash over weighted features, and the helpers around it.
+
+Every feature (a word or a character shingle, as text) is hashed with
+``mmh3.hash64(feature.encode("utf-8"), seed, signed=False)[0]`` (seed 0 by default;
+the seed is part of the index metadata). Bit i of the fingerprint is 1 when the
+features whose hash has bit i set weigh more than the features whose hash has it
+clear. Weights are integers, so the sums are exact and the fingerprint does not
+depend on summation order, CPU or process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import mmh3
+import numpy as np
+
+from ..errors import EmptyDocument, InvalidInput
+from .features import featurizer_from_spec, make_featurizer
+
+DEFAULT_SEED = 0
+_CACHE_LIMIT = 1 << 20
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits of two 64-bit fingerprints."""
+    return (a ^ b).bit_count()
+
+
+def to_hex(simhash: int) -> str:
+    """16 lower-case hex digits."""
+    return f"{simhash:016x}"
+
+
+def parse_hex(text: str) -> int:
+    """Parse exactly 16 hex digits (an optional ``0x`` is allowed) into an int."""
+    digits = text.strip().lower().removeprefix("0x")
+    if len(digits) != 16 or any(c not in "0123456789abcdef" for c in digits):
+        raise InvalidInput(f"a simhash is 16 hex digits, not {text!r}")
+    return int(digits, 16)
+
+
+def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """SimHash of feature hashes (uint64) with integer weights (int64), vectorised."""
+    if len(hashes) == 0:
+        raise EmptyDocument("no features")
+    # Row j of `bits` holds the 64 bits of hash j, most significant first.
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)
+    set_weight = weights @ bits
+    ones = 2 * set_weight > int(weights.sum())
+    return int.from_bytes(np.packbits(ones).tobytes(), "big")
+
+
+class Hasher:
+    """Feature hashing with a per-instance cache of token hashes (no module state)."""
+
+    def __init__(self, seed: int = DEFAULT_SEED) -> None:
+        if not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise InvalidInput(f"seed must be an unsigned 32-bit integer, not {seed!r}")
+        self.seed = seed
+        self._cache: dict[str, int] = {}
+
+    def hash(self, feature: str) -> int:
+        value = self._cache.get(feature)
+        if value is None:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            value = mmh3.hash64(feature.encode("utf-8"), self.seed, signed=False)[0]
+            self._cache[feature] = value
+        return value
+
+    def simhash(self, weighted: Mapping[str, int]) -> int:
+        """Fingerprint of ``{feature: integer weight}``; raises EmptyDocument if empty."""
+        if not weighted:
+            raise EmptyDocument("no features")
+        cache = self._cache
+        hashes = np.array([cache.get(f) or self.hash(f) for f in weighted], dtype=np.uint64)
+        weights = np.fromiter(weighted.values(), np.int64, len(weighted))
+        return simhash_of_hashes(hashes, weights)
+
+
+class Fingerprinter:
+    """Text -> 64-bit SimHash, for one featurizer and one hash seed.
+
+    ``spec`` identifies the pair; indexes store it and refuse any other. With ``native``
+    (the default) the compiled core computes the same fingerprints when it is installed
+    and mirrors the featurizer (``dedup_hbase.text.native``); this class's own code is the
+    reference and the fallback.
+    """
+
+    def __init__(self, featurizer, seed: int = DEFAULT_SEED, native: bool = True) -> None:
+        self.featurizer = featurizer
+        self.hasher = Hasher(seed)
+        self.native = native
+
+    @property
+    def spec(self) -> dict:
+        return {**self.featurizer.spec, "seed": self.hasher.seed}
+
+    @property
+    def label(self) -> str:
+        """``spec`` in one short string (``spec_label``), as fingerprint records carry it."""
+        return spec_label(self.spec)
+
+    @cached_property
+    def _core(self):
+        """The compiled core's fingerprinter, or None (the Python path)."""
+        if not self.native:
+            return None
+        from .native import core_for
+
+        return core_for(self.featurizer, self.hasher.seed, self._reference)
+
+    @property
+    def uses_core(self) -> bool:
+        """True when the compiled core computes this fingerprinter's fingerprints."""
+        return self._core is not None
+
+    @property
+    def core(self):
+        """The compiled core's fingerprinter (``native.NativeFingerprinter``), or None on the
+        Python path."""
+        return self._core
+
+    def fingerprint(self, text: str) -> int:
+        """SimHash of ``text``; raises EmptyDocument when it has no features."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        core = self._core
+        if core is not None:
+            return core.fingerprint(text)
+        return self._reference(text)
+
+    def fingerprint_many(self, texts: list[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
+        """Fingerprints of a batch (uint64, 0 where there is none) and, by position, why
+        each text without one has none (the EmptyDocument message).
+
+        With the compiled core, ``threads`` threads share the batch (the GIL released),
+        each taking a few texts at a time until none is left: give it the cores the caller
+        owns. The Python path runs on the calling thread whatever ``threads`` says (the
+        GIL would serialise its threads); processes are its way to use more cores."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidInput(f"threads must be a positive integer, not {threads!r}")
+        core = self._core
+        if core is not None:
+            return core.fingerprint_many(texts, threads)
+        out, errors = np.zeros(len(texts), dtype=np.uint64), {}
+        for i, text in enumerate(texts):
+            try:
+                out[i] = self.fingerprint(text)
+            except EmptyDocument as e:
+                errors[i] = str(e)
+        return out, errors
+
+    def _reference(self, text: str) -> int:
+        weighted = self.featurizer.features(text)
+        if not weighted:
+            raise EmptyDocument(EmptyDocument.EMPTY_TEXT if not text.strip() else EmptyDocument.NO_FEATURES)
+        return self.hasher.simhash(weighted)
+
+
+def spec_label(spec: Mapping) -> str:
+    """A featurizer spec in one short string, as fingerprint records carry it:
+    ``jieba/2;seed=0``, ``shingles/1;n=4;seed=0`` (name/version, parameters, seed)."""
+    params = [f"{k}={v}" for k, v in sorted(spec.get("params", {}).items())]
+    return ";".join([f"{spec['name']}/{spec.get('version')}", *params, f"seed={spec.get('seed', DEFAULT_SEED)}"])
+
+
+def describe_spec(spec: Mapping) -> str:
+    """A featurizer spec for people: ``jieba v2 (seed 0)``, ``shingles v1 (n=4; seed 0)``."""
+    params = [f"{k}={v}" for k, v in spec.get("params", {}).items()]
+    params.append(f"seed {spec.get('seed', DEFAULT_SEED)}")
+    return f"{spec['name']} v{spec.get('version')} ({'; '.join(params)})"
+
+
+def fingerprinter_from_spec(spec: Mapping, native: bool = True) -> Fingerprinter:
+    """The fingerprinter an index records as its ``spec`` (featurizer, version, parameters,
+    seed); refuses another featurizer version (features.featurizer_from_spec)."""
+    return Fingerprinter(featurizer_from_spec(spec), spec.get("seed", DEFAULT_SEED), native)
+
+
+def make_fingerprinter(featurizer: str | None = None, *, shingle_size: int | None = None,
+                       seed: int | None = None) -> Fingerprinter:
+    """A fingerprinter by options: ``featurizer`` jieba (default) or shingles (implied by
+    ``shingle_size``), with its shingle size (default 4) and the mmh3 seed (default 0)."""
+    name = featurizer or ("shingles" if shingle_size is not None else "jieba")
+    if shingle_size is not None and name != "shingles":
+        raise InvalidInput(f"a shingle size applies to the shingles featurizer, not to {name}")
+    params = {"n": shingle_size} if shingle_size is not None else {}
+    return Fingerprinter(make_featurizer(name, **params), DEFAULT_SEED if seed is None else seed)
