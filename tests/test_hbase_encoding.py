@@ -9,7 +9,7 @@ from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TMessageType
 from thriftpy2.transport import TMemoryBuffer
 
-from dedup_hbase.stores.hbase.store import thrift2
+from dedup_hbase.stores.hbase import thrift2
 
 hb2 = thrift2.idl()
 

@@ -7,8 +7,8 @@ prefix of the keys. The real HBase runs of the same protocol: tests/test_fleet.p
 import pytest
 
 from dedup_hbase.errors import StoreError
+from dedup_hbase.stores.hbase import locks as hbase_locks
 from dedup_hbase.stores.hbase.locks import LeaseLocks
-from dedup_hbase.stores.hbase.store import locks as hbase_locks
 
 
 class Clock:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.stores.hbase.store import thrift2
+from dedup_hbase.stores.hbase import thrift2
 
 from conftest import hbase_store_url
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from dedup_hbase import Index, open_store
+from dedup_hbase.service import online as online_module
 from dedup_hbase.service.online import OnlineIndex
-from dedup_hbase.service.service import online as online_module
 
 
 @pytest.mark.parametrize("scheme", ["4", "5"])
