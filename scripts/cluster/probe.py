@@ -10,7 +10,8 @@ port, and gives up at once when one of the given processes has exited.
     probe.py regions MASTER_INFO_PORT          (region servers and their region counts, for status)
 
 Options (before the command): --deadline SECONDS (default 240), --pids PID,PID,... (processes that
-must stay alive while waiting), --quick (hbase: one read-only round trip per gateway).
+must stay alive while waiting), --mode quick|meta|full (hbase: how deep the gateway round trips go;
+see hbase_gateways).
 """
 
 from __future__ import annotations
@@ -148,8 +149,13 @@ def thrift2_client(hb2, port: int):
                        trans_factory=TBufferedTransportFactory(), proto_factory=TBinaryProtocolFactory())
 
 
-def hbase_gateways(thrift_port: int, thrift2_port: int, thrift_jar: str, quick: bool,
+def hbase_gateways(thrift_port: int, thrift2_port: int, thrift_jar: str, mode: str,
                    deadline: float, pids: list[int]) -> None:
+    """mode quick: one call per gateway that needs the master (list tables);
+    meta (default): also read a row of hbase:meta through each gateway, i.e. from the region
+    server that holds it (the master has assigned it: it is initialized);
+    full: also create a table, put a row through Thrift1, read it back through Thrift2, drop it
+    (the whole DDL and data path; some 10-30 s more on 2 busy cores)."""
     import happybase
     hb2 = thrift2_module(thrift_jar)
 
@@ -157,7 +163,11 @@ def hbase_gateways(thrift_port: int, thrift2_port: int, thrift_jar: str, quick: 
         c = happybase.Connection("127.0.0.1", thrift_port, timeout=30000)
         try:
             names = c.tables()
-            if quick:
+            if mode == "quick":
+                return
+            rows = list(c.table(b"hbase:meta").scan(limit=1))
+            assert rows, "hbase:meta has no rows yet"
+            if mode != "full":
                 return
             if PROBE in names:
                 c.delete_table(PROBE, disable=True)
@@ -170,7 +180,11 @@ def hbase_gateways(thrift_port: int, thrift2_port: int, thrift_jar: str, quick: 
         c = thrift2_client(hb2, thrift2_port)
         try:
             c.getTableNamesByNamespace("default")
-            if quick:
+            if mode == "quick":
+                return
+            rows = c.getScannerResults(b"hbase:meta", hb2.TScan(caching=1), 1)
+            assert rows, "hbase:meta has no rows yet"
+            if mode != "full":
                 return
             r = c.get(PROBE, hb2.TGet(row=b"row"))
             assert r.columnValues and r.columnValues[0].value == b"v", r
@@ -184,9 +198,9 @@ def hbase_gateways(thrift_port: int, thrift2_port: int, thrift_jar: str, quick: 
         finally:
             c.close()
 
-    wait("Thrift1 gateway", thrift1, deadline, pids, 1)
-    wait("Thrift2 gateway", thrift2, deadline, pids, 1)
-    if not quick:
+    wait("Thrift1 gateway", thrift1, deadline, pids, 0.5)
+    wait("Thrift2 gateway", thrift2, deadline, pids, 0.5)
+    if mode == "full":
         wait("Thrift1 gateway (drop the probe table)", drop, deadline, pids, 1)
 
 
@@ -206,7 +220,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--deadline", type=float, default=240)
     p.add_argument("--pids", default="")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--mode", choices=["quick", "meta", "full"], default="meta")
     p.add_argument("command")
     p.add_argument("args", nargs="*")
     a = p.parse_args()
@@ -222,7 +236,7 @@ def main() -> None:
     elif a.command == "hbase":
         master_info, regionservers, t1, t2, jar = args
         print(wait("HBase master", lambda: hbase_master(int(master_info), int(regionservers)), deadline, pids))
-        hbase_gateways(int(t1), int(t2), jar, a.quick, deadline, pids)
+        hbase_gateways(int(t1), int(t2), jar, a.mode, deadline, pids)
     elif a.command == "spark":
         print(wait("Spark master", lambda: spark(int(args[0]), int(args[1])), deadline, pids))
     elif a.command == "regions":
