@@ -7,7 +7,7 @@ port, and gives up at once when one of the given processes has exited.
     probe.py hdfs-setup NN_HTTP_PORT SUPERUSER HBASE_USER SPARK_USER CLIENT_USER
     probe.py hbase MASTER_INFO_PORT REGIONSERVERS THRIFT_PORT THRIFT2_PORT THRIFT_JAR
     probe.py spark WEB_PORT WORKERS
-    probe.py regions MASTER_INFO_PORT          (region servers and their region counts, for status)
+    probe.py regions RS_INFO_PORT...           (each region server's region and request counts)
 
 Options (before the command): --deadline SECONDS (default 240), --pids PID,PID,... (processes that
 must stay alive while waiting), --mode quick|meta|full (hbase: how deep the gateway round trips go;
@@ -240,8 +240,13 @@ def main() -> None:
     elif a.command == "spark":
         print(wait("Spark master", lambda: spark(int(args[0]), int(args[1])), deadline, pids))
     elif a.command == "regions":
-        bean = jmx(int(args[0]), "Hadoop:service=HBase,name=Master,sub=Server")
-        print(bean.get("tag.liveRegionServers", ""))
+        for port in args:
+            try:
+                bean = jmx(int(port), "Hadoop:service=HBase,name=RegionServer,sub=Server")
+                print(f"{bean.get('tag.serverName')}: {bean.get('regionCount')} regions, "
+                      f"{bean.get('readRequestCount')} reads, {bean.get('writeRequestCount')} writes")
+            except Exception as e:  # noqa: BLE001
+                print(f"127.0.0.1:{port}: no answer ({type(e).__name__})")
     else:
         sys.exit(f"unknown command {a.command}")
 
