@@ -21,7 +21,7 @@ def run(batcher_args: dict, calls: list[tuple], fn_log: list, hold: threading.Ev
             batcher = Batcher(executor=pool, **batcher_args)
             tasks = [asyncio.ensure_future(batcher(*call)) for call in calls]
             await asyncio.sleep(0)  # every call queued (the first batch waits on ``hold``)
-            while len(batcher._queued) < len(calls) - 1:
+            while batcher.queued < len(calls) - 1:
                 await asyncio.sleep(0.001)
             hold.set()
             return await asyncio.gather(*tasks, return_exceptions=True), batcher.batches
@@ -98,7 +98,7 @@ def test_a_cancelled_call_is_left_out_of_its_batch():
             first = asyncio.ensure_future(batcher([1]))
             second = asyncio.ensure_future(batcher([2]))
             third = asyncio.ensure_future(batcher([3]))
-            while len(batcher._queued) < 2:
+            while batcher.queued < 2:
                 await asyncio.sleep(0.001)
             second.cancel()
             await asyncio.sleep(0)
@@ -174,73 +174,3 @@ def test_inline_batches_keep_max_items_and_errors_as_on_a_thread():
                                              [([1], "a"), (["bad"], "b"), ([3], "c")])
     assert answers[0] == [(1, "a")] and isinstance(answers[1], ValueError) and answers[2] == [(3, "c")]
     assert threads == ["MainThread"] * 3 and inline == 1  # in turn: fn once per call, one batch
-
-
-def run_then(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, list]:
-    """``calls`` made in one turn of the loop by ``submit_then`` (a call whose first item is
-    "future" by ``submit``): each call's (answer, error) as its ``then`` got it, in the order
-    the callbacks came, and the threads ``then`` ran on; the futures' outcomes."""
-    got, threads, futures = [], [], []
-    fn = tagging()
-
-    async def main():
-        with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
-            batcher = Batcher(fn, pool, **batcher_args)
-            for i, call in enumerate(calls):
-                if call[0][0] == "future":
-                    futures.append(batcher.submit(*call))
-                    continue
-
-                def then(answer, error, i=i):
-                    threads.append(threading.current_thread().name)
-                    got.append((i, answer, error))
-                batcher.submit_then(then, *call)
-            outcomes = await asyncio.gather(*futures, return_exceptions=True)
-            while len(got) < len(calls) - len(futures):
-                await asyncio.sleep(0.001)
-            return outcomes
-
-    return got, threads, asyncio.run(main())
-
-
-@pytest.mark.parametrize("inline_max", [0, 100])
-def test_submit_then_hands_each_call_its_answer_or_its_batch_error_on_the_loop_thread(inline_max):
-    got, threads, outcomes = run_then({"max_items": 100, "inline_max": inline_max},
-                                      [([1],), (["future", 2],), ([3, 4],)])
-    assert got == [(0, [(1,)], None), (2, [(3,), (4,)], None)]  # in the order of the calls
-    assert outcomes == [[("future",), (2,)]] and threads == ["MainThread"] * 2
-    # without inline_max the first call starts its batch at once, alone; the others join the next
-    got, _, outcomes = run_then({"max_items": 100, "inline_max": inline_max}, [([1],), (["bad"],), (["future"],)])
-    assert got[0] == ((0, [(1,)], None) if inline_max == 0 else (0, None, got[0][2]))
-    assert got[1][:2] == (1, None)  # joined: the batch's error is each call's
-    errors = [got[1][2], outcomes[0]] + ([got[0][2]] if inline_max else [])
-    assert all(type(e) is ValueError and str(e) == "bad item" for e in errors)
-
-
-def test_submit_then_in_turn_gives_each_call_its_own_error():
-    got, threads, _ = run_then({"max_items": 100, "join": False, "inline_max": 4},
-                               [([1], "a"), (["bad"], "b"), ([3], "c")])
-    assert [(i, answer) for i, answer, _ in got] == [(0, [(1, "a")]), (1, None), (2, [(3, "c")])]
-    assert got[0][2] is None and isinstance(got[1][2], ValueError) and got[2][2] is None
-    assert threads == ["MainThread"] * 3
-
-
-def test_a_callback_that_raises_is_reported_and_the_other_calls_are_answered():
-    got, reported = [], []
-
-    async def main():
-        loop = asyncio.get_running_loop()
-        loop.set_exception_handler(lambda loop, context: reported.append(context["exception"]))
-        with ThreadPoolExecutor(1) as pool:
-            batcher = Batcher(lambda items: list(items), pool, 100, inline_max=4)
-
-            def bad(answer, error):
-                raise RuntimeError("a bug")
-            batcher.submit_then(bad, [1])
-            batcher.submit_then(lambda answer, error: got.append((answer, error)), [2])
-            for _ in range(3):
-                await asyncio.sleep(0)
-
-    asyncio.run(main())
-    assert got == [([2], None)]
-    assert [str(e) for e in reported] == ["a bug"]
