@@ -495,10 +495,11 @@ def post(path: str, body: bytes, *headers: bytes, version: bytes = b"HTTP/1.1") 
 
 
 def test_the_document_endpoints_answer_the_same_bytes_whatever_form_the_request_takes(tmp_path):
-    """`POST /v1/check` and `/v1/add` as a plain keep-alive request, with a percent-escaped
-    path, `connection: close`, HTTP/1.0 (kept alive or not), `expect: 100-continue` and a
-    chunked body answer the same bytes, errors included (but `connection: close` where the
-    connection closes); pipelined requests are answered in order on one connection."""
+    """`POST /v1/check` and `/v1/add` as a plain keep-alive request (the fast lane,
+    http_lane.py) and in every form the lane leaves to the ASGI application (a percent-escaped
+    path, `connection: close`, HTTP/1.0 kept alive or not, `expect: 100-continue`, a chunked
+    body) answer the same bytes, errors included (but `connection: close` where the connection
+    closes); pipelined requests after a lane request are answered in order on one connection."""
     store = str(tmp_path / "index")
     cli("init", "--store", store)
     with serving(store) as (client, _):
@@ -527,10 +528,16 @@ def test_the_document_endpoints_answer_the_same_bytes_whatever_form_the_request_
                              for i in range(5))
         answers = raw_exchange(url, pipelined, 5)
         assert [json.loads(a.split(b"\r\n\r\n", 1)[1])[0]["id"] for a in answers] == [f"p{i}" for i in range(5)]
+        # both ways are counted in one place: each request once, each refusal once
+        before = client.get("/v1/stats").json()["server"]
+        raw_exchange(url, post(b"/v1/check", b"[1]") + post(b"/v1/%63heck", b"[1]") + post(b"/v1/check", b"[]"), 3)
+        after = client.get("/v1/stats").json()["server"]
+        assert (after["requests"] - before["requests"], after["refused"] - before["refused"]) == (4, 2)
 
 
 def test_keep_alive_timeout_closes_a_connection_only_when_idle(tmp_path):
-    """The keep-alive timeout (uvicorn's 5 s): a connection sending requests a second apart
+    """uvicorn's keep-alive timeout (5 s), kept by the lane's one timer per connection
+    (http_lane.py): a connection sending requests (on the lane and the ASGI way) a second apart
     for longer than the timeout stays open; left idle, the server closes it."""
     import socket
     import time

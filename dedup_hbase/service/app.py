@@ -1,4 +1,5 @@
-"""The HTTP application: one ASGI application for every request of the service.
+"""The HTTP application: every request of the service, whichever way it came in, answered in
+one place (``Dispatch``).
 
 ======  =======================  ==========================================================
 POST    /v1/check                a JSON array of documents ``{"id", "text"}`` or ``{"id",
@@ -15,35 +16,56 @@ GET     /v1/stats                the index's configuration and this server's cou
 GET     /healthz                 ``{"ok": true}`` after a round trip to the store
 ======  =======================  ==========================================================
 
-Every request, whatever its route, passes through ``app``: the route looked up in ``ROUTES``
-(an exact path, or the ``/v1/docs/`` prefix), its endpoint awaited, any exception turned into
-its status and JSON body (``DedupService.failure``: 400, 404, 413, 503, 500), the answer
-rendered and sent, always as ``content-length`` and ``content-type: application/json`` after
-uvicorn's ``date`` and ``server``. A method a route lacks is a 405, a path no route has a 404
-(``{"error": "METHOD PATH: Method Not Allowed"}``, ``... Not Found``); a ``GET`` route takes
-``HEAD`` too (uvicorn sends no body for it). Paths are matched as given (no redirect of a
-trailing slash). A request is checked whole before anything is written (documents.py); a body
-over ``Limits.max_body_bytes`` is a 413 before or while it is read; a client that leaves
-before its body arrived whole gets no answer. The application knows HTTP, not the index: the
-endpoints call the handlers (handlers.py), the document endpoints through their batchers, the
-others on the handlers' threads. It speaks HTTP only (no websocket, no lifespan: server.py
-turns them off).
+A request reaches ``Dispatch`` as an ``Exchange`` (method, path, query, headers, body, and how
+to send its answer), from the ASGI application (``asgi``: every request uvicorn hands it) or
+from the HTTP fast lane (http_lane.py: a plain ``POST`` to the document endpoints).
+``Dispatch`` looks up the route (an exact path, or the ``/v1/docs/`` prefix), starts its
+endpoint, turns its outcome or exception into the status and JSON body
+(``DedupService.failure``: 400, 404, 413, 503, 500), renders it and hands it to the exchange:
+the same bytes whichever way the request came. A method a route lacks is a 405, a path no
+route has a 404 (``{"error": "METHOD PATH: Method Not Allowed"}``, ``... Not Found``); a
+``GET`` route takes ``HEAD`` too (uvicorn sends no body for it). Paths are matched as given
+(no redirect of a trailing slash). A body over ``Limits.max_body_bytes`` is a 413, refused on
+its declared length before it is read; a client that leaves before its body arrived whole
+gets no answer. Every answer is ``content-length`` and ``content-type: application/json``
+after uvicorn's ``date`` and ``server``.
+
+The endpoints answer by callback: the document endpoints through their batchers, the others
+from the handlers' threads. Nothing here knows the index: the handlers do (handlers.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from .documents import RequestError, parse_documents, render, render_documents
+from .batcher import Then
+from .documents import RequestDoc, RequestError, parse_documents, render, render_documents
 from .handlers import DedupService
 
-# an endpoint: (the ASGI scope, receive, the rest of the path after a prefix route's) -> the answer's JSON value
-Endpoint = Callable[[dict, Callable, str], Awaitable[Any]]
 DOCS_PREFIX = "/v1/docs/"
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request as a way in hands it to ``Dispatch``, and ``reply(status, content)``, the
+    way in's own way to send the answer (called once, on the event loop's thread)."""
+
+    method: str
+    path: str  # percent-decoded
+    query: bytes
+    headers: list[tuple[bytes, bytes]]  # names in lower case
+    body: bytes
+    reply: Callable[[int, bytes], None]
+    refused: RequestError | None = None  # the body, refused as it was read (over the limit)
+
+
+# an endpoint: (the exchange, the rest of the path after a prefix route's, then) -> None; ``then``
+# gets the answer's JSON value or the exception
+Endpoint = Callable[[Exchange, str, Then], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,78 +77,73 @@ class Route:
     render: Callable[[Any], bytes] = render
 
 
-class ClientGone(Exception):
-    """The client closed the connection before its request body arrived whole."""
+class Dispatch:
+    """``dispatch(exchange)``: the one place every request is answered (see the module
+    docstring). Used on the event loop's thread."""
 
+    def __init__(self, service: DedupService) -> None:
+        self.service = service
+        self.routes, self.prefixed = endpoints(service)
 
-def create_app(service: DedupService):
-    """The ASGI application of ``service``."""
-    routes, prefixed = endpoints(service)
-    failure, counters = service.failure, service.counters
-
-    async def app(scope: dict, receive, send) -> None:
-        path, method = scope["path"], scope["method"]
-        route, rest = routes.get(path), ""
+    def __call__(self, exchange: Exchange) -> None:
+        path, method = exchange.path, exchange.method
+        route, rest = self.routes.get(path), ""
         if route is None and path.startswith(DOCS_PREFIX):
-            route, rest = prefixed, path[len(DOCS_PREFIX):]
+            route, rest = self.prefixed, path[len(DOCS_PREFIX):]
         endpoint = None if route is None else route.methods.get(method)
         if endpoint is None:
-            status, body = (404, "Not Found") if route is None else (405, "Method Not Allowed")
-            await respond(send, status, render({"error": f"{method} {path}: {body}"}))
+            missed = "Not Found" if route is None else "Method Not Allowed"
+            exchange.reply(404 if route is None else 405, render({"error": f"{method} {path}: {missed}"}))
             return
-        counters["requests"] += 1  # on the event loop's thread only: no lock
+        self.service.counters["requests"] += 1  # on the event loop's thread only: no lock
         try:
-            status, body = 200, await endpoint(scope, receive, rest)
-        except ClientGone:  # nobody to answer
-            return
+            endpoint(exchange, rest, lambda answer, error: self.finish(exchange, route, answer, error))
         except Exception as e:
-            status, body = failure(e, method, path)
+            self.finish(exchange, route, None, e)
+
+    def finish(self, exchange: Exchange, route: Route, answer: Any, error: BaseException | None) -> None:
+        """The endpoint's outcome rendered and replied."""
+        status, body = (200, answer) if error is None else self.service.failure(error, exchange.method, exchange.path)
         try:
             content = route.render(body)
         except Exception as e:  # a bug (an answer that is not JSON): the service keeps answering
-            status, body = failure(e, method, path)
+            status, body = self.service.failure(e, exchange.method, exchange.path)
             content = render(body)
-        await respond(send, status, content)
-
-    return app
-
-
-async def respond(send, status: int, content: bytes) -> None:
-    """Send an answer: ``status``, ``content-length``, ``content-type: application/json``, ``content``."""
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
-    await send({"type": "http.response.body", "body": content})
+        exchange.reply(status, content)
 
 
 def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
     """The routes of the exact paths, and the route of the paths under ``DOCS_PREFIX``."""
     limits = service.limits
 
-    def in_thread(fn, *args) -> asyncio.Future:
-        return asyncio.get_running_loop().run_in_executor(service.threads, fn, *args)
+    def documents(exchange: Exchange) -> list[RequestDoc]:
+        if exchange.refused is not None:
+            raise exchange.refused
+        return parse_documents(exchange.body, limits)
 
-    async def check(scope: dict, receive, rest: str):
-        return await service.checks(parse_documents(await read_body(scope, receive, limits.max_body_bytes), limits))
+    def check(exchange: Exchange, rest: str, then: Then) -> None:
+        service.checks.submit(then, documents(exchange))
 
-    async def add(scope: dict, receive, rest: str):
-        params = query_values(scope["query_string"])
+    def add(exchange: Exchange, rest: str, then: Then) -> None:
+        params = query_values(exchange.query)
         if_new, ttl = flag(params.get("if_new"), "if_new", False), service.request_ttl(params.get("ttl"))
-        docs = parse_documents(await read_body(scope, receive, limits.max_body_bytes), limits)
+        docs = documents(exchange)
         if service.adds is None:
-            return await in_thread(service.add, docs, if_new, ttl)
-        return await service.adds(docs, if_new, ttl)
+            in_thread(service, then, service.add, docs, if_new, ttl)
+        else:
+            service.adds.submit(then, docs, if_new, ttl)
 
-    async def document(scope: dict, receive, doc_id: str):
-        return await in_thread(service.document, doc_id)
+    def document(exchange: Exchange, doc_id: str, then: Then) -> None:
+        in_thread(service, then, service.document, doc_id)
 
-    async def delete(scope: dict, receive, doc_id: str):
-        return await in_thread(service.delete, doc_id)
+    def delete(exchange: Exchange, doc_id: str, then: Then) -> None:
+        in_thread(service, then, service.delete, doc_id)
 
-    async def stats(scope: dict, receive, rest: str):
-        return await in_thread(service.stats, flag(query_values(scope["query_string"]).get("full"), "full", False))
+    def stats(exchange: Exchange, rest: str, then: Then) -> None:
+        in_thread(service, then, service.stats, flag(query_values(exchange.query).get("full"), "full", False))
 
-    async def health(scope: dict, receive, rest: str):
-        return await in_thread(service.health)
+    def health(exchange: Exchange, rest: str, then: Then) -> None:
+        in_thread(service, then, service.health)
 
     routes = {"/v1/check": Route("check", {"POST": check}, render_documents),
               "/v1/add": Route("add", {"POST": add}, render_documents),
@@ -135,10 +152,53 @@ def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
     return routes, Route("docs", {"GET": document, "HEAD": document, "DELETE": delete})
 
 
-async def read_body(scope: dict, receive, max_bytes: int) -> bytes:
+def in_thread(service: DedupService, then: Then, fn: Callable, *args: Any) -> None:
+    """``fn(*args)`` on the handlers' threads; ``then`` gets its outcome on the event loop's
+    thread (nothing when the service stops first)."""
+    def settled(future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        then(None, error) if error is not None else then(future.result(), None)
+
+    asyncio.get_running_loop().run_in_executor(service.threads, fn, *args).add_done_callback(settled)
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its request body arrived whole."""
+
+
+def asgi(dispatch: Dispatch, max_body: int):
+    """The ASGI application: each request's body read (a ``POST``'s), handed to ``dispatch``,
+    its answer sent."""
+    async def app(scope: dict, receive, send) -> None:
+        done = asyncio.get_running_loop().create_future()
+
+        def reply(status: int, content: bytes) -> None:
+            if not done.done():  # else cancelled: the server stops
+                done.set_result((status, content))
+
+        exchange = Exchange(scope["method"], scope["path"], scope["query_string"], scope["headers"], b"", reply)
+        if exchange.method == "POST":
+            try:
+                exchange.body = await read_body(exchange.headers, receive, max_body)
+            except RequestError as e:
+                exchange.refused = e
+            except ClientGone:  # nobody to answer
+                return
+        dispatch(exchange)
+        status, content = await done
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": content})
+
+    return app
+
+
+async def read_body(headers: list[tuple[bytes, bytes]], receive, max_bytes: int) -> bytes:
     """The request's body, whole; RequestError (413) over ``max_bytes`` (refused on its
     declared length before any of it is read), ClientGone when the client leaves first."""
-    declared = next((value for name, value in scope["headers"] if name == b"content-length"), None)
+    declared = next((value for name, value in headers if name == b"content-length"), None)
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise RequestError(413, f"the body is {int(declared):,} bytes, over the limit of {max_bytes:,}")
     chunks, size = [], 0

@@ -27,8 +27,10 @@ current turn instead of at once, so that the requests that arrived in the same t
 bigger batch (and any batch while ``inline_ok()`` is false: the store busy on a thread) goes to
 the executor as above, so a large request never holds up the loop.
 
-Every call's answer is a future (``await batcher(items)``); a call whose future is cancelled
-before its batch starts is left out of it. The batcher does not limit how many calls queue.
+A call gives a callback, ``then(answer, None)`` or ``then(None, error)``, called on the event
+loop's thread once its batch is done (no future, no loop turn between a batch's end and its
+answers); not called for a batch cancelled by the executor's shutdown (the service stops). The
+batcher does not limit how many calls queue.
 """
 
 from __future__ import annotations
@@ -39,12 +41,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+Then = Callable[[Any, BaseException | None], None]  # a call's callback: (answer, None) or (None, error)
+
 
 class Batcher:
-    """``await batcher(items, *args)`` is ``fn(items, *args)``, run in ``executor`` in a
-    batch with the calls queued meanwhile, at most ``parallel`` batches at once; a batch of at
-    most ``inline_max`` items on the loop's thread instead (when ``inline_ok()``, if given, is
-    true). Used from one event loop."""
+    """``batcher.submit(then, items, *args)`` calls ``then`` with ``fn(items, *args)``'s
+    answer or exception, run in ``executor`` in a batch with the calls queued meanwhile, at
+    most ``parallel`` batches at once; a batch of at most ``inline_max`` items on the loop's
+    thread instead (when ``inline_ok()``, if given, is true). Used from one event loop."""
 
     def __init__(self, fn: Callable[..., list], executor: Executor, max_items: int, parallel: int = 1,
                  join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None) -> None:
@@ -53,25 +57,25 @@ class Batcher:
                              f"{parallel} and {inline_max}")
         self.fn, self.executor, self.max_items, self.parallel, self.join = fn, executor, max_items, parallel, join
         self.inline_max, self.inline_ok = inline_max, inline_ok
-        self._queued: deque[tuple[Sequence, tuple, asyncio.Future]] = deque()  # (items, args, its future)
+        self._queued: deque[tuple[Sequence, tuple, Then]] = deque()  # (items, args, then)
         self._running = 0
         self._scheduled = False  # a start is due at the end of the loop's turn (inline_max)
         self.batches = 0  # batches run so far
         self.inline_batches = 0  # of them, run on the loop's thread
 
-    def __call__(self, items: Sequence, *args: Any) -> asyncio.Future:
-        """``fn(items, *args)``'s answer (or exception) as a future."""
+    def submit(self, then: Then, items: Sequence, *args: Any) -> None:
+        """Queue ``fn(items, *args)``; ``then`` gets its outcome (see the module docstring).
+        An exception ``then`` raises goes to the loop's exception handler (logged), not to the
+        other calls."""
         if args and self.join:
             raise TypeError("a joined batch passes no arguments but the items")
-        future = asyncio.get_running_loop().create_future()
-        self._queued.append((items, args, future))
+        self._queued.append((items, args, then))
         if self._running < self.parallel:
             if not self.inline_max:
                 self._start()
             elif not self._scheduled:  # the calls of this turn of the loop join the batch
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
-        return future
 
     @property
     def queued(self) -> int:
@@ -85,11 +89,8 @@ class Batcher:
         calls, size = [], 0
         while self._queued and (not calls or size + len(self._queued[0][0]) <= self.max_items):
             call = self._queued.popleft()
-            if not call[2].done():  # a cancelled call is dropped
-                calls.append(call)
-                size += len(call[0])
-        if not calls:
-            return
+            calls.append(call)
+            size += len(call[0])
         self.batches += 1
         if size <= self.inline_max and (self.inline_ok is None or self.inline_ok()):
             self.inline_batches += 1
@@ -141,11 +142,11 @@ class Batcher:
 
     @staticmethod
     def _settle(calls: list[tuple], outcomes: list[tuple[Any, BaseException | None]]) -> None:
-        """Each call's future set (but one cancelled meanwhile)."""
-        for (_, _, future), (answer, error) in zip(calls, outcomes):
-            if future.done():
+        """Each call's ``then`` called with its outcome (none for a cancelled batch)."""
+        for (_, _, then), (answer, error) in zip(calls, outcomes):
+            if isinstance(error, asyncio.CancelledError):
                 continue
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(answer)
+            try:
+                then(answer, error)
+            except Exception as e:  # a bug in the callback: reported as asyncio reports a callback's; the next calls are answered
+                asyncio.get_running_loop().call_exception_handler({"message": "a batcher's callback raised", "exception": e})

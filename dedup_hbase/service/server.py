@@ -1,5 +1,7 @@
 """The server's start and stop: the listening socket, uvicorn running the HTTP application
-(app.py), the expiry thread of an index with a TTL, and the signals that stop it.
+(app.py: the ASGI application, and the fast lane of http_lane.py for a plain ``POST`` to the
+document endpoints, both answered by one ``Dispatch``), the expiry thread of an index with a
+TTL, and the signals that stop it.
 
 uvicorn parses HTTP with httptools and runs uvloop when they are installed (the ``service``
 extra installs both), else with its pure-Python parser (h11) and asyncio's loop: the same
@@ -15,9 +17,10 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import DedupError
-from .app import create_app
+from .app import Dispatch, asgi
 from .documents import Limits
 from .handlers import DedupService
 from .online import OnlineIndex
@@ -48,8 +51,16 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
 
     sock = listen(host, port)
     service = DedupService(online, limits)
-    config = uvicorn.Config(create_app(service), log_level=log_level, access_log=False, lifespan="off", ws="none",
-                            timeout_graceful_shutdown=10)
+    dispatch = Dispatch(service)
+    try:  # the document endpoints' fast lane on uvicorn's httptools protocol (http_lane.py)
+        from .http_lane import fast_lane
+
+        posted = {path for path, route in dispatch.routes.items() if "POST" in route.methods}
+        http: Any = fast_lane(dispatch, posted, limits.max_body_bytes)
+    except ImportError:  # no httptools, or a uvicorn without what the lane uses: every request the ASGI way
+        http = "auto"
+    config = uvicorn.Config(asgi(dispatch, limits.max_body_bytes), http=http, log_level=log_level, access_log=False,
+                            lifespan="off", ws="none", timeout_graceful_shutdown=10)
     stop = threading.Event()
     if online.index.ttl:
         threading.Thread(target=service.expire_until, args=(stop,), name="expire", daemon=True).start()
