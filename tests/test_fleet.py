@@ -2,8 +2,7 @@
 sending overlapping insert-if-new batches drawn from 200 near-duplicate clusters. With the
 fleet locks (the default) every cluster ends with exactly one document indexed, also when one
 server is killed with SIGKILL while it holds locks (the others take its leases over after the
-lease); with them off, servers racing on the same clusters index near-duplicate pairs. Client
-threads' failures are raised in the test."""
+lease); with them off, servers racing on the same clusters index near-duplicate pairs."""
 
 import random
 import signal
