@@ -1,7 +1,7 @@
 """batcher.py: concurrent calls joined into one call of the function (or run in turn), each
-answer handed back to its own caller, errors to the calls they belong to. A real thread pool
-and event loop; the first batch is held until the others have queued, so the batches are
-known."""
+answer handed back to its own caller's callback, errors to the calls they belong to. A real
+thread pool and event loop; the first batch is held until the others have queued, so the
+batches are known."""
 
 import asyncio
 import threading
@@ -12,6 +12,16 @@ import pytest
 from dedup_hbase.service.batcher import Batcher
 
 
+def call(batcher: Batcher, items, *args) -> asyncio.Future:
+    """``batcher.submit`` of ``items``: its outcome as a future (the test's own)."""
+    future = asyncio.get_running_loop().create_future()
+
+    def then(answer, error):
+        future.set_exception(error) if error is not None else future.set_result(answer)
+    batcher.submit(then, items, *args)
+    return future
+
+
 def run(batcher_args: dict, calls: list[tuple], fn_log: list, hold: threading.Event) -> list:
     """``calls`` (items, *args) made at once, the first batch held until all are queued;
     returns each call's answer or exception."""
@@ -19,12 +29,12 @@ def run(batcher_args: dict, calls: list[tuple], fn_log: list, hold: threading.Ev
     async def main():
         with ThreadPoolExecutor(2) as pool:
             batcher = Batcher(executor=pool, **batcher_args)
-            tasks = [asyncio.ensure_future(batcher(*call)) for call in calls]
+            futures = [call(batcher, *c) for c in calls]
             await asyncio.sleep(0)  # every call queued (the first batch waits on ``hold``)
-            while len(batcher._queued) < len(calls) - 1:
+            while batcher.queued < len(calls) - 1:
                 await asyncio.sleep(0.001)
             hold.set()
-            return await asyncio.gather(*tasks, return_exceptions=True), batcher.batches
+            return await asyncio.gather(*futures, return_exceptions=True), batcher.batches
 
     return asyncio.run(main())
 
@@ -89,33 +99,13 @@ def test_calls_in_turn_run_one_by_one_in_order_each_with_its_own_error():
     assert log == [([1], "a"), ([2, 3], "b"), ([4], "bad"), ([5], "c")] and batches == 2
 
 
-def test_a_cancelled_call_is_left_out_of_its_batch():
-    log, hold = [], threading.Event()
-
-    async def main():
-        with ThreadPoolExecutor(2) as pool:
-            batcher = Batcher(held_echo(log, hold), pool, 100)
-            first = asyncio.ensure_future(batcher([1]))
-            second = asyncio.ensure_future(batcher([2]))
-            third = asyncio.ensure_future(batcher([3]))
-            while len(batcher._queued) < 2:
-                await asyncio.sleep(0.001)
-            second.cancel()
-            await asyncio.sleep(0)
-            hold.set()
-            return await first, await third
-
-    assert asyncio.run(main()) == ([1], [3])
-    assert log == [[1], [3]]
-
-
 def test_arguments_are_refused_for_joined_calls_and_bad_sizes_up_front():
     with pytest.raises(ValueError):
         Batcher(list, None, 0)
     with ThreadPoolExecutor(1) as pool:
         batcher = Batcher(list, pool, 10)
         with pytest.raises(TypeError):
-            asyncio.run(batcher([1], "x"))
+            batcher.submit(print, [1], "x")
 
 
 def tagging(threads: list | None = None):
@@ -139,7 +129,7 @@ def run_inline(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, int,
     async def main():
         with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
             batcher = Batcher(fn, pool, **batcher_args)
-            answers = await asyncio.gather(*(batcher(*call) for call in calls), return_exceptions=True)
+            answers = await asyncio.gather(*(call(batcher, *c) for c in calls), return_exceptions=True)
             return answers, batcher.batches, batcher.inline_batches
 
     answers, batches, inline = asyncio.run(main())
@@ -177,24 +167,24 @@ def test_inline_batches_keep_max_items_and_errors_as_on_a_thread():
 
 
 def run_then(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, list]:
-    """``calls`` made in one turn of the loop by ``submit_then`` (a call whose first item is
-    "future" by ``submit``): each call's (answer, error) as its ``then`` got it, in the order
-    the callbacks came, and the threads ``then`` ran on; the futures' outcomes."""
+    """``calls`` made in one turn of the loop by ``submit`` (a call whose first item is
+    "future" through ``call``): each call's (answer, error) as its ``then`` got it, in the
+    order the callbacks came, and the threads ``then`` ran on; the futures' outcomes."""
     got, threads, futures = [], [], []
     fn = tagging()
 
     async def main():
         with ThreadPoolExecutor(2, thread_name_prefix="pool") as pool:
             batcher = Batcher(fn, pool, **batcher_args)
-            for i, call in enumerate(calls):
-                if call[0][0] == "future":
-                    futures.append(batcher.submit(*call))
+            for i, c in enumerate(calls):
+                if c[0][0] == "future":
+                    futures.append(call(batcher, *c))
                     continue
 
                 def then(answer, error, i=i):
                     threads.append(threading.current_thread().name)
                     got.append((i, answer, error))
-                batcher.submit_then(then, *call)
+                batcher.submit(then, *c)
             outcomes = await asyncio.gather(*futures, return_exceptions=True)
             while len(got) < len(calls) - len(futures):
                 await asyncio.sleep(0.001)
@@ -204,7 +194,7 @@ def run_then(batcher_args: dict, calls: list[tuple]) -> tuple[list, list, list]:
 
 
 @pytest.mark.parametrize("inline_max", [0, 100])
-def test_submit_then_hands_each_call_its_answer_or_its_batch_error_on_the_loop_thread(inline_max):
+def test_submit_hands_each_call_its_answer_or_its_batch_error_on_the_loop_thread(inline_max):
     got, threads, outcomes = run_then({"max_items": 100, "inline_max": inline_max},
                                       [([1],), (["future", 2],), ([3, 4],)])
     assert got == [(0, [(1,)], None), (2, [(3,), (4,)], None)]  # in the order of the calls
@@ -217,7 +207,7 @@ def test_submit_then_hands_each_call_its_answer_or_its_batch_error_on_the_loop_t
     assert all(type(e) is ValueError and str(e) == "bad item" for e in errors)
 
 
-def test_submit_then_in_turn_gives_each_call_its_own_error():
+def test_submit_in_turn_gives_each_call_its_own_error():
     got, threads, _ = run_then({"max_items": 100, "join": False, "inline_max": 4},
                                [([1], "a"), (["bad"], "b"), ([3], "c")])
     assert [(i, answer) for i, answer, _ in got] == [(0, [(1, "a")]), (1, None), (2, [(3, "c")])]
@@ -236,8 +226,8 @@ def test_a_callback_that_raises_is_reported_and_the_other_calls_are_answered():
 
             def bad(answer, error):
                 raise RuntimeError("a bug")
-            batcher.submit_then(bad, [1])
-            batcher.submit_then(lambda answer, error: got.append((answer, error)), [2])
+            batcher.submit(bad, [1])
+            batcher.submit(lambda answer, error: got.append((answer, error)), [2])
             for _ in range(3):
                 await asyncio.sleep(0)
 

@@ -57,6 +57,26 @@ def serving(store_url, *options):
         assert proc.returncode == 0 and rest.strip().endswith("stopped by SIGTERM"), rest
 
 
+def run_clients(client, count: int) -> None:
+    """``client(i)`` for i in range(count), each on its own thread, all at once; the first
+    exception a thread raised is raised here (an assertion in a thread alone only warns)."""
+    failures = []
+
+    def run(i: int) -> None:
+        try:
+            client(i)
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise failures[0]
+
+
 @pytest.fixture(scope="module")
 def news(xwlb_path):
     rnd = random.Random(21)
@@ -116,14 +136,12 @@ def test_if_new_under_concurrent_clients_adds_each_cluster_once(store_url):
                     with lock:
                         answers.extend(response.json())
 
-        threads = [threading.Thread(target=client_thread, args=(seed,)) for seed in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_clients(client_thread, 8)
+        assert len(answers) == 8 * 10 * 20
         final = client.post("/v1/add?if_new=true", json=[{"id": i, "simhash": f"{docs[i][1]:016x}"} for i in ids])
         answers += final.json()
         added = [a["id"] for a in answers if a["added"]]
+        assert final.status_code == 200 and not any(a["added"] for a in final.json())  # the threads added every cluster
         assert sorted(docs[i][0] for i in added) == list(range(40))  # every cluster added once, no more
         for a in answers:
             if not a["added"]:
@@ -254,7 +272,8 @@ def added_when_expired(client, copy: dict) -> None:
 
 def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url):
     """An index made with --ttl 3s: a document stops matching once older than that, an
-    insert-if-new of its copy then adds the copy, and the service removes the old one."""
+    insert-if-new of its copy then adds the copy, and the service removes the old one. (That
+    a document matches while fresh on an index with a TTL: the next test's ``kept``.)"""
     import time
 
     cli("init", "--store", store_url, "--ttl", "3s")
@@ -262,11 +281,7 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
     original, copy = {"id": "a", "simhash": "5ddcd9e58abddc86"}, {"id": "a-copy", "simhash": "5ddcd9e58abddc87"}
     with serving(store_url) as (client, _):
         assert client.get("/v1/stats").json()["ttl_s"] == 3
-        added_at = time.monotonic()
         assert client.post("/v1/add?if_new=true", json=[original]).json()[0]["added"]
-        first = client.post("/v1/check", json=[copy]).json()[0]["matches"]
-        if time.monotonic() - added_at < 2:  # surely fresh still: it matches (no timed assertion otherwise)
-            assert [m["id"] for m in first] == ["a"]
         added_when_expired(client, copy)
         deadline = time.monotonic() + 60
         while client.get("/v1/docs/a").status_code != 404:  # removed (embedded) or expired (HBase)
@@ -276,23 +291,18 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
 
 def test_an_adds_own_ttl_expires_its_documents_sooner_than_the_index(store_url):
     """An index with a TTL of an hour: documents added with ``ttl=2s`` stop matching after 2 s
-    and an insert-if-new of a copy then adds it, while a document added without one still
-    matches; a ttl longer than the index's or not a duration is a 400 naming it."""
-    import time
-
+    and an insert-if-new of a copy then adds it, while a document added without one matches
+    before and after; a ttl longer than the index's or not a duration is a 400 naming it."""
     cli("init", "--store", store_url, "--ttl", "1h")
     short, kept = {"id": "short", "simhash": "5ddcd9e58abddc86"}, {"id": "kept", "simhash": "0123456789abcdef"}
     short_copy, kept_copy = {"id": "short-copy", "simhash": "5ddcd9e58abddc87"}, {"id": "kept-copy", "simhash":
                                                                                    "0123456789abcdee"}
     with serving(store_url) as (client, _):
-        added_at = time.monotonic()
         assert client.post("/v1/add?if_new=true&ttl=2s", json=[short]).json()[0]["added"]
         assert client.post("/v1/add?if_new=true", json=[kept]).json()[0]["added"]
         assert client.get("/v1/docs/short").json()["meta"]["ttl"] == 2
         assert "ttl" not in client.get("/v1/docs/kept").json()["meta"]
-        first = client.post("/v1/check", json=[short_copy]).json()[0]["matches"]
-        if time.monotonic() - added_at < 1.5:  # surely fresh still: it matches (no timed assertion otherwise)
-            assert [m["id"] for m in first] == ["short"]
+        assert [m["id"] for m in client.post("/v1/check", json=[kept_copy]).json()[0]["matches"]] == ["kept"]
         added_when_expired(client, short_copy)
         assert [m["id"] for m in client.post("/v1/check", json=[kept_copy]).json()[0]["matches"]] == ["kept"]
         for ttl, error in [("2h", "ttl=2h is longer than the index's TTL (1h): no document outlives it"),
@@ -367,39 +377,53 @@ def test_concurrent_one_document_requests_answer_as_alone(store_url, news, tmp_p
                     with lock:
                         added.extend(a["id"] for a in response.json() if a["added"])
 
-        threads = [threading.Thread(target=client_thread, args=(seed,)) for seed in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        run_clients(client_thread, 8)
         assert checked == {i: [e] for i, e in expected.items()}
         assert sorted(docs[i][0] for i in added) == sorted({docs[i][0] for i in added})  # no cluster twice
 
 
-def test_document_endpoints_and_the_rest_answer_the_same_bytes_and_headers(tmp_path):
-    """`/v1/check` and `/v1/add` (straight on ASGI) answer as the Starlette routes do: compact
-    UTF-8 JSON, `content-length` then `content-type: application/json`, errors included."""
+def test_every_route_and_every_miss_answer_json_with_the_same_headers(tmp_path):
+    """Every answer, of every route, error or not, and of a path or method no route has: compact
+    UTF-8 JSON, `content-length` then `content-type: application/json` after uvicorn's `date`
+    and `server`; a miss names the method and path (404, 405); a GET route answers HEAD with
+    the headers alone; a trailing slash is another path."""
     store = str(tmp_path / "index")
     cli("init", "--store", store)
     with serving(store) as (client, _):
         answers = [client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}]),
                    client.post("/v1/check", json=[{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化！"}]),
                    client.post("/v1/check", content=b"[1]"), client.post("/v1/add?if_new=no", content=b"[]"),
-                   client.get("/v1/docs/长江"), client.get("/v1/docs/none"), client.get("/v1/check")]
+                   client.get("/v1/docs/长江"), client.get("/v1/docs/none"), client.get("/v1/stats"),
+                   client.get("/v1/stats?full=maybe"), client.get("/healthz"), client.get("/v1/check"),
+                   client.put("/v1/check"), client.post("/healthz"), client.get("/v1/nothing"),
+                   client.post("/v1/check/", content=b"[]"), client.get("/v1/docs"), client.delete("/v1/docs/长江")]
         for response in answers:
             assert response.content == json.dumps(response.json(), ensure_ascii=False, separators=(",", ":")).encode()
-            names = [name for name, _ in response.headers.raw if name.lower() not in (b"date", b"server")]
-            assert names == [b"content-length", b"content-type"], response.headers.raw
+            names = [name for name, _ in response.headers.raw]
+            assert names == [b"date", b"server", b"content-length", b"content-type"], response.headers.raw
             assert response.headers["content-type"] == "application/json"
-        assert [r.status_code for r in answers] == [200, 200, 400, 400, 200, 404, 405]
+        assert [r.status_code for r in answers] == [200, 200, 400, 400, 200, 404, 200, 400, 200, 405, 405, 405, 404,
+                                                    404, 404, 200]
         assert answers[1].json()[0]["matches"][0]["id"] == "长江"
+        assert [r.json()["error"] for r in answers[9:15]] == [
+            "GET /v1/check: Method Not Allowed", "PUT /v1/check: Method Not Allowed",
+            "POST /healthz: Method Not Allowed", "GET /v1/nothing: Not Found", "POST /v1/check/: Not Found",
+            "GET /v1/docs: Not Found"]
+        assert answers[-1].json() == {"deleted": "长江"}
+        for path, like in (("/healthz", answers[8]), ("/v1/docs/none", answers[5])):
+            head = client.head(path)
+            assert (head.status_code, head.content) == (like.status_code, b"")
+            assert head.headers.raw[2:] == like.headers.raw[2:]  # content-length and content-type as for GET
+        head = client.head("/v1/check")
+        assert (head.status_code, head.content, head.headers["content-length"]) == (
+            405, b"", str(len(b'{"error":"HEAD /v1/check: Method Not Allowed"}')))
 
 
 def test_the_hot_paths_json_reads_and_writes_as_the_json_module():
     """``load_json`` and ``render_documents`` (orjson when installed) give the json module's
     values, errors and bytes, also where orjson alone would not: integers beyond 64 bits,
     NaN, lone surrogates, UTF-16 bodies, control characters."""
-    from dedup_hbase.service.service import load_json, render, render_documents
+    from dedup_hbase.service.documents import load_json, render, render_documents
 
     bodies = [b'[{"id": 99999999999999999999999, "text": "x"}]', b'[{"id": 7, "simhash": 1e400}]', b"NaN",
               b'[{"id": "\\ud800", "text": "a"}]', '[{"id": "é", "text": "b"}]'.encode("utf-16"),
@@ -470,11 +494,12 @@ def post(path: str, body: bytes, *headers: bytes, version: bytes = b"HTTP/1.1") 
                          b"content-length: %d" % len(body), *headers, b"", body])
 
 
-def test_the_fast_lane_answers_the_bytes_of_the_asgi_way_and_keeps_http_semantics(tmp_path):
-    """`POST /v1/check` and `/v1/add` on the fast lane (http_lane.py) and the same requests
-    the ASGI way (a percent-escaped path, `connection: close`, HTTP/1.0, a chunked body: not
-    on the lane) answer the same bytes, errors included; pipelined requests after a lane
-    request are answered in order on one connection."""
+def test_the_document_endpoints_answer_the_same_bytes_whatever_form_the_request_takes(tmp_path):
+    """`POST /v1/check` and `/v1/add` as a plain keep-alive request (the fast lane,
+    http_lane.py) and in every form the lane leaves to the ASGI application (a percent-escaped
+    path, `connection: close`, HTTP/1.0 kept alive or not, `expect: 100-continue`, a chunked
+    body) answer the same bytes, errors included (but `connection: close` where the connection
+    closes); pipelined requests after a lane request are answered in order on one connection."""
     store = str(tmp_path / "index")
     cli("init", "--store", store)
     with serving(store) as (client, _):
@@ -486,29 +511,34 @@ def test_the_fast_lane_answers_the_bytes_of_the_asgi_way_and_keeps_http_semantic
             client.post("/v1/add?if_new=true", content=body)
             for path, escaped in ((b"/v1/check", b"/v1/%63heck"), (b"/v1/add?if_new=true", b"/v1/%61dd?if_new=true"),
                                   (b"/v1/add?if_new=maybe", b"/v1/%61dd?if_new=maybe")):
-                lane, asgi = raw_exchange(url, post(path, body) + post(escaped, body), 2)
-                assert lane == asgi and lane.startswith(b"HTTP/1.1 "), (lane, asgi)
+                plain, escaped_answer = raw_exchange(url, post(path, body) + post(escaped, body), 2)
+                assert plain == escaped_answer and plain.startswith(b"HTTP/1.1 "), (plain, escaped_answer)
                 (closing,) = raw_exchange(url, post(path, body, b"connection: close"), 1)
-                assert closing == lane.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n", 1)  # the ASGI way
+                assert closing == plain.replace(b"\r\n\r\n", b"\r\nconnection: close\r\n\r\n", 1)
                 assert raw_exchange(url, post(path, body, version=b"HTTP/1.0"), 1) == [closing]
                 for keep in (b"connection: keep-alive", b"proxy-connection: keep-alive"):  # HTTP/1.0 kept alive
                     assert raw_exchange(url, post(path, body, keep, version=b"HTTP/1.0"), 1) == [closing]
                 expecting = [raw_exchange(url, post(p, body, b"expect: 100-continue"), 1) for p in (path, escaped)]
-                assert expecting[0] == expecting[1] and expecting[0][-1] == lane, expecting  # 100 if it reads the body
+                assert expecting[0] == expecting[1] and expecting[0][-1] == plain, expecting  # 100 if it reads the body
                 chunked = b"\r\n".join([b"POST " + path + b" HTTP/1.1", b"host: x", b"transfer-encoding: chunked",
                                         b"", b"%x" % len(body), body, b"0", b"", b""])
                 (by_chunks,) = raw_exchange(url, chunked, 1)
-                assert by_chunks == lane
+                assert by_chunks == plain
         pipelined = b"".join(post(b"/v1/check", json.dumps([{"id": f"p{i}", "text": "长江经济带"}]).encode())
                              for i in range(5))
         answers = raw_exchange(url, pipelined, 5)
         assert [json.loads(a.split(b"\r\n\r\n", 1)[1])[0]["id"] for a in answers] == [f"p{i}" for i in range(5)]
+        # both ways are counted in one place: each request once, each refusal once
+        before = client.get("/v1/stats").json()["server"]
+        raw_exchange(url, post(b"/v1/check", b"[1]") + post(b"/v1/%63heck", b"[1]") + post(b"/v1/check", b"[]"), 3)
+        after = client.get("/v1/stats").json()["server"]
+        assert (after["requests"] - before["requests"], after["refused"] - before["refused"]) == (4, 2)
 
 
 def test_keep_alive_timeout_closes_a_connection_only_when_idle(tmp_path):
-    """uvicorn's keep-alive timeout (5 s) kept by the lane's one timer per connection
-    (http_lane.py): a connection sending requests (on the lane and the ASGI way) a second
-    apart for longer than the timeout stays open; left idle, the server closes it."""
+    """uvicorn's keep-alive timeout (5 s), kept by the lane's one timer per connection
+    (http_lane.py): a connection sending requests (on the lane and the ASGI way) a second apart
+    for longer than the timeout stays open; left idle, the server closes it."""
     import socket
     import time
 

@@ -328,9 +328,9 @@ def serve(ctx: typer.Context,
     document is added only when nothing within k bits is indexed or earlier in the request,
     exact across servers on one HBase (leases in its locks table; the store URL's
     fleet_locks=false turns them off where one server does all the adds, lease=S sets them)."""
+    from ..service.documents import Limits
     from ..service.online import OnlineIndex
-    from ..service.service import Limits
-    from ..service.service import serve as run_service
+    from ..service.server import serve as run_service
 
     limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes,
                     max_matches=max_matches)

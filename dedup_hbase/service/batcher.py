@@ -1,12 +1,11 @@
 """Concurrent requests joined into one trip to a worker thread.
 
-The index answers a batch of documents for far less per document than one at a time (the
-lookup of one fingerprint costs the embedded store about 140 µs, of 20 at once about 25 µs
-each), and a service gets its documents one request at a time. ``Batcher`` joins them without
-waiting for anyone: a call that finds no batch running starts one at once with its own
-documents; calls that arrive while batches run queue up, and when a batch ends the next one
-takes every call queued (up to ``max_items`` documents). Under no load a request is answered
-as fast as alone; under load the batches grow with the queue.
+The index answers a batch of documents for less per document than one at a time, and a
+service gets its documents one request at a time. ``Batcher`` joins them without waiting for
+anyone: a call that finds no batch running starts one at once with its own documents; calls
+that arrive while batches run queue up, and when a batch ends the next one takes every call
+queued (up to ``max_items`` documents). Under no load a request is answered as soon as alone;
+under load the batches grow with the queue.
 
 Two ways to run a batch:
 
@@ -22,13 +21,16 @@ Two ways to run a batch:
 
 Small batches on the event loop itself (``inline_max``): a batch of at most that many items
 runs on the loop's own thread, with no hand-off. For a function that is in-process CPU work
-(the embedded store: a fingerprint and a lookup, no network wait): a hand-off costs more
-than such a batch's lookup (the thread's wake-up, the answer's wake-up of the loop, and the
-two threads taking the interpreter's lock from each other while both run Python). Such a
-batch starts at the end of the loop's current turn instead of at once, so that the requests
-that arrived in the same turn join it; a bigger batch (and any batch while ``inline_ok()``
-is false: the store busy on a thread) goes to the executor as above, so a large request
-never holds up the loop.
+(the embedded store: a fingerprint and a lookup, no network wait), where a hand-off to a
+thread and back costs more than such a batch. Such a batch starts at the end of the loop's
+current turn instead of at once, so that the requests that arrived in the same turn join it; a
+bigger batch (and any batch while ``inline_ok()`` is false: the store busy on a thread) goes to
+the executor as above, so a large request never holds up the loop.
+
+A call gives a callback, ``then(answer, None)`` or ``then(None, error)``, called on the event
+loop's thread once its batch is done (no future, no loop turn between a batch's end and its
+answers); not called for a batch cancelled by the executor's shutdown (the service stops). The
+batcher does not limit how many calls queue.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+Then = Callable[[Any, BaseException | None], None]  # a call's callback: (answer, None) or (None, error)
+
 
 class Batcher:
-    """``await batcher(items, *args)`` is ``fn(items, *args)``, run in ``executor`` in a
-    batch with the calls queued meanwhile, at most ``parallel`` batches at once; a batch of at
-    most ``inline_max`` items on the loop's thread instead (when ``inline_ok()``, if given, is
-    true). ``submit`` gives the answer as a future, ``submit_then`` to a callback. Used from
-    one event loop."""
+    """``batcher.submit(then, items, *args)`` calls ``then`` with ``fn(items, *args)``'s
+    answer or exception, run in ``executor`` in a batch with the calls queued meanwhile, at
+    most ``parallel`` batches at once; a batch of at most ``inline_max`` items on the loop's
+    thread instead (when ``inline_ok()``, if given, is true). Used from one event loop."""
 
     def __init__(self, fn: Callable[..., list], executor: Executor, max_items: int, parallel: int = 1,
                  join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None) -> None:
@@ -54,40 +57,30 @@ class Batcher:
                              f"{parallel} and {inline_max}")
         self.fn, self.executor, self.max_items, self.parallel, self.join = fn, executor, max_items, parallel, join
         self.inline_max, self.inline_ok = inline_max, inline_ok
-        # (items, args, future, then): a call's future, or the callback it gave (submit_then)
-        self._queued: deque[tuple[Sequence, tuple, asyncio.Future | None, Any]] = deque()
+        self._queued: deque[tuple[Sequence, tuple, Then]] = deque()  # (items, args, then)
         self._running = 0
         self._scheduled = False  # a start is due at the end of the loop's turn (inline_max)
         self.batches = 0  # batches run so far
         self.inline_batches = 0  # of them, run on the loop's thread
 
-    async def __call__(self, items: Sequence, *args: Any) -> Any:
-        return await self.submit(items, *args)
-
-    def submit(self, items: Sequence, *args: Any) -> asyncio.Future:
-        """``fn(items, *args)``'s answer as a future."""
-        future = asyncio.get_running_loop().create_future()
-        self._queue(items, args, future, None)
-        return future
-
-    def submit_then(self, then: Callable[[Any, BaseException | None], None], items: Sequence, *args: Any) -> None:
-        """``then(answer, None)`` or ``then(None, error)`` once ``fn(items, *args)`` is done,
-        called on the event loop's thread: for a caller that is itself a callback there (the
-        HTTP fast lane), without a future and the loop turn its callbacks wait for. Not
-        called if the batcher's batch is cancelled (the service stops). An exception ``then``
-        raises goes to the loop's exception handler (logged), not to the other calls."""
-        self._queue(items, args, None, then)
-
-    def _queue(self, items: Sequence, args: tuple, future: asyncio.Future | None, then) -> None:
+    def submit(self, then: Then, items: Sequence, *args: Any) -> None:
+        """Queue ``fn(items, *args)``; ``then`` gets its outcome (see the module docstring).
+        An exception ``then`` raises goes to the loop's exception handler (logged), not to the
+        other calls."""
         if args and self.join:
             raise TypeError("a joined batch passes no arguments but the items")
-        self._queued.append((items, args, future, then))
+        self._queued.append((items, args, then))
         if self._running < self.parallel:
             if not self.inline_max:
                 self._start()
             elif not self._scheduled:  # the calls of this turn of the loop join the batch
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a batch."""
+        return len(self._queued)
 
     def _start(self) -> None:
         self._scheduled = False
@@ -96,11 +89,8 @@ class Batcher:
         calls, size = [], 0
         while self._queued and (not calls or size + len(self._queued[0][0]) <= self.max_items):
             call = self._queued.popleft()
-            if call[2] is None or not call[2].done():  # a cancelled call is dropped
-                calls.append(call)
-                size += len(call[0])
-        if not calls:
-            return
+            calls.append(call)
+            size += len(call[0])
         self.batches += 1
         if size <= self.inline_max and (self.inline_ok is None or self.inline_ok()):
             self.inline_batches += 1
@@ -152,19 +142,11 @@ class Batcher:
 
     @staticmethod
     def _settle(calls: list[tuple], outcomes: list[tuple[Any, BaseException | None]]) -> None:
-        """Each call's future set, or its ``then`` called (not for a cancelled batch)."""
-        for (_, _, future, then), (answer, error) in zip(calls, outcomes):
-            if future is None:
-                if isinstance(error, asyncio.CancelledError):
-                    continue
-                try:
-                    then(answer, error)
-                except Exception as e:  # a bug in the callback: reported as asyncio reports a callback's; the next calls are answered
-                    asyncio.get_running_loop().call_exception_handler(
-                        {"message": "a batcher's callback raised", "exception": e})
-            elif future.done():
+        """Each call's ``then`` called with its outcome (none for a cancelled batch)."""
+        for (_, _, then), (answer, error) in zip(calls, outcomes):
+            if isinstance(error, asyncio.CancelledError):
                 continue
-            elif error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(answer)
+            try:
+                then(answer, error)
+            except Exception as e:  # a bug in the callback: reported as asyncio reports a callback's; the next calls are answered
+                asyncio.get_running_loop().call_exception_handler({"message": "a batcher's callback raised", "exception": e})

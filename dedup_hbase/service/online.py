@@ -15,7 +15,7 @@ documents run side by side. A store that is not thread-safe (the embedded one) g
 for every call instead.
 
 Across processes (several servers on one HBase) the store's fleet locks do the same
-(``Store.fleet_locks``; on HBase, leases in its locks table: stores/hbase_locks.py, which argues
+(``Store.fleet_locks``; on HBase, leases in its locks table: stores/hbase/locks.py, which argues
 exactness, crashes and expiry): an add with ``if_new`` also holds a lease on every scan prefix
 of its documents, and checks that enough of it is left before it writes. An upsert (without
 ``if_new``) takes none: it writes whatever is indexed, and an insert-if-new that races with it

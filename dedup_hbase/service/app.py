@@ -1,0 +1,231 @@
+"""The HTTP application: every request of the service, whichever way it came in, answered in
+one place (``Dispatch``).
+
+======  =======================  ==========================================================
+POST    /v1/check                a JSON array of documents ``{"id", "text"}`` or ``{"id",
+                                 "simhash"}`` -> ``[{"id", "simhash", "matches"}, ...]``
+POST    /v1/add?if_new=true      the same documents -> ``[{"id", "simhash", "added",
+                                 "matches"}, ...]``; without ``if_new`` every document is
+                                 added (upsert by id); ``&ttl=DURATION`` (``90s``, ``12h``,
+                                 ``7d``) on an index with a TTL: these documents expire
+                                 after that, at most the index's TTL
+GET     /v1/docs/{id}            ``{"id", "simhash", "meta"}`` (the id: the rest of the path)
+DELETE  /v1/docs/{id}            ``{"deleted": id}``
+GET     /v1/stats                the index's configuration and this server's counters;
+                                 ``?full=true`` adds exact counts (reads every key)
+GET     /healthz                 ``{"ok": true}`` after a round trip to the store
+======  =======================  ==========================================================
+
+A request reaches ``Dispatch`` as an ``Exchange`` (method, path, query, headers, body, and how
+to send its answer), from the ASGI application (``asgi``: every request uvicorn hands it) or
+from the HTTP fast lane (http_lane.py: a plain ``POST`` to the document endpoints).
+``Dispatch`` looks up the route (an exact path, or the ``/v1/docs/`` prefix), starts its
+endpoint, turns its outcome or exception into the status and JSON body
+(``DedupService.failure``: 400, 404, 413, 503, 500), renders it and hands it to the exchange:
+the same bytes whichever way the request came. A method a route lacks is a 405, a path no
+route has a 404 (``{"error": "METHOD PATH: Method Not Allowed"}``, ``... Not Found``); a
+``GET`` route takes ``HEAD`` too (uvicorn sends no body for it). Paths are matched as given
+(no redirect of a trailing slash). A body over ``Limits.max_body_bytes`` is a 413, refused on
+its declared length before it is read; a client that leaves before its body arrived whole
+gets no answer. Every answer is ``content-length`` and ``content-type: application/json``
+after uvicorn's ``date`` and ``server``.
+
+The endpoints answer by callback: the document endpoints through their batchers, the others
+from the handlers' threads. Nothing here knows the index: the handlers do (handlers.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from .batcher import Then
+from .documents import RequestDoc, RequestError, parse_documents, render, render_documents
+from .handlers import DedupService
+
+DOCS_PREFIX = "/v1/docs/"
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request as a way in hands it to ``Dispatch``, and ``reply(status, content)``, the
+    way in's own way to send the answer (called once, on the event loop's thread)."""
+
+    method: str
+    path: str  # percent-decoded
+    query: bytes
+    headers: list[tuple[bytes, bytes]]  # names in lower case
+    body: bytes
+    reply: Callable[[int, bytes], None]
+    refused: RequestError | None = None  # the body, refused as it was read (over the limit)
+
+
+# an endpoint: (the exchange, the rest of the path after a prefix route's, then) -> None; ``then``
+# gets the answer's JSON value or the exception
+Endpoint = Callable[[Exchange, str, Then], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A path's endpoints by method, and how its answers are written."""
+
+    name: str  # the endpoint's name: check, add, docs, stats, healthz
+    methods: dict[str, Endpoint]
+    render: Callable[[Any], bytes] = render
+
+
+class Dispatch:
+    """``dispatch(exchange)``: the one place every request is answered (see the module
+    docstring). Used on the event loop's thread."""
+
+    def __init__(self, service: DedupService) -> None:
+        self.service = service
+        self.routes, self.prefixed = endpoints(service)
+
+    def __call__(self, exchange: Exchange) -> None:
+        path, method = exchange.path, exchange.method
+        route, rest = self.routes.get(path), ""
+        if route is None and path.startswith(DOCS_PREFIX):
+            route, rest = self.prefixed, path[len(DOCS_PREFIX):]
+        endpoint = None if route is None else route.methods.get(method)
+        if endpoint is None:
+            missed = "Not Found" if route is None else "Method Not Allowed"
+            exchange.reply(404 if route is None else 405, render({"error": f"{method} {path}: {missed}"}))
+            return
+        self.service.counters["requests"] += 1  # on the event loop's thread only: no lock
+        try:
+            endpoint(exchange, rest, lambda answer, error: self.finish(exchange, route, answer, error))
+        except Exception as e:
+            self.finish(exchange, route, None, e)
+
+    def finish(self, exchange: Exchange, route: Route, answer: Any, error: BaseException | None) -> None:
+        """The endpoint's outcome rendered and replied."""
+        status, body = (200, answer) if error is None else self.service.failure(error, exchange.method, exchange.path)
+        try:
+            content = route.render(body)
+        except Exception as e:  # a bug (an answer that is not JSON): the service keeps answering
+            status, body = self.service.failure(e, exchange.method, exchange.path)
+            content = render(body)
+        exchange.reply(status, content)
+
+
+def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
+    """The routes of the exact paths, and the route of the paths under ``DOCS_PREFIX``."""
+    limits = service.limits
+
+    def documents(exchange: Exchange) -> list[RequestDoc]:
+        if exchange.refused is not None:
+            raise exchange.refused
+        return parse_documents(exchange.body, limits)
+
+    def check(exchange: Exchange, rest: str, then: Then) -> None:
+        service.checks.submit(then, documents(exchange))
+
+    def add(exchange: Exchange, rest: str, then: Then) -> None:
+        params = query_values(exchange.query)
+        if_new, ttl = flag(params.get("if_new"), "if_new", False), service.request_ttl(params.get("ttl"))
+        docs = documents(exchange)
+        if service.adds is None:
+            in_thread(service, then, service.add, docs, if_new, ttl)
+        else:
+            service.adds.submit(then, docs, if_new, ttl)
+
+    def document(exchange: Exchange, doc_id: str, then: Then) -> None:
+        in_thread(service, then, service.document, doc_id)
+
+    def delete(exchange: Exchange, doc_id: str, then: Then) -> None:
+        in_thread(service, then, service.delete, doc_id)
+
+    def stats(exchange: Exchange, rest: str, then: Then) -> None:
+        in_thread(service, then, service.stats, flag(query_values(exchange.query).get("full"), "full", False))
+
+    def health(exchange: Exchange, rest: str, then: Then) -> None:
+        in_thread(service, then, service.health)
+
+    routes = {"/v1/check": Route("check", {"POST": check}, render_documents),
+              "/v1/add": Route("add", {"POST": add}, render_documents),
+              "/v1/stats": Route("stats", {"GET": stats, "HEAD": stats}),
+              "/healthz": Route("healthz", {"GET": health, "HEAD": health})}
+    return routes, Route("docs", {"GET": document, "HEAD": document, "DELETE": delete})
+
+
+def in_thread(service: DedupService, then: Then, fn: Callable, *args: Any) -> None:
+    """``fn(*args)`` on the handlers' threads; ``then`` gets its outcome on the event loop's
+    thread (nothing when the service stops first)."""
+    def settled(future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        then(None, error) if error is not None else then(future.result(), None)
+
+    asyncio.get_running_loop().run_in_executor(service.threads, fn, *args).add_done_callback(settled)
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its request body arrived whole."""
+
+
+def asgi(dispatch: Dispatch, max_body: int):
+    """The ASGI application: each request's body read (a ``POST``'s), handed to ``dispatch``,
+    its answer sent."""
+    async def app(scope: dict, receive, send) -> None:
+        done = asyncio.get_running_loop().create_future()
+
+        def reply(status: int, content: bytes) -> None:
+            if not done.done():  # else cancelled: the server stops
+                done.set_result((status, content))
+
+        exchange = Exchange(scope["method"], scope["path"], scope["query_string"], scope["headers"], b"", reply)
+        if exchange.method == "POST":
+            try:
+                exchange.body = await read_body(exchange.headers, receive, max_body)
+            except RequestError as e:
+                exchange.refused = e
+            except ClientGone:  # nobody to answer
+                return
+        dispatch(exchange)
+        status, content = await done
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": content})
+
+    return app
+
+
+async def read_body(headers: list[tuple[bytes, bytes]], receive, max_bytes: int) -> bytes:
+    """The request's body, whole; RequestError (413) over ``max_bytes`` (refused on its
+    declared length before any of it is read), ClientGone when the client leaves first."""
+    declared = next((value for name, value in headers if name == b"content-length"), None)
+    if declared and declared.isdigit() and int(declared) > max_bytes:
+        raise RequestError(413, f"the body is {int(declared):,} bytes, over the limit of {max_bytes:,}")
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientGone()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:
+            raise RequestError(413, f"the body is over the limit of {max_bytes:,} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def flag(value: str | None, name: str, default: bool) -> bool:
+    """A query parameter that is true or false (or 1, 0; any case); RequestError (400) otherwise."""
+    if value is None:
+        return default
+    if value.lower() not in ("true", "false", "1", "0"):
+        raise RequestError(400, f"{name} is true or false, not {value!r}")
+    return value.lower() in ("true", "1")
+
+
+def query_values(query: bytes) -> dict[str, str]:
+    """A URL's query string as a dict, each name's last value (blank values kept)."""
+    if not query:
+        return {}
+    return dict(parse_qsl(query.decode("latin-1"), keep_blank_values=True))
