@@ -73,7 +73,7 @@ except ImportError:  # pragma: no cover
 
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
 from ..index.ids import document_id
-from ..index.index import Document, document_meta
+from ..index.index import Document, Matches, document_meta
 from ..index.retention import describe, parse_duration
 from ..text.fingerprint import parse_hex, to_hex
 from .batcher import Batcher
@@ -252,9 +252,9 @@ class DedupService:
     def check(self, docs: list[_Doc]) -> list[dict[str, Any]]:
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        found = iter(self.online.query_counted([d.simhash for d in good], None, self.limits.max_matches))
+        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
-        return [{"id": d.id, "error": d.error} if d.error else _answer(d, *next(found)) for d in docs]
+        return [{"id": d.id, "error": d.error} if d.error else _answer(d, next(found)) for d in docs]
 
     def request_ttl(self, value: str | None) -> int | None:
         """An add's ``ttl`` (a duration such as ``12h``) in seconds, checked against the
@@ -326,11 +326,11 @@ class DedupService:
         return {"ok": True}
 
 
-def _answer(doc: _Doc, matches: list, total: int) -> dict[str, Any]:
+def _answer(doc: _Doc, matches: Matches) -> dict[str, Any]:
     """A checked document's answer: as ``check --json``, ``match_count`` when not all are listed."""
     answer = {"id": doc.id, "simhash": to_hex(doc.simhash), "matches": [m.to_dict() for m in matches]}
-    if total > len(matches):
-        answer["match_count"] = total
+    if matches.total > len(matches):
+        answer["match_count"] = matches.total
     return answer
 
 

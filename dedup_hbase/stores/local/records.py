@@ -113,9 +113,6 @@ class PackedCells(Cells):
             return ((int.from_bytes(self._record[_HEADER:_HEADER + REST_BYTES], "big"), 0, 1),) if self._n else ()
         return super().runs()
 
-    def packed_record(self) -> bytes:
-        return bytes(self._record)  # the record itself when it is bytes (a read's value)
-
     def qualifier(self, i: int) -> bytes:
         record, quals = self._record, _HEADER + REST_BYTES * self._n
         if self._width != _VARIABLE:  # byte t of qualifier i is at quals + t * n + i
