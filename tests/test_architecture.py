@@ -25,7 +25,7 @@ ORDER = {
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
               "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
-    "stores.local": ["rocks", "records", "packed", "store", ""],
+    "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
     "stores.hbase": ["", "thrift2", "admin", "paths", "locks", "store"],
     "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "groups", "loader",
              "spark", "engines"],
