@@ -176,7 +176,7 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     target = index.store.hfile_target()
     runs = hadoop.index_runs(spark, hadoop.ZooKeeper.of(target, index.store.url), target.tables["index"],
                              load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
-                                 "prefix"), len(flags), k, None, SCAN_PROBES)
+                                 "prefix"), len(flags), k, SCAN_PROBES)
     if index.ttl:
         runs = runs.mapInArrow(expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
@@ -213,9 +213,8 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
 
 
 def expire_runs(url: str):
-    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
-    documents older than the index's TTL (runs left empty dropped), a run's total the
-    documents left."""
+    """(query, run) batches (RUNS_SCHEMA) -> the same without the documents older than the
+    index's TTL (runs left empty dropped)."""
 
     def run(batches):
         import pyarrow as pa
@@ -228,10 +227,10 @@ def expire_runs(url: str):
                                    index.ttl)
             kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
             cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
+                    [list(r.ids) for _, r in kept]]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.list_(pa.string())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids"])
+                                             names=["query", "simhash", "distance", "ids"])
     return run
 
 
