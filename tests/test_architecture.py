@@ -23,9 +23,9 @@ LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"
 ORDER = {
     "text": ["", "boilerplate", "features", "native", "fingerprint"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
-              "index"],
+              "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
-    "stores.local": ["rocks", "records", "packed", "store", ""],
+    "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
     "stores.hbase": ["", "thrift2", "admin", "paths", "locks", "store"],
     "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "groups", "loader",
              "spark", "engines"],

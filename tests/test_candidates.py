@@ -1,17 +1,19 @@
-"""candidates.py: ``compare_few`` (Python ints, a service's few queries) gives exactly what
-``compare`` (numpy) gives: the same runs, distances, order and ids, a fingerprint under
-several prefixes of one query taken once. ``counted_few`` by the compiled core gives
-exactly what the reference gives on the embedded store's records, hostile ones included."""
+"""candidates.py: the two paths of the compare policy give the same answers (``plan`` in
+Python ints and in numpy; ``compare_few`` and ``compare``: the same runs, distances, order and
+ids, a fingerprint under several prefixes of one query taken once); ``bounded`` is brute force
+on runs that share ids (stale rows), with the count of distinct ids; and the count reads the
+ids of the other runs and a few of the biggest, never every id of it."""
 
 import random
 
 import numpy as np
 import pytest
 
-from dedup_hbase.index.candidates import compare, compare_few, counted_few
-from dedup_hbase.index.store import ListCells
+from dedup_hbase import Scheme
+from dedup_hbase.index import candidates
+from dedup_hbase.index.candidates import Ids, Run, bounded, compare, compare_few, distinct_ids, plan
+from dedup_hbase.index.store import Cells, ListCells
 from dedup_hbase.stores.local.records import PackedCells, encode_record
-from dedup_hbase.text import native
 
 
 def flip(rnd: random.Random, value: int, bits: int) -> int:
@@ -31,7 +33,11 @@ def test_compare_few_answers_as_compare_on_random_prefixes_with_runs_and_shared_
                 value = flip(rnd, rnd.choice(queries), rnd.randint(0, 5)) if rnd.random() < 0.7 else rnd.getrandbits(64)
                 values += [value] * rnd.choice((1, 1, 2, 3))
             values.sort()
-            scanned.append(ListCells(np.array(values, dtype=np.uint64), [f"d{i}".encode() for i in range(len(values))]))
+            ids = [f"d{i}".encode() for i in range(len(values))]
+            if rnd.random() < 0.5:  # a store's plain cells, or the embedded store's record
+                scanned.append(ListCells(np.array(values, dtype=np.uint64), ids))
+            else:
+                scanned.append(PackedCells(encode_record(values, ids) if values else b""))
         flags = rnd.randint(1, 4)
         inverse = [[rnd.randrange(len(scanned)) for _ in range(flags)] for _ in queries]
         k = rnd.randint(0, 4)
@@ -41,75 +47,68 @@ def test_compare_few_answers_as_compare_on_random_prefixes_with_runs_and_shared_
         assert [[(r.distance, r.simhash, list(r.ids)) for r in runs] for runs in got] == as_lists
 
 
-# counted_few: the compiled core's answer (native/src/packed.rs) over the embedded store's
-# records against the reference's (compare_few or compare, then bounded), on hostile records
-
-def reference_counted(monkeypatch, *args):
-    with monkeypatch.context() as m:
-        m.setattr(native, "packed_counted", lambda: None)
-        return counted_few(*args)
-
-
-def outcome(fn, *args):
-    """``fn(*args)``, or the type and message of what it raised."""
-    try:
-        return fn(*args)
-    except Exception as e:  # the reference's own error is the expected answer
-        return type(e), str(e)
+@pytest.mark.parametrize("scheme", [Scheme(4, 1), Scheme(5, 2)], ids=lambda s: s.name)
+def test_plan_in_python_ints_is_the_plan_in_numpy(scheme, monkeypatch):
+    rnd = random.Random(12)
+    for _ in range(100):
+        queries = [rnd.getrandbits(64) for _ in range(rnd.randint(1, 20))]
+        queries += [flip(rnd, rnd.choice(queries), rnd.randint(0, 3)) for _ in range(rnd.randint(0, 10))]
+        few = plan(scheme, queries)
+        with monkeypatch.context() as m:
+            m.setattr(candidates, "FEW_QUERIES", 0)
+            many = plan(scheme, queries)
+        assert few[0] == many[0] and sorted(few[0]) == few[0] and len(set(few[0])) == len(few[0])
+        assert np.asarray(few[1]).tolist() == np.asarray(many[1]).tolist()
+        assert [[few[0][i] for i in row] for row in few[1]] == [scheme.prefixes(q) for q in queries]
 
 
-IDS = [b"", b"a", b"b", b"news-0001", b"news-0002", "新闻-7".encode(), "é".encode(), b"\x00x", b"z" * 40]
+def random_runs(rnd: random.Random) -> list[Run]:
+    """A query's runs by (distance, simhash), ids sorted in each, some ids in several runs."""
+    pool = [f"d{i:02}" for i in range(rnd.choice((3, 10, 40)))]
+    simhashes = rnd.sample(range(1000), rnd.randint(0, 8))
+    runs = [Run(rnd.randint(0, 3), s, sorted(rnd.sample(pool, rnd.randint(1, len(pool))))) for s in simhashes]
+    return sorted(runs, key=lambda r: (r.distance, r.simhash))
 
 
-def random_record(rnd: random.Random, queries: list[int]) -> bytes:
-    """One prefix's record: runs of copies near a query or anywhere, ids of one length or of
-    many (some shared between fingerprints: stale rows), non-ASCII, empty, NUL; or no cells."""
-    cells = set()
-    width = rnd.choice((None, 0, 3, 9))  # one length for every id, or any
-    for _ in range(rnd.choice((0, 1, 1, 2, 5, 12))):
-        value = flip(rnd, rnd.choice(queries), rnd.randint(0, 6)) if rnd.random() < 0.7 else rnd.getrandbits(64)
-        for _ in range(rnd.choice((1, 1, 2, 3, 30))):
-            doc = rnd.choice(IDS) if width is None else bytes(rnd.randrange(97, 100) for _ in range(width))
-            cells.add((value, doc))
-    if not cells:
-        return b""
-    cells = sorted(cells)
-    return encode_record([v for v, _ in cells], [q for _, q in cells])
+def test_bounded_is_brute_force_on_runs_sharing_ids():
+    """Each id once, at its nearest fingerprint (of two at one distance, the smaller), by
+    (distance, id), at most ``max_matches``; the count: distinct ids, listed all or not."""
+    rnd = random.Random(13)
+    for _ in range(400):
+        runs = random_runs(rnd)
+        nearest = {}
+        for r in runs:
+            for i in r.ids:
+                nearest[i] = min(nearest.get(i, (9, 0)), (r.distance, r.simhash))
+        want = sorted((d, i, s) for i, (d, s) in nearest.items())
+        for max_matches in (None, *range(1, len(want) + 2)):
+            found, count = bounded(runs, max_matches)
+            assert [(d, i, s) for i, s, d in found] == want[:max_matches]
+            assert count == len(want) == distinct_ids(runs) if runs else count == 0
 
 
-def test_counted_few_by_the_core_is_the_reference_on_random_records(monkeypatch):
-    assert native.packed_counted() is not None, native.describe()
-    rnd = random.Random(20)
-    for _ in range(1500):
-        queries = [rnd.getrandbits(64) for _ in range(rnd.randint(1, 12))]
-        scanned = [PackedCells(random_record(rnd, queries)) for _ in range(rnd.randint(1, 20))]
-        flags = rnd.randint(1, 10)
-        inverse = [[rnd.randrange(len(scanned)) for _ in range(flags)] for _ in queries]
-        args = (queries, scanned, inverse, rnd.randint(0, 7), rnd.choice((None, 1, 2, 3, 7, 40, 1000)))
-        got = counted_few(*args)
-        assert got == reference_counted(monkeypatch, *args)
-        assert all(type(i) is str and type(s) is int and type(d) is int for found, _ in got for i, s, d in found)
+class CountedCells(Cells):
+    """``n`` cells of one fingerprint with ids ``d000000``...; counts the ids read."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.reads = n, 0
+
+    @property
+    def rests(self) -> np.ndarray:
+        return np.zeros(self.n, dtype=np.uint64)
+
+    def qualifier(self, i: int) -> bytes:
+        self.reads += 1
+        return f"d{i:06}".encode()
 
 
-def test_counted_few_leaves_a_record_it_cannot_read_to_the_reference(monkeypatch):
-    """An id that is not UTF-8 (the reference raises when it decodes it, not before) and a
-    record cut short (the reference reads what is there): the reference's answer either way."""
-    good = encode_record([5, 9], [b"ok", b"ok"])
-    bad_id = encode_record([5, 9], [b"\xff\xfe", b"ok"])
-    for records, queries in [([bad_id], [5]), ([bad_id], [9]), ([good[:-1]], [5]), ([good[:-3], good], [9]),
-                             ([b"\x01\x00\x00\x00\xff\xff" + bytes(8) + b"\x05\x00ab"], [0])]:
-        scanned = [PackedCells(r) for r in records]
-        args = (queries, scanned, [list(range(len(records)))], 1, None)
-        assert outcome(counted_few, *args) == outcome(reference_counted, monkeypatch, *args)
-    with pytest.raises(UnicodeDecodeError):
-        counted_few([5], [PackedCells(bad_id)], [[0]], 1, None)
-    assert counted_few([9], [PackedCells(bad_id)], [[0]], 0, None) == [([("ok", 9, 0)], 1)]
-
-
-def test_counted_few_takes_other_cells_the_python_way():
-    """Cells that are not records of the embedded store (``packed_record`` is None) are compared
-    by the reference; a few of them beside records too."""
-    listed = ListCells(np.array([5, 5], dtype=np.uint64), [b"a", b"b"])
-    packed = PackedCells(encode_record([4], [b"c"]))
-    assert listed.packed_record() is None and packed.packed_record() is not None
-    assert counted_few([5], [listed, packed], [[0, 1]], 1, 2) == [([("a", 5, 0), ("b", 5, 0)], 3)]
+def test_the_count_of_a_big_run_beside_stale_rows_reads_a_few_of_its_ids():
+    """200,000 copies of one fingerprint and, near them, runs holding some of the same ids
+    (stale rows) and others: the first matches and the count read the listed ids, the other
+    runs' ids and about log2(200,000) ids of the big run per id of those, not its 200,000."""
+    big = CountedCells(200_000)
+    runs = [Run(0, 5, Ids(big, 0, 200_000)), Run(1, 7, ["d000003", "d199999", "e1"]), Run(2, 6, ["d100000", "e2"])]
+    found, count = bounded(runs, 10)
+    assert [i for i, _, _ in found] == [f"d{i:06}" for i in range(10)] and count == 200_002
+    assert big.reads <= 10 + 5 * 20  # the listed ids, then five binary searches
+    assert distinct_ids(runs[1:]) == 5

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dedup_hbase import Document, Index, IndexMismatch, IndexNotFound, Scheme, open_store
+from dedup_hbase import Document, Index, IndexMismatch, IndexNotFound, Match, Scheme, open_store
 from dedup_hbase.text.features import make_featurizer
 from dedup_hbase.text.fingerprint import Fingerprinter, hamming
 
@@ -122,64 +122,34 @@ def test_a_repeated_id_in_one_batch_keeps_its_last_fingerprint():
     assert index.stats()["index_cells"] == 8
 
 
-@pytest.fixture
-def core_calls(monkeypatch):
-    """The compiled core's lookup compare, counting its calls (the test must reach it)."""
-    from dedup_hbase.text import native
-    core = native.packed_counted()
-    assert core is not None, native.describe()
-    calls = []
-
-    def counted(*args):
-        calls.append(len(args[1]))
-        return core(*args)
-    monkeypatch.setattr(native, "packed_counted", lambda: counted)
-    return calls
-
-
-def reference_answers(monkeypatch, index, queries, k, max_matches):
-    from dedup_hbase.text import native
-    with monkeypatch.context() as m:
-        m.setattr(native, "packed_counted", lambda: None)
-        return index.query_counted(queries, k, max_matches)
-
-
-@pytest.mark.parametrize("scheme", [Scheme(4, 1), Scheme(5, 2)], ids=lambda s: s.name)
-def test_a_few_queries_on_the_embedded_store_are_brute_force_by_the_core(scheme, tmp_path, core_calls, monkeypatch):
-    """Planted structure (60 exact copies, a chain of one-bit steps, pairs at exactly k and
-    k + 1 bits, noise) in the embedded store: a service's few queries, answered by the
-    compiled core, are the brute-force matches with the true count, and the reference's."""
-    rnd = random.Random(21)
-    k = scheme.max_k
-    base = [rnd.getrandbits(64) for _ in range(3)]
-    docs = {f"copy-{n:03}": base[0] for n in range(60)}
-    step = base[1]
-    for n, bit in enumerate(rnd.sample(range(64), 8)):
-        step = flip(step, [bit])
-        docs[f"chain-{n}"] = step
-    for distance in (0, k, k + 1):
-        docs[f"pair-{distance}"] = flip(base[2], rnd.sample(range(64), distance))
-    docs.update({f"noise-{n}": rnd.getrandbits(64) for n in range(300)})
-    index = Index.create(open_store(str(tmp_path / "index")), scheme, k)
-    index.add_many([Document(i, f) for i, f in docs.items()])
-    queries = base + [docs["chain-4"], flip(base[0], [5]), flip(base[2], rnd.sample(range(64), 1)), rnd.getrandbits(64)]
-    for distance in range(k + 1):
-        for max_matches in (None, 1, 2, 59, 60, 61):
-            got = index.query_counted(queries, distance, max_matches)
-            assert got == reference_answers(monkeypatch, index, queries, distance, max_matches)
-            for query, (matches, total) in zip(queries, got):
-                want = brute_force(docs, query, distance)
-                assert total == len(want)
-                assert [(m.distance, m.id) for m in matches] == want[:max_matches]
-                assert all(m.simhash == docs[m.id] for m in matches)
-    assert len(core_calls) == (k + 1) * 6
+def test_one_answer_type_says_the_count_and_holds_the_runs():
+    """``query`` and ``query_many`` answer with ``Matches``: a list of matches (what the README
+    prints) with the count of documents (``total``) and the runs; bounds refused plainly."""
+    index = Index.create(open_store("memory:"), 4, 3)
+    index.add_many([Document(f"c{n}", 42) for n in range(5)] + [Document("near", 43), Document("far", 2**63)])
+    found = index.query(42, max_matches=2)
+    assert type(found).__name__ == "Matches" and isinstance(found, list)
+    assert found == [Match("c0", 42, 0), Match("c1", 42, 0)] and found.total == 6
+    assert repr(found) == "[Match(id='c0', simhash=42, distance=0), Match(id='c1', simhash=42, distance=0)]"
+    assert [(r.distance, r.simhash, list(r.ids)) for r in found.runs] == [(0, 42, [f"c{n}" for n in range(5)]),
+                                                                        (1, 43, ["near"])]
+    every = index.query(42)
+    assert len(every) == every.total == 6 and every[-1] == Match("near", 43, 1)
+    assert index.query_many([42, 2**63, 7], 0, 1) == [[Match("c0", 42, 0)], [Match("far", 2**63, 0)], []]
+    assert [m.total for m in index.query_many([42, 2**63, 7], 0, 1)] == [5, 1, 0]
+    assert index.query_many([]) == []
+    for bad in (0, -1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match=re.escape(f"max_matches is a whole number >= 1, not {bad!r}")):
+            index.query(42, max_matches=bad)
+    for bad in (-1, 2**64, 1.0, np.uint64(3)):
+        with pytest.raises(ValueError, match=re.escape(f"a simhash is an unsigned 64-bit int, not {bad!r}")):
+            index.query_many([42, bad])
 
 
-def test_the_shared_corpus_in_the_embedded_store_answers_by_the_core_as_the_reference(xwlb_path, tmp_path, core_calls,
-                                                                                       monkeypatch):
+def test_the_shared_corpus_in_the_embedded_store_is_brute_force(xwlb_path, tmp_path):
     """The real corpus indexed whole, with 3 copies each of 2,000 of its documents (runs of
-    one fingerprint); requests of 1 to 40 fingerprints, as the service sends them (indexed
-    ones and ones 1 to 4 bits away), answered alike by the core and the reference."""
+    one fingerprint); requests of 1 to 60 fingerprints, as the service and ``check`` send
+    them (indexed ones and ones 1 to 4 bits away): brute force, the count of documents."""
     import gzip
     import json
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
@@ -190,13 +160,17 @@ def test_the_shared_corpus_in_the_embedded_store_answers_by_the_core_as_the_refe
     rnd = random.Random(22)
     copies = [Document(f"{d.id}#{n}", d.simhash) for d in rnd.sample(docs, 2000) for n in range(3)]
     index.add_many(docs + copies)
+    every = {d.id: d.simhash for d in docs + copies}  # the last fingerprint of an id counts
+    ids, values = list(every), np.array(list(every.values()), dtype=np.uint64)
     fingerprints = [d.simhash for d in docs]
     matched = 0
     for _ in range(60):
         queries = [flip(s, rnd.sample(range(64), rnd.choice((0, 0, 1, 2, 3, 4))))
-                   for s in rnd.sample(fingerprints, rnd.randint(1, 40))]
+                   for s in rnd.sample(fingerprints, rnd.randint(1, 60))]
         k, max_matches = rnd.randint(0, 3), rnd.choice((None, 1, 3, 20))
-        got = index.query_counted(queries, k, max_matches)
-        assert got == reference_answers(monkeypatch, index, queries, k, max_matches)
-        matched += sum(total > 1 for _, total in got)
-    assert len(core_calls) == 60 and matched > 50  # copies found, not only the query itself
+        for query, got in zip(queries, index.query_many(queries, k, max_matches)):
+            distances = np.bitwise_count(values ^ np.uint64(query))
+            want = sorted((int(distances[i]), ids[i]) for i in np.flatnonzero(distances <= k).tolist())
+            assert [(m.distance, m.id) for m in got] == want[:max_matches] and got.total == len(want)
+            matched += got.total > 1
+    assert matched > 50  # copies found, not only the query itself

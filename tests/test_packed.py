@@ -15,9 +15,11 @@ import pytest
 
 from dedup_hbase import Document, Index, Scheme, open_store
 from dedup_hbase.errors import StoreError
+from dedup_hbase.stores.local import batch as batch_module
 from dedup_hbase.stores.local import packed
 from dedup_hbase.stores.local import records as records_module
-from dedup_hbase.stores.local.records import CellBatch, PackedCells
+from dedup_hbase.stores.local.batch import CellBatch
+from dedup_hbase.stores.local.records import PackedCells
 
 
 def batch_of(keys):
@@ -46,9 +48,9 @@ def random_keys(rnd, count, ids=lambda rnd: f"d{rnd.randint(0, 99)}"):
 @pytest.mark.parametrize("big_record", [1, 10**9], ids=["joined", "gathered"])
 @pytest.mark.parametrize("pad_bytes", [256 << 20, 0], ids=["ties-in-numpy", "ties-in-python"])
 def test_records_round_trip_in_key_order_without_repeats(ids, pass_cells, big_record, pad_bytes, monkeypatch):
-    monkeypatch.setattr(records_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
-    monkeypatch.setattr(records_module, "_UNTIE_PAD_BYTES", pad_bytes)  # both ways of ordering tied cells
-    monkeypatch.setattr(records_module, "_BIG_RECORD", big_record)  # both ways of cutting records
+    monkeypatch.setattr(batch_module, "_PACK_CELLS", pass_cells)  # 7: many numpy passes
+    monkeypatch.setattr(batch_module, "_UNTIE_PAD_BYTES", pad_bytes)  # both ways of ordering tied cells
+    monkeypatch.setattr(batch_module, "_BIG_RECORD", big_record)  # both ways of cutting records
     rnd = random.Random(3)
     keys = random_keys(rnd, 1500, ids)
     shuffled = list(keys) + rnd.sample(sorted(keys), 300)  # 300 cells written twice
@@ -103,7 +105,7 @@ def test_small_merges_in_python_write_numpys_bytes(ids):
             continue
         old_pids, old_records = (x.tolist() if i == 0 else x for i, x in enumerate(batch_of(old).sorted_unique().pack())) \
             if old else ([], [])
-        got = records_module.merge_small(old_pids, old_records, batch_of(fresh))
+        got = batch_module.merge_small(old_pids, old_records, batch_of(fresh))
         merged = CellBatch.concat([CellBatch.from_records(old_pids, old_records), batch_of(fresh).sorted_unique()])
         merged = merged.sorted_unique(runs=True)
         pids, records = merged.pack()

@@ -10,8 +10,9 @@ import random
 import numpy as np
 import pytest
 
-from dedup_hbase import Index, Scheme, open_store
+from dedup_hbase import Document, Index, Match, Scheme, open_store
 from dedup_hbase.index.neardup import near_pairs
+from dedup_hbase.index.store import Cells
 from dedup_hbase.jobs.corpus import Record
 from dedup_hbase.jobs.groups import roots
 from dedup_hbase.jobs.loader import LoadOptions, check, load
@@ -91,9 +92,51 @@ def test_check_against_many_copies_is_bounded_and_counts_them_all():
         assert [m["id"] for m in answer["matches"]] == want
         assert {m["distance"] for m in answer["matches"]} == {0}
         assert answer["match_count"] == n + 1
-    everything = index.query_counted([0x0123456789ABCDEF], None, None)[0]
-    assert everything[1] == n + 1 and len(everything[0]) == n + 1
-    assert everything[0][-1].id == "near" and everything[0][-1].distance == 3
+    everything = index.query(0x0123456789ABCDEF)
+    assert everything.total == n + 1 and len(everything) == n + 1
+    assert everything[-1].id == "near" and everything[-1].distance == 3
     few = list(check(index, copies(1, simhash=0x0123456789ABCDEF ^ 0b111, prefix="x"), use_simhash=True,
                      max_matches=10_000))
     assert "match_count" not in few[0] and len(few[0]["matches"]) == n + 1
+
+
+class CountedCells(Cells):
+    """A store's cells, counting the ids read from them (``reads``: one list for all)."""
+
+    def __init__(self, cells: Cells, reads: list) -> None:
+        self.cells, self.reads = cells, reads
+
+    @property
+    def rests(self):
+        return self.cells.rests
+
+    def qualifier(self, i: int) -> bytes:
+        self.reads.append(i)
+        return self.cells.qualifier(i)
+
+
+def test_a_hundred_thousand_copies_are_read_in_proportion_to_the_copies():
+    """100,000 copies of one fingerprint, a near document and a stale row of one copy under a
+    near fingerprint: a bounded lookup reads the ids it lists and a few more (however many
+    queries of a batch hit the copies), a whole one reads each id once; never one read per pair
+    of copies, nor per copy and query."""
+    n, simhash = 100_000, 0x0123456789ABCDEF
+    index = Index.create(open_store("memory:"), 4, K)
+    index.add_many([Document(f"c{i:06}", simhash) for i in range(n)] + [Document("near", simhash ^ 0b111)])
+    index.store.put_cells("index", index.scheme.key_table(np.array([simhash ^ 0b11], dtype=np.uint64)),
+                          [b"c000005"], repeat=4)
+    reads: list = []
+    scan_cells = index.store.scan_cells
+    index.store.scan_cells = lambda table, prefixes: [CountedCells(c, reads) for c in scan_cells(table, prefixes)]
+    first = index.query(simhash, max_matches=10)
+    assert [m.id for m in first] == [f"c{i:06}" for i in range(10)] and first.total == n + 1
+    assert len(reads) <= 10 + 2 + 2 * 20  # listed; the small runs; two binary searches in the copies
+    reads.clear()
+    batch = index.query_many([simhash] * 300 + [simhash ^ 1] * 300, max_matches=10)
+    assert all(m == first and m.total == n + 1 for m in batch[:300])
+    assert all(m.total == n + 1 and m[0].distance == 1 for m in batch[300:])
+    assert len(reads) <= 2 * len(first) + 2 + 2 * 20  # ids shared by the queries of a batch
+    reads.clear()
+    every = index.query(simhash)
+    assert len(every) == every.total == n + 1 and every[-1] == Match("near", simhash ^ 0b111, 3)
+    assert len(reads) <= n + 2  # each id once

@@ -3,31 +3,47 @@
 A scan prefix holds one cell per (fingerprint, document); its cells are in key order, so
 the copies of one fingerprint are neighbours (a *run*) and, inside a run, ordered by
 document id. A lookup compares each query with each run once (50,000 copies of one text:
-one XOR, not 50,000), then expands the runs within k bits to their ids, decoded when read and once per
-batch and shared by every query that hits them. ``bounded`` takes the first matches by
-(distance, id) without sorting them all: a document with a million matches is answered
-with ``max_matches`` of them and the true count.
+one XOR, not 50,000), then expands the runs within k bits to their ids, decoded when read and
+once per batch, shared by every query that hits them. ``bounded`` takes the first matches by
+(distance, id) without sorting them all: a document with a million matches is answered with
+``max_matches`` of them and the true count.
 
-``counted_few`` is a few queries' answer in one call: ``compare_few`` (or ``compare`` over
-many cells) then ``bounded``, or the compiled core's twin of both (native/src/packed.rs)
-when every prefix's cells come as one of the embedded store's records (``Cells.packed_record``).
+The match count is the number of distinct documents (ids) within k bits of the query. Inside a
+run the ids are distinct (one cell per row and column); an id under two fingerprints (a stale
+row, left by two writers of one id that raced, or by a write cut off before its document row and
+followed by another fingerprint) is one document, listed once at its nearest fingerprint and
+counted once, whether or not every match is listed.
+``distinct_ids`` counts without reading every id of a big run: all ids of the other runs, and a
+binary search in the biggest (its ids are sorted), so memory and reads grow with the copies
+outside the biggest run, never with their square.
+
+The compare policy, the one choice of path in a lookup (``plan`` and ``runs``): a lookup of at
+most ``FEW_QUERIES`` queries is planned in Python ints, and compared in Python ints
+(``compare_few``) while their prefixes hold at most ``FEW_CELLS`` cells; anything bigger is
+planned and compared in numpy (``compare``). A service's request is one or a few queries over a
+handful of cells, where numpy's fixed cost per call (``compare`` makes about twenty) is most of
+the lookup; numpy's cost per cell is far lower, so it takes every big lookup, and the skewed
+prefix of a small one (a run of thousands of copies). Both give the same runs, in the same
+order, with the same ids (tests/test_candidates.py).
 """
 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left
 from collections.abc import Sequence
-from itertools import groupby, islice
+from itertools import groupby, repeat
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
 
-from ..text import native
 from .arrays import ranges, starts
+from .layout import PREFIX_BYTES, Scheme
 from .store import Cells
 
-FEW_CELLS = 1024  # scanned cells up to which a few queries are compared in Python ints (compare_few)
+FEW_QUERIES = 48  # queries up to which a lookup is planned, and may be compared, in Python ints
+FEW_CELLS = 1024  # scanned cells up to which those few queries are compared in Python ints
 
 
 class Ids(Sequence[str]):
@@ -70,13 +86,36 @@ class Run(NamedTuple):
     ids: Sequence[str]
 
 
+def plan(scheme: Scheme, queries: Sequence[int]) -> tuple[list[bytes], Sequence[Sequence[int]]]:
+    """The distinct scan prefixes of ``queries`` in key order (each scanned once) and, per
+    query, the indexes of its prefixes among them in flag order (an array of shape
+    (queries, flags) for many queries, lists for a few: see the module docstring)."""
+    if len(queries) <= FEW_QUERIES:
+        per_query = [scheme.prefixes(q) for q in queries]
+        unique = sorted({p for prefixes in per_query for p in prefixes})
+        position = {p: i for i, p in enumerate(unique)}
+        return unique, [[position[p] for p in prefixes] for prefixes in per_query]
+    unique, inverse = np.unique(scheme.prefix_ids(np.asarray(queries, dtype=np.uint64)), return_inverse=True)
+    return [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()], inverse.reshape(len(queries), -1)
+
+
+def runs(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
+         k: int) -> list[list[Run]]:
+    """Per query, the runs within ``k`` bits of it by (distance, simhash), each fingerprint once
+    (``scanned``, ``inverse``: ``plan``'s prefixes, scanned): ``compare_few`` for a few queries
+    over a few cells, else ``compare`` (the module docstring says why)."""
+    if len(queries) <= FEW_QUERIES and sum(map(len, scanned)) <= FEW_CELLS:
+        return compare_few(queries, scanned, inverse, k)
+    return compare(np.asarray(queries, dtype=np.uint64), scanned, np.asarray(inverse), k)
+
+
 def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, k: int) -> list[list[Run]]:
     """Per query (uint64 ``queries``; ``inverse[q, f]``: the index in ``scanned`` of query q's
     prefix of flag f), the runs within ``k`` bits, by (distance, simhash), each fingerprint once."""
     sizes = np.fromiter(map(len, scanned), dtype=np.int64, count=len(scanned))
     if not sizes.any():
         return [[] for _ in range(len(queries))]
-    rests = all_rests(scanned)
+    rests = np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
     cell_prefix = np.repeat(np.arange(len(scanned)), sizes)
     new = np.ones(len(rests), dtype=bool)
     new[1:] = (rests[1:] != rests[:-1]) | (cell_prefix[1:] != cell_prefix[:-1])
@@ -139,60 +178,44 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
     return out
 
 
-def runs_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
-             k: int) -> list[list[Run]]:
-    """``compare_few``, or numpy's ``compare`` when the prefixes hold more than ``FEW_CELLS`` cells."""
-    if sum(map(len, scanned)) <= FEW_CELLS:
-        return compare_few(queries, scanned, inverse, k)
-    return compare(np.asarray(queries, dtype=np.uint64), scanned, np.array(inverse), k)
-
-
-def counted_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]], k: int,
-                max_matches: int | None) -> list[tuple[list[tuple[str, int, int]], int]]:
-    """Per query, ``bounded(runs, max_matches)`` of its ``runs_few``: its matches as (id,
-    simhash, distance) by (distance, id) and their count. By the compiled core when it is
-    usable and every prefix's cells have a ``packed_record`` (the same answers, compared on
-    random records in tests/test_candidates.py), else in Python. Every query has as many
-    prefixes (``inverse[q]``); the core does not take the TTL into account (nor does this)."""
-    counted = native.packed_counted()
-    if counted is not None and queries:
-        records = [cells.packed_record() for cells in scanned]
-        if None not in records:
-            found = counted(records, queries, [i for prefixes in inverse for i in prefixes], k, max_matches)
-            if found is not None:  # None: a record or an id the reference must read (and may refuse)
-                return found
-    return [bounded(runs, max_matches) for runs in runs_few(queries, scanned, inverse, k)]
-
-
-def bounded(runs: list[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:
-    """The matches of one query as (id, simhash, distance) by (distance, id), at most
-    ``max_matches`` of them (None: all), and how many there are in all."""
-    if not runs:
-        return [], 0
-    total = sum(len(r.ids) for r in runs)
-    if max_matches is None or total <= max_matches:
-        best: dict[str, tuple[str, int, int]] = {}
-        for r in runs:  # by distance: an id seen twice (a stale row) keeps its nearest
-            for doc_id in r.ids:
-                best.setdefault(doc_id, (doc_id, r.simhash, r.distance))
-        return sorted(best.values(), key=lambda m: (m[2], m[0])), len(best)
-    out: list[tuple[str, int, int]] = []
-    for distance, level in groupby(runs, key=lambda r: r.distance):
+def bounded(runs: Sequence[Run], max_matches: int | None) -> tuple[list[tuple[str, int, int]], int]:
+    """One query's matches from its runs (by (distance, simhash), ids sorted in each): as (id,
+    simhash, distance) by (distance, id), each id once at its nearest fingerprint (of two at
+    one distance, the smaller), at most ``max_matches`` of them (None: all); and the match
+    count, the number of distinct ids in ``runs``. Reads the ids it lists, and ``distinct_ids``
+    only when there are more than it lists."""
+    found: list[tuple[str, int, int]] = []
+    seen: set[str] = set()
+    for distance, level in groupby(runs, key=attrgetter("distance")):
         level = list(level)
-        merged = heapq.merge(*[[(doc_id, r.simhash) for doc_id in r.ids[:max_matches - len(out)]] for r in level])
-        out.extend((doc_id, simhash, distance) for doc_id, simhash in islice(merged, max_matches - len(out)))
-        if len(out) >= max_matches:
-            break
-    return out, total
+        if len(level) == 1:
+            pairs = zip(level[0].ids, repeat(level[0].simhash))
+        else:  # ids in order across the level's runs; of one id, the smaller simhash first
+            pairs = heapq.merge(*[zip(r.ids, repeat(r.simhash)) for r in level])
+        for doc_id, simhash in pairs:
+            if doc_id in seen:
+                continue
+            if len(found) == max_matches:  # one more document than is listed: count them all
+                return found, distinct_ids(runs)
+            seen.add(doc_id)
+            found.append((doc_id, simhash, distance))
+    return found, len(found)
 
 
-def all_rests(scanned: Sequence[Cells]) -> np.ndarray:
-    """The ``rests`` of several ``Cells`` as one uint64 array."""
-    return np.concatenate([cells.rests for cells in scanned]).astype(np.uint64, copy=False)
+def distinct_ids(runs: Sequence[Run]) -> int:
+    """How many distinct ids ``runs`` hold (ids distinct and sorted within each run): the
+    biggest run's size, plus the ids of the others that it does not hold (found by binary
+    search in it). Reads every id but the biggest run's, and about log2 of that run's size
+    per id read."""
+    if len(runs) == 1:
+        return len(runs[0].ids)
+    biggest = max(runs, key=lambda r: len(r.ids))
+    ids = biggest.ids
+    others = {doc_id for r in runs if r is not biggest for doc_id in r.ids}
+    return len(ids) + sum(1 for doc_id in others if not _holds(ids, doc_id))
 
 
-def qualifier_at(scanned: Sequence[Cells], ends: list[int], i: int) -> bytes:
-    """The qualifier of cell ``i`` of ``scanned`` taken as one sequence (``ends``: the
-    cumulative sizes of its parts)."""
-    j = bisect_right(ends, i)
-    return scanned[j].qualifier(i - (ends[j - 1] if j else 0))
+def _holds(ids: Sequence[str], doc_id: str) -> bool:
+    """Whether the sorted ``ids`` hold ``doc_id`` (a binary search: reads about log2(len) ids)."""
+    at = bisect_left(ids, doc_id)
+    return at < len(ids) and ids[at] == doc_id

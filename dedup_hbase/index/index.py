@@ -21,113 +21,27 @@ import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import accumulate
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
-from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter, to_hex
-from .candidates import Run, all_rests, bounded, compare, counted_few, qualifier_at, runs_few
-from .ids import MAX_ID_BYTES, encode_id
+from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
+from .documents import Document, Written, checked_columns, document_meta, document_value, parse_document
+from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
+from .lookup import Match, Matches, check_queries, lookup
 from .plan import choose_scheme
-from .retention import unexpired
 from .schema import load_schema
-from .store import Cells, Store
+from .store import Store
+
+# Document, Written, document_meta, document_value (documents.py), Match and Matches (lookup.py)
+# are part of the index's interface: importable from here
+__all__ = ["FORMAT", "Document", "Index", "Match", "Matches", "Written", "document_meta", "document_value",
+           "fingerprinter_for"]
 
 FORMAT = 1
 _CONFIG_KEY = b"config"
-_NUMPY_FROM = 48  # items from which vectorised numpy code beats a Python loop
-_BATCH = 4096  # queries compared in one numpy pass (bounds memory)
-_SKEWED = 4096  # scanned cells from which a small query takes the once-per-fingerprint path
-
-
-class Match(NamedTuple):
-    id: str
-    simhash: int
-    distance: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
-
-
-class Written(NamedTuple):
-    """What a write did: how many ids were new, and how many held another fingerprint
-    (whose index rows it deleted)."""
-
-    new: int
-    replaced: int
-
-
-@dataclass(slots=True)
-class Document:
-    """A document as indexed: id, fingerprint and free-form metadata."""
-
-    id: str
-    simhash: int
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
-    """The encoded ids, the simhashes (uint64) and the documents of ``docs`` after checking
-    them all; of several documents with one id, the last. Vectorised where it can be; the
-    first bad document is named."""
-    try:
-        ids = [d.id.encode("utf-8") for d in docs]
-        sims = [d.simhash for d in docs]
-        lengths = list(map(len, ids))
-        if min(lengths) > 0 and max(lengths) <= MAX_ID_BYTES and set(map(type, sims)) == {int}:
-            simhashes = np.array(sims, dtype=np.uint64)  # OverflowError outside 0 .. 2^64 - 1
-        else:
-            simhashes = None
-    except (AttributeError, OverflowError, UnicodeEncodeError):
-        simhashes = None
-    if simhashes is None:
-        for d in docs:
-            encode_id(d.id)
-            if type(d.simhash) is not int or not 0 <= d.simhash < 1 << 64:
-                raise InvalidInput(f"document {d.id!r}: simhash must be an unsigned 64-bit int, not {d.simhash!r}")
-        raise AssertionError("unreachable: a document failed the bulk check but none the single one")
-    last = dict(zip(ids, range(len(ids))))
-    if len(last) == len(ids):
-        return ids, simhashes, list(docs)
-    keep = list(last.values())
-    return list(last), simhashes[keep], [docs[i] for i in keep]
-
-
-def document_meta(loaded: int, source: str | None = None, line: int | None = None,
-                  title: str | None = None, length: int | None = None, ttl: int | None = None) -> dict[str, Any]:
-    """The metadata a document row keeps (``Index.get`` returns it): when it was loaded (Unix
-    seconds) and, where known, its source file and line, its title, its text's length in
-    characters and its own time to live in seconds (shorter than the index's TTL: retention.py).
-    Every writer (a load on either engine, the service) builds it here, so a document reads
-    the same however it came in."""
-    meta: dict[str, Any] = {}
-    if source is not None:
-        meta["source"] = source
-    if line is not None:
-        meta["line"] = line
-    meta["loaded"] = loaded
-    if title:
-        meta["title"] = title
-    if length is not None:
-        meta["length"] = length
-    if ttl is not None:
-        meta["ttl"] = ttl
-    return meta
-
-
-def document_value(doc: Document) -> bytes:
-    """A document row's value: the 8-byte big-endian simhash, then the metadata as JSON."""
-    meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
-    return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
-
-
-def _parse_doc(doc_id: str, value: bytes) -> Document:
-    meta = json.loads(value[8:]) if len(value) > 8 else {}
-    return Document(doc_id, int.from_bytes(value[:8], "big"), meta)
 
 
 class Index:
@@ -235,7 +149,7 @@ class Index:
         """``add_many``, saying how many ids were new and how many replaced."""
         if not docs:
             return Written(0, 0)
-        ids, simhashes, chosen = _columns(docs)
+        ids, simhashes, chosen = checked_columns(docs)
         written = self.retire_old_fingerprints(ids, simhashes)
         self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
         values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
@@ -275,105 +189,23 @@ class Index:
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         """The stored documents (fingerprint and metadata), None for unknown ids."""
         values = self.store.get("docs", [encode_id(i) for i in doc_ids])
-        return [None if v is None else _parse_doc(i, v) for i, v in zip(doc_ids, values)]
+        return [None if v is None else parse_document(i, v) for i, v in zip(doc_ids, values)]
 
-    def query(self, simhash: int, k: int | None = None) -> list[Match]:
-        """Every indexed document within ``k`` bits of ``simhash`` (default: the index's k),
-        sorted by distance, then id."""
-        return self.query_many([simhash], k)[0]
+    def query(self, simhash: int, k: int | None = None, max_matches: int | None = None) -> Matches:
+        """The indexed documents within ``k`` bits of ``simhash`` (default: the index's k), by
+        distance, then id, at most ``max_matches`` of them (None: all): a list of ``Match``es
+        that also says how many there are in all (``.total``) and holds the indexed
+        fingerprints within k with all their documents (``.runs``); ``Matches`` in lookup.py."""
+        return self.query_many([simhash], k, max_matches)[0]
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None,
-                   max_matches: int | None = None) -> list[list[Match]]:
-        """``query`` for many fingerprints at once: the prefixes of all of them are
-        deduplicated and scanned in key order, one store call in all. ``max_matches``: at
-        most this many matches per query, the first by (distance, id)."""
-        if len(simhashes) >= _NUMPY_FROM or max_matches is not None:
-            found = [matches for matches, _ in self.query_counted(simhashes, k, max_matches)]
-        else:
-            k = self._check_queries(simhashes, k)
-            per_query = [self.scheme.prefixes(s) for s in simhashes]
-            unique = sorted({p for prefixes in per_query for p in prefixes})
-            scanned = dict(zip(unique, self.store.scan_cells("index", unique)))
-            if sum(map(len, scanned.values())) > _SKEWED:  # many copies under one prefix: once per fingerprint
-                found = [matches for matches, _ in self.query_counted(simhashes, k)]
-            else:
-                found = [self._matches(s, [scanned[p] for p in prefixes], k)
-                         for s, prefixes in zip(simhashes, per_query)]
-                found = unexpired(self.store, found, self.ttl) if self.ttl else found
-        return found
-
-    def query_counted(self, simhashes: Sequence[int], k: int | None = None,
-                      max_matches: int | None = None) -> list[tuple[list[Match], int]]:
-        """Per query: its matches by (distance, id), at most ``max_matches`` (None: all), and
-        how many there are in all. Bounded work per distinct fingerprint, not per copy."""
-        if max_matches is not None and (isinstance(max_matches, bool) or not isinstance(max_matches, int)
-                                        or max_matches < 1):
-            raise InvalidInput(f"max_matches is a whole number >= 1, not {max_matches!r}")
-        if 0 < len(simhashes) < _NUMPY_FROM and not self.ttl:  # a few (a service's request): one call
-            k = self._check_queries(simhashes, k)
-            counted = counted_few(simhashes, *self._scan_few(simhashes), k, max_matches)
-        else:
-            counted = [bounded(runs, max_matches) for runs in self.query_runs(simhashes, k)]
-        return [([Match(i, s, d) for i, s, d in found], total) for found, total in counted]
-
-    def query_runs(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Run]]:
-        """Per query, the indexed fingerprints within ``k`` bits with their document ids
-        (``candidates.Run``), by (distance, simhash): each distinct fingerprint compared
-        once, its ids decoded once per batch of queries."""
-        k = self._check_queries(simhashes, k)
-        if 0 < len(simhashes) < _NUMPY_FROM:  # a few (a service's request): Python ints unless many cells
-            out = runs_few(simhashes, *self._scan_few(simhashes), k)
-        else:
-            out = []
-            for start in range(0, len(simhashes), _BATCH):
-                queries = np.asarray(simhashes[start:start + _BATCH], dtype=np.uint64)
-                unique, inverse = np.unique(self.scheme.prefix_ids(queries), return_inverse=True)
-                scanned = self.store.scan_cells("index", [p.to_bytes(PREFIX_BYTES, "big") for p in unique.tolist()])
-                out.extend(compare(queries, scanned, inverse.reshape(len(queries), -1), k))
-        return self._unexpired_runs(out) if self.ttl else out
-
-    def _scan_few(self, simhashes: Sequence[int]) -> tuple[list[Cells], list[list[int]]]:
-        """The cells of a few queries' prefixes (each scanned once, in key order) and, per
-        query, the indexes of its prefixes among them in flag order."""
-        per_query = [self.scheme.prefixes(s) for s in simhashes]
-        unique = sorted({p for prefixes in per_query for p in prefixes})
-        scanned = self.store.scan_cells("index", unique)
-        position = {p: i for i, p in enumerate(unique)}
-        return scanned, [[position[p] for p in prefixes] for prefixes in per_query]
-
-    def _unexpired_runs(self, found: list[list[Run]]) -> list[list[Run]]:
-        """``found`` without the documents older than the TTL (one read of their rows)."""
-        every = [[Match(i, r.simhash, r.distance) for runs in found for r in runs for i in r.ids]]
-        alive = {m.id for m in unexpired(self.store, every, self.ttl)[0]}
-        kept = [[Run(r.distance, r.simhash, [i for i in r.ids if i in alive]) for r in runs] for runs in found]
-        return [[r for r in runs if r.ids] for runs in kept]
-
-    def _check_queries(self, simhashes: Sequence[int], k: int | None) -> int:
-        for s in simhashes:
-            if not isinstance(s, int) or not 0 <= s < 1 << 64:
-                raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
-        return self.k if k is None else self.scheme.check_k(k)
-
-    @staticmethod
-    def _matches(simhash: int, scanned: list[Cells], k: int) -> list[Match]:
-        """The cells whose simhash is within k bits, as matches (one per document id)."""
-        found: dict[bytes, Match] = {}
-        if sum(len(cells) for cells in scanned) < _NUMPY_FROM:
-            for cells in scanned:
-                for i, candidate in enumerate(cells.rests.tolist()):
-                    distance = (candidate ^ simhash).bit_count()
-                    if distance <= k:
-                        raw_id = cells.qualifier(i)
-                        found[raw_id] = Match(raw_id.decode("utf-8"), candidate, distance)
-        else:
-            candidates = all_rests(scanned)
-            distances = np.bitwise_count(candidates ^ np.uint64(simhash))
-            hits = np.flatnonzero(distances <= k).tolist()
-            ends = list(accumulate(len(cells) for cells in scanned)) if hits else []
-            for i in hits:
-                raw_id = qualifier_at(scanned, ends, i)
-                found[raw_id] = Match(raw_id.decode("utf-8"), int(candidates[i]), int(distances[i]))
-        return sorted(found.values(), key=lambda m: (m.distance, m.id))
+                   max_matches: int | None = None) -> list[Matches]:
+        """``query`` for many fingerprints at once, in order: the scan prefixes of each batch
+        of them deduplicated and scanned in key order, one store call per batch (lookup.py),
+        each indexed fingerprint compared once however many documents it holds."""
+        check_queries(simhashes, max_matches)
+        k = self.k if k is None else self.scheme.check_k(k)
+        return lookup(self.store, self.scheme, simhashes, k, max_matches, self.ttl)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidInput
+from .candidates import Run
 from .ids import encode_id
 
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -59,16 +60,18 @@ def expires_at(value: bytes | None, ttl: int) -> float | None:
     return loaded + (ttl if own is None else min(own, ttl))
 
 
-def unexpired(store: Any, results: list[list[Any]], ttl: int, now: float | None = None) -> list[list[Any]]:
-    """``results`` (lists of matches, each with an ``id``) without the matches whose document
-    has expired (``expires_at``) or has no row: one read of the matched ids' document rows."""
-    ids = sorted({m.id for matches in results for m in matches})
+def unexpired_runs(store: Any, found: Sequence[Sequence[Run]], ttl: int, now: float | None = None) -> list[list[Run]]:
+    """``found`` (per query, its runs) without the documents that have expired (``expires_at``)
+    or have no row, runs left empty dropped: one read of the document rows of every id of the
+    runs (the lookup of an index with a TTL, and ``check --engine spark``'s, call it)."""
+    ids = sorted({doc_id for runs in found for r in runs for doc_id in r.ids})
     if not ids:
-        return results
+        return [list(runs) for runs in found]
     now = time.time() if now is None else now
     ends = [expires_at(v, ttl) for v in store.get("docs", [encode_id(i) for i in ids])]
     alive = {i for i, end in zip(ids, ends) if end is not None and end > now}
-    return [[m for m in matches if m.id in alive] for matches in results]
+    kept = [[Run(r.distance, r.simhash, [i for i in r.ids if i in alive]) for r in runs] for runs in found]
+    return [[r for r in runs if r.ids] for runs in kept]
 
 
 def expired_ids(store: Any, ttl: int, now: float | None = None) -> list[str]:

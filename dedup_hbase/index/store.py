@@ -58,14 +58,6 @@ class Cells(ABC):
         """``rests`` as Python ints (what a loop in Python reads)."""
         return self.rests.tolist()
 
-    def packed_record(self) -> bytes | None:
-        """These cells as one record of the embedded store's format (the codec and its
-        description: stores/local/records.py), for the compiled core to compare them without a
-        Python object per cell (candidates.counted_few); None, this default, when a store does
-        not hold them so. A capability, not something to read cells by: that is ``rests``,
-        ``qualifier`` and ``runs``, whatever the store."""
-        return None
-
     def runs(self) -> Sequence[tuple[int, int, int]]:
         """The runs of equal remainders (the copies of one fingerprint are neighbours), as
         (remainder, first cell, cells), in key order."""

@@ -311,7 +311,8 @@ def _near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, c
     of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
-    for position, (record, runs) in enumerate(zip(batch, index.query_runs([r.simhash for r in batch]))):
+    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
+        runs = matches.runs
         others = [(run.distance, other) for run in runs
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
@@ -343,18 +344,19 @@ def check(index: Index, records: Iterable[Record], *, k: int | None = None, use_
     """For every record, in input order: ``{"id", "simhash", "matches"}``, or
     ``{"id", "source", "line", "error"}`` when it could not be fingerprinted.
     ``max_matches``: at most this many matches per record, the first by (distance, id); a
-    record with more also says ``"match_count"``, how many there are. Lookups are batched
-    (``Index.query_counted``: once per distinct fingerprint); nothing is written."""
+    record with more also says ``"match_count"``, how many documents there are in all (each
+    counted once: candidates.py). Lookups are batched (``Index.query_many``: once per
+    distinct fingerprint); nothing is written."""
     with FingerprintPool(index.fingerprinter, workers) as pool:
         for batch in fingerprinted(records, use_simhash, batch_size, pool):
             good = [r for r in batch if not r.error]
-            answers = iter(index.query_counted([r.simhash for r in good], k, max_matches))
+            answers = iter(index.query_many([r.simhash for r in good], k, max_matches))
             for record in batch:
                 if record.error:
                     yield {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
                     continue
-                matches, total = next(answers)
+                matches = next(answers)
                 answer = {"id": record.id, "simhash": to_hex(record.simhash), "matches": [m.to_dict() for m in matches]}
-                if total > len(matches):
-                    answer["match_count"] = total
+                if matches.total > len(matches):
+                    answer["match_count"] = matches.total
                 yield answer

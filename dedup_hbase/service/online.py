@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..index.ids import encode_id
-from ..index.index import Document, Index, Match
+from ..index.index import Document, Index, Match, Matches
 from ..index.neardup import earlier_matches
 from ..index.retention import expired_ids, expires_at
 from ..text.fingerprint import to_hex
@@ -100,15 +100,11 @@ class OnlineIndex:
         with self._store_lock:
             return self.index.stats()
 
-    def query_many(self, simhashes: Sequence[int], k: int | None = None) -> list[list[Match]]:
+    def query_many(self, simhashes: Sequence[int], k: int | None = None,
+                   max_matches: int | None = None) -> list[Matches]:
+        """``Index.query_many``: per query at most ``max_matches`` matches and (``.total``) the count."""
         with self._store_lock:
-            return self.index.query_many(simhashes, k)
-
-    def query_counted(self, simhashes: Sequence[int], k: int | None = None,
-                      max_matches: int | None = None) -> list[tuple[list[Match], int]]:
-        """``Index.query_counted``: per query at most ``max_matches`` matches and the true count."""
-        with self._store_lock:
-            return self.index.query_counted(simhashes, k, max_matches)
+            return self.index.query_many(simhashes, k, max_matches)
 
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         with self._store_lock:
@@ -131,12 +127,12 @@ class OnlineIndex:
             return []
         simhashes = [d.simhash for d in docs]
         with self._held(simhashes), self._store_lock, self._fleet_held(simhashes if if_new else []) as lease:
-            found = self.index.query_counted(simhashes, None, max_matches)
+            found = self.index.query_many(simhashes, None, max_matches)
             earlier = self._earlier_matches(docs)
             decisions = []
-            for i, (doc, (matches, total)) in enumerate(zip(docs, found)):
+            for i, (doc, matches) in enumerate(zip(docs, found)):
                 near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))[:max_matches]
-                count = total + len(earlier.get(i, []))
+                count = matches.total + len(earlier.get(i, []))
                 decisions.append(Decision(doc.id, doc.simhash, not (if_new and count), near, count))
             if lease is not None:
                 lease.check()

@@ -78,15 +78,6 @@ def jieba_data() -> tuple[Path, Path]:
     return root / "dict.txt", root / "analyse" / "idf.txt"
 
 
-def packed_counted() -> Callable | None:
-    """The core's ``packed_counted(records, queries, inverse, k, max_matches)``: a few queries'
-    matches over the embedded store's records (native/src/packed.rs; candidates.counted_few
-    is the caller and ``bounded(compare_few(...))`` the reference), or None when the core is
-    not usable or predates it."""
-    core, _ = _load()
-    return getattr(core, "packed_counted", None)
-
-
 def core_for(featurizer, seed: int, reference: Callable[[str], int]) -> NativeFingerprinter | None:
     """The core's fingerprinter for ``featurizer`` and ``seed``, or None when the core is
     not usable or does not mirror this featurizer. ``reference`` fingerprints a text the

@@ -5,8 +5,7 @@
 //! One module per step: `unicode` (Python's character data), `normalize` (NFKC +
 //! casefold), `pyre` (Python `re` patterns with Python's meaning), `boilerplate` (the
 //! line rules of `body_text`), `jieba_terms` (jieba words, terms, TF-IDF weights),
-//! `shingles`, `mmh3`, `simhash`. Beside the fingerprint path, `packed`: a few queries'
-//! matches over the embedded store's records (the reference is `dedup_hbase/candidates.py`).
+//! `shingles`, `mmh3`, `simhash`.
 //! The Python bindings are in `python` below; the wrapper that picks the core or the
 //! reference is `dedup_hbase/native.py`.
 
@@ -18,7 +17,6 @@ pub mod jieba_terms;
 pub mod jsonl;
 pub mod mmh3;
 pub mod normalize;
-pub mod packed;
 pub mod pyre;
 pub mod shingles;
 pub mod simhash;

@@ -2,7 +2,7 @@
 //! checks the Unicode version and the patterns and falls back to the reference.
 
 use crate::{
-    boilerplate, jieba_terms::JiebaTerms, jsonl, mmh3, normalize, packed, unicode, Featurize,
+    boilerplate, jieba_terms::JiebaTerms, jsonl, mmh3, normalize, unicode, Featurize,
     Shingles, Status, Works,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -345,36 +345,6 @@ fn hash64(data: &[u8], seed: u32) -> u64 {
     mmh3::hash64(data, seed)
 }
 
-/// `candidates.bounded(compare_few(...))` of a few queries over the embedded store's
-/// records (see `packed`): per query, its matches as (id, simhash, distance) and their
-/// count; None where the reference must answer (a record that does not parse, an id not UTF-8).
-#[pyfunction]
-#[pyo3(signature = (records, queries, inverse, k, max_matches))]
-fn packed_counted<'py>(
-    records: Vec<Bound<'py, PyBytes>>,
-    queries: Vec<u64>,
-    inverse: Vec<usize>,
-    k: u32,
-    max_matches: Option<usize>,
-) -> PyResult<Option<Vec<packed::Counted>>> {
-    let per_query = if queries.is_empty() {
-        0
-    } else {
-        inverse.len() / queries.len()
-    };
-    if per_query * queries.len() != inverse.len() || inverse.iter().any(|&i| i >= records.len()) {
-        return Err(PyValueError::new_err(format!(
-            "inverse holds {} indexes into {} records: not as many for each of {} queries, or one out of range",
-            inverse.len(),
-            records.len(),
-            queries.len()
-        )));
-    }
-    // the GIL kept: a few µs of work, and a thread that took the GIL could hold it for a switch interval
-    let bytes: Vec<&[u8]> = records.iter().map(|r| r.as_bytes()).collect();
-    Ok(packed::counted(&bytes, &queries, &inverse, k, max_matches))
-}
-
 #[pymodule]
 fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -395,6 +365,5 @@ fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(body_text, m)?)?;
     m.add_function(wrap_pyfunction!(boilerplate_reason, m)?)?;
     m.add_function(wrap_pyfunction!(hash64, m)?)?;
-    m.add_function(wrap_pyfunction!(packed_counted, m)?)?;
     Ok(())
 }

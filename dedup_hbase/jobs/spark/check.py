@@ -10,13 +10,12 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
     J  per task (hadoop.index_runs: the helper's IndexLookup, HBase's own client, no
        gateway): its prefixes read with one multi-range scan per ``SCAN_PROBES`` probes,
        each index row (one indexed fingerprint) compared once with each query of its
-       prefix; out: (query, run) rows, a run's ids cut to the first ``max_matches``, its
-       true size kept
+       prefix; out: (query, run) rows with every id of the run
     E  with a TTL only: the documents of the runs older than the TTL left out (one read of
-       their document rows, ``Index._unexpired_runs``)
+       their document rows, ``retention.unexpired_runs``)
     E  per query (hash-partitioned, sorted): the flags' runs merged (each fingerprint once),
-       ids deduplicated keeping the nearest, at most ``max_matches`` by (distance, id) and
-       the true count (``candidates.bounded``)
+       then ``candidates.bounded``, as a local lookup: ids deduplicated keeping the nearest,
+       at most ``max_matches`` by (distance, id), and the match count (distinct documents)
     J  joined back to the documents by fingerprint: the records of ``check --json``, written
        as JSON lines (``DIR/json/part-*.jsonl``) and Parquet (``DIR/parquet/``)
     D  the summary (one aggregate)
@@ -24,7 +23,9 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
 Each query fingerprint is looked up once however many documents carry it, and each indexed
 fingerprint is compared once however many documents it holds (skew: 50,000 copies of one
 text cost one comparison per query). No call per document: one scan per ``SCAN_PROBES``
-probes of a task.
+probes of a task. A run's ids travel whole to the merge: the match count is of distinct
+documents, and an id under two fingerprints (a stale row) may lie past any cut of a run, so a
+query's merge holds every id of its runs (memory in proportion to the copies).
 
 ``add_new``: the documents that match nothing in the index (but themselves) nor an earlier
 document of the input are then indexed by HFiles (bulk.py), as ``load --skip-near-dups``
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from ...errors import InvalidInput
 from ...index.candidates import Run, bounded
 from ...index.index import Index
+from ...index.retention import unexpired_runs
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
 from ..corpus import Fields, check_columns
@@ -174,9 +176,9 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     target = index.store.hfile_target()
     runs = hadoop.index_runs(spark, hadoop.ZooKeeper.of(target, index.store.url), target.tables["index"],
                              load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
-                                 "prefix"), len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
+                                 "prefix"), len(flags), k, SCAN_PROBES)
     if index.ttl:
-        runs = runs.mapInArrow(expire_runs(index.store.url, max_matches), hadoop.RUNS_SCHEMA)
+        runs = runs.mapInArrow(expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
         merge_runs(max_matches), MERGED_SCHEMA)
     joined = fingerprinted.join(merged, fingerprinted["simhash"] == merged["query"], "left")
@@ -210,10 +212,9 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
 # -- in the executors' Python workers ------------------------------------------------------
 
 
-def expire_runs(url: str, max_matches: int | None):
-    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
-    documents older than the index's TTL (runs left empty dropped), ids cut to
-    ``max_matches``, a run's total the documents left."""
+def expire_runs(url: str):
+    """(query, run) batches (RUNS_SCHEMA) -> the same without the documents older than the
+    index's TTL (runs left empty dropped)."""
 
     def run(batches):
         import pyarrow as pa
@@ -222,53 +223,48 @@ def expire_runs(url: str, max_matches: int | None):
         for batch in batches:
             queries, simhashes, distances, ids = (batch.column(n).to_pylist()
                                                   for n in ("query", "simhash", "distance", "ids"))
-            found = index._unexpired_runs([[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)])
+            found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
+                                   index.ttl)
             kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
             cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept],
-                    [list(r.ids[:max_matches] if max_matches is not None else r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
+                    [list(r.ids) for _, r in kept]]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.list_(pa.string())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids"])
+                                             names=["query", "simhash", "distance", "ids"])
     return run
 
 
 def merge_runs(max_matches: int | None):
-    """(query, run) rows, sorted by query -> per query its matches (MERGED_SCHEMA): each
-    indexed fingerprint once (it is found under every flag it shares), ``candidates.bounded``
-    on runs whose ids were cut to ``max_matches`` (enough for the first ``max_matches``),
-    the count from the runs' true sizes."""
+    """(query, run) rows, sorted by query, every id of each run -> per query its matches
+    (MERGED_SCHEMA): each indexed fingerprint once (it is found under every flag it
+    shares), then ``candidates.bounded``, as a local lookup answers."""
 
     def run(batches):
         import pyarrow as pa
 
-        current, runs, totals = None, {}, {}
+        current, runs = None, {}
         out: list[tuple] = []
         for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("query", "simhash", "distance", "total", "ids")]
-            for query, simhash, distance, total, ids in zip(*cols):
+            cols = [batch.column(n).to_pylist() for n in ("query", "simhash", "distance", "ids")]
+            for query, simhash, distance, ids in zip(*cols):
                 if query != current:
                     if current is not None:
-                        out.append(_merged(current, runs, totals, max_matches))
-                    current, runs, totals = query, {}, {}
+                        out.append(_merged(current, runs, max_matches))
+                    current, runs = query, {}
                 if simhash not in runs:
                     runs[simhash] = Run(distance, simhash & ((1 << 64) - 1), ids)
-                    totals[simhash] = total
             if len(out) >= CHUNK:
                 yield _merged_batch(pa, out)
                 out = []
         if current is not None:
-            out.append(_merged(current, runs, totals, max_matches))
+            out.append(_merged(current, runs, max_matches))
         if out:
             yield _merged_batch(pa, out)
     return run
 
 
-def _merged(query: int, runs: dict, totals: dict, limit: int | None) -> tuple:
+def _merged(query: int, runs: dict, limit: int | None) -> tuple:
     found, count = bounded(sorted(runs.values(), key=lambda r: (r.distance, r.simhash)), limit)
-    total = sum(totals.values())
-    if limit is not None and total > limit:
-        count = total
     matches = [{"id": i, "simhash": to_hex(s), "distance": d} for i, s, d in found]
     return query, matches, count if count > len(matches) else None
 

@@ -40,7 +40,8 @@ import numpy as np
 from rocksdict import WriteBatch, WriteOptions
 
 from ...errors import StoreError
-from .records import MAX_QUALIFIER_BYTES, REST_BYTES, SMALL_MERGE_CELLS, CellBatch, PackedCells, merge_small
+from .batch import SMALL_MERGE_CELLS, CellBatch, merge_small
+from .records import MAX_QUALIFIER_BYTES, REST_BYTES, PackedCells
 from .rocks import get_many, read_once, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix

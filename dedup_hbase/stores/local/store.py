@@ -36,8 +36,9 @@ from rocksdict import (
 
 from ...errors import StoreError
 from ...index.store import Cells, Item, Store
+from .batch import CellBatch
 from .packed import PackedTable
-from .records import REST_BYTES, CellBatch
+from .records import REST_BYTES
 from .rocks import get_many, total_order
 
 _MARKER = "dedup-hbase-store"

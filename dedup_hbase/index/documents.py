@@ -1,0 +1,100 @@
+"""A document as the index keeps it: its id, fingerprint and metadata, its row in the ``docs``
+table, and a batch of documents checked before any of it is written.
+
+A document row's key is the id (ids.py); its value the 8-byte big-endian simhash, then the
+metadata as JSON (none: nothing after the simhash). Every writer (a load on either engine, the
+service) builds the metadata with ``document_meta``, so a document reads the same however it
+came in.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import InvalidInput
+from .ids import MAX_ID_BYTES, encode_id
+
+
+class Written(NamedTuple):
+    """What a write did: how many ids were new, and how many held another fingerprint
+    (whose index rows it deleted)."""
+
+    new: int
+    replaced: int
+
+
+@dataclass(slots=True)
+class Document:
+    """A document as indexed: id, fingerprint and free-form metadata."""
+
+    id: str
+    simhash: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def checked_columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
+    """The encoded ids, the simhashes (uint64) and the documents of ``docs`` after checking
+    them all; of several documents with one id, the last. Vectorised where it can be; the
+    first bad document is named."""
+    try:
+        ids = [d.id.encode("utf-8") for d in docs]
+        sims = [d.simhash for d in docs]
+        lengths = list(map(len, ids))
+        if min(lengths) > 0 and max(lengths) <= MAX_ID_BYTES and set(map(type, sims)) == {int}:
+            simhashes = np.array(sims, dtype=np.uint64)  # OverflowError outside 0 .. 2^64 - 1
+        else:
+            simhashes = None
+    except (AttributeError, OverflowError, UnicodeEncodeError):
+        simhashes = None
+    if simhashes is None:
+        for d in docs:
+            encode_id(d.id)
+            if type(d.simhash) is not int or not 0 <= d.simhash < 1 << 64:
+                raise InvalidInput(f"document {d.id!r}: simhash must be an unsigned 64-bit int, not {d.simhash!r}")
+        raise AssertionError("unreachable: a document failed the bulk check but none the single one")
+    last = dict(zip(ids, range(len(ids))))
+    if len(last) == len(ids):
+        return ids, simhashes, list(docs)
+    keep = list(last.values())
+    return list(last), simhashes[keep], [docs[i] for i in keep]
+
+
+def document_meta(loaded: int, source: str | None = None, line: int | None = None,
+                  title: str | None = None, length: int | None = None, ttl: int | None = None) -> dict[str, Any]:
+    """The metadata a document row keeps (``Index.get`` returns it): when it was loaded (Unix
+    seconds) and, where known, its source file and line, its title, its text's length in
+    characters and its own time to live in seconds (shorter than the index's TTL: retention.py).
+    Every writer (a load on either engine, the service) builds it here, so a document reads
+    the same however it came in."""
+    meta: dict[str, Any] = {}
+    if source is not None:
+        meta["source"] = source
+    if line is not None:
+        meta["line"] = line
+    meta["loaded"] = loaded
+    if title:
+        meta["title"] = title
+    if length is not None:
+        meta["length"] = length
+    if ttl is not None:
+        meta["ttl"] = ttl
+    return meta
+
+
+def document_value(doc: Document) -> bytes:
+    """A document row's value: the 8-byte big-endian simhash, then the metadata as JSON."""
+    meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
+    return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
+
+
+def parse_document(doc_id: str, value: bytes) -> Document:
+    """The document of a document row (``document_value``'s inverse)."""
+    meta = json.loads(value[8:]) if len(value) > 8 else {}
+    return Document(doc_id, int.from_bytes(value[:8], "big"), meta)
+
+
