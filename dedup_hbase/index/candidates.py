@@ -8,14 +8,13 @@ once per batch, shared by every query that hits them. ``bounded`` takes the firs
 (distance, id) without sorting them all: a document with a million matches is answered with
 ``max_matches`` of them and the true count.
 
-The match count is the number of distinct documents (ids) within k bits of the query. Inside a
-run the ids are distinct (one cell per row and column); an id under two fingerprints (a stale
-row, left by two writers of one id that raced, or by a write cut off before its document row and
-followed by another fingerprint) is one document, listed once at its nearest fingerprint and
-counted once, whether or not every match is listed.
-``distinct_ids`` counts without reading every id of a big run: all ids of the other runs, and a
-binary search in the biggest (its ids are sorted), so memory and reads grow with the copies
-outside the biggest run, never with their square.
+The match count is the number of index entries within k bits of the query: the sizes of its
+runs, read without reading their ids. A document is indexed under one fingerprint (a write
+retires the old fingerprint's rows before it writes the new), so this is the number of documents;
+an id left under two fingerprints (a stale row: two writers of one id that raced, or a write cut
+off before its document row and followed by one of another text) is listed once, at its nearest
+fingerprint, and counted once per fingerprint it is under. One rule for every path, the Spark
+check's included, which sees only the first ``max_matches`` ids of a run and its size.
 
 The compare policy, the one choice of path in a lookup (``plan`` and ``runs``): a lookup of at
 most ``FEW_QUERIES`` queries is planned in Python ints, and compared in Python ints
@@ -30,7 +29,6 @@ order, with the same ids (tests/test_candidates.py).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import groupby, repeat
 from operator import attrgetter
@@ -182,8 +180,7 @@ def bounded(runs: Sequence[Run], max_matches: int | None) -> tuple[list[tuple[st
     """One query's matches from its runs (by (distance, simhash), ids sorted in each): as (id,
     simhash, distance) by (distance, id), each id once at its nearest fingerprint (of two at
     one distance, the smaller), at most ``max_matches`` of them (None: all); and the match
-    count, the number of distinct ids in ``runs``. Reads the ids it lists, and ``distinct_ids``
-    only when there are more than it lists."""
+    count, the entries of ``runs`` (the sum of their sizes). Reads only the ids it lists."""
     found: list[tuple[str, int, int]] = []
     seen: set[str] = set()
     for distance, level in groupby(runs, key=attrgetter("distance")):
@@ -193,29 +190,14 @@ def bounded(runs: Sequence[Run], max_matches: int | None) -> tuple[list[tuple[st
         else:  # ids in order across the level's runs; of one id, the smaller simhash first
             pairs = heapq.merge(*[zip(r.ids, repeat(r.simhash)) for r in level])
         for doc_id, simhash in pairs:
-            if doc_id in seen:
-                continue
-            if len(found) == max_matches:  # one more document than is listed: count them all
-                return found, distinct_ids(runs)
-            seen.add(doc_id)
-            found.append((doc_id, simhash, distance))
-    return found, len(found)
+            if doc_id not in seen:
+                seen.add(doc_id)
+                found.append((doc_id, simhash, distance))
+                if len(found) == max_matches:
+                    return found, entries(runs)
+    return found, entries(runs)
 
 
-def distinct_ids(runs: Sequence[Run]) -> int:
-    """How many distinct ids ``runs`` hold (ids distinct and sorted within each run): the
-    biggest run's size, plus the ids of the others that it does not hold (found by binary
-    search in it). Reads every id but the biggest run's, and about log2 of that run's size
-    per id read."""
-    if len(runs) == 1:
-        return len(runs[0].ids)
-    biggest = max(runs, key=lambda r: len(r.ids))
-    ids = biggest.ids
-    others = {doc_id for r in runs if r is not biggest for doc_id in r.ids}
-    return len(ids) + sum(1 for doc_id in others if not _holds(ids, doc_id))
-
-
-def _holds(ids: Sequence[str], doc_id: str) -> bool:
-    """Whether the sorted ``ids`` hold ``doc_id`` (a binary search: reads about log2(len) ids)."""
-    at = bisect_left(ids, doc_id)
-    return at < len(ids) and ids[at] == doc_id
+def entries(runs: Sequence[Run]) -> int:
+    """The index entries of ``runs``: one per (fingerprint, id), the sum of the runs' sizes."""
+    return sum(len(r.ids) for r in runs)

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
-from ..index.index import Document, document_meta
+from ..index.index import Document, Matches, document_meta
 from ..index.retention import describe, parse_duration
 from ..text.fingerprint import to_hex
 from .batcher import Batcher
@@ -93,9 +93,9 @@ class DedupService:
         """``POST /v1/check``: each document's matches (a batch of joined requests' documents)."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        found = iter(self.online.query_counted([d.simhash for d in good], None, self.limits.max_matches))
+        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
-        return [{"id": d.id, "error": d.error} if d.error else checked(d, *next(found)) for d in docs]
+        return [{"id": d.id, "error": d.error} if d.error else checked(d, next(found)) for d in docs]
 
     def request_ttl(self, value: str | None) -> int | None:
         """An add's ``ttl`` (a duration such as ``12h``) in seconds, checked against the
@@ -191,9 +191,9 @@ class DedupService:
         return 500, {"error": "internal error (logged by the service)"}
 
 
-def checked(doc: RequestDoc, matches: list, total: int) -> dict[str, Any]:
+def checked(doc: RequestDoc, matches: Matches) -> dict[str, Any]:
     """A checked document's answer: as ``check --json``, ``match_count`` when not all are listed."""
     answer = {"id": doc.id, "simhash": to_hex(doc.simhash), "matches": [m.to_dict() for m in matches]}
-    if total > len(matches):
-        answer["match_count"] = total
+    if matches.total > len(matches):
+        answer["match_count"] = matches.total
     return answer

@@ -48,7 +48,7 @@ def wait(what: str, step, deadline: float, pids: list[int], pause: float = 0.5):
                 sys.exit(f"{what}: process {pid} exited while waiting (last: {last})")
         try:
             return step()
-        except Exception as e:  # noqa: BLE001 - any failure means "not yet" until the deadline
+        except Exception as e:
             text = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
             last = f"{type(e).__name__}: {text}"
         if time.time() > deadline:
@@ -134,6 +134,7 @@ def hbase_master(port: int, regionservers: int) -> str:
 
 def thrift2_module(thrift_jar: str):
     import zipfile
+
     import thriftpy2
     idl = os.path.join(tempfile.mkdtemp(prefix="cluster-local-"), "hbase_thrift2.thrift")
     with zipfile.ZipFile(thrift_jar) as z, open(idl, "wb") as f:
@@ -245,7 +246,7 @@ def main() -> None:
                 bean = jmx(int(port), "Hadoop:service=HBase,name=RegionServer,sub=Server")
                 print(f"{bean.get('tag.serverName')}: {bean.get('regionCount')} regions, "
                       f"{bean.get('readRequestCount')} reads, {bean.get('writeRequestCount')} writes")
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 print(f"127.0.0.1:{port}: no answer ({type(e).__name__})")
     else:
         sys.exit(f"unknown command {a.command}")
