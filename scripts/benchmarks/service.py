@@ -456,8 +456,72 @@ def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
     return rows
 
 
-if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL
+def production_overhead(rounds: int = 7, calls: int = 200_000, tokens: int = 10) -> dict:
+    """CPU µs per request of what the production settings add to an answer, in process: the
+    metrics' count (always on), the token check (``tokens`` tokens in the file, the request's
+    the last), and the access log's line (into a file, flushed at each loop turn's end as the
+    service does, every 20 lines here: a turn's worth under load). The best of ``rounds``
+    passes of ``calls`` calls each (the machine is shared: the fastest pass is the code's own
+    cost); ``time.process_time``."""
+    import asyncio
+    import tempfile
+
+    from dedup_hbase.service.access import Access
+    from dedup_hbase.service.metrics import AccessLog, Metrics
+
+    folder = Path(tempfile.mkdtemp(prefix="dedup-bench-overhead-"))
+    names = [f"token-{i:02d}-0123456789abcdef" for i in range(tokens)]
+    (folder / "tokens").write_text("".join(f"{name} read,write\n" for name in names))
+    access, metrics = Access(folder / "tokens"), Metrics()
+    headers = [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"), (b"content-length", b"120"),
+               (b"authorization", b"Bearer " + names[-1].encode())]
+
+    def best(step) -> float:
+        times = []
+        for _ in range(rounds):
+            started = time.process_time()
+            step()
+            times.append(time.process_time() - started)
+        return min(times) / calls * 1e6
+
+    def counting() -> None:
+        request = metrics.request
+        for _ in range(calls):
+            request("check", 200, 1, 0.002)
+
+    def checking() -> None:
+        refusal = access.refusal
+        for _ in range(calls):
+            refusal(headers, "read")
+
+    async def logging_lines(write: bool) -> float:
+        log = AccessLog(str(folder / "access.log"))
+        line, remote = log.write, ("127.0.0.1", 50312)
+        started = time.process_time()
+        for i in range(calls):
+            if write:
+                line("check", "POST", 200, 1, 0.002, remote)
+            if i % 20 == 19:
+                await asyncio.sleep(0)  # the loop's turn ends: the flush scheduled runs
+        spent = time.process_time() - started
+        log.close()
+        return spent
+
+    def log_pass() -> float:  # the loop's turns alone subtracted
+        return asyncio.run(logging_lines(True)) - asyncio.run(logging_lines(False))
+
+    out = {"metrics_us": best(counting), "tokens_us": best(checking),
+           "access_log_us": min(log_pass() for _ in range(rounds)) / calls * 1e6, "tokens_in_file": tokens}
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL | overhead
     import sys
 
-    for row in fleet_cost(sys.argv[1]):
-        print(json.dumps(row))
+    if sys.argv[1] == "overhead":
+        for count in (1, 10, 100):
+            print(json.dumps(production_overhead(tokens=count)))
+    else:
+        for row in fleet_cost(sys.argv[1]):
+            print(json.dumps(row))
