@@ -165,16 +165,44 @@ def test_metrics_and_the_access_log_count_exactly_the_requests_sent(store_url, t
 
 
 def test_healthz_readyz_and_an_access_log_on_stderr_on_the_embedded_store(tmp_path):
+    """Also: without tokens /metrics is open, and with --count-every never it has no document count."""
     store, log = str(tmp_path / "index"), tmp_path / "serve.log"
     subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
-    with started(store, "--access-log", "-", log=log) as (url, _):
-        assert httpx.get(f"{url}/readyz", timeout=60).json() == {"ready": True}
-        assert httpx.get(f"{url}/healthz", timeout=60).json() == {"ok": True}
-        assert httpx.head(f"{url}/readyz", timeout=60).status_code == 200
+    with started(store, "--access-log", "-", "--count-every", "never", log=log) as (url, _), \
+            httpx.Client(base_url=url, timeout=60) as client:
+        assert client.get("/readyz").json() == {"ready": True}
+        assert client.get("/healthz").json() == {"ok": True}
+        assert client.head("/readyz").status_code == 200
+        assert client.post("/v1/add", json=[doc("a", 12345)]).status_code == 200
+        samples = scrape(client)
+        assert samples[("dedup_documents_added_total", ())] == 1 and ("dedup_index_documents", ()) not in samples
     lines = log.read_text().splitlines()
     assert lines[0].startswith("serving ") and lines[-1] == "stopped by SIGTERM"
     assert [(json.loads(line)["endpoint"], json.loads(line)["method"]) for line in lines[1:-1]] == [
-        ("readyz", "GET"), ("healthz", "GET"), ("readyz", "HEAD")]
+        ("readyz", "GET"), ("healthz", "GET"), ("readyz", "HEAD"), ("add", "POST"), ("metrics", "GET")]
+
+
+@pytest.mark.hbase
+def test_the_document_count_takes_in_other_writers_at_its_next_count(hbase_url, tmp_path):
+    """Another writer of the same HBase tables (a load): the gauge misses its documents until
+    the next count (every 2 s here), then has them."""
+    store = hbase_store_url(hbase_url)
+    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    try:
+        with started(store, "--count-every", "2s", log=tmp_path / "serve.log") as (url, _), \
+                httpx.Client(base_url=url, timeout=60) as client:
+            assert client.post("/v1/add", json=[doc("mine", 1)]).status_code == 200
+            corpus = tmp_path / "other.jsonl"
+            corpus.write_text("".join(json.dumps(doc(f"other{i}", 1000 + i)) + "\n" for i in range(5)))
+            subprocess.run(["dedup-hbase", "load", "--store", store, "--fingerprints", str(corpus), "-q"], check=True,
+                           capture_output=True)
+            deadline = time.monotonic() + 120
+            while scrape(client).get(("dedup_index_documents", ())) != 6:
+                assert time.monotonic() < deadline, scrape(client).get(("dedup_index_documents", ()))
+                time.sleep(0.2)
+    finally:
+        with open_store(store) as opened:
+            opened.drop()
 
 
 def free_port() -> int:

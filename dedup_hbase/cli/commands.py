@@ -326,7 +326,7 @@ def serve(ctx: typer.Context,
           certfile: Annotated[str | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
           keyfile: Annotated[str | None, typer.Option(help="TLS private key (PEM), if not in the certificate's file.")] = None,
           access_log: Annotated[str | None, typer.Option(help="A JSON line per request into FILE (- : stderr); reopened on SIGHUP.")] = None,
-          count_every: Annotated[str, typer.Option(help="Count the index's documents for /metrics at start and then this often (90s, 12h, 7d), or 'once'.")] = "1h") -> None:
+          count_every: Annotated[str, typer.Option(help="Count the index's documents for /metrics at start and then this often (90s, 12h, 7d), or 'never'.")] = "1h") -> None:
     """Run the dedup service: JSON over HTTP, until Ctrl-C or SIGTERM.
 
     POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or
@@ -346,7 +346,7 @@ def serve(ctx: typer.Context,
     limits = Limits(max_docs=max_docs, max_text_bytes=max_text_bytes, max_body_bytes=max_body_bytes,
                     max_matches=max_matches)
     production = Production(tokens=tokens, insecure=insecure, certfile=certfile, keyfile=keyfile,
-                            access_log=access_log, count_every=None if count_every == "once" else parse_duration(count_every))
+                            access_log=access_log, count_every=None if count_every == "never" else parse_duration(count_every))
     online = OnlineIndex(ctx.obj.index())
     online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
 

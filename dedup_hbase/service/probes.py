@@ -12,7 +12,7 @@ from stopping. A change of state (ready, not ready) is logged once, not once per
 
 ``DocumentCount``: the index's documents, counted in the background (every key of the
 documents' table read, a page at a time: ``OnlineIndex.count_documents``) at start and then
-every ``every`` seconds, plus this server's own changes since the count (documents added, less
+every ``every`` seconds (or never: then there is no count), plus this server's own changes since the count (documents added, less
 those deleted and expired, from the handlers' counters): no read of the index per scrape. Exact
 while this server is the only writer and adds new ids; it drifts by the writes of other
 servers on the same HBase, by an add that replaces a document of the same id (counted as one
@@ -140,13 +140,12 @@ class DocumentCount:
         self.counted = (documents, time.time(), before)
         logger.debug("counted %d documents in %.1f s", documents, time.monotonic() - started)
 
-    def count_until(self, stop: threading.Event, every: float | None) -> None:
-        """``count`` now, then every ``every`` seconds (None: once), until ``stop``."""
+    def count_until(self, stop: threading.Event, every: float) -> None:
+        """``count`` now, then every ``every`` seconds, until ``stop``."""
         while True:
             try:
                 self.count()
             except DedupError as e:
-                logger.warning("counting the index's documents failed (tried again in %s): %s",
-                               "the next interval" if every else "never", e)
-            if every is None or stop.wait(every):
+                logger.warning("counting the index's documents failed (tried again in %.0f s): %s", every, e)
+            if stop.wait(every):
                 return

@@ -49,7 +49,8 @@ class Production:
     """What a server open to a network needs: ``tokens`` (a tokens file), ``insecure`` (serve
     a non-loopback address without tokens, on purpose), ``certfile``/``keyfile`` (TLS; the key
     may be in the certificate's file), ``access_log`` (a file, or ``-``: stderr),
-    ``count_every`` (seconds between counts of the index's documents; None: at start only)."""
+    ``count_every`` (seconds between counts of the index's documents, the first at start;
+    None: never, and ``/metrics`` shows no document count)."""
 
     tokens: str | None = None
     insecure: bool = False
@@ -159,8 +160,9 @@ def serve(online: OnlineIndex, *, host: str = "127.0.0.1", port: int = 8080, lim
     stop = threading.Event()
     if online.index.ttl:
         threading.Thread(target=service.expire_until, args=(stop,), name="expire", daemon=True).start()
-    threading.Thread(target=service.documents.count_until, args=(stop, production.count_every), name="count",
-                     daemon=True).start()
+    if production.count_every is not None:
+        threading.Thread(target=service.documents.count_until, args=(stop, production.count_every), name="count",
+                         daemon=True).start()
     if ready is not None:
         scheme = "https" if production.certfile else "http"
         ready(f"{scheme}://{host if ':' not in host else f'[{host}]'}:{sock.getsockname()[1]}")
