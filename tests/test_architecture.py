@@ -31,7 +31,8 @@ ORDER = {
              "spark", "engines"],
     "jobs.spark": ["cds", "session", "hadoop", "stages", "texts", "inputs", "fingerprints", "records", "rows",
                    "bulk", "job", "pairs", "components", "groups", "adding", "check", ""],
-    "service": ["", "batcher", "online", "documents", "handlers", "app", "http_lane", "server"],
+    "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
+                "server"],
     "cli": ["", "command", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)

@@ -13,22 +13,30 @@ GET     /v1/docs/{id}            ``{"id", "simhash", "meta"}`` (the id: the rest
 DELETE  /v1/docs/{id}            ``{"deleted": id}``
 GET     /v1/stats                the index's configuration and this server's counters;
                                  ``?full=true`` adds exact counts (reads every key)
-GET     /healthz                 ``{"ok": true}`` after a round trip to the store
+GET     /metrics                 Prometheus' text format (metrics.py)
+GET     /healthz                 ``{"ok": true}``: the process answers (no store call)
+GET     /readyz                  ``{"ready": true}`` after a round trip to the store, else a
+                                 503 ``{"ready": false, "error"}`` (probes.py)
 ======  =======================  ==========================================================
 
 A request reaches ``Dispatch`` as an ``Exchange`` (method, path, query, headers, body, and how
 to send its answer), from the ASGI application (``asgi``: every request uvicorn hands it) or
 from the HTTP fast lane (http_lane.py: a plain ``POST`` to the document endpoints).
-``Dispatch`` looks up the route (an exact path, or the ``/v1/docs/`` prefix), starts its
-endpoint, turns its outcome or exception into the status and JSON body
-(``DedupService.failure``: 400, 404, 413, 503, 500), renders it and hands it to the exchange:
-the same bytes whichever way the request came. A method a route lacks is a 405, a path no
-route has a 404 (``{"error": "METHOD PATH: Method Not Allowed"}``, ``... Not Found``); a
+``Dispatch`` looks up the route (an exact path, or the ``/v1/docs/`` prefix); with tokens
+(access.py) checks that the request's token has the scope its route's method needs (``read``:
+check, GET docs, stats, metrics; ``write``: add; ``delete``: DELETE docs; none: healthz,
+readyz), else answers 401 (with ``WWW-Authenticate: Bearer``) or 403; starts its endpoint,
+turns its outcome or exception into the status and JSON body (``DedupService.failure``: 400,
+404, 413, 503, 500), renders it and hands it to the exchange: the same bytes whichever way
+the request came. A method a route lacks is a 405, a path no route has a 404 (``{"error":
+"METHOD PATH: Method Not Allowed"}``, ``... Not Found``), before any token is looked at; a
 ``GET`` route takes ``HEAD`` too (uvicorn sends no body for it). Paths are matched as given
 (no redirect of a trailing slash). A body over ``Limits.max_body_bytes`` is a 413, refused on
 its declared length before it is read; a client that leaves before its body arrived whole
-gets no answer. Every answer is ``content-length`` and ``content-type: application/json``
-after uvicorn's ``date`` and ``server``.
+gets no answer. Every answer is ``content-length`` and ``content-type`` (``application/json``;
+``/metrics``' text its own) after uvicorn's ``date`` and ``server`` (and a 401's
+``www-authenticate`` after them). Every answer is counted (``DedupService.metrics``) and, with
+an access log, logged (metrics.py), as it is handed to the exchange.
 
 The endpoints answer by callback: the document endpoints through their batchers, the others
 from the handlers' threads. Nothing here knows the index: the handlers do (handlers.py).
@@ -37,30 +45,41 @@ from the handlers' threads. Nothing here knows the index: the handlers do (handl
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+from .access import CHALLENGE, Access
 from .batcher import Then
 from .documents import RequestDoc, RequestError, parse_documents, render, render_documents
 from .handlers import DedupService
+from .metrics import CONTENT_TYPE, AccessLog, Exposition
 
 DOCS_PREFIX = "/v1/docs/"
+JSON = b"application/json"
+Headers = tuple[tuple[bytes, bytes], ...]
+# how a way in sends an answer: (status, content, content type, headers after content-type)
+Reply = Callable[[int, bytes, bytes, Headers], None]
 
 
 @dataclass(slots=True)
 class Exchange:
-    """One request as a way in hands it to ``Dispatch``, and ``reply(status, content)``, the
-    way in's own way to send the answer (called once, on the event loop's thread)."""
+    """One request as a way in hands it to ``Dispatch``, and ``reply(status, content,
+    content_type, headers)``, the way in's own way to send the answer (called once, on the
+    event loop's thread)."""
 
     method: str
     path: str  # percent-decoded
     query: bytes
     headers: list[tuple[bytes, bytes]]  # names in lower case
     body: bytes
-    reply: Callable[[int, bytes], None]
+    reply: Reply
+    started: float  # time.perf_counter() when the request arrived
+    remote: Any = None  # the peer's (host, port), when known
     refused: RequestError | None = None  # the body, refused as it was read (over the limit)
+    documents: int = 0  # the documents of its body, once read (check, add)
 
 
 # an endpoint: (the exchange, the rest of the path after a prefix route's, then) -> None; ``then``
@@ -70,19 +89,23 @@ Endpoint = Callable[[Exchange, str, Then], None]
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """A path's endpoints by method, and how its answers are written."""
+    """A path's endpoints by method, each with the scope a token needs for it (None: open to
+    anyone), and how its answers are written."""
 
-    name: str  # the endpoint's name: check, add, docs, stats, healthz
-    methods: dict[str, Endpoint]
+    name: str  # the endpoint's name: check, add, docs, stats, metrics, healthz, readyz
+    methods: dict[str, tuple[Endpoint, str | None]]
     render: Callable[[Any], bytes] = render
+    content_type: bytes = JSON  # of a 200's body (an error's is JSON)
 
 
 class Dispatch:
     """``dispatch(exchange)``: the one place every request is answered (see the module
-    docstring). Used on the event loop's thread."""
+    docstring); ``access``: the tokens (None: no token asked), ``log``: the access log (None:
+    none). Used on the event loop's thread."""
 
-    def __init__(self, service: DedupService) -> None:
-        self.service = service
+    def __init__(self, service: DedupService, access: Access | None = None, log: AccessLog | None = None) -> None:
+        self.service, self.access, self.log = service, access, log
+        self.metrics = service.metrics
         self.routes, self.prefixed = endpoints(service)
 
     def __call__(self, exchange: Exchange) -> None:
@@ -90,11 +113,20 @@ class Dispatch:
         route, rest = self.routes.get(path), ""
         if route is None and path.startswith(DOCS_PREFIX):
             route, rest = self.prefixed, path[len(DOCS_PREFIX):]
-        endpoint = None if route is None else route.methods.get(method)
-        if endpoint is None:
+        entry = None if route is None else route.methods.get(method)
+        if entry is None:
             missed = "Not Found" if route is None else "Method Not Allowed"
-            exchange.reply(404 if route is None else 405, render({"error": f"{method} {path}: {missed}"}))
+            self.answer(exchange, "other" if route is None else route.name, 404 if route is None else 405,
+                        render({"error": f"{method} {path}: {missed}"}))
             return
+        endpoint, scope = entry
+        if scope is not None and self.access is not None:
+            refused = self.access.refusal(exchange.headers, scope)
+            if refused is not None:
+                status, message = refused
+                self.answer(exchange, route.name, status, render({"error": f"{method} {path}: {message}"}), JSON,
+                            CHALLENGE if status == 401 else ())
+                return
         self.service.counters["requests"] += 1  # on the event loop's thread only: no lock
         try:
             endpoint(exchange, rest, lambda answer, error: self.finish(exchange, route, answer, error))
@@ -105,11 +137,20 @@ class Dispatch:
         """The endpoint's outcome rendered and replied."""
         status, body = (200, answer) if error is None else self.service.failure(error, exchange.method, exchange.path)
         try:
-            content = route.render(body)
+            content = route.render(body) if status == 200 else render(body)
         except Exception as e:  # a bug (an answer that is not JSON): the service keeps answering
             status, body = self.service.failure(e, exchange.method, exchange.path)
             content = render(body)
-        exchange.reply(status, content)
+        self.answer(exchange, route.name, status, content, route.content_type if status == 200 else JSON)
+
+    def answer(self, exchange: Exchange, name: str, status: int, content: bytes, content_type: bytes = JSON,
+               headers: Headers = ()) -> None:
+        """The reply handed to the exchange, then counted and logged."""
+        seconds = time.perf_counter() - exchange.started
+        exchange.reply(status, content, content_type, headers)
+        self.metrics.request(name, status, exchange.documents, seconds)
+        if self.log is not None:
+            self.log.write(name, exchange.method, status, exchange.documents, seconds, exchange.remote)
 
 
 def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
@@ -119,7 +160,9 @@ def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
     def documents(exchange: Exchange) -> list[RequestDoc]:
         if exchange.refused is not None:
             raise exchange.refused
-        return parse_documents(exchange.body, limits)
+        docs = parse_documents(exchange.body, limits)
+        exchange.documents = len(docs)
+        return docs
 
     def check(exchange: Exchange, rest: str, then: Then) -> None:
         service.checks.submit(then, documents(exchange))
@@ -143,13 +186,33 @@ def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
         in_thread(service, then, service.stats, flag(query_values(exchange.query).get("full"), "full", False))
 
     def health(exchange: Exchange, rest: str, then: Then) -> None:
-        in_thread(service, then, service.health)
+        then({"ok": True}, None)
 
-    routes = {"/v1/check": Route("check", {"POST": check}, render_documents),
-              "/v1/add": Route("add", {"POST": add}, render_documents),
-              "/v1/stats": Route("stats", {"GET": stats, "HEAD": stats}),
-              "/healthz": Route("healthz", {"GET": health, "HEAD": health})}
-    return routes, Route("docs", {"GET": document, "HEAD": document, "DELETE": delete})
+    def ready(exchange: Exchange, rest: str, then: Then) -> None:
+        service.readiness.ask(then)
+
+    exposition: list[Exposition] = []  # made at the first scrape
+
+    def metrics(exchange: Exchange, rest: str, then: Then) -> None:
+        try:
+            if not exposition:
+                exposition.append(Exposition(service.metrics, service.sources))
+            text = exposition[0]()
+        except ModuleNotFoundError as e:
+            raise RequestError(503, f"GET /metrics needs the Python package {e.name}: pip install '.[service]' "
+                                    "in the dedup-hbase folder") from None
+        then(text, None)
+
+    def both(endpoint: Endpoint, scope: str | None) -> dict[str, tuple[Endpoint, str | None]]:
+        return {"GET": (endpoint, scope), "HEAD": (endpoint, scope)}
+
+    routes = {"/v1/check": Route("check", {"POST": (check, "read")}, render_documents),
+              "/v1/add": Route("add", {"POST": (add, "write")}, render_documents),
+              "/v1/stats": Route("stats", both(stats, "read")),
+              "/metrics": Route("metrics", both(metrics, "read"), bytes, CONTENT_TYPE),
+              "/healthz": Route("healthz", both(health, None)),
+              "/readyz": Route("readyz", both(ready, None))}
+    return routes, Route("docs", {**both(document, "read"), "DELETE": (delete, "delete")})
 
 
 def in_thread(service: DedupService, then: Then, fn: Callable, *args: Any) -> None:
@@ -174,11 +237,12 @@ def asgi(dispatch: Dispatch, max_body: int):
     async def app(scope: dict, receive, send) -> None:
         done = asyncio.get_running_loop().create_future()
 
-        def reply(status: int, content: bytes) -> None:
+        def reply(status: int, content: bytes, content_type: bytes, headers: Headers) -> None:
             if not done.done():  # else cancelled: the server stops
-                done.set_result((status, content))
+                done.set_result((status, content, content_type, headers))
 
-        exchange = Exchange(scope["method"], scope["path"], scope["query_string"], scope["headers"], b"", reply)
+        exchange = Exchange(scope["method"], scope["path"], scope["query_string"], scope["headers"], b"", reply,
+                            time.perf_counter(), scope.get("client"))
         if exchange.method == "POST":
             try:
                 exchange.body = await read_body(exchange.headers, receive, max_body)
@@ -187,9 +251,9 @@ def asgi(dispatch: Dispatch, max_body: int):
             except ClientGone:  # nobody to answer
                 return
         dispatch(exchange)
-        status, content = await done
+        status, content, content_type, headers = await done
         await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", b"application/json")]})
+                    "headers": [(b"content-length", b"%d" % len(content)), (b"content-type", content_type), *headers]})
         await send({"type": "http.response.body", "body": content})
 
     return app

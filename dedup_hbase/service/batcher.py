@@ -30,7 +30,8 @@ the executor as above, so a large request never holds up the loop.
 A call gives a callback, ``then(answer, None)`` or ``then(None, error)``, called on the event
 loop's thread once its batch is done (no future, no loop turn between a batch's end and its
 answers); not called for a batch cancelled by the executor's shutdown (the service stops). The
-batcher does not limit how many calls queue.
+batcher does not limit how many calls queue. ``observe``, if given, is called with the items
+of every batch as it starts, on the loop's thread (the service's metrics).
 """
 
 from __future__ import annotations
@@ -48,15 +49,17 @@ class Batcher:
     """``batcher.submit(then, items, *args)`` calls ``then`` with ``fn(items, *args)``'s
     answer or exception, run in ``executor`` in a batch with the calls queued meanwhile, at
     most ``parallel`` batches at once; a batch of at most ``inline_max`` items on the loop's
-    thread instead (when ``inline_ok()``, if given, is true). Used from one event loop."""
+    thread instead (when ``inline_ok()``, if given, is true); ``observe(items)`` told of each
+    batch. Used from one event loop."""
 
     def __init__(self, fn: Callable[..., list], executor: Executor, max_items: int, parallel: int = 1,
-                 join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None) -> None:
+                 join: bool = True, inline_max: int = 0, inline_ok: Callable[[], bool] | None = None,
+                 observe: Callable[[int], None] | None = None) -> None:
         if max_items < 1 or parallel < 1 or inline_max < 0:
             raise ValueError(f"max_items and parallel must be >= 1 and inline_max >= 0, not {max_items}, "
                              f"{parallel} and {inline_max}")
         self.fn, self.executor, self.max_items, self.parallel, self.join = fn, executor, max_items, parallel, join
-        self.inline_max, self.inline_ok = inline_max, inline_ok
+        self.inline_max, self.inline_ok, self.observe = inline_max, inline_ok, observe
         self._queued: deque[tuple[Sequence, tuple, Then]] = deque()  # (items, args, then)
         self._running = 0
         self._scheduled = False  # a start is due at the end of the loop's turn (inline_max)
@@ -92,6 +95,8 @@ class Batcher:
             calls.append(call)
             size += len(call[0])
         self.batches += 1
+        if self.observe is not None:
+            self.observe(size)
         if size <= self.inline_max and (self.inline_ok is None or self.inline_ok()):
             self.inline_batches += 1
             try:

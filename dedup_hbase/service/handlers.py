@@ -34,7 +34,9 @@ from ..index.retention import describe, parse_duration
 from ..text.fingerprint import to_hex
 from .batcher import Batcher
 from .documents import Limits, RequestDoc, RequestError
+from .metrics import Metrics, Sources
 from .online import OnlineIndex
+from .probes import DocumentCount, NotReady, Readiness
 
 logger = logging.getLogger(__name__)
 
@@ -46,19 +48,25 @@ INLINE_DOCS = 32  # on an in-process store, batches of at most this many documen
 class DedupService:
     """The request handlers, over one OnlineIndex, with this server's counters. ``checks``
     and ``adds`` (None on a thread-safe store: the thread pool) are the batchers the HTTP
-    application awaits; the other handlers are plain functions for the thread pool."""
+    application awaits; the other handlers are plain functions for the thread pool.
+    ``metrics`` counts the answered requests and the joined checks (metrics.py), ``readiness``
+    and ``documents`` know the store outside the requests (probes.py)."""
 
     def __init__(self, online: OnlineIndex, limits: Limits = Limits()) -> None:
         self.online, self.limits = online, limits
         self.started = time.time()
         self.counters: Counter = Counter()
         self._lock = threading.Lock()
+        self.metrics = Metrics()
+        self.readiness = Readiness(online.config)
+        self.documents = DocumentCount(online, self.counts)
         self.threads = ThreadPoolExecutor(THREADS, thread_name_prefix="dedup-request")  # started on first use
         store = online.index.store
         self.inline = store.in_process
         inline = {"inline_max": INLINE_DOCS, "inline_ok": online.store_free} if self.inline else {}
         self.checks = Batcher(self.check, self.threads, limits.max_docs,
-                              parallel=CHECK_BATCHES if store.thread_safe else 1, **inline)
+                              parallel=CHECK_BATCHES if store.thread_safe else 1, observe=self.metrics.batch,
+                              **inline)
         self.adds = None if store.thread_safe else Batcher(self.add, self.threads, limits.max_docs, join=False,
                                                            **inline)
 
@@ -68,6 +76,16 @@ class DedupService:
         with self._lock:
             for name, n in increments.items():
                 counters[name] += n
+
+    def counts(self) -> dict[str, int]:
+        """A copy of this server's counters; any thread."""
+        with self._lock:
+            return dict(self.counters)
+
+    def sources(self) -> Sources:
+        """What ``GET /metrics`` shows besides ``metrics`` (metrics.py's ``Sources``)."""
+        counts, fleet = self.counts(), self.online.fleet
+        return Sources(counts, None if fleet is None else dict(fleet.counters), self.documents.value(counts))
 
     def fingerprint(self, docs: list[RequestDoc]) -> None:
         """Set each text document's simhash, or its error (a text without features): one
@@ -127,7 +145,8 @@ class DedupService:
                    for d in good]
         decisions = iter(self.online.add(written, if_new=if_new, max_matches=self.limits.max_matches))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
-        self.count(documents_added=sum(1 for a in out if a["added"]), documents_offered=len(docs))
+        added = sum(1 for a in out if a["added"])
+        self.count(documents_added=added, documents_offered=len(docs), documents_refused=len(good) - added)
         return out
 
     def document(self, doc_id: str) -> dict[str, Any]:
@@ -157,11 +176,6 @@ class DedupService:
             out["index"] = self.online.stats()
         return out
 
-    def health(self) -> dict[str, Any]:
-        """``GET /healthz``: a round trip to the store."""
-        self.online.config()
-        return {"ok": True}
-
     def expire_until(self, stop: threading.Event) -> None:
         """With a TTL: remove expired documents now, then every TTL/2 (1 s to 1 h), until ``stop``."""
         interval = min(max(self.online.index.ttl / 2, 1), 3600)
@@ -176,6 +190,8 @@ class DedupService:
     def failure(self, e: Exception, method: str, path: str) -> tuple[int, Any]:
         """A request's error as (HTTP status, JSON body), counted; a bug is logged with its
         traceback and answered 500 (the service keeps answering)."""
+        if isinstance(e, NotReady):  # /readyz: not counted, and logged by Readiness when the state changes
+            return e.status, e.body
         if isinstance(e, RequestError):
             self.count(refused=1)
             return e.status, e.body

@@ -13,9 +13,10 @@ off that path when it is the plainest case:
   concurrency limit;
 
 and, once the body is whole, hands ``dispatch`` an ``Exchange`` whose ``reply(status,
-content)`` writes the answer in one write: uvicorn's status line and default headers (``date``,
-``server``), then ``content-length`` and ``content-type: application/json``, the bytes and
-headers uvicorn writes for the ASGI application's answer. Every other request (and every other
+content, content_type, headers)`` writes the answer in one write: uvicorn's status line and
+default headers (``date``, ``server``), then ``content-length``, ``content-type`` and the
+headers given (a 401's ``www-authenticate``), the bytes and headers uvicorn writes for the ASGI
+application's answer. Every other request (and every other
 method or path) goes the ASGI way unchanged; both reach the same ``Dispatch``, so the lane
 changes nothing but the cost (tests/test_service.py compares the bytes). Keep-alive, pipelined
 requests after a lane request, a client that goes away, TLS (uvicorn's transport) and a graceful
@@ -39,9 +40,11 @@ cancelled on every read (the same timeout: an idle connection is closed after it
 
 from __future__ import annotations
 
+from time import perf_counter
+
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from .app import Dispatch, Exchange
+from .app import Dispatch, Exchange, Headers
 
 
 class _Event:
@@ -60,10 +63,11 @@ class _LaneRequest:
     """A request on the lane, where uvicorn keeps its request-response object."""
 
     __slots__ = ("path", "query", "headers", "chunks", "size", "response_complete", "disconnected", "keep_alive",
-                 "message_event")
+                 "message_event", "started")
 
     def __init__(self, path: str, query: bytes, headers: list[tuple[bytes, bytes]]) -> None:
         self.path, self.query, self.headers = path, query, headers
+        self.started = perf_counter()  # its headers whole
         self.chunks: list[bytes] = []
         self.size = 0
         self.response_complete = False
@@ -160,22 +164,25 @@ class FastLane(HttpToolsProtocol):
         body = lane.chunks[0] if len(lane.chunks) == 1 else b"".join(lane.chunks)
         lane.chunks = []
         self.dispatch(Exchange("POST", lane.path, lane.query, lane.headers, body,
-                               lambda status, content: self._respond(lane, status, content)))
+                               lambda status, content, content_type, headers:
+                               self._respond(lane, status, content, content_type, headers),
+                               lane.started, self.client))
 
-    def _respond(self, lane: _LaneRequest, status: int, content: bytes) -> None:
+    def _respond(self, lane: _LaneRequest, status: int, content: bytes, content_type: bytes, headers: Headers) -> None:
         if lane.disconnected or lane.response_complete:
             return
         lane.response_complete = True
         defaults, head = self.server_state.default_headers, self.head  # a new list when the date changes
         if defaults is not head[0]:
             head[:] = [defaults, b"".join(b"%s: %s\r\n" % pair for pair in defaults)]
+        more = b"".join(b"%s: %s\r\n" % pair for pair in headers) if headers else b""
         if lane.keep_alive:
-            self.transport.write(b"".join((STATUS_LINE[status], head[1], b"content-length: %d\r\n"
-                                           b"content-type: application/json\r\n\r\n" % len(content), content)))
+            self.transport.write(b"".join((STATUS_LINE[status], head[1], b"content-length: %d\r\ncontent-type: %s\r\n"
+                                           % (len(content), content_type), more, b"\r\n", content)))
         else:
-            self.transport.write(b"".join((STATUS_LINE[status], head[1], b"content-length: %d\r\n"
-                                           b"content-type: application/json\r\nconnection: close\r\n\r\n"
-                                           % len(content), content)))
+            self.transport.write(b"".join((STATUS_LINE[status], head[1], b"content-length: %d\r\ncontent-type: %s\r\n"
+                                           % (len(content), content_type), more, b"connection: close\r\n\r\n",
+                                           content)))
             self.transport.close()
         self.on_response_complete()
 

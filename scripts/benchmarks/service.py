@@ -16,6 +16,13 @@ document per ``check`` on the embedded store) is measured in slices alternating 
 (``target_slices``), so that both rates see the same machine. The generator shares the
 machine's cores with the service (and HBase): the rates are lower bounds of what a separate
 client machine would see.
+
+``--service-production`` serves as in production (docs/service.md): a tokens file, every
+request with its bearer token (the scope checked), the access log written to a file, and
+``/metrics`` scraped after each endpoint's run (its count of that endpoint's answers is the
+row's ``service counted``); the metrics are counted whether or not. ``--service-target-only``
+measures the target's row alone (one-document checks on the embedded store), for runs of the
+two settings one after the other.
 """
 
 from __future__ import annotations
@@ -35,12 +42,22 @@ from pathlib import Path
 from .common import Report, percentiles, progress
 from .load import texts
 
+TOKEN = "bench-token-0123456789abcdef"  # --service-production's one token (scopes read, write)
 
-def start_service(store: str, log: Path, port: int = 0) -> tuple[subprocess.Popen, str]:
-    """``dedup-hbase serve`` on ``port`` (0: a free one), its stderr into ``log`` (a file: a pipe nobody
-    reads would stall the service once full); the URL it serves."""
+
+def production_options(work: Path) -> list[str]:
+    """``serve``'s options of ``--service-production``: a tokens file and an access log in ``work``."""
+    tokens = work / "tokens"
+    tokens.write_text(f"{TOKEN} read,write\n")
+    return ["--tokens", str(tokens), "--access-log", str(work / "access.log")]
+
+
+def start_service(store: str, log: Path, port: int = 0, options: list[str] = ()) -> tuple[subprocess.Popen, str]:
+    """``dedup-hbase serve`` on ``port`` (0: a free one) with ``options``, its stderr into ``log`` (a file:
+    a pipe nobody reads would stall the service once full); the URL it serves."""
     with open(log, "w") as err:
-        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", str(port)], stderr=err, text=True)
+        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", str(port), *options], stderr=err,
+                                text=True)
     deadline = time.monotonic() + 120
     while not (line := log.read_text().partition("\n")[0]).startswith("serving ") or not line.endswith("stops"):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -50,14 +67,16 @@ def start_service(store: str, log: Path, port: int = 0) -> tuple[subprocess.Pope
     return proc, line.split(" on ", 1)[1].split(" ", 1)[0]
 
 
-async def generate(url: str, path: str, bodies: list[bytes], clients: int, seconds: float) -> dict:
-    """``clients`` loops posting ``bodies`` round robin for ``seconds``; latencies in µs."""
+async def generate(url: str, path: str, bodies: list[bytes], clients: int, seconds: float, token: str | None) -> dict:
+    """``clients`` loops posting ``bodies`` round robin for ``seconds`` (with ``token``, if
+    given, as a bearer token); latencies in µs."""
     import httpx
 
     latencies: list[float] = []
     errors: list[str] = []
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})}
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
         async def one_client(offset: int) -> None:
             i = offset
@@ -66,7 +85,7 @@ async def generate(url: str, path: str, bodies: list[bytes], clients: int, secon
                 i += clients
                 started = time.perf_counter_ns()
                 try:
-                    response = await client.post(path, content=body, headers={"content-type": "application/json"})
+                    response = await client.post(path, content=body, headers=headers)
                 except httpx.TransportError as e:  # counted, and the run goes on: the report names it
                     errors.append(f"{type(e).__name__}: {e}")
                     continue
@@ -84,13 +103,15 @@ async def generate(url: str, path: str, bodies: list[bytes], clients: int, secon
 
 WRK_SCRIPT = """
 local bodies = {}
+local headers = {["Content-Type"] = "application/json"}
 function init(args)
   for line in io.lines(args[1]) do bodies[#bodies + 1] = line end
+  if args[2] then headers["Authorization"] = "Bearer " .. args[2] end
   i = math.random(#bodies)
 end
 function request()
   i = i % #bodies + 1
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, bodies[i])
+  return wrk.format("POST", nil, headers, bodies[i])
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -120,21 +141,39 @@ def settled_cpu_seconds(pid: int, quiet: float = 0.02, step: float = 0.25, most:
     return last
 
 
-def server_counters(url: str) -> dict:
-    """The service's own counters (``/v1/stats``: ``server``)."""
+def fetch(url: str, token: str | None):
+    """The answer of a GET of ``url`` (with ``token`` as a bearer token, if given), opened."""
     import urllib.request
 
-    with urllib.request.urlopen(url + "/v1/stats", timeout=60) as response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
+
+
+def server_counters(url: str, token: str | None = None) -> dict:
+    """The service's own counters (``/v1/stats``: ``server``)."""
+    with fetch(url + "/v1/stats", token) as response:
         return json.load(response)["server"]
 
 
-def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds: float, work: Path) -> dict:
+def scraped_requests(url: str, token: str | None, endpoint: str) -> int:
+    """``GET /metrics``, parsed by prometheus_client: the answers of ``endpoint`` counted so far."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with fetch(url + "/metrics", token) as response:
+        text = response.read().decode()
+    return int(sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                   if sample.name == "dedup_http_requests_total" and sample.labels["endpoint"] == endpoint))
+
+
+def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds: float, work: Path,
+                 token: str | None) -> dict:
     """``generate`` with wrk: the bodies one per line in a file, sent in turn."""
     lines, script = work / f"bodies-{uuid.uuid4().hex[:6]}.txt", work / "bodies.lua"
     lines.write_bytes(b"\n".join(bodies) + b"\n")
     script.write_text(WRK_SCRIPT)
     out = subprocess.run(["wrk", "-t2", f"-c{clients}", f"-d{seconds:g}s", "--timeout", "60s", "-s", str(script),
-                          url + path, "--", str(lines)], capture_output=True, text=True, check=True).stdout
+                          url + path, "--", str(lines), *([token] if token else [])],
+                         capture_output=True, text=True, check=True).stdout
     requests, status_errors, other_errors, p50, p99 = out.split("RESULT ", 1)[1].split()[:5]
     elapsed = float(seconds)
     errors = int(status_errors) + int(other_errors)
@@ -143,14 +182,15 @@ def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds
             "generator": "wrk"}
 
 
-def load_for(pid: int, url: str, path: str, sent: list[bytes], clients: int, work: Path, seconds: float) -> dict:
+def load_for(pid: int, url: str, path: str, sent: list[bytes], clients: int, work: Path, token: str | None,
+             seconds: float) -> dict:
     """The generator's result of ``seconds`` of load on ``url`` + ``path`` with the service's
     (``pid``) CPU time in it (``service_cpu_s``)."""
     cpu_before = cpu_seconds(pid)
     if shutil.which("wrk"):
-        result = generate_wrk(url, path, sent, clients, seconds, work)
+        result = generate_wrk(url, path, sent, clients, seconds, work, token)
     else:
-        result = asyncio.run(generate(url, path, sent, clients, seconds))
+        result = asyncio.run(generate(url, path, sent, clients, seconds, token))
     result["service_cpu_s"] = settled_cpu_seconds(pid) - cpu_before
     return result
 
@@ -174,24 +214,31 @@ def measure_store(store: str, args, corpus: list[dict], work: Path) -> list[dict
     slices = max(args.target_slices, 1) if not store.startswith("hbase://") else 1
     runs = [(store, [("check", "/v1/check", bodies(corpus, 1), 1), ("check", "/v1/check", bodies(corpus, 100), 100),
                      *endpoints("a")])]
-    if store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
+    if args.service_target_only:
+        runs = [(store, runs[0][1][:1])]
+    elif store.startswith("hbase://"):  # the cost of exactness across servers: the same adds without fleet locks
         runs.append((store + "&fleet_locks=false", endpoints("b", ", fleet_locks=false")))
+    token = TOKEN if args.service_production else None
+    options = production_options(work) if args.service_production else []
     rows = []
     for served, endpoints in runs:
         log = work / f"serve-{uuid.uuid4().hex[:6]}.log"
-        proc, url = start_service(served, log, args.service_port)
+        proc, url = start_service(served, log, args.service_port, options)
         try:
             for name, path, sent, per in endpoints:
                 progress(f"  {served}: {name}, {per} per request, {args.service_clients} clients, "
-                         f"{args.service_seconds} s ...\n")
-                counters_before = server_counters(url)
-                measured = partial(load_for, proc.pid, url, path, sent, args.service_clients, work)
+                         f"{args.service_seconds} s{', production settings' if token else ''} ...\n")
+                counters_before = server_counters(url, token)
+                scraped_before = scraped_requests(url, token, name.split("?")[0]) if token else 0
+                measured = partial(load_for, proc.pid, url, path, sent, args.service_clients, work, token)
                 if name == "check" and per == 1 and slices > 1:
                     result = target_slices(measured, CoreWindow([d["text"] for d in corpus]), args.service_seconds,
                                            slices)
                 else:
                     result = measured(args.service_seconds)
-                counters = server_counters(url)
+                counters = server_counters(url, token)
+                if token:
+                    result["service_counted"] = scraped_requests(url, token, name.split("?")[0]) - scraped_before
                 calls = counters.get("check_calls", 0) - counters_before.get("check_calls", 0)
                 checked = counters.get("documents_checked", 0) - counters_before.get("documents_checked", 0)
                 result["docs_per_check_call"] = checked / calls if calls and name == "check" else None
@@ -212,7 +259,7 @@ def run(report: Report, args, hbase_url: str | None) -> None:
     results = {}
     try:
         stores = [("embedded", str(work / "index"))]
-        if hbase_url:
+        if hbase_url and not args.service_target_only:
             sep = "&" if "?" in hbase_url else "?"
             stores.append(("HBase", f"{hbase_url}{sep}table_prefix=svc{uuid.uuid4().hex[:8]}"))
         for name, store in stores:
@@ -228,7 +275,9 @@ def run(report: Report, args, hbase_url: str | None) -> None:
         shutil.rmtree(work, ignore_errors=True)
     generator = "wrk -t2" if shutil.which("wrk") else "asyncio + httpx"
     batched, single = core_rate([d["text"] for d in corpus])
-    report.write(f"`dedup-hbase serve` on loopback; {args.service_clients} concurrent connections ({generator}, each "
+    settings = ("production settings (`--tokens`, every request with its bearer token; `--access-log` into a file; "
+                "`/metrics` scraped after each run)" if args.service_production else "no tokens, no access log")
+    report.write(f"`dedup-hbase serve` on loopback, {settings}; {args.service_clients} concurrent connections ({generator}, each "
                  f"sends its next request when the last is answered) for {args.service_seconds} s per endpoint; "
                  f"{len(corpus) // 2:,} shared-corpus documents indexed first. `check`: texts of the whole corpus; "
                  "`add?if_new=true`: the other half under new ids (about half get added; bodies repeat once used up, "
@@ -265,6 +314,11 @@ def run(report: Report, args, hbase_url: str | None) -> None:
                   "errors", "service CPU s", "docs per service CPU s", "service CPU µs per doc", "of the core's rate",
                   "of the core's rate right after", "docs per index call"],
                  rows, right=set(range(2, 15)))
+    counted = [f"{store} {r['endpoint']} x{r['docs_per_request']}: {r['service_counted']:,}"
+               for store, endpoint_rows in results.items() for r in endpoint_rows if "service_counted" in r]
+    if counted:
+        report.write("Answers counted by the service's `/metrics` in each run (the generator's count leaves out the "
+                     "requests in flight when it stopped): " + "; ".join(counted) + ".\n")
     target = [r for r in results.get("embedded", []) if r["endpoint"] == "check" and r["docs_per_request"] == 1]
     if target:
         report.write(target_line(target[0], single) + "\n")
@@ -402,8 +456,72 @@ def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
     return rows
 
 
-if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL
+def production_overhead(rounds: int = 7, calls: int = 200_000, tokens: int = 10) -> dict:
+    """CPU µs per request of what the production settings add to an answer, in process: the
+    metrics' count (always on), the token check (``tokens`` tokens in the file, the request's
+    the last), and the access log's line (into a file, flushed at each loop turn's end as the
+    service does, every 20 lines here: a turn's worth under load). The best of ``rounds``
+    passes of ``calls`` calls each (the machine is shared: the fastest pass is the code's own
+    cost); ``time.process_time``."""
+    import asyncio
+    import tempfile
+
+    from dedup_hbase.service.access import Access
+    from dedup_hbase.service.metrics import AccessLog, Metrics
+
+    folder = Path(tempfile.mkdtemp(prefix="dedup-bench-overhead-"))
+    names = [f"token-{i:02d}-0123456789abcdef" for i in range(tokens)]
+    (folder / "tokens").write_text("".join(f"{name} read,write\n" for name in names))
+    access, metrics = Access(folder / "tokens"), Metrics()
+    headers = [(b"host", b"127.0.0.1:8080"), (b"content-type", b"application/json"), (b"content-length", b"120"),
+               (b"authorization", b"Bearer " + names[-1].encode())]
+
+    def best(step) -> float:
+        times = []
+        for _ in range(rounds):
+            started = time.process_time()
+            step()
+            times.append(time.process_time() - started)
+        return min(times) / calls * 1e6
+
+    def counting() -> None:
+        request = metrics.request
+        for _ in range(calls):
+            request("check", 200, 1, 0.002)
+
+    def checking() -> None:
+        refusal = access.refusal
+        for _ in range(calls):
+            refusal(headers, "read")
+
+    async def logging_lines(write: bool) -> float:
+        log = AccessLog(str(folder / "access.log"))
+        line, remote = log.write, ("127.0.0.1", 50312)
+        started = time.process_time()
+        for i in range(calls):
+            if write:
+                line("check", "POST", 200, 1, 0.002, remote)
+            if i % 20 == 19:
+                await asyncio.sleep(0)  # the loop's turn ends: the flush scheduled runs
+        spent = time.process_time() - started
+        log.close()
+        return spent
+
+    def log_pass() -> float:  # the loop's turns alone subtracted
+        return asyncio.run(logging_lines(True)) - asyncio.run(logging_lines(False))
+
+    out = {"metrics_us": best(counting), "tokens_us": best(checking),
+           "access_log_us": min(log_pass() for _ in range(rounds)) / calls * 1e6, "tokens_in_file": tokens}
+    shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+if __name__ == "__main__":  # cd scripts && python -m benchmarks.service HBASE_URL | overhead
     import sys
 
-    for row in fleet_cost(sys.argv[1]):
-        print(json.dumps(row))
+    if sys.argv[1] == "overhead":
+        for count in (1, 10, 100):
+            print(json.dumps(production_overhead(tokens=count)))
+    else:
+        for row in fleet_cost(sys.argv[1]):
+            print(json.dumps(row))
