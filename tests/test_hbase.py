@@ -216,3 +216,27 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url):
         assert (stats["documents"], stats["index_cells"]) == (n, 4 * n)
     finally:
         open_store(url).drop()
+
+
+@pytest.mark.parametrize("api, gateway", [("thrift1", "thrift"), ("thrift2", "thrift2")])
+def test_pooled_connections_to_a_restarted_gateway_are_replaced(hbase_url, api, gateway, caplog):
+    """Every pooled connection of the data path's gateway dies with it (SIGKILL, then a new
+    gateway on the same port): the next calls drop the dead connections and succeed on new
+    ones, for each path's own pool."""
+    launcher = ROOT / "scripts" / "hbase-local"
+    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
+        require_or_skip("needs the gateways of scripts/hbase-local, which is not running here")
+    store = open_store(hbase_store_url(hbase_url) + f"&api={api}&pool_size=3&retries=12")
+    try:
+        index = Index.create(store, 4, 3)
+        index.add_many([Document(f"p{i}", 1000 + i) for i in range(50)])
+        before = index.query_many([1000 + i for i in range(50)])  # every pooled connection in use
+        subprocess.run([str(launcher), f"restart-{gateway}"], check=True, capture_output=True)
+        caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
+        assert index.query_many([1000 + i for i in range(50)]) == before
+        assert any("attempt 1 of 12" in r.message for r in caplog.records)  # a dead connection was dropped
+        index.add_many([Document("after", 1000)])
+        assert sorted(m.id for m in index.query(1000, 0)) == ["after", "p0"]
+    finally:
+        store.drop()
+        store.close()
