@@ -26,7 +26,8 @@ ORDER = {
               "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
-    "stores.hbase": ["", "thrift2", "admin", "paths", "locks", "store"],
+    "stores.hbase": ["", "wire", "encoding", "tables", "connections", "datapath", "thrift1", "thrift2", "admin", "locks",
+                     "store"],
     "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "groups", "loader",
              "spark", "engines"],
     "jobs.spark": ["cds", "session", "hadoop", "stages", "texts", "inputs", "fingerprints", "records", "rows",
@@ -151,3 +152,4 @@ def test_the_checker_sees_imports():
     assert wrong_imports("jobs.loader", {"service.online"}) == ["service.online"]
     assert wrong_imports("index.index", {"stores"}) == ["stores"]
     assert wrong_imports("stores.hbase.store", {"index.store", "stores.hbase.thrift2"}) == []
+    assert wrong_imports("stores.hbase.connections", {"stores.hbase.thrift2"}) == ["stores.hbase.thrift2"]

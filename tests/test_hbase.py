@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import random
+import socket
 import subprocess
 import time
 
@@ -13,7 +14,7 @@ import pytest
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.errors import StoreError
 from dedup_hbase.index.schema import table_name
-from dedup_hbase.stores.hbase.thrift2 import idl
+from dedup_hbase.stores.hbase.wire import Channel, idl
 
 from conftest import ROOT, hbase_store_url, require_or_skip
 
@@ -29,9 +30,7 @@ def hbase_index_url(hbase_url):
 
 
 def thrift2_client(store):
-    from thriftpy2.rpc import make_client
-
-    return make_client(idl().THBaseService, store.host, store.admin_port, timeout=60000)
+    return Channel(store.host, store.admin_port)
 
 
 def test_init_creates_tables_as_the_schema_says(hbase_index_url):
@@ -41,16 +40,35 @@ def test_init_creates_tables_as_the_schema_says(hbase_index_url):
     hb2 = idl()
     client = thrift2_client(store)
     name = hb2.TTableName(ns=b"default", qualifier=table_name(store.table_prefix, "index").encode())
-    (family,) = client.getTableDescriptor(name).columns
+    (family,) = client.call("getTableDescriptor", name).columns
     assert (family.name, family.maxVersions) == (b"d", 1)
     assert family.bloomnFilterType == hb2.TBloomFilterType.ROWPREFIX_FIXED_LENGTH
     assert family.configuration == {"RowPrefixBloomFilter.prefix_length": "5"}
     assert family.dataBlockEncoding == hb2.TDataBlockEncoding.FAST_DIFF
     assert family.compressionType == hb2.TCompressionAlgorithm.GZ
-    starts = sorted(r.regionInfo.startKey for r in client.getAllRegionLocations(name.qualifier))
+    starts = sorted(r.regionInfo.startKey for r in client.call("getAllRegionLocations", name.qualifier))
     assert starts == [b""] + [bytes([i * 32]) for i in range(1, 8)]
     client.close()
     assert Index.open(store).stats()["documents"] == 0
+
+
+def test_init_without_a_thrift2_gateway_says_what_to_do(hbase_url):
+    """Tables are created through Thrift2 only: where its gateway does not answer, init fails at
+    once (no retries) and the CLI points at the HBase shell's DDL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = s.getsockname()[1]
+    base, _, query = hbase_store_url(hbase_url).partition("?")
+    options = [o for o in query.split("&") if o and not o.startswith("admin_port=")] + [f"admin_port={nowhere}"]
+    url = f"{base}?{'&'.join(options)}"
+    result = subprocess.run(["dedup-hbase", "init", "--store", url], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: creating tables needs HBase's Thrift2 gateway, not reachable at "
+                                    f"127.0.0.1:{nowhere} (")
+    assert result.stderr.endswith("; give its port as ?admin_port=N, or create the tables in the HBase shell; "
+                                  "`dedup-hbase schema` prints the DDL for the HBase shell; then run "
+                                  "`dedup-hbase init` again\n")
+    assert not open_store(url).exists()
 
 
 def test_describe_from_the_hbase_shell(hbase_index_url):
@@ -120,7 +138,7 @@ def test_a_missing_table_is_a_store_error_naming_it(hbase_url, api, caplog):
     url = hbase_store_url(hbase_url) + f"&api={api}&retries=3"
     store = open_store(url)
     name = table_name(store.table_prefix, "docs")
-    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.store")
+    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
     for call in (lambda: store.get("docs", [b"x"]), lambda: store.scan_range("docs", b"", None, 5),
                  lambda: store.put("docs", [(b"x", b"y")])):
         with pytest.raises(StoreError, match=f"HBase at .* refused the call: .*{name}"):
@@ -198,3 +216,27 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url):
         assert (stats["documents"], stats["index_cells"]) == (n, 4 * n)
     finally:
         open_store(url).drop()
+
+
+@pytest.mark.parametrize("api, gateway", [("thrift1", "thrift"), ("thrift2", "thrift2")])
+def test_pooled_connections_to_a_restarted_gateway_are_replaced(hbase_url, api, gateway, caplog):
+    """Every pooled connection of the data path's gateway dies with it (SIGKILL, then a new
+    gateway on the same port): the next calls drop the dead connections and succeed on new
+    ones, for each path's own pool."""
+    launcher = ROOT / "scripts" / "hbase-local"
+    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
+        require_or_skip("needs the gateways of scripts/hbase-local, which is not running here")
+    store = open_store(hbase_store_url(hbase_url) + f"&api={api}&pool_size=3&retries=12")
+    try:
+        index = Index.create(store, 4, 3)
+        index.add_many([Document(f"p{i}", 1000 + i) for i in range(50)])
+        before = index.query_many([1000 + i for i in range(50)])  # every pooled connection in use
+        subprocess.run([str(launcher), f"restart-{gateway}"], check=True, capture_output=True)
+        caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
+        assert index.query_many([1000 + i for i in range(50)]) == before
+        assert any("attempt 1 of 12" in r.message for r in caplog.records)  # a dead connection was dropped
+        index.add_many([Document("after", 1000)])
+        assert sorted(m.id for m in index.query(1000, 0)) == ["after", "p0"]
+    finally:
+        store.drop()
+        store.close()

@@ -1,4 +1,4 @@
-"""The hand-serialized Thrift2 calls (stores/thrift2.py) against thriftpy2's serialization of
+"""The hand-serialized Thrift2 calls (stores/hbase/encoding.py) against thriftpy2's serialization of
 the shipped IDL (hbase_thrift2.thrift): byte for byte, with no server. HBase decodes what
 thriftpy2 encodes, so equal bytes are a call HBase understands."""
 
@@ -9,9 +9,10 @@ from thriftpy2.protocol.binary import TBinaryProtocol
 from thriftpy2.thrift import TMessageType
 from thriftpy2.transport import TMemoryBuffer
 
-from dedup_hbase.stores.hbase import thrift2
+from dedup_hbase.stores.hbase.encoding import encode_get_multiple, encode_put_multiple
+from dedup_hbase.stores.hbase.wire import idl
 
-hb2 = thrift2.idl()
+hb2 = idl()
 
 
 def reference(method: str, **args) -> bytes:
@@ -42,9 +43,9 @@ def test_put_multiple_bytes_equal_thriftpy2(seed, durability):
     rows = [random_bytes(rnd, 0, 30) for _ in range(n)]
     quals = [random_bytes(rnd, 0, 20) for _ in range(n)]
     values = [random_bytes(rnd, 0, 50) for _ in range(n)]
-    assert thrift2.encode_put_multiple(b"p_docs", b"d", rows, quals, 1, values, durability) == reference(
+    assert encode_put_multiple(b"p_docs", b"d", rows, quals, 1, values, durability) == reference(
         "putMultiple", table=b"p_docs", tputs=tputs(rows, quals, values, durability))
-    assert thrift2.encode_put_multiple(b"p_docs", b"d", rows, quals, 1, None, durability) == reference(
+    assert encode_put_multiple(b"p_docs", b"d", rows, quals, 1, None, durability) == reference(
         "putMultiple", table=b"p_docs", tputs=tputs(rows, quals, None, durability))
 
 
@@ -57,7 +58,7 @@ def test_put_multiple_of_fixed_width_rows_equals_thriftpy2(repeat):
     rows = [rnd.randbytes(13) for _ in range(len(quals) * repeat)]
     expected = reference("putMultiple", table=b"p_index",
                          tputs=tputs(rows, [quals[j % len(quals)] for j in range(len(rows))]))
-    assert thrift2.encode_put_multiple(b"p_index", b"d", b"".join(rows), quals, repeat, width=13) == expected
+    assert encode_put_multiple(b"p_index", b"d", b"".join(rows), quals, repeat, width=13) == expected
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -65,4 +66,4 @@ def test_get_multiple_bytes_equal_thriftpy2(seed):
     rnd = random.Random(seed)
     rows = [random_bytes(rnd, 0, 30) for _ in range(rnd.randint(1, 50))]
     tgets = [hb2.TGet(row=row, columns=[hb2.TColumn(family=b"d")]) for row in rows]
-    assert thrift2.encode_get_multiple(b"p_docs", b"d", rows) == reference("getMultiple", table=b"p_docs", tgets=tgets)
+    assert encode_get_multiple(b"p_docs", b"d", rows) == reference("getMultiple", table=b"p_docs", tgets=tgets)

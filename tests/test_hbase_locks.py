@@ -1,4 +1,4 @@
-"""The lease protocol of stores/hbase_locks.py on an in-memory stand-in for HBase's atomic
+"""The lease protocol of stores/hbase/locks.py on an in-memory stand-in for HBase's atomic
 single-cell calls and a fake clock (no server, no sleeping): a lease is taken over only once
 a waiter has seen it unchanged for a whole lease, a lost reply still counts as taken, a holder
 with too little lease left refuses to write, and waiting happens only while holding a sorted
@@ -42,7 +42,7 @@ class FakeHBase:
         value = self.cells.get(row)
         self.log.append((method, row))
         if method == "get":
-            from dedup_hbase.stores.hbase.thrift2 import idl
+            from dedup_hbase.stores.hbase.wire import idl
 
             hb2 = idl()
             cvs = [] if value is None else [hb2.TColumnValue(family=b"d", qualifier=b"o", value=value)]

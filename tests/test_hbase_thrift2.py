@@ -1,8 +1,8 @@
-"""The Thrift2 data path (stores/thrift2.py) against a real HBase: one-call multi-range
+"""The Thrift2 data path (stores/hbase/thrift2.py) against a real HBase: one-call multi-range
 scans return exactly what one scan per prefix returns (Thrift1, happybase), lookups equal
-brute force and the embedded store, bulk puts land every cell once, retries survive a
-Thrift2 gateway restart. The protobuf filter is hand-encoded, so HBase itself is the
-test of the encoding."""
+brute force and the embedded store, bulk puts land every cell once, every call of the shipped
+IDL answers. The protobuf filter is hand-encoded (encoding.py), so HBase itself is the test of
+the encoding."""
 
 import random
 
@@ -11,6 +11,9 @@ import pytest
 
 from dedup_hbase import Document, Index, open_store
 from dedup_hbase.stores.hbase import thrift2
+from dedup_hbase.stores.hbase.encoding import MULTI_ROW_RANGE_FILTER, multi_row_range_filter, varint
+from dedup_hbase.stores.hbase.tables import merge_ranges, prefix_range
+from dedup_hbase.stores.hbase.wire import Channel, idl
 
 from conftest import hbase_store_url
 
@@ -30,23 +33,23 @@ def stores(hbase_url):
 
 
 def test_filter_encoding_by_hand():
-    encoded = thrift2.multi_row_range_filter([(b"ab", b"ac"), (b"\xff", None)])
-    name = thrift2.MULTI_ROW_RANGE_FILTER.encode()
+    encoded = multi_row_range_filter([(b"ab", b"ac"), (b"\xff", None)])
+    name = MULTI_ROW_RANGE_FILTER.encode()
     assert encoded.startswith(b"\x0a" + bytes([len(name)]) + name + b"\x12")
     # RowRange{start "ab", inclusive, stop "ac", exclusive}, RowRange{start ff, inclusive, stop ""}
     assert encoded.endswith(b"\x0a\x0c\x0a\x02ab\x10\x01\x1a\x02ac\x20\x00"
                             b"\x0a\x09\x0a\x01\xff\x10\x01\x1a\x00\x20\x00")
-    assert thrift2._varint(300) == b"\xac\x02"
+    assert varint(300) == b"\xac\x02"
     with pytest.raises(ValueError):
-        thrift2.multi_row_range_filter([(b"b", b"a")])
+        multi_row_range_filter([(b"b", b"a")])
 
 
 def test_ranges():
-    assert thrift2.prefix_range(b"\x01\xff", 4) == (b"\x01\xff", b"\x01\xff\xff\xff\x00")
-    assert thrift2.prefix_range(b"a\xff\xff") == (b"a\xff\xff", b"b")
-    assert thrift2.prefix_range(b"\xff\xff") == (b"\xff\xff", None)
-    assert thrift2.prefix_range(b"") == (b"", None)
-    assert thrift2.merge_ranges([(b"c", b"d"), (b"a", b"b"), (b"b", b"c"), (b"x", None), (b"y", b"z")]) == \
+    assert prefix_range(b"\x01\xff", 4) == (b"\x01\xff", b"\x01\xff\xff\xff\x00")
+    assert prefix_range(b"a\xff\xff") == (b"a\xff\xff", b"b")
+    assert prefix_range(b"\xff\xff") == (b"\xff\xff", None)
+    assert prefix_range(b"") == (b"", None)
+    assert merge_ranges([(b"c", b"d"), (b"a", b"b"), (b"b", b"c"), (b"x", None), (b"y", b"z")]) == \
         [(b"a", b"d"), (b"x", None)]
 
 
@@ -88,12 +91,12 @@ def test_one_call_scans_equal_per_prefix_scans(stores):
     assert [[k for k, _ in items] for items in want] == [[k for k in keys if k.startswith(p)] for p in prefixes]
     assert new.scan("index", prefixes, values=False) == want
     for per_call in (1, 3, 10_000):  # more ranges than one call carries: several calls
-        new.ranges_per_call = per_call
-        assert new.scan("index", prefixes, values=False) == want
-        index_prefixes = [p for p in prefixes if 5 <= len(p) <= 13][:40]  # what the index scans
-        cells = new.scan_cells("index", index_prefixes)
-        assert [cell_keys(c, p) for c, p in zip(cells, index_prefixes)] == \
-            [[k for k in keys if k.startswith(p)] for p in index_prefixes]
+        with open_store(f"{new.url}&ranges_per_call={per_call}") as store:
+            assert store.scan("index", prefixes, values=False) == want
+            index_prefixes = [p for p in prefixes if 5 <= len(p) <= 13][:40]  # what the index scans
+            cells = store.scan_cells("index", index_prefixes)
+            assert [cell_keys(c, p) for c, p in zip(cells, index_prefixes)] == \
+                [[k for k in keys if k.startswith(p)] for p in index_prefixes]
     assert new.scan("index", [b""], values=False) == [[(k, b"") for k in keys]]
     assert new.scan("index", [], values=False) == []
     longer = [keys[5][:15], keys[5][:13] + b"w", keys[5]]  # prefixes that reach into the qualifier
@@ -105,15 +108,15 @@ def test_scan_calls_continue_past_their_row_limit(stores):
     rnd = random.Random(12)
     keys = _index_keys(rnd, 500, [(b"\x80" * 13, 2000)])
     new.put("index", ((k, b"") for k in keys))
-    table = new._name("index")
-    ranges = thrift2.merge_ranges([thrift2.prefix_range(k[:3], 13) for k in keys[::3]])
+    table = new.tables.name("index")
+    ranges = merge_ranges([prefix_range(k[:3], 13) for k in keys[::3]])
     expected = sorted({k[:13] for k in keys if any(a <= k[:13] < b for a, b in ranges)})
-    with new._connections2().lease() as conn:
-        for rows in (1, 2, 7, 100_000):
-            results = conn.scan_ranges(table, ranges, b"d", rows_per_call=rows)
-            assert [r.row for r in results] == expected
-            wide = [r for r in results if r.row == b"\x80" * 13]
-            assert [len(r.columnValues) for r in wide] == [2000]  # a wide row comes back whole
+    for rows in (1, 2, 7, 100_000):
+        results = new.gateways.run2(lambda channel, rows=rows: thrift2.scan_ranges(channel, table, ranges, b"d",
+                                                                                   rows_per_call=rows))
+        assert [r.row for r in results] == expected
+        wide = [r for r in results if r.row == b"\x80" * 13]
+        assert [len(r.columnValues) for r in wide] == [2000]  # a wide row comes back whole
 
 
 def test_lookups_equal_brute_force_and_the_embedded_store(hbase_url, tmp_path):
@@ -181,3 +184,35 @@ def test_iterate_pages_through_thrift2(stores):
         assert [k for k, _ in new.iterate("index", page=page)] == keys
         assert [k for k, _ in new.iterate("index", b"\x33", page=page)] == [k for k in keys if k[:1] == b"\x33"]
     assert new.scan_range("index", keys[10], keys[20], 5) == old.scan_range("index", keys[10], keys[20], 5)
+
+
+def test_every_call_of_the_shipped_idl_answers(hbase_url, monkeypatch):
+    """hbase_thrift2.thrift ships cut to the calls dedup-hbase makes: the store's own code
+    (create, put, get, scan, delete, the fleet locks with a lease taken over) makes every one
+    of them against the real gateway, and each answers; getTableDescriptor, which only the
+    tests call, too."""
+    made = []
+    call, call_raw = Channel.call, Channel.call_raw
+    monkeypatch.setattr(Channel, "call", lambda self, method, *args: (made.append(method), call(self, method, *args))[1])
+    monkeypatch.setattr(Channel, "call_raw", lambda self, method, message: (made.append(method),
+                                                                            call_raw(self, method, message))[1])
+    url = hbase_store_url(hbase_url) + "&lease=1"
+    index = Index.create(open_store(url), 4, 3)
+    try:
+        index.add_many([Document("a", 1), Document("b", 2)])
+        assert [m.id for m in index.query(1, 0)] == ["a"]
+        assert [d.id for d in index.get(["b"])] == ["b"]
+        index.delete(["b"])
+        holder, taker = index.store.fleet_locks(), open_store(url).fleet_locks()
+        held = holder.held([b"lock1"])
+        held.__enter__()  # held and never renewed: the other takes it over after a lease
+        with taker.held([b"lock1"]):
+            assert taker.counters["taken_over"] == 1
+            held.__exit__(None, None, None)  # finds its lease taken over
+            assert holder.counters["lost"] == 1
+        name = idl().TTableName(ns=b"default", qualifier=index.store.tables.name("index"))
+        assert Channel(index.store.host, index.store.admin_port).call("getTableDescriptor", name).columns
+    finally:
+        index.store.drop()
+        index.store.close()
+    assert set(made) == set(idl().THBaseService.thrift_services)

@@ -33,8 +33,7 @@ from typer.core import TyperCommand, TyperGroup
 from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
 from ..index.index import Index
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
-from ..stores import DEFAULT_URL, ENV_VAR, Store, open_store
-from ..stores.hbase.admin import AdminGatewayUnreachable
+from ..stores import DEFAULT_URL, ENV_VAR, AdminGatewayUnreachable, Store, open_store
 
 # What the CLI adds to a library error: the command that fixes it.
 HINTS = {

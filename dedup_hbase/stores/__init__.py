@@ -1,14 +1,15 @@
 """Stores, chosen by URL: ``parse_store_url`` (url.py, pure) says which, ``open_store`` builds it.
 
-The store contract is ``Store`` (base.py). Stores: ``memory.py``; the embedded RocksDB store
-(the ``local`` package, the default); Apache HBase (``hbase.py``; ``thrift2.py`` its data path,
-``hbase_admin.py`` table creation).
+The store contract is ``Store`` (index/store.py). Stores: ``memory.py``; the embedded RocksDB
+store (the ``local`` package, the default); Apache HBase (the ``hbase`` package, whose one error
+a caller may tell apart, ``AdminGatewayUnreachable``, is exported here).
 Building a store opens no network connection (HBase connects on first use).
 """
 
 from __future__ import annotations
 
 from ..index.store import Cells, Store
+from .hbase import AdminGatewayUnreachable
 from .url import StoreURL, parse_store_url
 
 DEFAULT_URL = "dedup-index"
@@ -32,4 +33,4 @@ def open_store(url: str | StoreURL, *, create: bool = False) -> Store:
     return LocalStore(spec.path, create=create)
 
 
-__all__ = ["DEFAULT_URL", "ENV_VAR", "Cells", "Store", "StoreURL", "open_store", "parse_store_url"]
+__all__ = ["AdminGatewayUnreachable", "DEFAULT_URL", "ENV_VAR", "Cells", "Store", "StoreURL", "open_store", "parse_store_url"]

@@ -31,7 +31,7 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
                            boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
     zk_parent=/hbase       HBase's root znode (zookeeper.znode.parent), if not the default
     fleet_locks=true       add?if_new=true takes a lease on each scan prefix in the locks table, so
-                           that it is exact across any number of servers on these tables (hbase_locks.py);
+                           that it is exact across any number of servers on these tables (hbase/locks.py);
                            false: exact only within one process (one server does all the adds)
     lease=30               seconds a dead server's locks block others at most (from when they see them)
 

@@ -1,3 +1,16 @@
-"""Apache HBase through its Thrift gateways: the store (``store``), its tables created through
-Thrift2 (``admin``), its data paths (``paths``), the Thrift2 client (``thrift2``) and the leases of
-insert-if-new across servers (``locks``)."""
+"""Apache HBase through its Thrift gateways (``hbase://HOST:PORT/?...``), in parts, lowest first:
+thriftpy2 wrapped once (``wire``), calls serialized by hand (``encoding``), tables and keys as
+cells (``tables``), connections and the one retry loop (``connections``), the data path
+interface (``datapath``) and its two implementations (``thrift1``, ``thrift2``), table admin
+(``admin``), the fleet locks (``locks``), and the store that composes them (``store``).
+
+The package's public face: ``stores.open_store`` builds an ``HBaseStore`` from a URL, and
+``AdminGatewayUnreachable`` (here, re-exported by ``stores``) is the one error of this
+package a caller may want to tell apart.
+"""
+
+from ...errors import StoreError
+
+
+class AdminGatewayUnreachable(StoreError):
+    """No Thrift2 gateway answers where tables are to be created."""

@@ -1,23 +1,67 @@
-"""Table creation through HBase's Thrift2 gateway.
+"""The store's tables as a whole: whether they exist, creating them, dropping them.
 
-Thrift1 (happybase's ``create_table``) cannot pre-split a table, set a data block
-encoding or the family configuration a row-prefix bloom filter needs, and defaults
-to VERSIONS 3 with no bloom filter. Thrift2's ``createTable`` can, so the tables are
-created from schema/tables.json through it (``thriftpy2``, which happybase already
-depends on, loads HBase's own IDL, shipped as hbase_thrift2.thrift).
-
-Without a Thrift2 gateway, run the same DDL (``schema.hbase_shell_ddl``) in the HBase shell.
+Creation goes through the Thrift2 gateway: Thrift1 (happybase's ``create_table``) cannot
+pre-split a table, set a data block encoding or the family configuration a row-prefix bloom
+filter needs, and defaults to VERSIONS 3 with no bloom filter; Thrift2's ``createTable`` can,
+so the tables are made from schema/tables.json through it. It runs on one connection of its
+own, not retried: a Thrift2 gateway that is not there is ``AdminGatewayUnreachable`` at once,
+and the same DDL then runs in the HBase shell (``schema.hbase_shell_ddl``, ``dedup-hbase
+schema``). Whether the tables exist, and dropping them, go through the Thrift1 gateway's
+pool and the retry loop (connections.py).
 """
 
 from __future__ import annotations
 
 from ...errors import StoreError
 from ...index.schema import TABLES, split_keys, table_name
-from .thrift2 import idl
+from . import AdminGatewayUnreachable
+from .connections import Gateways
+from .tables import Tables
+from .wire import idl
 
 
-class AdminGatewayUnreachable(StoreError):
-    """No Thrift2 gateway answers where tables are to be created."""
+class Admin:
+    """Table admin for the tables ``tables`` names, on ``gateways``."""
+
+    def __init__(self, gateways: Gateways, tables: Tables) -> None:
+        self.gateways, self.tables = gateways, tables
+
+    def exists(self) -> bool:
+        """True when every table of the schema is there (but the locks table: older stores have none)."""
+        names = {name.encode() for t, name in self.tables.names().items() if t != "locks"}
+        return names <= set(self.gateways.run1(lambda conn: conn.tables()))
+
+    def create(self, schema: dict) -> None:
+        """Create the tables of ``schema``; a StoreError when they exist already."""
+        if self.exists():
+            raise StoreError(f"{self.tables.url}: the tables exist already")
+        hb2 = idl()
+        descriptors = table_descriptors(schema, self.tables.prefix)
+        channel = self.gateways.channel()
+        try:
+            channel.open()
+        except Exception as e:
+            raise AdminGatewayUnreachable(
+                f"creating tables needs HBase's Thrift2 gateway, not reachable at {channel.host}:{channel.port} "
+                f"({e}); give its port as ?admin_port=N, or create the tables in the HBase shell") from None
+        try:
+            for descriptor, splits in descriptors:
+                if channel.call("tableExists", descriptor.tableName):
+                    continue
+                channel.call("createTable", descriptor, splits or None)
+        except hb2.TIOError as e:
+            raise StoreError(f"HBase refused to create the tables: {e.message}") from None
+        finally:
+            channel.close()
+
+    def drop(self) -> None:
+        """Delete every table of the schema that is there, with its data."""
+        def work(conn):
+            existing = set(conn.tables())
+            for name in self.tables.names().values():
+                if name.encode() in existing:
+                    conn.delete_table(name, disable=True)
+        self.gateways.run1(work)
 
 
 def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[bytes]]]:
@@ -41,33 +85,3 @@ def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[byte
             columns=[column])
         out.append((descriptor, split_keys(t)))
     return out
-
-
-def create_tables(host: str, port: int, prefix: str, schema: dict, timeout_ms: int = 60000,
-                  transport: str = "buffered", protocol: str = "binary") -> None:
-    """Create the tables of ``schema`` under ``prefix`` through the Thrift2 gateway at host:port
-    (``transport`` buffered or framed, ``protocol`` binary or compact: the store URL's)."""
-    from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
-    from thriftpy2.rpc import make_client
-    from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
-
-    hb2 = idl()
-    descriptors = table_descriptors(schema, prefix)
-    try:
-        client = make_client(
-            hb2.THBaseService, host, port, timeout=timeout_ms,
-            trans_factory=TFramedTransportFactory() if transport == "framed" else TBufferedTransportFactory(),
-            proto_factory=TCompactProtocolFactory() if protocol == "compact" else TBinaryProtocolFactory())
-    except Exception as e:
-        raise AdminGatewayUnreachable(
-            f"creating tables needs HBase's Thrift2 gateway, not reachable at {host}:{port} ({e}); "
-            "give its port as ?admin_port=N, or create the tables in the HBase shell") from None
-    try:
-        for descriptor, splits in descriptors:
-            if client.tableExists(descriptor.tableName):
-                continue
-            client.createTable(descriptor, splits or None)
-    except hb2.TIOError as e:
-        raise StoreError(f"HBase refused to create the tables: {e.message}") from None
-    finally:
-        client.close()

@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from ...errors import StoreError
+from .wire import idl
 
 QUALIFIER = b"o"
 POLL_S = (0.002, 0.02)  # waiting for a lock: first and longest pause between looks
@@ -67,8 +68,10 @@ class LeaseLocks:
     """Locks on byte keys (scan prefixes) for one process, on a store's ``locks`` table.
 
     ``call(method, *args)`` runs one Thrift2 call (``checkAndPut``, ``checkAndMutate``,
-    ``checkAndDelete``, ``get``) through the store's retry loop: the store passes it in, so
-    this module knows no connection. No I/O until ``held`` is used."""
+    ``checkAndDelete``, ``get``) through the store's retry loop and ``parallel(fn, items)``
+    maps over items on the store's threads (``Gateways.call`` and ``Gateways.parallel``,
+    connections.py): the store passes them in, so this module knows no connection. No I/O
+    until ``held`` is used."""
 
     def __init__(self, call: Callable, table: bytes, family: bytes, lease_s: float,
                  parallel: Callable = lambda fn, items: [fn(x) for x in items]) -> None:
@@ -142,11 +145,22 @@ class LeaseLocks:
                                    key.hex())
                     break
                 continue
-            lease.renew_if_due()
+            self._renew_if_due(lease)
             time.sleep(pause * (0.5 + self._random.random()))
             pause = min(pause * 2, POLL_S[1])
         self.counters["taken"] += 1
         lease.held[key] = (mine, sent)
+
+    def _renew_if_due(self, lease: Lease) -> None:
+        """While waiting for a later lock: give the held ones fresh values (and a fresh lease)
+        once half their lease is gone."""
+        if lease.remaining() >= self.lease_s / 2:
+            return
+        for key, (old, _) in list(lease.held.items()):
+            new, sent = self._value(), time.monotonic()
+            if not self._swap(key, old, new):
+                raise StoreError(f"lost lock {key.hex()} while waiting for another; nothing was written")
+            lease.held[key] = (new, sent)
 
     def _give_back(self, lease: Lease, keys: Sequence[bytes] | None = None) -> None:
         """Give back the held ``keys`` (default: all held), in parallel."""
@@ -167,29 +181,21 @@ class LeaseLocks:
                          "(a stall longer than half the lease of %s s)", key.hex(), self.lease_s)
 
     def _swap(self, key: bytes, old: bytes, new: bytes) -> bool:
-        from .thrift2 import idl
-
         hb2 = idl()
         mutations = hb2.TRowMutations(row=key, mutations=[hb2.TMutation(put=self._put(key, new))])
         return self.call("checkAndMutate", self.table, key, self.family, QUALIFIER, hb2.TCompareOp.EQUAL, old,
                          mutations)
 
     def _read(self, key: bytes) -> bytes | None:
-        from .thrift2 import idl
-
         hb2 = idl()
         result = self.call("get", self.table, hb2.TGet(row=key, columns=[hb2.TColumn(family=self.family)]))
         return next((cv.value for cv in result.columnValues if cv.qualifier == QUALIFIER), None)
 
     def _put(self, key: bytes, value: bytes):
-        from .thrift2 import idl
-
         hb2 = idl()
         return hb2.TPut(row=key, columnValues=[hb2.TColumnValue(family=self.family, qualifier=QUALIFIER, value=value)])
 
     def _delete(self, key: bytes):
-        from .thrift2 import idl
-
         hb2 = idl()
         return hb2.TDelete(row=key, columns=[hb2.TColumn(family=self.family, qualifier=QUALIFIER)],
                            deleteType=hb2.TDeleteType.DELETE_COLUMNS)
@@ -216,13 +222,3 @@ class Lease:
             raise StoreError(f"the locks of this add have {max(left, 0):.1f} s of their {self.locks.lease_s} s "
                              "lease left, too little to write safely; nothing was written")
 
-    def renew_if_due(self) -> None:
-        """While waiting for a later lock: give the held ones fresh values (and a fresh lease)
-        once half their lease is gone."""
-        if self.remaining() >= self.locks.lease_s / 2:
-            return
-        for key, (old, _) in list(self.held.items()):
-            new, sent = self.locks._value(), time.monotonic()
-            if not self.locks._swap(key, old, new):
-                raise StoreError(f"lost lock {key.hex()} while waiting for another; nothing was written")
-            self.held[key] = (new, sent)
