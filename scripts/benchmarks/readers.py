@@ -1,0 +1,166 @@
+"""The second readers of JSON lines beside corpus.py's, each against the reference path that would
+replace it, alternated in one run so that the machine's drift hits both sides:
+
+* ``text``: a Spark worker reading JSON lines of texts (the shared news corpus, gzip by ISA-L on
+  both sides) and fingerprinting them: the compiled core's reader (native/src/jsonl.rs,
+  spark/texts.py) against corpus.py's reader and the same batched fingerprinting. CPU seconds
+  of this process (every thread) per run, and MB/s of text per CPU second.
+* ``fingerprints``: ``load --engine spark --fingerprints``'s read step (the records of a file of
+  precomputed fingerprints, accounted by one aggregate) on ``local[2]``: the JVM helper's reader
+  (jvm/.../JsonLines.java, spark/fingerprints.py) against corpus.py's reader in the Python
+  workers. Each run a fresh process (its own Spark session); the step's wall seconds, and the CPU
+  seconds the step took in the whole process tree (the driver, its JVM, the Python workers).
+
+    python -m scripts.benchmarks.readers text --runs 5
+    python -m scripts.benchmarks.readers fingerprints --n 1000000 --runs 4
+
+Prints every run, then per side the median and the spread (max - min); the difference of the
+medians against the larger spread decides whether a second reader matters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / "xwlb_zh.jsonl.gz"
+
+
+def text_run(core: bool) -> tuple[float, int, int]:
+    """(CPU s, records, text bytes) of one read + fingerprint of the corpus in this process."""
+    from dedup_hbase.jobs.corpus import Fields, read_opened
+    from dedup_hbase.jobs.spark import stages, texts
+    from dedup_hbase.text.fingerprint import make_fingerprinter
+
+    spec = make_fingerprinter().spec
+    finish = stages.fingerprint_records(spec, False)
+    stages.fingerprinter(spec).fingerprint("warm up")
+    started = time.process_time()
+    rows = size = 0
+    with open(CORPUS, "rb") as raw:
+        stream = texts.opened(raw, True)
+        if core:
+            batches = texts.batches(stream, 0, str(CORPUS), "c", Fields(), 1, spec, finish)
+        else:
+            batches = _by_reader(read_opened(stream, CORPUS, "c", "jsonl", Fields(), decompress=False), finish)
+        for batch in batches:
+            rows += batch.num_rows
+            size += sum(x or 0 for x in batch.column("text_bytes").to_pylist())
+    return time.process_time() - started, rows, size
+
+
+def _by_reader(records, finish, batch: int = 2000):
+    """inputs.parse_files's loop: (ordinal, Record) lists of ``batch`` to ``finish``."""
+    out = []
+    for record in records:
+        out.append((0, record))
+        if len(out) >= batch:
+            yield finish(out)
+            out = []
+    if out:
+        yield finish(out)
+
+
+FINGERPRINTS_RUN = """
+import json, os, resource, sys, time
+from dedup_hbase.jobs.corpus import Fields
+from dedup_hbase.jobs.spark import fingerprints, records
+from dedup_hbase.jobs.spark.session import helper_jars, make_session, stop
+from dedup_hbase.text.fingerprint import make_fingerprinter
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu():
+    # CPU seconds of this process and of every live process below it, with their reaped children
+    stats = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(pid)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / TICK)
+    below, todo = set(), [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        below.add(parent)
+        todo.extend(p for p, (pp, _) in stats.items() if pp == parent and p not in below)
+    return sum(stats[p][1] for p in below if p in stats)
+
+
+path, jvm = sys.argv[1], sys.argv[2] == "jvm"
+if not jvm:
+    fingerprints.split = lambda planned: ([], planned)  # every file to corpus.py's reader
+session = make_session("local[2]", {}, helper_jars(), small=False)
+spec = make_fingerprinter().spec
+session.range(4).count()  # the JVM up before the step
+cpu, started = tree_cpu(), time.perf_counter()
+frame = records.fingerprinted(session, [path], "auto", Fields(), spec, True, [])
+counts = frame.groupBy("reason").count().collect()
+step, cpu = time.perf_counter() - started, tree_cpu() - cpu
+stop(session)
+print(json.dumps({"step_s": step, "cpu_s": cpu, "read": sum(r["count"] for r in counts)}))
+"""
+
+
+def fingerprints_run(path: Path, jvm: bool) -> dict:
+    done = subprocess.run([sys.executable, "-c", FINGERPRINTS_RUN, str(path), "jvm" if jvm else "python"],
+                          check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summary(name: str, values: list[float], unit: str) -> str:
+    return (f"{name}: median {statistics.median(values):.2f} {unit}, spread {max(values) - min(values):.2f} "
+            f"({min(values):.2f}-{max(values):.2f}), runs {', '.join(f'{v:.2f}' for v in values)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["text", "fingerprints"])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each side, alternated")
+    parser.add_argument("--n", type=float, default=1e6, help="fingerprints: records in the file")
+    args = parser.parse_args()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    sides = {True: [], False: []}
+    if args.what == "text":
+        names = {True: "core reader (jsonl.rs)", False: "corpus.py reader"}
+        for run in range(args.runs):
+            for core in ((True, False) if run % 2 == 0 else (False, True)):
+                cpu, rows, size = text_run(core)
+                sides[core].append(size / 1e6 / cpu)
+                print(f"run {run + 1} {names[core]}: {rows} records, {size / 1e6:.1f} MB of text, {cpu:.2f} CPU s, "
+                      f"{size / 1e6 / cpu:.2f} MB/s per CPU s", flush=True)
+        for core in (True, False):
+            print(summary(names[core], sides[core], "MB/s per CPU s"))
+        return
+    names = {True: "JVM reader (JsonLines.java)", False: "corpus.py reader"}
+    cpu = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as work:
+        path = Path(work) / "fps.jsonl"
+        rnd = random.Random(3)
+        with open(path, "w", encoding="utf-8") as f:
+            for i in range(int(args.n)):
+                f.write(f'{{"id": "d{i}", "simhash": "{rnd.getrandbits(64):016x}"}}\n')
+        for run in range(args.runs):
+            for jvm in ((True, False) if run % 2 == 0 else (False, True)):
+                out = fingerprints_run(path, jvm)
+                sides[jvm].append(out["step_s"])
+                cpu[jvm].append(out["cpu_s"])
+                print(f"run {run + 1} {names[jvm]}: {out['read']} records, step {out['step_s']:.2f} s, "
+                      f"process tree {out['cpu_s']:.2f} CPU s in the step", flush=True)
+    for jvm in (True, False):
+        print(summary(f"{names[jvm]} step", sides[jvm], "s"))
+        print(summary(f"{names[jvm]} CPU", cpu[jvm], "s"))
+
+
+if __name__ == "__main__":
+    main()
