@@ -71,8 +71,9 @@ def _by_reader(records, finish, batch: int = 2000):
 
 FINGERPRINTS_RUN = """
 import json, os, resource, sys, time
-from dedup_hbase.jobs.corpus import Fields
+from dedup_hbase.jobs.options import InputOptions
 from dedup_hbase.jobs.spark import fingerprints, records
+from dedup_hbase.jobs.spark.harness import SparkJob
 from dedup_hbase.jobs.spark.session import helper_jars, make_session, stop
 from dedup_hbase.text.fingerprint import make_fingerprinter
 
@@ -104,7 +105,7 @@ session = make_session("local[2]", {}, helper_jars(), small=False)
 spec = make_fingerprinter().spec
 session.range(4).count()  # the JVM up before the step
 cpu, started = tree_cpu(), time.perf_counter()
-frame = records.fingerprinted(session, [path], "auto", Fields(), spec, True, [])
+frame, _ = records.fingerprinted(SparkJob(session), [path], InputOptions(fingerprints=True), spec)
 counts = frame.groupBy("reason").count().collect()
 step, cpu = time.perf_counter() - started, tree_cpu() - cpu
 stop(session)

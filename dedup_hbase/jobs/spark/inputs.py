@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..corpus import FORMATS, STRUCTURED, Fields, format_of, parquet_record, read_opened
+from ..options import is_uri
 from . import texts
 
 FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
@@ -47,11 +48,6 @@ class InputFile:
     @property
     def remote(self) -> bool:
         return is_uri(self.path)
-
-
-def is_uri(path: str) -> bool:
-    scheme = urlsplit(path).scheme
-    return len(scheme) > 1 and scheme != "file"
 
 
 def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from ...errors import EmptyDocument
 from ...index.ids import MAX_ID_BYTES as _MAX_ID_BYTES
-from ..batches import reason_of
 from ..corpus import Fields, binary_reason, decompressed, read_opened
+from ..reports import reason_of
 from . import stages
 
 BLOCK = 4 << 20  # bytes of decompressed input a call of the core reads
