@@ -484,6 +484,17 @@ def fingerprint_lines(label: str, n: int = 3000, seed: int = 21) -> list[str]:
         '{"id": "nan", "simhash": "00000000000000ab", "score": NaN}', "   ", "\u3000", "",
         '{"id": "f7", "simhash": "ffffffffffffffff", "featurizer": ""}', '{"id": "t-null", "simhash": '
         '"8000000000000000", "text": null, "title": 7}', '{"id": "' + "x" * 1025 + '", "simhash": "00000000000000ab"}',
+        # the id rule (index/ids.py) against the JVM's: numbers, fractions, booleans, null, objects,
+        # arrays, 1,024 bytes and one more, non-ASCII, escapes
+        '{"id": true, "simhash": "00000000000000ab"}', '{"id": false, "simhash": "00000000000000ab"}',
+        '{"id": null, "simhash": "00000000000000ab"}', '{"id": {"a": 1}, "simhash": "00000000000000ab"}',
+        '{"id": ["a"], "simhash": "00000000000000ab"}', '{"id": -7, "simhash": "00000000000000ac"}',
+        '{"id": 1e2, "simhash": "00000000000000ad"}', '{"id": -0, "simhash": "00000000000000ae"}',
+        '{"id": 123456789012345678901234567890, "simhash": "00000000000000af"}',
+        '{"id": "' + "é" * 512 + '", "simhash": "00000000000000b0"}', '{"id": "' + "é" * 513 + '", "simhash": "0"}',
+        '{"id": "' + "x" * 1024 + '", "simhash": "00000000000000b1"}', '{"id": "中文 ß 𝄞", "simhash": "00000000000000b2"}',
+        '{"id": "\\u00e9\\n\\t\\"q\\" \\ud834\\udd1e", "simhash": "00000000000000b3"}',
+        '{"id": " ", "simhash": "00000000000000b4"}', '{"id": "\\u0000", "simhash": "00000000000000b5"}',
     ]
     for line in odd:
         lines.insert(rnd.randrange(len(lines)), line)

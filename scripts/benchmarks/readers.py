@@ -1,21 +1,17 @@
-"""The second readers of JSON lines beside corpus.py's, each against the reference path that would
+"""A second reader of JSON lines beside corpus.py's against the reference path that would
 replace it, alternated in one run so that the machine's drift hits both sides:
+``load --engine spark --fingerprints``'s read step (the records of a file of precomputed
+fingerprints, counted by one aggregate) on ``local[2]``: the JVM helper's reader
+(jvm/.../JsonLines.java, spark/fingerprints.py) against corpus.py's reader in the Python workers.
+Each run a fresh process (its own Spark session); the step's wall seconds, and the CPU seconds
+the step took in the whole process tree (the driver, its JVM, the Python workers).
 
-* ``text``: a Spark worker reading JSON lines of texts (the shared news corpus, gzip by ISA-L on
-  both sides) and fingerprinting them: the compiled core's reader (native/src/jsonl.rs,
-  spark/texts.py) against corpus.py's reader and the same batched fingerprinting. CPU seconds
-  of this process (every thread) per run, and MB/s of text per CPU second.
-* ``fingerprints``: ``load --engine spark --fingerprints``'s read step (the records of a file of
-  precomputed fingerprints, accounted by one aggregate) on ``local[2]``: the JVM helper's reader
-  (jvm/.../JsonLines.java, spark/fingerprints.py) against corpus.py's reader in the Python
-  workers. Each run a fresh process (its own Spark session); the step's wall seconds, and the CPU
-  seconds the step took in the whole process tree (the driver, its JVM, the Python workers).
-
-    python -m scripts.benchmarks.readers text --runs 5
-    python -m scripts.benchmarks.readers fingerprints --n 1000000 --runs 4
+    python -m scripts.benchmarks.readers --n 4000000 --runs 2
 
 Prints every run, then per side the median and the spread (max - min); the difference of the
-medians against the larger spread decides whether a second reader matters.
+medians against the larger spread decides whether the second reader matters. (At c181aec the
+same script also measured the compiled core's reader of JSON lines of texts, native/src/jsonl.rs,
+which was then removed: its gain stayed within the spread.)
 """
 
 from __future__ import annotations
@@ -28,49 +24,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / "xwlb_zh.jsonl.gz"
-
-
-def text_run(core: bool) -> tuple[float, int, int]:
-    """(CPU s, records, text bytes) of one read + fingerprint of the corpus in this process."""
-    from dedup_hbase.jobs.corpus import Fields, read_opened
-    from dedup_hbase.jobs.spark import stages, texts
-    from dedup_hbase.text.fingerprint import make_fingerprinter
-
-    spec = make_fingerprinter().spec
-    finish = stages.fingerprint_records(spec, False)
-    stages.fingerprinter(spec).fingerprint("warm up")
-    started = time.process_time()
-    rows = size = 0
-    with open(CORPUS, "rb") as raw:
-        stream = texts.opened(raw, True)
-        if core:
-            batches = texts.batches(stream, 0, str(CORPUS), "c", Fields(), 1, spec, finish)
-        else:
-            batches = _by_reader(read_opened(stream, CORPUS, "c", "jsonl", Fields(), decompress=False), finish)
-        for batch in batches:
-            rows += batch.num_rows
-            size += sum(x or 0 for x in batch.column("text_bytes").to_pylist())
-    return time.process_time() - started, rows, size
-
-
-def _by_reader(records, finish, batch: int = 2000):
-    """inputs.parse_files's loop: (ordinal, Record) lists of ``batch`` to ``finish``."""
-    out = []
-    for record in records:
-        out.append((0, record))
-        if len(out) >= batch:
-            yield finish(out)
-            out = []
-    if out:
-        yield finish(out)
-
-
 FINGERPRINTS_RUN = """
-import json, os, resource, sys, time
+import json, os, sys, time
 from dedup_hbase.jobs.options import InputOptions
 from dedup_hbase.jobs.spark import fingerprints, records
 from dedup_hbase.jobs.spark.harness import SparkJob
@@ -126,25 +83,12 @@ def summary(name: str, values: list[float], unit: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=["text", "fingerprints"])
-    parser.add_argument("--runs", type=int, default=5, help="runs of each side, alternated")
-    parser.add_argument("--n", type=float, default=1e6, help="fingerprints: records in the file")
+    parser.add_argument("--runs", type=int, default=2, help="runs of each side, alternated")
+    parser.add_argument("--n", type=float, default=4e6, help="records in the file")
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    sides = {True: [], False: []}
-    if args.what == "text":
-        names = {True: "core reader (jsonl.rs)", False: "corpus.py reader"}
-        for run in range(args.runs):
-            for core in ((True, False) if run % 2 == 0 else (False, True)):
-                cpu, rows, size = text_run(core)
-                sides[core].append(size / 1e6 / cpu)
-                print(f"run {run + 1} {names[core]}: {rows} records, {size / 1e6:.1f} MB of text, {cpu:.2f} CPU s, "
-                      f"{size / 1e6 / cpu:.2f} MB/s per CPU s", flush=True)
-        for core in (True, False):
-            print(summary(names[core], sides[core], "MB/s per CPU s"))
-        return
     names = {True: "JVM reader (JsonLines.java)", False: "corpus.py reader"}
-    cpu = {True: [], False: []}
+    wall, cpu = {True: [], False: []}, {True: [], False: []}
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "fps.jsonl"
         rnd = random.Random(3)
@@ -154,12 +98,12 @@ def main() -> None:
         for run in range(args.runs):
             for jvm in ((True, False) if run % 2 == 0 else (False, True)):
                 out = fingerprints_run(path, jvm)
-                sides[jvm].append(out["step_s"])
+                wall[jvm].append(out["step_s"])
                 cpu[jvm].append(out["cpu_s"])
                 print(f"run {run + 1} {names[jvm]}: {out['read']} records, step {out['step_s']:.2f} s, "
                       f"process tree {out['cpu_s']:.2f} CPU s in the step", flush=True)
     for jvm in (True, False):
-        print(summary(f"{names[jvm]} step", sides[jvm], "s"))
+        print(summary(f"{names[jvm]} step", wall[jvm], "s"))
         print(summary(f"{names[jvm]} CPU", cpu[jvm], "s"))
 
 

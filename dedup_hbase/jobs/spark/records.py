@@ -3,11 +3,10 @@ assembled on the driver from the planned input files (inputs.py), and their acco
 
 Text is read where it lies and fingerprinted in the same task, never shuffled first: each
 file (or piece of a big uncompressed one, or Parquet row group) is a task whose Python
-worker parses it and fingerprints it with the compiled core: JSON lines and Parquet rows
-that are plainly good records a block at a time (texts.py), everything else with
-corpus.py's readers. A compressed file cannot be cut: one gzip file is one task, on one core (split it
-into many files to use many; docs/spark.md). ``--fingerprints`` inputs in JSON lines, CSV
-or Parquet are parsed by Spark's own readers in the JVM (fingerprints.py).
+worker parses it with corpus.py's readers and fingerprints it (Parquet rows that are plainly
+good records a batch at a time: texts.py). A compressed file cannot be cut: one gzip file is
+one task, on one core (split it into many files to use many; docs/spark.md).
+``--fingerprints`` inputs in JSON lines are read in the JVM (fingerprints.py).
 """
 
 from __future__ import annotations
@@ -56,13 +55,13 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
     if local:
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
                 for f in local]
-        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish, None, spec, use_simhash),
+        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish),
                                                         stages.FINGERPRINTED_SCHEMA))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
         frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri, spec, use_simhash), stages.FINGERPRINTED_SCHEMA))
+        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri), stages.FINGERPRINTED_SCHEMA))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
         frame = spark.read.option("mergeSchema", "true").parquet(*by_path)
