@@ -98,7 +98,8 @@ def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
 @pytest.mark.parametrize("scheme", ["4", "5"])
 def test_spark_pairs_equal_neardup(spark, scheme):
     """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
-    edges, each once, and the same earliest earlier position within k bits."""
+    distinct fingerprints with their first positions, and the same pairs of them within k
+    bits, each once."""
     from dedup_hbase.index.arrays import as_signed
     from dedup_hbase.index.layout import Scheme
     from dedup_hbase.index.neardup import near_pairs
@@ -107,11 +108,13 @@ def test_spark_pairs_equal_neardup(spark, scheme):
     fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
     df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")
     want = near_pairs(fps, Scheme.parse(scheme), K)
-    got = [tuple(r) for r in pairs.near_pairs(df, Scheme.parse(scheme), K).collect()]
-    assert len(got) == len(set(got)) == len(want.edges())
-    assert sorted(got) == sorted(map(tuple, want.edges().tolist()))
-    earlier = {r["pos"]: r["earlier"] for r in pairs.earliest_earlier(df, Scheme.parse(scheme), K).collect()}
-    assert [-1 if earlier[i] is None else earlier[i] for i in range(len(fps))] == want.earliest_earlier().tolist()
+    firsts = pairs.distinct(df)
+    assert sorted(r["first"] for r in firsts.collect()) == sorted(want.first.tolist())
+    got = [tuple(r) for r in pairs.distinct_pairs(firsts, Scheme.parse(scheme), K).collect()]
+    first = want.first.tolist()
+    expected = sorted((min(first[i], first[j]), max(first[i], first[j])) for i, j in want.pairs.tolist())
+    assert len(got) == len(set(got)) == len(expected) > 100
+    assert sorted(got) == expected
 
 
 @pytest.mark.spark
