@@ -28,10 +28,11 @@ ORDER = {
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
     "stores.hbase": ["", "wire", "encoding", "tables", "connections", "datapath", "thrift1", "thrift2", "admin", "locks",
                      "store"],
-    "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "groups", "loader",
-             "spark", "engines"],
-    "jobs.spark": ["cds", "session", "hadoop", "stages", "texts", "inputs", "fingerprints", "records", "rows",
-                   "bulk", "job", "pairs", "components", "groups", "adding", "check", ""],
+    "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "options", "reports",
+             "outputs", "local", "spark", "engines"],
+    "jobs.local": ["components", "load", "check", "groups", ""],
+    "jobs.spark": ["cds", "session", "harness", "hadoop", "stages", "texts", "inputs", "fingerprints", "records",
+                   "rows", "bulk", "load", "pairs", "components", "groups", "adding", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
     "cli": ["", "command", "commands"],
@@ -149,7 +150,7 @@ def test_the_checker_sees_imports():
     assert package_imports(PACKAGE / "index" / "index.py") >= {"index.store", "index.layout", "errors"}
     assert "stores.local.records" in package_imports(PACKAGE / "stores" / "local" / "packed.py")
     assert wrong_imports("index.layout", {"index.index"}) == ["index.index"]
-    assert wrong_imports("jobs.loader", {"service.online"}) == ["service.online"]
+    assert wrong_imports("jobs.local.load", {"service.online"}) == ["service.online"]
     assert wrong_imports("index.index", {"stores"}) == ["stores"]
     assert wrong_imports("stores.hbase.store", {"index.store", "stores.hbase.thrift2"}) == []
     assert wrong_imports("stores.hbase.connections", {"stores.hbase.thrift2"}) == ["stores.hbase.thrift2"]

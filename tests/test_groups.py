@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 
 from dedup_hbase.cli.commands import app
 from dedup_hbase.errors import IndexMismatch, InvalidInput
-from dedup_hbase.jobs.groups import SCHEME_5_FROM, GroupsOptions, group_files, roots
+from dedup_hbase.jobs.local.components import id_groups, roots
+from dedup_hbase.jobs.local.groups import group_files
+from dedup_hbase.jobs.options import SCHEME_5_FROM, GroupsOptions
 from dedup_hbase.text.fingerprint import make_fingerprinter
 
 from conftest import shared_corpus
@@ -30,8 +32,7 @@ from planted import K, brute_components, brute_groups, planted
 def spark_groups(spark, paths, out, options):
     from dedup_hbase.jobs.spark import SparkOptions, spark_group_files
 
-    fp = make_fingerprinter()
-    return spark_group_files([str(p) for p in paths], str(out), options, SparkOptions(), fp.spec, fp.label,
+    return spark_group_files([str(p) for p in paths], str(out), options, SparkOptions(), make_fingerprinter(),
                              session=spark)
 
 
@@ -97,7 +98,8 @@ def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
 @pytest.mark.parametrize("scheme", ["4", "5"])
 def test_spark_pairs_equal_neardup(spark, scheme):
     """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
-    edges, each once, and the same earliest earlier position within k bits."""
+    distinct fingerprints with their first positions, and the same pairs of them within k
+    bits, each once."""
     from dedup_hbase.index.arrays import as_signed
     from dedup_hbase.index.layout import Scheme
     from dedup_hbase.index.neardup import near_pairs
@@ -106,11 +108,13 @@ def test_spark_pairs_equal_neardup(spark, scheme):
     fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
     df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")
     want = near_pairs(fps, Scheme.parse(scheme), K)
-    got = [tuple(r) for r in pairs.near_pairs(df, Scheme.parse(scheme), K).collect()]
-    assert len(got) == len(set(got)) == len(want.edges())
-    assert sorted(got) == sorted(map(tuple, want.edges().tolist()))
-    earlier = {r["pos"]: r["earlier"] for r in pairs.earliest_earlier(df, Scheme.parse(scheme), K).collect()}
-    assert [-1 if earlier[i] is None else earlier[i] for i in range(len(fps))] == want.earliest_earlier().tolist()
+    firsts = pairs.distinct(df)
+    assert sorted(r["first"] for r in firsts.collect()) == sorted(want.first.tolist())
+    got = [tuple(r) for r in pairs.distinct_pairs(firsts, Scheme.parse(scheme), K).collect()]
+    first = want.first.tolist()
+    expected = sorted((min(first[i], first[j]), max(first[i], first[j])) for i, j in want.pairs.tolist())
+    assert len(got) == len(set(got)) == len(expected) > 100
+    assert sorted(got) == expected
 
 
 @pytest.mark.spark
@@ -222,6 +226,41 @@ def test_vectorised_components_equal_union_find():
         assert roots(n, edges).tolist() == brute_components(n, edges.tolist())
     chain = np.array([[i + 1, i] for i in range(5000)])[::-1]  # a long path, given from its far end
     assert roots(5001, chain).tolist() == [0] * 5001
+
+
+def test_id_groups_are_the_components_in_first_seen_order():
+    """load --groups' components of edges between ids: those of a union-find, each group's ids in
+    the order first seen, the groups in the order of their first-seen id."""
+    rnd = random.Random(4)
+    ids = [f"x{i}" for i in range(400)]
+    for edges in (300, 800):
+        pairs = [(rnd.choice(ids), rnd.choice(ids)) for _ in range(edges)]
+        seen = list(dict.fromkeys(x for pair in pairs for x in pair))
+        number = {x: i for i, x in enumerate(seen)}
+        root = brute_components(len(seen), [(number[a], number[b]) for a, b in pairs])
+        want: dict[int, list[str]] = {}
+        for i, x in enumerate(seen):
+            want.setdefault(root[i], []).append(x)
+        assert list(id_groups(pairs)) == [g for g in want.values() if len(g) > 1]
+    assert list(id_groups([])) == []
+
+
+def test_a_hundred_thousand_copies_cost_memory_in_proportion():
+    """The edges load --groups writes for 100,000 copies of one page (each copy to the first,
+    and to the copy before it: 2n edges, never n²/2): one group, and the components' peak
+    memory under 1 KB a copy (Python's and numpy's allocations, tracemalloc)."""
+    import tracemalloc
+
+    n = 100_000
+    edges = (pair for i in range(1, n) for pair in (("c0", f"c{i}"), (f"c{i - 1}", f"c{i}")))
+    tracemalloc.start()
+    try:
+        found = [len(ids) for ids in id_groups(edges)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == [n]
+    assert peak < 1024 * n, f"{peak / n:.0f} bytes a copy"
 
 
 def test_bad_options_refused_as_load_refuses_them(tmp_path):

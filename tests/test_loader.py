@@ -10,7 +10,8 @@ from dedup_hbase import Index, Scheme, open_store
 from dedup_hbase.index.neardup import batch_pairs
 from dedup_hbase.jobs.corpus import Record
 from dedup_hbase.jobs.interrupts import Interrupted
-from dedup_hbase.jobs.loader import LoadOptions, load
+from dedup_hbase.jobs.local.load import load
+from dedup_hbase.jobs.options import LoadOptions
 from dedup_hbase.text.fingerprint import hamming
 
 

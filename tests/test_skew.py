@@ -14,8 +14,10 @@ from dedup_hbase import Document, Index, Match, Scheme, open_store
 from dedup_hbase.index.neardup import near_pairs
 from dedup_hbase.index.store import Cells
 from dedup_hbase.jobs.corpus import Record
-from dedup_hbase.jobs.groups import roots
-from dedup_hbase.jobs.loader import LoadOptions, check, load
+from dedup_hbase.jobs.local.check import check
+from dedup_hbase.jobs.local.components import roots
+from dedup_hbase.jobs.local.load import load
+from dedup_hbase.jobs.options import CheckOptions, LoadOptions
 from dedup_hbase.text.fingerprint import hamming
 
 from planted import K, brute_components, brute_pairs, flip, planted
@@ -85,7 +87,7 @@ def test_check_against_many_copies_is_bounded_and_counts_them_all():
     index = Index.create(open_store("memory:"), 4, K)
     load(index, copies(n), LoadOptions(fingerprints=True))
     load(index, [Record("mem", 1, id="near", simhash=0x0123456789ABCDEF ^ 0b111)], LoadOptions(fingerprints=True))
-    answers = list(check(index, copies(300, prefix="q"), use_simhash=True, max_matches=10))
+    answers = list(check(index, copies(300, prefix="q"), CheckOptions(fingerprints=True, max_matches=10)))
     assert len(answers) == 300
     want = sorted(f"c{i}" for i in range(n))[:10]
     for answer in answers:
@@ -95,8 +97,8 @@ def test_check_against_many_copies_is_bounded_and_counts_them_all():
     everything = index.query(0x0123456789ABCDEF)
     assert everything.total == n + 1 and len(everything) == n + 1
     assert everything[-1].id == "near" and everything[-1].distance == 3
-    few = list(check(index, copies(1, simhash=0x0123456789ABCDEF ^ 0b111, prefix="x"), use_simhash=True,
-                     max_matches=10_000))
+    few = list(check(index, copies(1, simhash=0x0123456789ABCDEF ^ 0b111, prefix="x"),
+                     CheckOptions(fingerprints=True, max_matches=10_000)))
     assert "match_count" not in few[0] and len(few[0]["matches"]) == n + 1
 
 

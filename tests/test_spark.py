@@ -19,8 +19,8 @@ import pytest
 from dedup_hbase import Index, open_store
 from dedup_hbase.index.schema import table_name
 from dedup_hbase.jobs.corpus import Fields, read_records
-from dedup_hbase.jobs.loader import LoadOptions
-from dedup_hbase.jobs.loader import load as local_load
+from dedup_hbase.jobs.local.load import load as local_load
+from dedup_hbase.jobs.options import LoadOptions
 from dedup_hbase.jobs.spark import inputs
 
 from conftest import hbase_store_url, shared_corpus
@@ -275,11 +275,14 @@ def sample_docs(n: int, seed: int = 1) -> list[str]:
 
 
 @pytest.mark.hbase
-def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_path, monkeypatch):
-    """v1 loaded by the local engine into both; then v2 (some ids with new texts, new ids):
-    the Spark load is cut off after the index table's bulk load, run again, and ends with
-    the same index as the local engine's load of v2; its staging folder is gone."""
-    from dedup_hbase.jobs.spark.bulk import STOP_ENV, StoppedForTest
+def test_rerun_after_a_kill_between_the_bulk_loads_and_into_a_filled_index(spark, hbase_pair, tmp_path):
+    """v1 loaded by the local engine into both; then v2 (some ids with new texts, new ids) by
+    the Spark engine in a process of its own, killed with -9 (with its JVM) as soon as it logs
+    the index table's bulk load, before the document table's: the index table has v2's rows,
+    no new document row was loaded, and the staging folder keeps the document table's HFiles. The same
+    load run again removes them, ends with the same index as the local engine's load of v2,
+    and leaves nothing staged."""
+    import signal
 
     docs = sample_docs(200)
     v1, v2 = tmp_path / "v1", tmp_path / "v2"
@@ -296,14 +299,26 @@ def test_rerun_after_a_failure_and_into_a_filled_index(spark, hbase_pair, tmp_pa
     for url in hbase_pair:
         local_load_to(url, [v1])
     staging = tmp_path / "staging"
-    with monkeypatch.context() as env, pytest.raises(StoppedForTest):
-        env.setenv(STOP_ENV, "index")
-        spark_load_to(spark_url, spark, [v2], staging=str(staging))
-    assert not any(p.is_file() for p in staging.rglob("*"))
+    with open_store(spark_url) as store:
+        index_table = table_name(store.table_prefix, "index")
+    load = subprocess.Popen(["dedup-hbase", "load", "--store", spark_url, "--engine", "spark", "--spark-master",
+                             "local[2]", "--staging", str(staging), "--verbose", "-q", str(v2)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for line in load.stderr:  # the log line of a step comes when the step is done (spark/harness.py)
+        if f"bulk load of {index_table}" in line:
+            os.killpg(load.pid, signal.SIGKILL)  # the load and its JVM
+            break
+    assert load.wait() == -signal.SIGKILL, "the load ended before it bulk-loaded its index table"
+    load.stderr.close()
+    new_ids = {json.loads(line)["id"] for line in docs[150:]}
+    assert not new_ids & set(documents(spark_url))  # killed before the document table's bulk load
+    assert len(index_cells(spark_url)) > len(index_cells(local_url))  # after the index table's (v2's new rows)
+    staged = [p for p in staging.rglob("*") if p.is_file() and not p.name.startswith(".")]  # not Hadoop's .crc
+    assert any("/docs/" in str(p) for p in staged)  # the killed run's document HFiles, never loaded
     a = spark_load_to(spark_url, spark, [v2], staging=str(staging))
     b = local_load_to(local_url, [v2])
     assert (a["read"], a["indexed"], a["rejected"]) == (b["read"], b["indexed"], b["rejected"])
-    assert a["new"] == b["new"] == 50  # docs[150:200]; the cut-off run loaded no document row
+    assert a["new"] == b["new"] == 50  # docs[150:200]; the killed run loaded no document row
     assert index_cells(spark_url) == index_cells(local_url)
     assert documents(spark_url) == documents(local_url)
     assert not any(p.is_file() for p in staging.rglob("*"))
@@ -470,6 +485,17 @@ def fingerprint_lines(label: str, n: int = 3000, seed: int = 21) -> list[str]:
         '{"id": "nan", "simhash": "00000000000000ab", "score": NaN}', "   ", "\u3000", "",
         '{"id": "f7", "simhash": "ffffffffffffffff", "featurizer": ""}', '{"id": "t-null", "simhash": '
         '"8000000000000000", "text": null, "title": 7}', '{"id": "' + "x" * 1025 + '", "simhash": "00000000000000ab"}',
+        # the id rule (index/ids.py) against the JVM's: numbers, fractions, booleans, null, objects,
+        # arrays, 1,024 bytes and one more, non-ASCII, escapes
+        '{"id": true, "simhash": "00000000000000ab"}', '{"id": false, "simhash": "00000000000000ab"}',
+        '{"id": null, "simhash": "00000000000000ab"}', '{"id": {"a": 1}, "simhash": "00000000000000ab"}',
+        '{"id": ["a"], "simhash": "00000000000000ab"}', '{"id": -7, "simhash": "00000000000000ac"}',
+        '{"id": 1e2, "simhash": "00000000000000ad"}', '{"id": -0, "simhash": "00000000000000ae"}',
+        '{"id": 123456789012345678901234567890, "simhash": "00000000000000af"}',
+        '{"id": "' + "é" * 512 + '", "simhash": "00000000000000b0"}', '{"id": "' + "é" * 513 + '", "simhash": "0"}',
+        '{"id": "' + "x" * 1024 + '", "simhash": "00000000000000b1"}', '{"id": "中文 ß 𝄞", "simhash": "00000000000000b2"}',
+        '{"id": "\\u00e9\\n\\t\\"q\\" \\ud834\\udd1e", "simhash": "00000000000000b3"}',
+        '{"id": " ", "simhash": "00000000000000b4"}', '{"id": "\\u0000", "simhash": "00000000000000b5"}',
     ]
     for line in odd:
         lines.insert(rnd.randrange(len(lines)), line)

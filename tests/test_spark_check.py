@@ -22,9 +22,9 @@ from test_spark import with_zk
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.jobs.corpus import Fields, read_records
-from dedup_hbase.jobs.loader import LoadOptions
-from dedup_hbase.jobs.loader import check as local_check
-from dedup_hbase.jobs.loader import load as local_load
+from dedup_hbase.jobs.local.check import check as local_check
+from dedup_hbase.jobs.local.load import load as local_load
+from dedup_hbase.jobs.options import CheckOptions, LoadOptions
 
 from conftest import hbase_store_url, shared_corpus
 
@@ -87,14 +87,14 @@ def load_local(url: str, path: Path, fingerprints: bool = True, **kw) -> dict:
 def local_records(url: str, path: Path, fingerprints: bool = True, **kw) -> list[dict]:
     with open_store(url) as store:
         return list(local_check(Index.open(store), read_records([str(path)], "auto", Fields()),
-                                use_simhash=fingerprints, **kw))
+                                CheckOptions(fingerprints=fingerprints, **kw)))
 
 
 def spark_check(url: str, spark, paths, out: Path, **kw):
-    from dedup_hbase.jobs.spark import CheckOptions, SparkOptions, spark_check_files
+    from dedup_hbase.jobs.spark import SparkOptions, spark_check_files
 
     with open_store(url) as store:
-        return spark_check_files(Index.open(store), [str(p) for p in paths], CheckOptions(str(out), **kw),
+        return spark_check_files(Index.open(store), [str(p) for p in paths], CheckOptions(out=str(out), **kw),
                                  SparkOptions(), session=spark)
 
 
@@ -122,7 +122,7 @@ def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path
     report = spark_check(url, spark, [probes], tmp_path / "out", fingerprints=True)
     got = json_records(tmp_path / "out")
     same_records(got, expected)
-    assert (report.documents, report.rejected) == (2001, 2)
+    assert (report.read, report.rejected) == (2001, 2)
     assert report.with_matches == sum(1 for r in expected if r.get("matches"))
     # the Parquet output holds the same records
     table = pq.read_table(tmp_path / "out" / "parquet").to_pylist()

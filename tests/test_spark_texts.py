@@ -1,19 +1,21 @@
-"""The Spark workers' JSON lines of texts read by the compiled core (spark/texts.py) give exactly
-the records corpus.py's reader and batches.py's fingerprinting give (inputs.parse_files without
-the core's reader): every column of every record, on the shared corpus and on hostile lines
-(bad ids, texts that are not strings, malformed JSON, NaN, lone surrogates, bad UTF-8, a BOM,
-duplicate fields, lone CRs, blocks cut in every place). No Spark needed: the worker's function
-is run as Spark runs it, on an Arrow batch of file rows."""
+"""What the Spark workers read is what corpus.py reads: files of JSON lines (gzip through ISA-L,
+texts.opened) give exactly the records corpus.py's reader and batches.py's fingerprinting give on
+this machine, every column of every record, on the shared corpus and on hostile lines (bad ids,
+texts that are not strings, malformed JSON, NaN, lone surrogates, bad UTF-8, a BOM, duplicate
+fields, lone CRs), whole and in pieces; and the Parquet rows the compiled core fingerprints a
+batch at a time (texts.parquet_batch) give the records of corpus.parquet_record. No Spark
+needed: the worker's function is run as Spark runs it, on an Arrow batch of file rows."""
 
 import bz2
 import gzip
 import json
 import random
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from dedup_hbase.jobs.corpus import Fields
+from dedup_hbase.jobs.corpus import Fields, read_opened
 from dedup_hbase.jobs.spark import inputs, stages, texts
 from dedup_hbase.text.fingerprint import make_fingerprinter
 
@@ -24,14 +26,27 @@ if stages.fingerprinter(SPEC).core is None:
     require_or_skip("the compiled core is not installed (scripts/setup builds it with cargo)")
 
 
-def parse(files: list[inputs.InputFile], fast: bool, fields: Fields = Fields(), spec: dict = SPEC) -> list[dict]:
-    finish = stages.fingerprint_records(spec, False)
-    run = inputs.parse_files(fields, finish, None, spec if fast else None, False)
+def parse(files: list[inputs.InputFile], fields: Fields = Fields(), spec: dict = SPEC) -> list[dict]:
+    """The records of ``files`` as a Spark worker reads them (inputs.parse_files)."""
+    run = inputs.parse_files(fields, stages.fingerprint_records(spec, False))
     rows = [{"ordinal": f.ordinal, "path": str(f.path), "source": f.source, "fmt": f.fmt, "doc_id": f.doc_id,
              "start": f.start, "end": f.end, "first_line": f.first_line} for f in files]
     out = list(run([pa.RecordBatch.from_pylist(rows, schema=_file_schema())]))
     records = pa.Table.from_batches(out).to_pylist() if out else []
     return sorted(records, key=lambda r: (r["ordinal"], r["line"]))
+
+
+def reference(files: list[inputs.InputFile], fields: Fields = Fields(), spec: dict = SPEC) -> list[dict]:
+    """The records of whole ``files`` as corpus.py reads them on this machine (zlib), fingerprinted
+    as a local job fingerprints them."""
+    finish = stages.fingerprint_records(spec, False)
+    out = []
+    for f in files:
+        with open(f.path, "rb") as raw:
+            records = [(f.ordinal, r) for r in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id)]
+        if records:
+            out.extend(finish(records).to_pylist())
+    return sorted(out, key=lambda r: (r["ordinal"], r["line"]))
 
 
 def _file_schema():
@@ -40,26 +55,11 @@ def _file_schema():
                       ("first_line", pa.int64())])
 
 
-@pytest.fixture
-def core_reads(monkeypatch):
-    """Counts the blocks the core reads (so a test knows the fast path ran)."""
-    calls = []
-    real = texts.batches
-
-    def counted(*args, **kwargs):
-        calls.append(args[2])
-        yield from real(*args, **kwargs)
-    monkeypatch.setattr(texts, "batches", counted)
-    return calls
-
-
-def test_the_shared_corpus_reads_the_same(core_reads):
-    path = shared_corpus("xwlb_zh.jsonl.gz")
-    files = [inputs.InputFile(0, str(path), "news.jsonl.gz", "auto", None)]
-    fast, reference = parse(files, True), parse(files, False)
-    assert core_reads == [str(path)]
-    assert len(fast) > 10_000 and fast == reference
-    assert all(r["error"] is None for r in fast[:100])
+def test_the_shared_corpus_reads_the_same():
+    files = [inputs.InputFile(0, str(shared_corpus("xwlb_zh.jsonl.gz")), "news.jsonl.gz", "auto", None)]
+    got = parse(files)
+    assert len(got) > 10_000 and got == reference(files)
+    assert all(r["error"] is None for r in got[:100])
 
 
 def _escaped(text: str) -> str:
@@ -106,10 +106,8 @@ def hostile_lines(rnd: random.Random, count: int) -> bytes:
     return b"".join(out)
 
 
-@pytest.mark.parametrize("block", [7, 64, 1000, texts.BLOCK])
-@pytest.mark.parametrize("seed", range(6))
-def test_hostile_lines_read_the_same(tmp_path, monkeypatch, core_reads, seed, block):
-    monkeypatch.setattr(texts, "BLOCK", block)
+@pytest.mark.parametrize("seed", range(4))
+def test_hostile_lines_read_the_same(tmp_path, seed):
     rnd = random.Random(seed)
     data = hostile_lines(rnd, 300)
     plain, packed = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
@@ -118,28 +116,26 @@ def test_hostile_lines_read_the_same(tmp_path, monkeypatch, core_reads, seed, bl
     (tmp_path / "c.json.bz2").write_bytes(bz2.compress(data))
     files = [inputs.InputFile(i, str(p), p.name, "auto", None)
              for i, p in enumerate([plain, packed, tmp_path / "c.json.bz2"])]
-    fast, reference = parse(files, True), parse(files, False)
-    assert len(core_reads) == 3
-    assert fast == reference
-    errors = {r["reason"] for r in fast if r["error"]}
+    got = parse(files)
+    assert got == reference(files)
+    errors = {r["reason"] for r in got if r["error"]}
     assert {"malformed JSON", "invalid UTF-8", "'id' is null", "featureless text"} <= errors
-    assert sum(r["error"] is None for r in fast) > 100
+    assert sum(r["error"] is None for r in got) > 100
 
 
-def test_pieces_of_a_file_read_the_same(tmp_path, monkeypatch, core_reads):
+def test_pieces_of_a_file_read_the_same(tmp_path, monkeypatch):
     rnd = random.Random(11)
     data = hostile_lines(rnd, 2000).replace(b"\r", b" ")  # a file with a CR is not cut
     path = tmp_path / "big.jsonl"
     path.write_bytes(data)
     monkeypatch.setattr(inputs, "MIN_PIECE", 4096)
-    pieces = inputs.pieces(inputs.InputFile(0, str(path), "big.jsonl", "auto", None), 8)
+    whole = inputs.InputFile(0, str(path), "big.jsonl", "auto", None)
+    pieces = inputs.pieces(whole, 8)
     assert len(pieces) >= 8 and pieces[1].first_line > 1
-    fast = parse(pieces, True)
-    assert len(core_reads) == len(pieces)
-    assert fast == parse(pieces, False) == parse([inputs.InputFile(0, str(path), "big.jsonl", "auto", None)], False)
+    assert parse(pieces) == parse([whole]) == reference([whole])
 
 
-def test_a_binary_file_is_one_reject_and_other_field_names(tmp_path, core_reads):
+def test_a_binary_file_is_one_reject_and_other_field_names(tmp_path):
     binary = tmp_path / "x.jsonl"
     binary.write_bytes(b'{"id": "a", "text": "t"}\n\0\0\0 binary')
     named = tmp_path / "y.jsonl"
@@ -147,22 +143,11 @@ def test_a_binary_file_is_one_reject_and_other_field_names(tmp_path, core_reads)
     fields = Fields(id="doc", text="body", title="headline")
     files = [inputs.InputFile(0, str(binary), "x.jsonl", "auto", None),
              inputs.InputFile(1, str(named), "y.jsonl", "jsonl", None)]
-    fast = parse(files, True, fields)
-    assert fast == parse(files, False, fields)
-    assert [(r["line"], r["reason"]) for r in fast] == [(1, "binary data, not text (a NUL byte at byte 25)"),
-                                                        (1, None)]
-    assert fast[1]["id"] == "a" and fast[1]["title"] == "h" and fast[1]["simhash"] is not None
-
-
-def test_the_shingles_featurizer_reads_the_same(tmp_path, core_reads):
-    spec = make_fingerprinter("shingles", shingle_size=3, seed=9).spec
-    path = tmp_path / "s.jsonl"
-    path.write_bytes(hostile_lines(random.Random(3), 400))
-    files = [inputs.InputFile(0, str(path), "s.jsonl", "auto", None)]
-    fast = parse(files, True, spec=spec)
-    assert core_reads == [str(path)] and fast == parse(files, False, spec=spec)
-    assert fast != parse(files, True)  # other fingerprints than jieba's
-    assert sum(r["simhash"] is not None for r in fast) > 100
+    got = parse(files, fields)
+    assert got == reference(files, fields)
+    assert [(r["line"], r["reason"]) for r in got] == [(1, "binary data, not text (a NUL byte at byte 25)"),
+                                                       (1, None)]
+    assert got[1]["id"] == "a" and got[1]["title"] == "h" and got[1]["simhash"] is not None
 
 
 def test_the_core_is_not_used_where_it_cannot_mirror_the_reader():
@@ -240,7 +225,7 @@ def test_gzip_is_read_by_isal_with_every_member(tmp_path):
         assert isinstance(stream.raw, igzip.GzipFile)
         assert stream.read() == first + second
     files = [inputs.InputFile(0, str(path), "two.jsonl.gz", "auto", None)]
-    assert parse(files, True) == parse(files, False)
+    assert parse(files) == reference(files)
 
 
 def test_a_parquet_batch_of_good_rows_only_reads_the_same():

@@ -12,6 +12,9 @@ A wrapped command
   naming the extra to install), SIGINT or SIGTERM (128 + the signal's number), a closed
   stdout (``| head``: exit 0, quietly). ``--verbose`` adds the traceback.
 
+A job that finished with more rejected records than allowed ends with status 3
+(``exit_for_rejects``).
+
 It does not catch anything else: a bug prints its traceback.
 """
 
@@ -33,6 +36,7 @@ from typer.core import TyperCommand, TyperGroup
 from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
 from ..index.index import Index
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
+from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, AdminGatewayUnreachable, Store, open_store
 
 # What the CLI adds to a library error: the command that fixes it.
@@ -84,6 +88,18 @@ class Session:
 def out(obj) -> None:
     """One JSON line on stdout."""
     typer.echo(json.dumps(obj, ensure_ascii=False))
+
+
+EXIT_REJECTS = 3  # a job finished, but rejected more records than --max-rejects allows
+
+
+def exit_for_rejects(report: JobReport, max_rejects: float | None, kept: str | None) -> None:
+    """End a finished job with status ``EXIT_REJECTS`` and one line when its rejects make it
+    count as failed (``JobReport.failure``); ``kept``: the --rejects file, if any."""
+    failure = report.failure(max_rejects)
+    if failure:
+        typer.echo(f"error: {failure}{'' if kept else '; --rejects FILE keeps them'}", err=True)
+        raise typer.Exit(EXIT_REJECTS)
 
 
 def _fail(ctx: typer.Context, message: str, status: int) -> None:

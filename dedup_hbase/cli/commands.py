@@ -25,17 +25,13 @@ from ..index.retention import parse_duration
 from ..index.schema import hbase_shell_ddl, load_schema
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
-from ..jobs.corpus import FORMATS, Fields, check_columns, read_records
-from ..jobs.groups import DEFAULT_K, SCHEME_5_FROM, GroupsOptions
+from ..jobs.corpus import FORMATS, Fields, read_records
 from ..jobs.interrupts import exit_status, sigterm_raises
-from ..jobs.loader import LoadOptions
-from ..jobs.loader import check as check_records
+from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
-from .command import STORE_HELP, Group, Session, VerboseOption, command, out
+from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_rejects, out
 from .command import Command as _Command
-
-EXIT_REJECTS = 3  # a load finished, but rejected more records than --max-rejects allows
 
 app = typer.Typer(
     name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=False,
@@ -122,13 +118,10 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from ..jobs.progress import LoadProgress
 
-    options = LoadOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, skip_near_dups, groups,
-                          rejects, restart, batch_size, workers, LoadOptions.parse_max_rejects(max_rejects))
-    spark = None
-    if engines.check_engine(engine) == "spark":
-        from ..jobs.spark import SparkOptions
-
-        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf), staging)
+    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints,
+                          batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
+                          rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
+    spark = _spark(engine, spark_master, spark_conf, staging)
     index = ctx.obj.index()
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
@@ -137,10 +130,14 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
         out({"store": index.store.url, **report.to_dict()})
     else:
         typer.echo(report.summary(index.fingerprinter.label), err=True)
-    failure = report.failure(options.max_rejects)
-    if failure:
-        typer.echo(f"error: {failure}{'' if options.rejects else '; --rejects FILE keeps them'}", err=True)
-        raise typer.Exit(EXIT_REJECTS)
+    exit_for_rejects(report, options.max_rejects, options.rejects)
+
+
+def _spark(engine: str, master: str, conf: list[str] | None, staging: str | None = None) -> SparkOptions | None:
+    """The Spark engine's options of a job's command line (None for the local engine)."""
+    if engines.check_engine(engine) == "spark":
+        return SparkOptions(master, SparkOptions.parse_conf(conf), staging)
+    return None
 
 
 @_command
@@ -159,13 +156,9 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     their connected components; each group keeps its first document in input order.
 
     Needs no --store. Bad records are reported and skipped; read = documents + rejected."""
-    options = GroupsOptions(fmt, Fields(id=id_field, text=text_field), fingerprints, k, scheme, rejects,
-                            workers=workers)
-    spark = None
-    if engines.check_engine(engine) == "spark":
-        from ..jobs.spark import SparkOptions
-
-        spark = SparkOptions(spark_master, SparkOptions.parse_conf(spark_conf))
+    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints,
+                            workers=workers, k=k, scheme=scheme, rejects=rejects)
+    spark = _spark(engine, spark_master, spark_conf)
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     report = engines.groups(files, out_dir, options, fp, engine, spark)
     if json_:
@@ -218,27 +211,25 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
-    index, fields = ctx.obj.index(), Fields(id=id_field, text=text_field)
-    if engines.check_engine(engine) == "spark" or out_dir is not None or add_new:
-        report = engines.check(index, files, out_dir, engine, add_new=add_new, fmt=fmt, fields=fields,
-                               fingerprints=fingerprints, k=k, max_matches=max_matches,
-                               spark=(spark_master, spark_conf, staging))
+    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints, k=k,
+                           max_matches=max_matches, out=out_dir, add_new=add_new)
+    report = engines.check(ctx.obj.index(), files, options, engine, _spark(engine, spark_master, spark_conf, staging),
+                           on_answer=out if json_ else _print_answer)
+    if engine == "spark":
         if json_:
             out(report.to_dict())
         else:
             typer.echo(report.summary(), err=True)
-        return
-    check_columns(files, fmt, fields, fingerprints)
-    for answer in check_records(index, read_records(files, fmt, fields), k=k, use_simhash=fingerprints,
-                                 max_matches=max_matches):
-        if json_:
-            out(answer)
-        elif "error" in answer:
-            typer.echo(f"{answer['source']}:{answer['line']} {answer['id'] or ''}: rejected: {answer['error']}", err=True)
-        else:
-            found = ", ".join(f"{m['id']} ({m['distance']})" for m in answer["matches"]) or "-"
-            found += f" ... ({answer['match_count']} in all)" if "match_count" in answer else ""
-            typer.echo(f"{answer['id']}\t{answer['simhash']}\t{found}")
+
+
+def _print_answer(answer: dict) -> None:
+    """A check record for people: a rejected one on stderr, else ``id TAB simhash TAB matches``."""
+    if "error" in answer:
+        typer.echo(f"{answer['source']}:{answer['line']} {answer['id'] or ''}: rejected: {answer['error']}", err=True)
+    else:
+        found = ", ".join(f"{m['id']} ({m['distance']})" for m in answer["matches"]) or "-"
+        found += f" ... ({answer['match_count']} in all)" if "match_count" in answer else ""
+        typer.echo(f"{answer['id']}\t{answer['simhash']}\t{found}")
 
 
 @_command

@@ -1,22 +1,21 @@
-"""Records fingerprinted in batches, with the checks and reasons every bulk job shares.
+"""Records fingerprinted in batches, with the checks every bulk job shares.
 
 A load, a check, a groups job and the Spark engine's workers all turn input records
 (corpus.py) into fingerprints the same way, here: a record with a usable id gets its
 ``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
-a batch go to the fingerprinter in one call. A rejected record is counted under its
-``reason_of`` and, where the user asks for them, written as a ``reject_line``.
+a batch go to the fingerprinter in one call. How a rejected record is counted and reported:
+reports.py.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from ..errors import IndexMismatch, InvalidInput
+from ..errors import IndexMismatch
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
-from .corpus import FORMATS, Record
+from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
 
 
@@ -57,17 +56,6 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
         _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
 
 
-def check_batching(fmt: str, batch_size: int, workers: int | None) -> None:
-    """Refuse options every bulk job reads its inputs with: an unknown format, a batch
-    below one document, fewer than one worker (None: one per core)."""
-    if fmt not in FORMATS:
-        raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    if batch_size < 1:
-        raise InvalidInput(f"batch_size must be >= 1, not {batch_size}")
-    if workers is not None and workers < 1:
-        raise InvalidInput(f"workers must be >= 1, not {workers}")
-
-
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                   pool: FingerprintPool) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
@@ -88,16 +76,6 @@ def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record],
     with FingerprintPool(fingerprinter, workers) as pool:
         for batch in fingerprinted(records, use_simhash, batch_size, pool):
             yield from batch
-
-
-def reason_of(error: str) -> str:
-    """The reason a rejected record is counted under: its error up to the first colon."""
-    return error.split(":", 1)[0]
-
-
-def reject_line(source: str, line: int, doc_id: str | None, reason: str) -> str:
-    """A rejected record as the JSON line of a ``--rejects`` file (newline included)."""
-    return json.dumps({"source": source, "line": line, "id": doc_id, "reason": reason}, ensure_ascii=False) + "\n"
 
 
 def check_featurizers(records: list[Record], label: str, whose: str = "this index's") -> int:

@@ -2,10 +2,10 @@
 daemon, with ``pyspark.worker`` imported before it forks a worker for each task slot.
 
 Spark puts its zip of PySpark first on the workers' path, and Python keeps no compiled
-bytecode of a zip: each worker compiled ``pyspark.worker`` and what it imports again, about
-0.7 s of CPU. Here the installed PySpark is imported instead when it is the same as the zip
-(a local job: Spark's home is the installed package), with its compiled bytecode (0.1 s),
-once, and every fork has it. Only that is imported: numpy and pyarrow start threads on
+bytecode of a zip: each worker would compile ``pyspark.worker`` and what it imports again.
+Here the installed PySpark is imported instead when it is the same as the zip (a local job:
+Spark's home is the installed package), with its compiled bytecode, once, and every fork has
+it. Only that is imported: numpy and pyarrow start threads on
 import, which must not exist when the daemon forks (PySpark's daemon imports the worker
 after the fork for that reason).
 """

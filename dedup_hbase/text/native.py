@@ -125,13 +125,6 @@ class NativeFingerprinter:
             return self.reference(text)
         raise EmptyDocument(EmptyDocument.EMPTY_TEXT if status == _EMPTY else EmptyDocument.NO_FEATURES)
 
-    def read_jsonl(self, data: bytes, first_line: int, last: bool, fields: tuple[str, str, str, str, str],
-                   threads: int = 1) -> tuple:
-        """A block of JSON lines of texts read and fingerprinted (native/src/jsonl.rs: the lines
-        it reads, as Arrow buffers, and the lines it leaves to corpus.py's reader, with their
-        numbers). ``fields``: the names of the id, text, simhash, title and featurizer fields."""
-        return self.core.read_jsonl(data, first_line, last, fields, self.seed, threads)
-
     def fingerprint_many(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """Fingerprints of ``texts`` (uint64, 0 where there is none) and, by position,
         the EmptyDocument message of each text without one. The GIL is released while

@@ -14,7 +14,6 @@ use std::sync::Mutex;
 pub mod boilerplate;
 pub mod jieba_cut;
 pub mod jieba_terms;
-pub mod jsonl;
 pub mod mmh3;
 pub mod normalize;
 pub mod pyre;

@@ -2,8 +2,8 @@
 //! checks the Unicode version and the patterns and falls back to the reference.
 
 use crate::{
-    boilerplate, jieba_terms::JiebaTerms, jsonl, mmh3, normalize, unicode, Featurize,
-    Shingles, Status, Works,
+    boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status,
+    Works,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -73,80 +73,6 @@ fn single<F: Featurize>(
             Err(s) => (0, s as u8),
         },
     }))
-}
-
-/// `(id, text, simhash, title, featurizer)`: the input's field names
-type FieldNames = (String, String, String, String, String);
-
-/// A block of JSON lines read (jsonl.rs) as Arrow's buffers: `(consumed, next_line, (lines
-/// (i64), id bytes, id offsets (i32), title bytes, title offsets, title present (a byte
-/// each), lengths (i64), sizes (i64), fingerprints (u64), statuses (u8)), (the other lines'
-/// numbers, the other lines))`, all little-endian.
-type JsonlBlock<'py> = (
-    usize,
-    i64,
-    [Bound<'py, PyBytes>; 10],
-    (Vec<i64>, Vec<Bound<'py, PyBytes>>),
-);
-
-#[allow(clippy::too_many_arguments)]
-fn jsonl_block<'py, F: Featurize>(
-    py: Python<'py>,
-    featurizer: &F,
-    works: &Works<F::Work>,
-    data: &[u8],
-    first_line: i64,
-    last: bool,
-    names: &FieldNames,
-    seed: u32,
-    threads: usize,
-) -> PyResult<JsonlBlock<'py>> {
-    let fields = jsonl::Fields {
-        id: &names.0,
-        text: &names.1,
-        simhash: &names.2,
-        title: &names.3,
-        featurizer: &names.4,
-    };
-    let b = py.detach(|| {
-        jsonl::read_block(
-            featurizer, works, data, first_line, last, &fields, seed, threads,
-        )
-    });
-    fn le<T: Copy, const N: usize>(items: &[T], bytes: fn(T) -> [u8; N]) -> Vec<u8> {
-        items.iter().flat_map(|&x| bytes(x)).collect()
-    }
-    fn strings<'a>(items: impl Iterator<Item = &'a str>) -> PyResult<(Vec<u8>, Vec<u8>)> {
-        let (mut data, mut offsets) = (Vec::new(), vec![0i32]);
-        for s in items {
-            data.extend_from_slice(s.as_bytes());
-            offsets.push(i32::try_from(data.len()).map_err(|_| {
-                PyValueError::new_err("a block of JSON lines holds over 2 GB of ids or titles")
-            })?);
-        }
-        Ok((data, le(&offsets, i32::to_le_bytes)))
-    }
-    let (ids, id_offsets) = strings(b.ids.iter().map(String::as_str))?;
-    let (titles, title_offsets) = strings(b.titles.iter().map(|t| t.as_deref().unwrap_or("")))?;
-    let present: Vec<u8> = b.titles.iter().map(|t| t.is_some() as u8).collect();
-    let bytes = |v: &[u8]| PyBytes::new(py, v);
-    Ok((
-        b.consumed,
-        b.next_line,
-        [
-            bytes(&le(&b.lines, i64::to_le_bytes)),
-            bytes(&ids),
-            bytes(&id_offsets),
-            bytes(&titles),
-            bytes(&title_offsets),
-            bytes(&present),
-            bytes(&le(&b.lengths, i64::to_le_bytes)),
-            bytes(&le(&b.sizes, i64::to_le_bytes)),
-            bytes(&le(&b.hashes, u64::to_le_bytes)),
-            bytes(&b.status),
-        ],
-        (b.other_lines, b.others.iter().map(|o| bytes(o)).collect()),
-    ))
 }
 
 fn str_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -227,24 +153,6 @@ impl Jieba {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
-    /// A block of JSON lines of texts read and fingerprinted (jsonl.rs; `jsonl_block`)
-    #[pyo3(signature = (data, first_line, last, fields, seed, threads=1))]
-    #[allow(clippy::too_many_arguments)]
-    fn read_jsonl<'py>(
-        &self,
-        py: Python<'py>,
-        data: &[u8],
-        first_line: i64,
-        last: bool,
-        fields: FieldNames,
-        seed: u32,
-        threads: usize,
-    ) -> PyResult<JsonlBlock<'py>> {
-        jsonl_block(
-            py, &self.0, &self.1, data, first_line, last, &fields, seed, threads,
-        )
-    }
-
     /// `({word: idf in thousandths}, median)` as the core read them
     fn idf_table<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, i64)> {
         let (table, median) = self.0.idf_table();
@@ -300,24 +208,6 @@ impl ShingleCore {
         threads: usize,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         batch(py, &self.0, &self.1, texts, seed, threads)
-    }
-
-    /// A block of JSON lines of texts read and fingerprinted (jsonl.rs; `jsonl_block`)
-    #[pyo3(signature = (data, first_line, last, fields, seed, threads=1))]
-    #[allow(clippy::too_many_arguments)]
-    fn read_jsonl<'py>(
-        &self,
-        py: Python<'py>,
-        data: &[u8],
-        first_line: i64,
-        last: bool,
-        fields: FieldNames,
-        seed: u32,
-        threads: usize,
-    ) -> PyResult<JsonlBlock<'py>> {
-        jsonl_block(
-            py, &self.0, &self.1, data, first_line, last, &fields, seed, threads,
-        )
     }
 }
 

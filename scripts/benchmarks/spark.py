@@ -15,7 +15,7 @@ and local runs interleaved so that drift in the machine's load hits both:
 
 Every run is the command line in its own process, timed from outside: Python start, Spark
 session and JVM start, reading, fingerprinting, HFiles and bulk load all included. The Spark
-runs also log their steps (logger ``dedup_hbase.jobs.spark.job``). Then a projection for 10^9
+runs also log their steps (logger ``dedup_hbase.jobs.spark.harness``). Then a projection for 10^9
 documents of 3 KB from the measured per-core rates, with the arithmetic shown.
 
 Needs an HBase with its ZooKeeper: ``--hbase URL`` with ``zk=HOST:PORT``, else the local one
@@ -43,7 +43,7 @@ from .hbase import SKIPPED
 CORPUS = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "data" / "xwlb_zh.jsonl.gz"
 RUNNER = ("import logging, sys\n"
           "logging.basicConfig(level=logging.WARNING, format='STEP %(message)s')\n"
-          "logging.getLogger('dedup_hbase.jobs.spark.job').setLevel(logging.INFO)\n"
+          "logging.getLogger('dedup_hbase.jobs.spark.harness').setLevel(logging.INFO)\n"
           "from dedup_hbase.cli.commands import main\n"
           "sys.argv = ['dedup-hbase', *sys.argv[1:]]\n"
           "main()\n")

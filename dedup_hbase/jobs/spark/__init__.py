@@ -1,14 +1,16 @@
-"""``dedup-hbase load --engine spark``: the bulk load as an Apache Spark job (PySpark).
+"""The Spark engine: the bulk jobs as Apache Spark jobs (PySpark), with the options, reports and
+outputs the local engine shares (options.py, reports.py, outputs.py) and one harness
+(harness.py: session, step clock, interrupts, persistence).
 
-Library entry point: ``spark_load_files(index, paths, LoadOptions, SparkOptions)``, as
-``loader.load_files`` (engines.py picks the engine); see job.py for the data flow and
-timestamps, bulk.py for HFiles, the bulk load and staging files. ``spark_group_files``: the
-near-duplicate groups of a corpus (groups.py's job; pairs.py, components.py). ``check --engine
-spark``: ``spark_check_files(index, paths, CheckOptions, SparkOptions)`` (check.py).
+``spark_load_files(index, paths, LoadOptions, SparkOptions)`` (load.py; HFiles and the bulk
+load: bulk.py), ``spark_check_files(index, paths, CheckOptions, SparkOptions)`` (check.py; its
+``--add-new``: adding.py), ``spark_group_files(paths, out, GroupsOptions, SparkOptions,
+fingerprinter)`` (groups.py; pairs.py, components.py); engines.py picks the engine.
 """
 
-from .check import CheckOptions, CheckReport, spark_check_files
+from ..options import SparkOptions
+from .check import spark_check_files
 from .groups import spark_group_files
-from .job import SparkOptions, spark_load_files
+from .load import spark_load_files
 
-__all__ = ["CheckOptions", "CheckReport", "SparkOptions", "spark_check_files", "spark_group_files", "spark_load_files"]
+__all__ = ["SparkOptions", "spark_check_files", "spark_group_files", "spark_load_files"]

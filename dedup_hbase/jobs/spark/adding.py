@@ -1,7 +1,7 @@
 """``check --engine spark --add-new``: index, by HFiles, the documents that match nothing in the
 index nor an earlier document of the input (the batch form of ``add?if_new=true``).
 
-The rule is ``load --skip-near-dups``'s (loader._near_duplicates), for the whole input as one
+The rule is ``load --skip-near-dups``'s (local/load.py, ``near_duplicates``), for the whole input as one
 batch: a document is left out when the index holds a document with another id within k bits
 of it, or an earlier document of the input (by file, then line) has another id and is within
 k bits. A document whose only match is itself (its id, indexed before) is written again.
@@ -19,35 +19,31 @@ from __future__ import annotations
 import time
 
 from ...index.index import Index
-from ..loader import LoadReport
-from . import bulk, pairs
+from ..reports import LoadReport
+from . import bulk, pairs, records
+from .harness import SparkJob
 
-POSITION_BITS = 40  # a position: the input file's ordinal << 40 | the record's line
 
-
-def add_new(spark, index: Index, fingerprinted, answers, staging: str | None, clock=lambda step: None) -> tuple[int, int]:
+def add_new(job: SparkJob, index: Index, fingerprinted, answers, staging: str | None) -> tuple[int, int]:
     """Write the new documents of ``fingerprinted`` (``answers``: their matches in the index,
     check.answer_records) into ``index``'s HBase tables; (documents added, near-duplicates
     skipped)."""
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    good = fingerprinted.where(F.col("error").isNull()).withColumn(
-        "pos", F.shiftleft(F.col("ordinal").cast("long"), POSITION_BITS) + F.col("line"))
+    good = records.good(fingerprinted).withColumn("pos", records.position())
     in_index = answers.where(F.col("error").isNull()).select(
         "ordinal", "line", (F.exists("matches", lambda m: m["id"] != F.col("id")) | F.col("match_count").isNotNull())
         .alias("in_index"))
     flagged = good.join(in_index, ["ordinal", "line"]).join(earlier_near(good, index), "pos", "left")
     flagged = flagged.withColumn("skip", F.col("in_index") | F.coalesce(F.col("earlier"), F.lit(False)))
-    flagged = flagged.persist(StorageLevel.MEMORY_AND_DISK)
+    flagged = job.persist(flagged)
     counts = flagged.agg(F.sum(F.when(F.col("skip"), 0).otherwise(1)), F.sum(F.when(F.col("skip"), 1).otherwise(0)))
     added, skipped = (c or 0 for c in counts.collect()[0])
-    clock("new documents found")
+    job.clock("new documents found")
     if added:
-        report = LoadReport()
-        bulk.load(spark, index, index.store.hfile_target(), flagged.where(~F.col("skip")), report, staging, None,
-                  int(time.time() * 1000), clock)
-    flagged.unpersist()
+        bulk.load(job, index, index.store.hfile_target(), flagged.where(~F.col("skip")), LoadReport(), staging, None,
+                  int(time.time() * 1000))
+    job.unpersist(flagged)
     return added, skipped
 
 

@@ -15,9 +15,6 @@ BulkLoadHFiles.
 Staging: ``<staging>/<load key>/`` (default: the system's temp folder; on a cluster a folder
 on the HBase cluster's file system). A rerun of the same load first removes what a killed
 run left there; a finished or failed run removes its own.
-
-For tests: ``$DEDUP_HBASE_SPARK_STOP_AFTER=index`` stops a load (``StoppedForTest``) right
-after the index table's bulk load, as a crash between the two would.
 """
 
 from __future__ import annotations
@@ -30,22 +27,19 @@ import uuid
 from ...index.index import Index
 from ...index.schema import load_schema
 from ...index.store import HFileTarget
-from ..loader import LoadReport
-from . import hadoop, inputs, rows, stages
-
-STOP_ENV = "DEDUP_HBASE_SPARK_STOP_AFTER"
-
-
-class StoppedForTest(RuntimeError):
-    """``$DEDUP_HBASE_SPARK_STOP_AFTER`` cut a load off between its two bulk loads."""
+from ..options import uri_of
+from ..reports import LoadReport
+from . import hadoop, rows, stages
+from .harness import SparkJob
 
 
-def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, staging: str | None,
-         key: str | None, job_ms: int, clock=lambda step: None) -> None:
-    """Write the good records (``good``: fingerprinted, no error) into the index's HBase tables."""
-    from pyspark import StorageLevel
+def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadReport, staging: str | None,
+         key: str | None, job_ms: int) -> None:
+    """Write the good records (``good``: fingerprinted, no error) into the index's HBase tables;
+    ``key`` names the staging folder (a rerun of the same load finds what a killed run left)."""
     from pyspark.sql import functions as F
 
+    spark, clock = job.session, job.clock
     zk = hadoop.ZooKeeper.of(target, index.store.url)
     schema = load_schema()
     # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
@@ -57,7 +51,7 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
     known = 0
     if index.store.scan_range("docs", b"", None, 1):
         # the index holds documents: which of these ids, and with which fingerprint
-        winners = winners.persist(StorageLevel.MEMORY_AND_DISK)
+        winners = job.persist(winners)
         found = winners.select("id", "simhash").mapInArrow(
             stages.old_fingerprints(index.store.url), stages.OLD_SCHEMA).groupBy().sum("known", "replaced").collect()[0]
         known, report.replaced = found[0] or 0, found[1] or 0
@@ -90,13 +84,11 @@ def load(spark, index: Index, target: HFileTarget, good, report: LoadReport, sta
         report.new = sum(w.cells for w in written if f"/docs/{schema['family']}/" in w.path) - known
         clock(f"HFiles ({len(written)})")
         if known:
-            winners.unpersist()
-        for table in ("index", "docs"):
+            job.unpersist(winners)
+        for table in ("index", "docs"):  # a document row last, as in a local load
             if any(f"/{table}/{schema['family']}/" in w.path for w in written):
                 hadoop.bulk_load(spark, zk, names[table], f"{job_dir}/{table}")
                 clock(f"bulk load of {names[table]}")
-            if os.environ.get(STOP_ENV) == table:
-                raise StoppedForTest(f"stopped after bulk-loading {names[table]} (${STOP_ENV})")
     finally:
         hadoop.delete(spark, job_dir)
 
@@ -105,6 +97,4 @@ def staging_root(staging: str | None) -> str:
     """The staging folder as a URI (default: the system's temp folder)."""
     if staging is None:
         staging = os.path.join(tempfile.gettempdir(), "dedup-hbase-spark")
-    if inputs.is_uri(staging) or staging.startswith("file:"):
-        return staging
-    return "file://" + os.path.abspath(staging)
+    return uri_of(staging)

@@ -6,8 +6,7 @@ them from an archive instead (Java 13+: ``-XX:ArchiveClassesAtExit`` writes the 
 run loaded when that JVM exits; ``-XX:SharedArchiveFile`` maps them in later runs).
 
 One archive per class path, made by the first job that finds none (that job's JVM writes it
-as it exits: the job itself runs as before, its stop takes longer, about 15 s on a busy
-2-core machine), used by every later session on the same class path, Java and heap. The key
+as it exits: the job itself runs as before, its stop takes longer), used by every later session on the same class path, Java and heap. The key
 names every jar with its size and time, so a rebuilt helper or another Spark gets its own
 archive. The JVM checks the archive itself and runs without it when it does not fit.
 

@@ -34,130 +34,58 @@ of the same input in one batch would.
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass
-
 from ...errors import InvalidInput
 from ...index.candidates import Run, bounded
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
-from ..corpus import Fields, check_columns
-from ..interrupts import STOPS, Interrupted
-from . import hadoop, inputs, records, rows, stages
-from .job import SparkOptions, _Clock, start_session
-from .session import stop as stop_session
+from ..options import CheckOptions, SparkOptions, uri_of
+from ..outputs import CHECK_JSON, CHECK_PARQUET
+from ..reports import CheckReport
+from . import hadoop, records, rows, stages
+from .harness import spark_job
 
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
 MERGED_SCHEMA = f"query long, matches {MATCH_TYPE}, match_count long"
 PROBES_PER_TASK = 200_000  # (query, prefix) rows per lookup task, at least
 SCAN_PROBES = 200_000  # (query, prefix) rows read with one scan (bounds a task's memory)
 CHUNK = 50_000  # rows per output batch of the Python steps
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What ``check --engine spark`` reads and writes: ``out`` the output folder or URI,
-    ``k`` (None: the index's), ``max_matches`` per document (None: all), ``add_new``."""
-
-    out: str
-    fmt: str = "auto"
-    fields: Fields = Fields()
-    fingerprints: bool = False
-    k: int | None = None
-    max_matches: int | None = 1000
-    add_new: bool = False
-
-
-@dataclass
-class CheckReport:
-    """The summary of a check: documents read, those with a match, those rejected; with
-    ``add_new`` the documents indexed and those left out as near-duplicates."""
-
-    documents: int = 0
-    with_matches: int = 0
-    rejected: int = 0
-    added: int | None = None
-    skipped: int | None = None
-    out: str = ""
-    elapsed_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        d = {"documents": self.documents, "with_matches": self.with_matches, "rejected": self.rejected}
-        if self.added is not None:
-            d["added"], d["near_duplicates_skipped"] = self.added, self.skipped
-        return {**d, "out": self.out, "elapsed_s": round(self.elapsed_s, 3)}
-
-    def summary(self) -> str:
-        added = (f", added {self.added:,} new (skipped {self.skipped:,} near-duplicates)" if self.added is not None
-                 else "")
-        return (f"checked {self.documents:,} documents: {self.with_matches:,} with matches, "
-                f"{self.rejected:,} rejected{added}; records in {self.out}")
+STOPPED = "run the same command again (it starts over and rewrites its output)"
 
 
 def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spark: SparkOptions = SparkOptions(),
                       *, session=None) -> CheckReport:
     """Every record of ``paths`` looked up in ``index`` (an HBase store) as a Spark job; the
-    records of ``check --json`` written under ``options.out``. ``session``: a running
-    SparkSession to use and leave running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
+    check records (outputs.py) written under ``options.out``; with ``options.add_new`` the new
+    documents then indexed (adding.py). ``session``: a running SparkSession to use and leave
+    running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
+    if options.out is None:
+        raise InvalidInput("check --engine spark writes its records to a folder: give --out DIR")
     if index.store.hfile_target() is None:
         raise InvalidInput("check --engine spark reads an HBase index (hbase://...); use the local engine here")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    if options.max_matches is not None and (isinstance(options.max_matches, bool) or options.max_matches < 1):
-        raise InvalidInput(f"max_matches is a whole number >= 1, not {options.max_matches!r}")
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
-    check_columns([p for p in paths if not inputs.is_uri(p)], options.fmt, options.fields, options.fingerprints)
-    try:
-        return _run(index, paths, options, k, spark, session)
-    except STOPS as stop:
-        raise Interrupted(stop, "the Spark job stopped; run the same command again (it starts over and "
-                                "rewrites its output)") from None
-
-
-def _run(index: Index, paths: list[str], options: CheckOptions, k: int, spark: SparkOptions, session) -> CheckReport:
-    started = time.perf_counter()
-    clock = _Clock()
-    own_session = session is None
-    if own_session:
-        session = start_session(spark, "dedup-hbase check", paths, jars=True)
-        clock("spark session")
-    done = False
-    try:
-        from pyspark import StorageLevel
-
-        persisted: list = []
-        fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, index.fingerprinter.spec,
-                                              options.fingerprints, persisted).persist(StorageLevel.MEMORY_AND_DISK)
-        answers = answer_records(session, index, fingerprinted, k, options.max_matches)
-        clock("read, fingerprint, plan")
-        answers = answers.persist(StorageLevel.MEMORY_AND_DISK)
-        report = write_answers(session, answers, output_uri(options.out), clock)
+    options.check_inputs(paths)
+    with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:
+        fingerprinted, helpers = records.fingerprinted(job, paths, options, index.fingerprinter.spec)
+        answers = answer_records(job.session, index, fingerprinted, k, options.max_matches)
+        job.clock("read, fingerprint, plan")
+        answers = job.persist(answers)
+        report = write_answers(job.session, answers, uri_of(options.out), job.clock)
         report.out = options.out
-        for frame in persisted:
-            frame.unpersist()
+        job.unpersist(*helpers)
         if options.add_new:
             from .adding import add_new
 
-            report.added, report.skipped = add_new(session, index, fingerprinted, answers, spark.staging, clock)
-        answers.unpersist()
-        fingerprinted.unpersist()
-        done = True
-    finally:
-        if own_session:
-            stop_session(session, done)
-    report.elapsed_s = time.perf_counter() - started
+            report.added, report.skipped = add_new(job, index, fingerprinted, answers, spark.staging)
+        job.unpersist(answers, fingerprinted)
+    report.elapsed_s = job.elapsed()
     return report
-
-
-def output_uri(out: str) -> str:
-    """The output folder as a URI (a local path made absolute)."""
-    return out if inputs.is_uri(out) or out.startswith("file:") else "file://" + os.path.abspath(out)
 
 
 def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int | None):
@@ -190,7 +118,7 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
 
 
 def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckReport:
-    """``answers`` as the records of ``check --json``: JSON lines under ``out/json``, Parquet
+    """``answers`` as the check records (outputs.py): JSON lines under ``out/json``, Parquet
     under ``out/parquet`` (both replaced); the counts."""
     from pyspark.sql import functions as F
 
@@ -198,15 +126,15 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
     record = F.when(good, F.to_json(F.struct(
         "id", F.col("simhash_hex").alias("simhash"), "matches", "match_count"))).otherwise(
         F.to_json(F.struct("id", "source", "line", "error"), {"ignoreNullFields": "false"}))
-    answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/json")
-    hadoop.rename_suffix(spark, f"{out}/json", ".txt", ".jsonl")
+    answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/{CHECK_JSON}")
+    hadoop.rename_suffix(spark, f"{out}/{CHECK_JSON}", ".txt", ".jsonl")
     clock("look up, merge, JSON lines")
     answers.select("id", F.col("simhash_hex").alias("simhash"), "matches", "match_count", "source", "line",
-                   "error").write.mode("overwrite").parquet(f"{out}/parquet")
+                   "error").write.mode("overwrite").parquet(f"{out}/{CHECK_PARQUET}")
     counts = answers.agg(F.count(F.lit(1)), F.sum(F.when(good & (F.size("matches") > 0), 1).otherwise(0)),
                          F.sum(F.when(good, 0).otherwise(1))).collect()[0]
     clock("Parquet, summary")
-    return CheckReport(counts[0], counts[1] or 0, counts[2] or 0)
+    return CheckReport(read=counts[0], with_matches=counts[1] or 0, rejected=counts[2] or 0)
 
 
 # -- in the executors' Python workers ------------------------------------------------------
@@ -219,7 +147,7 @@ def expire_runs(url: str):
     def run(batches):
         import pyarrow as pa
 
-        index = stages._index(url)
+        index = stages.index_of(url)
         for batch in batches:
             queries, simhashes, distances, ids = (batch.column(n).to_pylist()
                                                   for n in ("query", "simhash", "distance", "ids"))

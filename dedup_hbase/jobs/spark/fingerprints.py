@@ -58,16 +58,16 @@ def split(planned: list[inputs.InputFile]) -> tuple[list[inputs.InputFile], list
     return jvm, [f for f in planned if f not in jvm]
 
 
-def read(spark, files: list[inputs.InputFile], fields: Fields, finish, persisted: list):
+def read(job, files: list[inputs.InputFile], fields: Fields, finish):
     """The fingerprinted records (stages.FINGERPRINTED_SCHEMA) of JSON lines files of
     fingerprints; ``finish``: stages.fingerprint_records, for the lines the JVM leaves. The
-    JVM's rows are persisted (appended to ``persisted``: the caller unpersists them once the
-    records are), so the files are parsed once for both branches."""
+    JVM's rows are persisted (``job.persist``: the job unpersists them once the records are),
+    so the files are parsed once for both branches."""
     import os
 
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    spark = job.session
     parallelism = spark.sparkContext.defaultParallelism
     names = [fields.id, fields.text, fields.simhash, fields.title, fields.featurizer]
     frames = []
@@ -80,8 +80,7 @@ def read(spark, files: list[inputs.InputFile], fields: Fields, finish, persisted
     rows = frames[0]
     for frame in frames[1:]:
         rows = rows.unionByName(frame)
-    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
-    persisted.append(rows)
+    rows = job.persist(rows)
     none = F.lit(None).cast("string")
     clean = rows.where(F.col("raw").isNull()).select(
         "ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", none.alias("error"),

@@ -1,10 +1,11 @@
-"""``dedup-hbase groups --engine spark``: groups.py's job as one Spark job, with the same output.
+"""``dedup-hbase groups --engine spark``: the local engine's job (local/groups.py) as one Spark
+job, with the same output (outputs.py).
 
 Data flow (D = the driver, E = the executors)::
 
     E  parse and fingerprint the inputs (records.py)                       [persisted]
-    D  accounting and rejects in input order, as a Spark load (job.py)
-    E  documents: pos = ordinal << 40 | line (the input order, groups.ORDER), id, simhash
+    D  accounting and rejects in input order, as a Spark load (records.account)
+    E  documents: pos (the input order, records.position), id, simhash
     E  the distinct fingerprints and their first positions (pairs.py)      [persisted]
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
     E  components of the distinct fingerprints: large-star / small-star rounds
@@ -15,106 +16,75 @@ Data flow (D = the driver, E = the executors)::
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
 
-Only the counts of the summary come to the driver. Steps are timed in the log (INFO, logger
-dedup_hbase.jobs.spark.job). ``pos`` holds a file's ordinal in its top 23 bits and the line in
-the low 40: up to 8,388,607 files of up to 2^40 (1.1 * 10^12) lines each.
+Only the counts of the summary come to the driver. ``pos``: records.position, the input order.
 """
 
 from __future__ import annotations
 
-import time
-
 from ...errors import InvalidInput
-from ..corpus import check_columns
-from ..groups import DOCUMENTS, GROUPS_FILE, ORDER, GroupsOptions, GroupsReport, prepare_out
-from ..interrupts import STOPS, Interrupted
-from ..loader import LoadReport
-from . import components, hadoop, inputs, pairs, records
-from .job import SparkOptions, _account, _Clock, start_session
+from ...text.fingerprint import Fingerprinter
+from ..options import GroupsOptions, SparkOptions, is_uri
+from ..outputs import DOCUMENTS, GROUPS_FILE, prepare_out
+from ..reports import GroupsReport, rejects_file
+from . import components, hadoop, pairs, records
+from .harness import SparkJob, spark_job
 from .rows import json_string
-from .session import stop as stop_session
 
-LINE_BITS = 40
+STOPPED = "run the same command again (it starts over and writes its output anew)"
 
 
 def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark: SparkOptions,
-                      spec: dict, label: str, *, session=None) -> GroupsReport:
-    """``groups.group_files`` as a Spark job: the same options, report and output. ``spec``
-    and ``label``: the fingerprinter's (texts are fingerprinted in the executors).
-    ``session``: a running SparkSession to use and leave running; else one is started and
-    stopped. Raises ``Interrupted`` on SIGINT or SIGTERM."""
+                      fingerprinter: Fingerprinter, *, session=None) -> GroupsReport:
+    """``local.group_files`` as a Spark job: the same options, report and output (texts are
+    fingerprinted in the executors by ``fingerprinter``'s spec). ``session``: a running
+    SparkSession to use and leave running; else one is started and stopped. Raises
+    ``Interrupted`` on SIGINT or SIGTERM."""
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    check_columns([p for p in paths if not inputs.is_uri(p)], options.fmt, options.fields, options.fingerprints)
-    target = out if inputs.is_uri(out) else str(prepare_out(out).resolve())
-    started = time.perf_counter()
-    own = session is None
-    try:
-        if own:
-            session = start_session(spark, "dedup-hbase groups", paths, jars=options.fingerprints)
-        report = None
-        try:
-            report = _run(session, paths, target, options, spec, label)
-        finally:
-            if own:
-                stop_session(session, done=report is not None)
-    except STOPS as stop:
-        raise Interrupted(stop, "the Spark job stopped; run the same command again (it starts over and "
-                                "writes its output anew)") from None
-    report.elapsed_s = time.perf_counter() - started
+    options.check_inputs(paths)
+    target = out if is_uri(out) else str(prepare_out(out).resolve())
+    with spark_job("dedup-hbase groups", spark, paths, jars=options.fingerprints, session=session,
+                   then=STOPPED) as job:
+        report = _groups(job, paths, target, options, fingerprinter)
+    report.elapsed_s = job.elapsed()
     return report
 
 
-def _run(session, paths: list[str], out: str, options: GroupsOptions, spec: dict, label: str) -> GroupsReport:
-    from pyspark import StorageLevel
+def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
+            fingerprinter: Fingerprinter) -> GroupsReport:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    clock = _Clock()
-    persisted: list = []
-    fingerprinted = records.fingerprinted(session, paths, options.fmt, options.fields, spec, options.fingerprints,
-                                          persisted).persist(StorageLevel.MEMORY_AND_DISK)
-    counted = LoadReport()
-    if options.rejects is not None:
-        with open(options.rejects, "w", encoding="utf-8") as rejects:
-            _account(fingerprinted, counted, rejects, label, options.fingerprints)
-    else:
-        _account(fingerprinted, counted, None, label, options.fingerprints)
-    report = GroupsReport(read=counted.read, documents=counted.read - counted.rejected, rejected=counted.rejected,
-                          rejected_by_reason=counted.rejected_by_reason, k=options.k, engine="spark")
+    fingerprinted, helpers = records.fingerprinted(job, paths, options, fingerprinter.spec)
+    report = GroupsReport(k=options.k, engine="spark")
+    with rejects_file(options.rejects) as rejects:
+        records.account(fingerprinted, report, rejects, fingerprinter.label, options.fingerprints)
+    report.documents = report.read - report.rejected
     scheme = options.scheme_for(report.documents)
     report.scheme = scheme.name
-    file_order, line_order = ORDER
-    pos = F.shiftleft(F.col(file_order).cast("long"), LINE_BITS).bitwiseOR(F.col(line_order))
-    docs = (fingerprinted.where(F.col("error").isNull()).select(pos.alias("pos"), "id", "simhash")
-            .persist(StorageLevel.MEMORY_AND_DISK))
+    docs = job.persist(records.good(fingerprinted).select(records.position().alias("pos"), "id", "simhash"))
     docs.count()
-    clock("read, fingerprint, account")
-    fingerprinted.unpersist()
-    for frame in persisted:
-        frame.unpersist()
+    job.clock("read, fingerprint, account")
+    job.unpersist(fingerprinted, *helpers)
     # components of the distinct fingerprints only: a copy joins its group through its first copy
-    firsts = pairs.distinct(docs.select("pos", "simhash")).persist(StorageLevel.MEMORY_AND_DISK)
+    firsts = job.persist(pairs.distinct(docs.select("pos", "simhash")))
     found = components.roots(pairs.distinct_pairs(firsts, scheme, options.k))
-    clock("pairs and components")
+    job.clock("pairs and components")
     labeled = (docs.join(firsts, "simhash").join(found, F.col("first") == F.col("node"), "left")
                .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos")))
     group = Window.partitionBy("group_pos")  # a group's rows: its size and its first member's id, no join
     keep = F.col("pos") == F.col("group_pos")
-    rows = (labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
-                           F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
-                           F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "group_pos")
-            .persist(StorageLevel.MEMORY_AND_DISK))
+    rows = job.persist(labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
+                                      F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
+                                      F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "group_pos"))
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
-    clock("groups, Parquet")
+    job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
                                            F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
     report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
-    _write_groups_file(session, rows.where(F.col("size") > 1), out)
-    clock("groups.jsonl")
-    rows.unpersist()
-    firsts.unpersist()
-    docs.unpersist()
+    _write_groups_file(job.session, rows.where(F.col("size") > 1), out)
+    job.clock("groups.jsonl")
+    job.unpersist(rows, firsts, docs)
     return report
 
 

@@ -1,6 +1,8 @@
-"""Every call of a Spark load into the JVM (py4j): Hadoop's file systems, and the project's
+"""Every call of a Spark job into the JVM (py4j): Hadoop's file systems, and the project's
 JVM helper (jvm/, ``dedup.hbase.spark``) with its protocol of tab- and newline-separated
-strings, spoken here and nowhere else.
+strings, spoken here and nowhere else. PySpark has no public way to the JVM (its gateway
+``SparkContext._jvm`` and ``_jsc``, a DataFrame's ``_jdf``, the session's ``_jsparkSession``):
+this module is the one place that reaches them.
 
 The helper's calls:
 

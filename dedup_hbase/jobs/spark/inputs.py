@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..corpus import FORMATS, STRUCTURED, Fields, format_of, parquet_record, read_opened
+from ..options import is_uri
 from . import texts
 
 FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id string, start long, end long, "
@@ -47,11 +48,6 @@ class InputFile:
     @property
     def remote(self) -> bool:
         return is_uri(self.path)
-
-
-def is_uri(path: str) -> bool:
-    scheme = urlsplit(path).scheme
-    return len(scheme) > 1 and scheme != "file"
 
 
 def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
@@ -135,15 +131,12 @@ def is_parquet(f: InputFile) -> bool:
 # -- in the Python workers ----------------------------------------------------------------
 
 
-def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None, spec: dict | None = None,
-                use_simhash: bool = True):
+def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None):
     """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
-    -> record batches, read with corpus.py's readers. ``finish``: turns a list of (file
-    ordinal, Record) into the output batch (stages.fingerprint_records: fingerprinted in
-    the same pass). JSON lines of texts are read and fingerprinted by the compiled core
-    (texts.py) when the worker has it (``spec``: the fingerprint spec)."""
+    -> record batches, read with corpus.py's readers (gzip by texts.opened). ``finish``:
+    turns a list of (file ordinal, Record) into the output batch (stages.fingerprint_records:
+    fingerprinted in the same pass)."""
     def run(batches):
-        fast = spec is not None and texts.usable(spec, fields, use_simhash)
         for batch in batches:
             for row in batch.to_pylist():
                 whole = True
@@ -160,13 +153,9 @@ def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = N
                             raw.seek(f.start)
                             opened = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
                 with opened as raw:
-                    if fast and (format_of(Path(f.path)) if f.fmt == "auto" else f.fmt) == "jsonl":
-                        yield from texts.batches(texts.opened(raw, whole), f.ordinal, f.path, f.source, fields,
-                                                 f.first_line, spec, finish)
-                        continue
                     out = []
-                    for record in read_opened(raw, Path(f.path), f.source, f.fmt, fields, f.doc_id,
-                                              f.first_line, decompress=whole):
+                    for record in read_opened(texts.opened(raw, whole), Path(f.path), f.source, f.fmt, fields,
+                                              f.doc_id, f.first_line, decompress=False):
                         out.append((f.ordinal, record))
                         if len(out) >= BATCH:
                             yield finish(out)

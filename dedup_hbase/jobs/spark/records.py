@@ -1,33 +1,44 @@
-"""The input records of a Spark load, fingerprinted: one DataFrame (stages.FINGERPRINTED_SCHEMA),
-assembled on the driver from the planned input files (inputs.py).
+"""The input records of a Spark job, fingerprinted: one DataFrame (stages.FINGERPRINTED_SCHEMA),
+assembled on the driver from the planned input files (inputs.py), and their accounting.
 
 Text is read where it lies and fingerprinted in the same task, never shuffled first: each
 file (or piece of a big uncompressed one, or Parquet row group) is a task whose Python
-worker parses it and fingerprints it with the compiled core: JSON lines and Parquet rows
-that are plainly good records a block at a time (texts.py), everything else with
-corpus.py's readers. A compressed file cannot be cut: one gzip file is one task, on one core (split it
-into many files to use many; docs/spark.md). ``--fingerprints`` inputs in JSON lines, CSV
-or Parquet are parsed by Spark's own readers in the JVM (fingerprints.py).
+worker parses it with corpus.py's readers and fingerprints it (Parquet rows that are plainly
+good records a batch at a time: texts.py). A compressed file cannot be cut: one gzip file is
+one task, on one core (split it into many files to use many; docs/spark.md).
+``--fingerprints`` inputs in JSON lines are read in the JVM (fingerprints.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from typing import IO
 
 from ...errors import DedupError
-from ..corpus import Fields, parquet_columns
+from ..batches import check_featurizers
+from ..corpus import Fields, Record, parquet_columns
+from ..options import InputOptions
+from ..reports import JobReport, reject_line
 from . import fingerprints, hadoop, inputs, stages
+from .harness import SparkJob
 
 FEW_FILES = 64  # files (or pieces) of local input read from a JVM-built table (file_rows)
+LINE_BITS = 40  # a record's position: its file's ordinal << 40 | its line (files of under 2^40 lines)
 
 
-def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool,
-                  persisted: list):
-    """Every record of ``paths``: its simhash, or its error and reason. DataFrames persisted on
-    the way are appended to ``persisted`` (to unpersist once the records are)."""
+def fingerprinted(job: SparkJob, paths: list[str], options: InputOptions, spec: dict) -> tuple:
+    """Every record of ``paths``, persisted: its simhash, or its error and reason; and the
+    frames persisted on the way, which the job unpersists once the records are computed."""
+    helpers = len(job.persisted)
+    frame = job.persist(_records(job, paths, options.fmt, options.fields, spec, options.fingerprints))
+    return frame, job.persisted[helpers:-1]
+
+
+def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: dict, use_simhash: bool):
     from pyspark.sql import functions as F
 
+    spark = job.session
     planned = inputs.plan(paths, fmt, lambda uri: hadoop.list_files(spark, uri))
     if not planned:
         raise DedupError("no input files")
@@ -36,7 +47,7 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if use_simhash:
         jvm_read, planned = fingerprints.split(planned)
         if jvm_read:
-            parts.append(fingerprints.read(spark, jvm_read, fields, finish, persisted))
+            parts.append(fingerprints.read(job, jvm_read, fields, finish))
     parallelism = spark.sparkContext.defaultParallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f) for piece in inputs.pieces(f, parallelism)]
@@ -44,13 +55,13 @@ def fingerprinted(spark, paths: list[str], fmt: str, fields: Fields, spec: dict,
     if local:
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)
                 for f in local]
-        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish, None, spec, use_simhash),
+        parts.append(file_rows(spark, rows).mapInArrow(inputs.parse_files(fields, finish),
                                                         stages.FINGERPRINTED_SCHEMA))
     remote = [f for f in lines if f.remote]
     if remote:
         by_uri = {f.path: f for f in remote}
         frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri, spec, use_simhash), stages.FINGERPRINTED_SCHEMA))
+        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri), stages.FINGERPRINTED_SCHEMA))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
         frame = spark.read.option("mergeSchema", "true").parquet(*by_path)
@@ -80,3 +91,49 @@ def file_rows(spark, rows: list[tuple]):
                         "array<struct<" + ",".join(c.replace(" ", ":") for c in inputs.FILE_SCHEMA.split(", ")) + ">>")
     return (spark.range(0, len(rows), 1, len(rows))
             .select(F.element_at(table, F.col("id").cast("int") + 1).alias("f")).select("f.*"))
+
+
+def position():
+    """A record's place in the input order as one long column: its file's ordinal in the top
+    23 bits, its line in the low 40 (up to 8,388,607 files of up to 2^40 lines each): Spark
+    orders and aggregates one long with less work than a struct of two."""
+    from pyspark.sql import functions as F
+
+    return F.shiftleft(F.col("ordinal").cast("long"), LINE_BITS).bitwiseOR(F.col("line"))
+
+
+def good(records):
+    """The records that were not rejected."""
+    from pyspark.sql import functions as F
+
+    return records.where(F.col("error").isNull())
+
+
+def account(records, report: JobReport, rejects: IO[str] | None, label: str, use_simhash: bool) -> int:
+    """Count the ``records`` (fingerprinted) into ``report``, from one aggregate: read, rejected by
+    reason (in the order a local job meets them), text bytes; the rejects written to ``rejects``
+    in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
+    first record, in input order, whose fingerprint another featurizer made stops the job before
+    anything is written); returns how many fingerprints did not say which featurizer made them."""
+    from pyspark.sql import functions as F
+
+    good = F.col("error").isNull()
+    aggregates = [F.count(F.lit(1)).alias("n"), F.sum("text_bytes").alias("b"), F.min(position()).alias("first")]
+    if use_simhash:
+        foreign = good & F.col("featurizer").isNotNull() & (F.col("featurizer") != F.lit(label))
+        aggregates += [F.sum(F.when(good & F.col("featurizer").isNull(), 1).otherwise(0)).alias("unlabeled"),
+                       F.min(F.when(foreign, F.struct("ordinal", "line", "source", "id", "featurizer"))).alias("foreign")]
+    unlabeled = 0
+    for row in sorted(records.groupBy("reason").agg(*aggregates).collect(), key=lambda r: r["first"]):
+        report.count_rows(row["reason"], row["n"], row["b"] or 0)
+        if row["reason"] is None and use_simhash:
+            unlabeled += row["unlabeled"]
+            if row["foreign"] is not None:
+                f = row["foreign"]
+                check_featurizers([Record(f["source"], f["line"], f["id"], featurizer=f["featurizer"])], label)
+    if rejects is not None and report.rejected:
+        bad = (records.where(F.col("error").isNotNull()).select("ordinal", "line", "source", "id", "error")
+               .orderBy("ordinal", "line"))
+        for row in bad.toLocalIterator():
+            rejects.write(reject_line(row["source"], row["line"], row["id"], row["error"]))
+    return unlabeled

@@ -44,6 +44,9 @@ class _QuietPy4J(logging.Filter):
 
 
 _PY4J = _QuietPy4J()
+# the sessions make_session started, by id: (their JVM's watchdog, the class archive their JVM
+# writes as it exits, or None), until ``stop``
+_STARTED: dict[int, tuple] = {}
 
 
 def helper_jars(build: bool = True) -> list[str]:
@@ -103,7 +106,7 @@ def local_cores(master: str) -> int | None:
 
 def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, jars: list[str] | None = None,
                  small: bool = False, make_archive: bool = False):
-    """A SparkSession for a load. ``conf`` (``--spark-conf``) overrides the defaults here.
+    """A SparkSession for a job. ``conf`` (``--spark-conf``) overrides the defaults here.
     ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
     CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
     A small job also runs without adaptive execution, its shuffles in as many partitions as
@@ -124,6 +127,35 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         return builder.getOrCreate()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
+    settings = _settings(master, conf or {}, jars, small)
+    archive = None
+    if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):
+        archive = cds.archive_for(settings.get("spark.driver.extraClassPath", ""), settings.get("spark.driver.memory", ""))
+        options = cds.java_options(archive, make_archive) if archive else ""
+        settings["spark.driver.extraJavaOptions"] += f" {options}" if options else ""
+        if archive is not None and (archive.exists or not make_archive):
+            archive = None  # nothing to write
+    builder = SparkSession.builder.master(master)
+    _PY4J.quiet = False
+    if _PY4J not in logging.getLogger().filters:
+        logging.getLogger().addFilter(_PY4J)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
+            spark = builder.getOrCreate()
+            _STARTED[id(spark)] = (_watch(spark), archive)
+        spark.sparkContext.setLogLevel("WARN")
+    except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
+        _end_started_jvm()
+        if archive is not None:
+            cds.finish(archive, written=False)
+        raise
+    return spark
+
+
+def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: bool) -> dict[str, str]:
+    """The Spark settings of a session ``make_session`` starts (``conf`` over the defaults)."""
     if master.startswith("local"):
         # the Python workers of a local Spark run this same Python (with dedup-hbase installed)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -161,32 +193,8 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         classpath = os.pathsep.join(jars)
         settings["spark.driver.extraClassPath"] = classpath
         settings["spark.executor.extraClassPath"] = classpath
-    settings.update(conf or {})
-    archive = None
-    if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):
-        archive = cds.archive_for(settings.get("spark.driver.extraClassPath", ""), settings.get("spark.driver.memory", ""))
-        options = cds.java_options(archive, make_archive) if archive else ""
-        settings["spark.driver.extraJavaOptions"] += f" {options}" if options else ""
-        if archive is not None and (archive.exists or not make_archive):
-            archive = None  # nothing to write
-    builder = SparkSession.builder.master(master)
-    _PY4J.quiet = False
-    if _PY4J not in logging.getLogger().filters:
-        logging.getLogger().addFilter(_PY4J)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    try:
-        with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
-            spark = builder.getOrCreate()
-            _watch(spark)
-            spark._dedup_archive = archive
-        spark.sparkContext.setLogLevel("WARN")
-    except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
-        _end_started_jvm()
-        if archive is not None:
-            cds.finish(archive, written=False)
-        raise
-    return spark
+    settings.update(conf)
+    return settings
 
 
 @contextmanager
@@ -227,15 +235,16 @@ def _end_started_jvm() -> None:
 _WATCHDOG = "import os, signal, sys\nif not os.read(0, 1):\n    os.kill(int(sys.argv[1]), signal.SIGKILL)\n"
 
 
-def _watch(spark) -> None:
+def _watch(spark) -> subprocess.Popen | None:
     """Make the JVM of a session this process started end when this process ends, however
-    it ends. PySpark's gateway JVM exits by itself when its stdin closes, but through
-    System.exit and Spark's shutdown hooks, which were seen to take over ten seconds; and
-    PySpark gives the JVM no parent-death signal (it replaces any preexec_fn it is given)."""
+    it ends; returns the watchdog process. PySpark's gateway JVM exits by itself when its
+    stdin closes, but through System.exit and Spark's shutdown hooks, which nothing bounds in
+    time; and PySpark gives the JVM no parent-death signal (it replaces any preexec_fn it is
+    given)."""
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
     if process is None or not hasattr(os, "fork"):
-        return
-    spark._dedup_watchdog = subprocess.Popen(
+        return None
+    return subprocess.Popen(
         [sys.executable, "-c", _WATCHDOG, str(process.pid)], stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
@@ -248,8 +257,7 @@ def stop(spark, done: bool = False) -> None:
     SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
     arrives while the JVM exits, when no archive is written)."""
     _PY4J.quiet = True
-    watchdog = getattr(spark, "_dedup_watchdog", None)
-    archive = getattr(spark, "_dedup_archive", None)
+    watchdog, archive = _STARTED.pop(id(spark), (None, None))
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
     accumulators = getattr(spark.sparkContext, "_accumulatorServer", None) if process is not None else None
     if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits

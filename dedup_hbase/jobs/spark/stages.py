@@ -16,7 +16,8 @@ import json
 from ...index.arrays import as_unsigned, signed64
 from ...index.index import Index
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ..batches import fingerprint_batch, reason_of
+from ..batches import fingerprint_batch
+from ..reports import reason_of
 
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
                         "length long, text_bytes long, error string, reason string, featurizer string")
@@ -37,7 +38,8 @@ def fingerprinter(spec: dict) -> Fingerprinter:
     return fp
 
 
-def _index(url: str) -> Index:
+def index_of(url: str) -> Index:
+    """This worker's index of the store at ``url`` (one per URL and process)."""
     index = _indexes.get(url)
     if index is None:
         from ...stores import open_store
@@ -77,7 +79,7 @@ def old_fingerprints(url: str, chunk: int = 1000):
     import pyarrow as pa
 
     def run(batches):
-        index = _index(url)
+        index = index_of(url)
         for batch in batches:
             ids = batch.column("id").to_pylist()
             sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))

@@ -1,0 +1,50 @@
+"""``check`` on this machine: every input record looked up in the index through its store, in
+input order, one record each (outputs.check_record); nothing is written."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ...errors import InvalidInput
+from ...index.index import Index
+from ..batches import fingerprinted
+from ..corpus import Record, read_records
+from ..options import CheckOptions
+from ..outputs import check_record
+from ..reports import CheckReport
+from ..workers import FingerprintPool
+
+
+def check(index: Index, records: Iterable[Record], options: CheckOptions = CheckOptions(),
+          report: CheckReport | None = None) -> Iterator[dict[str, Any]]:
+    """The check record of every record, in input order (``options``: ``k``, ``max_matches``,
+    ``fingerprints``, ``batch_size``, ``workers``; ``fmt`` and ``fields`` are the reader's),
+    counted into ``report`` if given. Lookups are batched (``Index.query_many``: once per
+    distinct fingerprint)."""
+    report = CheckReport() if report is None else report
+    with FingerprintPool(index.fingerprinter, options.workers) as pool:
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool):
+            good = report.count(batch)
+            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches))
+            for record in batch:
+                if record.error:
+                    yield check_record(record, [], 0)
+                    continue
+                matches = next(answers)
+                report.with_matches += bool(matches.total)
+                yield check_record(record, [m.to_dict() for m in matches], matches.total)
+
+
+def check_files(index: Index, paths: list[str], options: CheckOptions,
+                on_answer: Callable[[dict[str, Any]], None]) -> CheckReport:
+    """``check`` of the records of files, folders or ``-`` (stdin): each record handed to
+    ``on_answer`` as it comes; the counts. The local engine writes no folder (``out``) and
+    indexes nothing (``add_new``): both are the Spark engine's."""
+    if options.out is not None or options.add_new:
+        raise InvalidInput("--out and --add-new need --engine spark (the local engine writes its records to stdout)")
+    options.check_inputs(paths)
+    report = CheckReport()
+    for answer in check(index, read_records(paths, options.fmt, options.fields), options, report):
+        on_answer(answer)
+    return report

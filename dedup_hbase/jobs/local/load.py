@@ -1,0 +1,175 @@
+"""``load`` on this machine: every record of the inputs indexed or rejected, accounted for,
+resumable.
+
+``load_files`` reads records (corpus.py) in batches, fingerprints them on every core
+(batches.py, workers.py), writes them (``Index.write``) and accounts for every record
+(reports.py): ``read == indexed + skipped + rejected``. A rejected record (no text, bad JSON,
+invalid UTF-8, featureless text, ...) is counted by reason, reported, and skipped; the load
+goes on.
+
+Resuming: writes are idempotent (the same document always makes the same keys), and after
+every written batch the load saves its report with the index (``reports.Checkpoint``) under a
+name derived from the inputs' identity and the options that shape the records
+(``LoadOptions.checkpoint_key``). Run the same load again after a kill and it skips what was
+done and finishes the rest; run it once more and it does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from itertools import islice
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from ...index.index import Document, Index, document_meta
+from ...index.neardup import near_pairs
+from ..batches import check_featurizers, fingerprinted
+from ..corpus import Record, read_records
+from ..interrupts import STOPS, Interrupted
+from ..options import LoadOptions
+from ..outputs import write_group_lines
+from ..reports import Checkpoint, LoadReport, reject_line, rejects_file
+from ..workers import FingerprintPool
+from .components import id_groups
+
+Progress = Callable[[int, int], None]  # (records done, text bytes done)
+
+
+def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOptions(), *,
+         checkpoint: str | None = None, rejects: IO[str] | None = None,
+         on_reject: Callable[[Record], None] | None = None, progress: Progress | None = None) -> LoadReport:
+    """Index every usable record and return the accounting (``options``: see LoadOptions;
+    ``fmt``, ``fields`` and ``rejects`` are the reader's and the caller's business, unused here).
+
+    ``checkpoint``: a key naming this load's inputs; with it an interrupted load resumes
+    and a finished one is not repeated. Without it, loading the same records again
+    rewrites the same keys and changes nothing. ``rejects``: an open file for the
+    rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
+    ``interrupts.sigterm_raises``), saying how far the load got.
+    """
+    marker = Checkpoint(index, checkpoint)
+    state = None if options.restart else marker.read()
+    report = LoadReport.from_dict(state["report"]) if state else LoadReport()
+    if state and state["complete"]:
+        report.already_complete = True
+        return report
+    report.resumed_after = done = report.read
+    edges_path = Path(f"{options.groups}.edges") if options.groups else None
+    edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
+    started = time.perf_counter() - report.elapsed_s
+    chained: set[int] = set()  # indexed fingerprints whose copies are in the edges
+    try:
+        with FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
+            remaining = islice(records, report.read, None)
+            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool):
+                good = report.count(batch, rejects, on_reject)
+                if options.fingerprints:
+                    report.unlabeled += check_featurizers(good, index.fingerprinter.label)
+                duplicate_of = near_duplicates(index, good, edges, chained) if (options.skip_near_dups or edges) else {}
+                _write(index, good, duplicate_of if options.skip_near_dups else {}, report)
+                report.elapsed_s = time.perf_counter() - started
+                marker.save(report, complete=False)
+                done = report.read
+                if progress is not None:
+                    progress(report.read, report.text_bytes)
+    except STOPS as stop:
+        then = ("run the same command again to resume" if checkpoint
+                else "a load from stdin cannot resume: run it again (writes are idempotent)")
+        raise Interrupted(stop, f"stopped after {done:,} records, all written and checkpointed; {then}") from None
+    finally:
+        if edges is not None:
+            edges.close()
+    report.elapsed_s = time.perf_counter() - started
+    marker.save(report, complete=True)
+    if edges_path is not None:
+        with open(edges_path, encoding="utf-8") as f:
+            write_group_lines(id_groups(tuple(json.loads(line)) for line in f), Path(options.groups))
+        edges_path.unlink()
+    return report
+
+
+def _write(index: Index, good: list[Record], skipped: dict[int, str], report: LoadReport) -> None:
+    """Index the good records of a batch but the ``skipped`` positions; counts into ``report``."""
+    docs, now = [], int(time.time())
+    for position, record in enumerate(good):
+        if position in skipped:
+            report.near_duplicates_skipped += 1
+            continue
+        length = None if record.text is None else len(record.text)
+        docs.append(Document(record.id, record.simhash, document_meta(now, record.source, record.line, record.title,
+                                                                      length)))
+    if docs:
+        written = index.write(docs)
+        report.new += written.new
+        report.replaced += written.replaced
+        report.indexed += len(docs)
+
+
+def load_files(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), *,
+               on_reject: Callable[[Record], None] | None = None, progress: Progress | None = None) -> LoadReport:
+    """``load`` the records of files, folders or ``-`` (stdin), resumable: rerunning the
+    same command resumes it (``LoadOptions.checkpoint_key``; stdin cannot be read twice:
+    no checkpoint). ``options.rejects``: a JSONL file of every rejected record, appended to
+    when a load resumes, written anew when a finished load is run again. A CSV, TSV or
+    Parquet input without the columns the load needs is refused before anything is read."""
+    options.check_inputs(paths)
+    key = options.checkpoint_key(paths)
+    records = read_records(paths, options.fmt, options.fields)
+    with rejects_file(options.rejects, append=bool(key) and not options.restart) as rejects:
+        report = load(index, records, options, checkpoint=key, rejects=rejects, on_reject=on_reject,
+                      progress=progress)
+    if report.already_complete and options.rejects and report.rejected:
+        _write_rejects_again(index, paths, options)
+        report.rejects_written = True
+    return report
+
+
+def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -> None:
+    """The rejects file of a finished load, from the inputs read (and fingerprinted) again;
+    nothing is written to the index."""
+    with open(options.rejects, "w", encoding="utf-8") as out, \
+            FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
+        records = read_records(paths, options.fmt, options.fields)
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool):
+            out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
+
+
+def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: set[int]) -> dict[int, str]:
+    """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
+    batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
+    same groups as every pair found: each document to one document of every indexed
+    fingerprint it matches, each indexed fingerprint's copies once per load (``chained``:
+    the fingerprints done), each copy to its first copy in the batch and the first copies
+    of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
+    found: dict[int, str] = {}
+    pairs: list[tuple[str, str]] = []
+    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
+        runs = matches.runs
+        others = [(run.distance, other) for run in runs
+                  if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
+        if others:
+            found[position] = min(others)[1]
+        for run in runs if edges is not None else ():
+            other = next((i for i in run.ids[:2] if i != record.id), None)
+            if other is not None:
+                pairs.append((other, record.id))
+            if run.simhash not in chained:
+                chained.add(run.simhash)
+                pairs.extend((run.ids[0], i) for i in run.ids[1:])
+    simhashes = np.array([r.simhash for r in batch], dtype=np.uint64)
+    near = near_pairs(simhashes, index.scheme, index.k)
+    earliest = near.earliest_earlier()
+    for j in np.flatnonzero(earliest >= 0).tolist():
+        i = int(earliest[j])
+        if batch[i].id == batch[j].id:  # the same id twice: its earliest other id, if any
+            i = next((x for x in near.earlier_of(j) if batch[x].id != batch[j].id), -1)
+        if i >= 0:
+            found.setdefault(j, batch[i].id)
+    if edges is not None:
+        pairs.extend((batch[i].id, batch[j].id) for i, j in near.edges().tolist() if batch[i].id != batch[j].id)
+        edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    return found

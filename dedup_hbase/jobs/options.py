@@ -1,0 +1,184 @@
+"""What a bulk job is asked to do, on either engine: one options object per job (``LoadOptions``,
+``CheckOptions``, ``GroupsOptions``) over the options every job reads its inputs with
+(``InputOptions``), and where the Spark engine runs (``SparkOptions``).
+
+The options are checked when they are made (a bad value is refused before anything is read);
+``InputOptions.check_inputs`` refuses, before a job starts, an input whose header lacks the
+columns the job needs. Both engines take the same objects (engines.py): an option one engine
+cannot honour is refused by that engine, with what to use instead.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ..errors import InvalidInput
+from ..index.layout import Scheme
+from ..index.plan import best_scheme
+from .corpus import FORMATS, Fields, check_columns, input_identity
+
+DEFAULT_K = 3
+# documents from which the 5-split's pair search beats the 4-split's (docs/benchmarks.md)
+SCHEME_5_FROM = 400_000
+
+
+def is_uri(path: str) -> bool:
+    """Whether an input or output is a URI of another file system than this machine's
+    (``hdfs://``, ``s3a://`` ...; ``file:`` and a Windows drive letter are this machine's)."""
+    scheme = urlsplit(path).scheme
+    return len(scheme) > 1 and scheme != "file"
+
+
+def uri_of(path: str) -> str:
+    """A folder or file as a URI for Spark and Hadoop: a URI as it is, a local path made absolute."""
+    return path if is_uri(path) or path.startswith("file:") else "file://" + os.path.abspath(path)
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """How a job reads its inputs: ``fmt`` (corpus.FORMATS), the ``fields`` of a record,
+    ``fingerprints`` (records carry a precomputed ``simhash``; their text is not read),
+    ``batch_size`` (records per batch: fingerprint, write, checkpoint) and ``workers``
+    (fingerprinting workers of the local engine; None: one per core)."""
+
+    fmt: str = "auto"
+    fields: Fields = Fields()
+    fingerprints: bool = False
+    batch_size: int = 2000
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.fmt not in FORMATS:
+            raise InvalidInput(f"unknown format {self.fmt!r}: choose one of {', '.join(FORMATS)}")
+        if self.batch_size < 1:
+            raise InvalidInput(f"batch_size must be >= 1, not {self.batch_size}")
+        if self.workers is not None and self.workers < 1:
+            raise InvalidInput(f"workers must be >= 1, not {self.workers}")
+
+    def check_inputs(self, paths: list[str]) -> None:
+        """Refuse a CSV, TSV or Parquet input on this machine without the columns the job
+        needs (corpus.check_columns); inputs on other file systems are checked as they are read."""
+        check_columns([p for p in paths if not is_uri(p)], self.fmt, self.fields, self.fingerprints)
+
+    @property
+    def pool_workers(self) -> int | None:
+        """The local engine's fingerprinting workers: one when nothing is fingerprinted."""
+        return 1 if self.fingerprints else self.workers
+
+
+@dataclass(frozen=True)
+class LoadOptions(InputOptions):
+    """What a load does with its inputs (the options of ``dedup-hbase load``).
+
+    ``skip_near_dups``: a document within k bits of one indexed or earlier in the load is
+    left out. ``groups``: write the near-duplicate groups found to this JSONL file.
+    ``rejects``: write every rejected record to this JSONL file. ``restart``: ignore the
+    checkpoint of an earlier run. ``max_rejects``: how many rejected records make the load
+    count as failed (a count, or a fraction of the records read when below 1; None: only a
+    load that rejected every record); see ``JobReport.failure``.
+    """
+
+    skip_near_dups: bool = False
+    groups: str | None = None
+    rejects: str | None = None
+    restart: bool = False
+    max_rejects: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_rejects is not None and (self.max_rejects < 0 or (1 <= self.max_rejects != int(self.max_rejects))):
+            raise InvalidInput(f"max_rejects is a whole number or a fraction below 1, not {self.max_rejects}")
+
+    @staticmethod
+    def parse_max_rejects(text: str | None) -> float | None:
+        """``--max-rejects``: ``10`` (records), ``0.01`` or ``1%`` (of the records read)."""
+        if text is None:
+            return None
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            value = -1.0
+        if value < 0 or (value >= 1 and value != int(value)) or (text.endswith("%") and value >= 1):
+            raise InvalidInput(f"--max-rejects is a number of records (10), or a share of them (0.01 or 1%), "
+                               f"not {text!r}")
+        return int(value) if value >= 1 else value
+
+    def checkpoint_key(self, paths: list[str]) -> str | None:
+        """The name of this load's checkpoint: the inputs as they are now and the options that
+        shape the records; None for stdin (it cannot be read twice)."""
+        return input_identity(paths, self.fmt, self.fields.id, self.fields.text, self.fingerprints,
+                              self.skip_near_dups)
+
+
+@dataclass(frozen=True)
+class CheckOptions(InputOptions):
+    """What a check looks up and where its records go (the options of ``dedup-hbase check``):
+    ``k`` (None: the index's), ``max_matches`` per document (None: all; more are counted).
+    The local engine hands each record to its caller (the command line prints it); the Spark
+    engine writes them under ``out`` (a folder or URI) and, with ``add_new``, then indexes the
+    documents that match nothing in the index nor earlier in the input."""
+
+    batch_size: int = 1000
+    workers: int | None = 1
+    k: int | None = None
+    max_matches: int | None = 1000
+    out: str | None = None
+    add_new: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_matches is not None and (isinstance(self.max_matches, bool) or self.max_matches < 1):
+            raise InvalidInput(f"max_matches is a whole number >= 1, not {self.max_matches!r}")
+
+
+@dataclass(frozen=True)
+class GroupsOptions(InputOptions):
+    """The options of ``dedup-hbase groups``: ``k``, the ``scheme`` of the pair search (None: by
+    corpus size, ``scheme_for``), ``rejects`` (a JSONL file of every rejected record)."""
+
+    k: int = DEFAULT_K
+    scheme: str | None = None
+    rejects: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.scheme is not None:
+            Scheme.parse(self.scheme).check_k(self.k)
+
+    def scheme_for(self, documents: int) -> Scheme:
+        """The given scheme, else the 4-split below ``SCHEME_5_FROM`` documents and the
+        5-split from there on; a scheme that cannot guarantee k is refused, and a k above 3
+        gets ``plan.best_scheme`` (the 4- and 5-split find every match within 3 bits only).
+        With the 4-split a flag's bucket holds about N / 2^16 fingerprints, compared pairwise;
+        with the 5-split (10 flags) about N / 2^26, at 2.5 times the sorting."""
+        if self.scheme is not None:
+            scheme = Scheme.parse(self.scheme)
+        elif self.k > 3:
+            scheme = best_scheme(self.k, max(documents, 1))
+        else:
+            scheme = Scheme(5, 2) if documents >= SCHEME_5_FROM else Scheme(4, 1)
+        scheme.check_k(self.k)
+        return scheme
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    """Where and how a Spark job runs: the master (``local[*]``, ``yarn``, ``k8s://...``), Spark
+    settings (``--spark-conf KEY=VALUE``) and the staging folder or URI of the HFiles."""
+
+    master: str = "local[*]"
+    conf: dict[str, str] = field(default_factory=dict)
+    staging: str | None = None
+
+    @staticmethod
+    def parse_conf(items: list[str] | None) -> dict[str, str]:
+        """Spark settings given as KEY=VALUE."""
+        conf = {}
+        for item in items or []:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise InvalidInput(f"a Spark setting is KEY=VALUE, not {item!r}")
+            conf[name.strip()] = value
+        return conf

@@ -1,0 +1,82 @@
+"""What the jobs write, defined once for both engines: the records of ``check`` and the folder of
+``groups``.
+
+``check``: one record per input record, in input order: ``{"id", "simhash", "matches"}`` (each
+match ``{"id", "simhash", "distance"}``, the nearest first) plus ``"match_count"`` when there
+are more matches than listed; a rejected record is ``{"id", "source", "line", "error"}``. The
+local engine hands them to its caller; the Spark engine writes them under ``OUT/json/``
+(JSON lines) and ``OUT/parquet/``.
+
+``groups``, in a folder ``OUT/``: ``documents/part-*.parquet``, one row per document
+(``PARQUET_COLUMNS``: ``id``, ``simhash`` 16 hex digits, ``group``, ``size``, ``keep``; in
+input order); ``groups.jsonl``, the groups of two or more as ``{"group": n, "size": s, "ids":
+[...]}``, numbered from 1 in the order of their first member, ids in input order (also the
+format of ``load --groups``). Parquet sits in its own folder so that it reads as one data set.
+
+Input order, for both engines: the files in the order ``corpus.read_records`` walks them (the
+arguments in turn, a folder in name order), then the records of a file in its order (the Spark
+engine: the file's ordinal, then its line, spark/records.position). A group's id is the id of its first member in input order,
+and that member is the one kept; a document near no other is a group of one, kept. Each record
+is a document: an id given twice is two documents.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidInput
+from ..text.fingerprint import to_hex
+from .corpus import Record
+
+CHECK_JSON, CHECK_PARQUET = "json", "parquet"  # OUT/json/*.jsonl, OUT/parquet/ of check --engine spark
+DOCUMENTS = "documents"      # OUT/documents/: the Parquet rows of groups
+GROUPS_FILE = "groups.jsonl"
+# the Parquet columns of groups: (name, Arrow type, nullable), as both engines write them
+# (Spark's count is not null)
+PARQUET_COLUMNS = (("id", "string", True), ("simhash", "string", True), ("group", "string", True),
+                   ("size", "int64", False), ("keep", "bool", True))
+
+
+def check_record(record: Record, matches: list[dict[str, Any]], total: int) -> dict[str, Any]:
+    """The check record of a fingerprinted record with its ``matches`` (dicts, in order) of
+    ``total`` in all; of a rejected record, where it is and why."""
+    if record.error:
+        return {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
+    answer = {"id": record.id, "simhash": to_hex(record.simhash), "matches": matches}
+    if total > len(matches):
+        answer["match_count"] = total
+    return answer
+
+
+def prepare_out(out: str) -> Path:
+    """The groups output folder, created if missing; nothing in it is removed yet (a run that
+    fails leaves an earlier output as it was: the writers replace it once the groups are found).
+    A folder holding anything but an earlier groups output is refused, untouched."""
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise InvalidInput(f"--out {out} is a file: give a folder (new, empty, or an earlier groups output)")
+    if folder.is_dir():
+        other = sorted(n for n in (p.name for p in folder.iterdir())
+                       if n not in (DOCUMENTS, GROUPS_FILE) and not n.startswith((".", "_")))
+        if other:
+            raise InvalidInput(f"--out {out} is not empty and not an earlier groups output (it holds {other[0]}): "
+                               "give a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def group_line(number: int, ids: list[str]) -> str:
+    """One line of a groups file (newline included)."""
+    return json.dumps({"group": number, "size": len(ids), "ids": ids}, ensure_ascii=False) + "\n"
+
+
+def write_group_lines(groups: Iterable[list[str]], out: Path | str) -> int:
+    """``{"group": n, "size": s, "ids": [...]}`` per group, n from 1; returns the count."""
+    count = 0
+    with open(out, "w", encoding="utf-8") as f:
+        for count, ids in enumerate(groups, 1):
+            f.write(group_line(count, ids))
+    return count

@@ -1,0 +1,111 @@
+"""What every Spark job does around its own work, written once for ``load``, ``check`` and
+``groups``: its SparkSession started and stopped (or a caller's borrowed and left running),
+its steps timed in the log, SIGINT and SIGTERM turned into ``Interrupted``, and the frames it
+persisted unpersisted.
+
+    with spark_job("dedup-hbase groups", spark, paths, jars=False, session=None,
+                   then="run the same command again (...)") as job:
+        records = job.persist(...)
+        job.clock("a step")
+    report.elapsed_s = job.elapsed()
+
+Steps are logged at INFO (logger ``dedup_hbase.jobs.spark.harness``): a step's name and its
+seconds since the step before.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..interrupts import STOPS, Interrupted
+from ..options import SparkOptions, is_uri
+from .session import helper_jars, make_session
+from .session import stop as stop_session
+
+logger = logging.getLogger(__name__)
+SMALL_INPUT = 16 << 20  # bytes of local input under which the job's JVM compiles with C1 only (session.py)
+
+
+class SparkJob:
+    """One running job: its ``session``, its ``clock`` and the frames it persisted."""
+
+    def __init__(self, session) -> None:
+        self.session = session
+        self.started = self.last = time.perf_counter()
+        self.persisted: list = []
+
+    def clock(self, step: str) -> None:
+        """Log ``step`` with the seconds since the step before."""
+        now = time.perf_counter()
+        logger.info("%-28s %7.2f s", step, now - self.last)
+        self.last = now
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def persist(self, frame):
+        """``frame`` persisted (memory, then disk) until ``unpersist`` or the job's end."""
+        from pyspark import StorageLevel
+
+        frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(frame)
+        return frame
+
+    def unpersist(self, *frames) -> None:
+        for frame in frames:
+            frame.unpersist()
+            self.persisted = [f for f in self.persisted if f is not frame]
+
+
+@contextmanager
+def spark_job(name: str, spark: SparkOptions, paths: list[str], *, jars: bool, session=None,
+              then: str) -> Iterator[SparkJob]:
+    """Run a job in a SparkSession: ``session`` (a running one, with the helper's jars if the
+    job needs them) used and left running, its frames unpersisted at the end; else one started
+    for the job (``name``: its app name; ``jars``: with the ``jvm/`` helper's) and stopped at
+    the end. SIGINT or SIGTERM meanwhile raise ``Interrupted``, whose message says "the Spark
+    job stopped; " and ``then``."""
+    own = session is None
+    try:
+        job = SparkJob(session)
+        if own:
+            job.session = start_session(spark, name, paths, jars)
+            job.clock("spark session")
+        done = False
+        try:
+            yield job
+            done = True
+        finally:
+            if own:
+                stop_session(job.session, done)
+                job.clock("spark session stop")
+            elif done:
+                job.unpersist(*job.persisted)
+    except STOPS as stop:
+        raise Interrupted(stop, f"the Spark job stopped; {then}") from None
+
+
+def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
+    """The SparkSession of one job (``name``: its app name) on ``paths``: the ``jvm/`` helper's
+    jars when ``jars`` and not under spark-submit (which gives them), C1 only for a small input;
+    a local JVM writes its class archive at its end when there is none yet (``stop(session,
+    done=True)`` keeps it, session.py)."""
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    return make_session(spark.master, {"spark.app.name": name, **spark.conf},
+                        helper_jars() if jars and not submitted else None, small=input_bytes(paths) < SMALL_INPUT,
+                        make_archive=True)
+
+
+def input_bytes(paths: list[str]) -> int:
+    """The bytes of the local files under ``paths`` (a remote input counts as large)."""
+    total = 0
+    for path in paths:
+        if is_uri(path):
+            return SMALL_INPUT
+        for root, _, names in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
+            total += sum(os.path.getsize(os.path.join(root, n)) for n in names if os.path.isfile(os.path.join(root, n)))
+    return total
