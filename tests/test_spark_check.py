@@ -147,8 +147,8 @@ def test_skewed_prefix_is_bounded_with_the_true_count(hbase_index, spark, tmp_pa
     load_local(url, write(tmp_path / "index.jsonl", indexed))
     base = int(json.loads(indexed[0])["simhash"], 16)
     rnd = random.Random(9)
-    with open_store(url) as store:  # stale rows: copies also under a fingerprint 2 bits away (one
-        index = Index.open(store)   # document each, counted once: the match count is of documents)
+    with open_store(url) as store:  # stale rows: two copies also under a fingerprint 2 bits away
+        index = Index.open(store)   # (the match count is of index entries: each stale row counts)
         stale = np.array([flip(base, 2, rnd)] * 2, dtype=np.uint64)
         store.put_cells("index", index.scheme.key_table(stale), [b"copy00005", b"copy02999"], repeat=4)
     skewed = [fp_line(f"s{i}", flip(base, i % 3, rnd)) for i in range(300)] + queries[:200]
@@ -164,7 +164,7 @@ def test_skewed_prefix_is_bounded_with_the_true_count(hbase_index, spark, tmp_pa
             within = {json.loads(line)["id"] for line in indexed
                       if bin(int(json.loads(line)["simhash"], 16) ^ base).count("1") <= 3}
             exact = [r for r in counted if int(r["simhash"], 16) == base]
-            assert exact and all(r["match_count"] == len(within) for r in exact)  # not + 2 for the stale rows
+            assert exact and all(r["match_count"] == len(within) + 2 for r in exact)  # entries: + 2 stale rows
         else:
             assert any(len(r["matches"]) > 3000 and "match_count" not in r for r in counted)
 

@@ -10,12 +10,14 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
     J  per task (hadoop.index_runs: the helper's IndexLookup, HBase's own client, no
        gateway): its prefixes read with one multi-range scan per ``SCAN_PROBES`` probes,
        each index row (one indexed fingerprint) compared once with each query of its
-       prefix; out: (query, run) rows with every id of the run
+       prefix; out: (query, run) rows with the run's size and its first ``max_matches`` ids
+       (every id with a TTL)
     E  with a TTL only: the documents of the runs older than the TTL left out (one read of
        their document rows, ``retention.unexpired_runs``)
     E  per query (hash-partitioned, sorted): the flags' runs merged (each fingerprint once),
        then ``candidates.bounded``, as a local lookup: ids deduplicated keeping the nearest,
-       at most ``max_matches`` by (distance, id), and the match count (distinct documents)
+       at most ``max_matches`` by (distance, id), and the match count (index entries: the
+       sum of the runs' sizes)
     J  joined back to the documents by fingerprint: the records of ``check --json``, written
        as JSON lines (``DIR/json/part-*.jsonl``) and Parquet (``DIR/parquet/``)
     D  the summary (one aggregate)
@@ -23,9 +25,9 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
 Each query fingerprint is looked up once however many documents carry it, and each indexed
 fingerprint is compared once however many documents it holds (skew: 50,000 copies of one
 text cost one comparison per query). No call per document: one scan per ``SCAN_PROBES``
-probes of a task. A run's ids travel whole to the merge: the match count is of distinct
-documents, and an id under two fingerprints (a stale row) may lie past any cut of a run, so a
-query's merge holds every id of its runs (memory in proportion to the copies).
+probes of a task. A run travels cut to its first ``max_matches`` ids with its size: a query's
+merge holds at most ``max_matches`` ids per fingerprint within k (with a TTL every id, which
+the expiry reads, as a local lookup does).
 
 ``add_new``: the documents that match nothing in the index (but themselves) nor an earlier
 document of the input are then indexed by HFiles (bulk.py), as ``load --skip-near-dups``
@@ -104,7 +106,7 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     target = index.store.hfile_target()
     runs = hadoop.index_runs(spark, hadoop.ZooKeeper.of(target, index.store.url), target.tables["index"],
                              load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
-                                 "prefix"), len(flags), k, SCAN_PROBES)
+                                 "prefix"), len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
     if index.ttl:
         runs = runs.mapInArrow(expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
@@ -141,8 +143,9 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
 
 
 def expire_runs(url: str):
-    """(query, run) batches (RUNS_SCHEMA) -> the same without the documents older than the
-    index's TTL (runs left empty dropped)."""
+    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
+    documents older than the index's TTL (runs left empty dropped), a run's total the
+    documents left."""
 
     def run(batches):
         import pyarrow as pa
@@ -155,17 +158,20 @@ def expire_runs(url: str):
                                    index.ttl)
             kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
             cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [list(r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.list_(pa.string())]
+                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "ids"])
+                                             names=["query", "simhash", "distance", "total", "ids"])
     return run
 
 
 def merge_runs(max_matches: int | None):
-    """(query, run) rows, sorted by query, every id of each run -> per query its matches
-    (MERGED_SCHEMA): each indexed fingerprint once (it is found under every flag it
-    shares), then ``candidates.bounded``, as a local lookup answers."""
+    """(query, run) rows, sorted by query, each run's first ``max_matches`` ids (or all) and
+    its size -> per query its matches (MERGED_SCHEMA): each indexed fingerprint once (it is
+    found under every flag it shares), then ``candidates.bounded``, as a local lookup answers;
+    the match count the sum of the runs' sizes (``candidates.entries``). A run's first
+    ``max_matches`` ids hold every id ``bounded`` lists: memory per query is in proportion to
+    ``max_matches`` and the fingerprints within k, not to the copies."""
 
     def run(batches):
         import pyarrow as pa
@@ -173,14 +179,14 @@ def merge_runs(max_matches: int | None):
         current, runs = None, {}
         out: list[tuple] = []
         for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("query", "simhash", "distance", "ids")]
-            for query, simhash, distance, ids in zip(*cols):
+            cols = [batch.column(n).to_pylist() for n in ("query", "simhash", "distance", "total", "ids")]
+            for query, simhash, distance, total, ids in zip(*cols):
                 if query != current:
                     if current is not None:
                         out.append(_merged(current, runs, max_matches))
                     current, runs = query, {}
                 if simhash not in runs:
-                    runs[simhash] = Run(distance, simhash & ((1 << 64) - 1), ids)
+                    runs[simhash] = (Run(distance, simhash & ((1 << 64) - 1), ids), total)
             if len(out) >= CHUNK:
                 yield _merged_batch(pa, out)
                 out = []
@@ -192,7 +198,8 @@ def merge_runs(max_matches: int | None):
 
 
 def _merged(query: int, runs: dict, limit: int | None) -> tuple:
-    found, count = bounded(sorted(runs.values(), key=lambda r: (r.distance, r.simhash)), limit)
+    found, _ = bounded(sorted((run for run, _ in runs.values()), key=lambda r: (r.distance, r.simhash)), limit)
+    count = sum(total for _, total in runs.values())
     matches = [{"id": i, "simhash": to_hex(s), "distance": d} for i, s, d in found]
     return query, matches, count if count > len(matches) else None
 

@@ -12,7 +12,7 @@ The helper's calls:
   per table, TAB-separated (``TableFiles.line``); returns "path TAB cells TAB bytes" per file.
 * ``BulkLoad.load(quorum, port, parent, table, folder, copy)`` -> files loaded.
 * ``JsonLines.read(jsc, uri, ordinal, fields, splitBytes)`` -> rows of JSON_LINES_SCHEMA.
-* ``IndexLookup.runs(probes, quorum, port, parent, table, family, flags, k, chunk)``
+* ``IndexLookup.runs(probes, quorum, port, parent, table, family, flags, k, limit, chunk)``
   -> rows of RUNS_SCHEMA: the index read by the executors with HBase's own client.
 """
 
@@ -158,17 +158,18 @@ def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_byte
     return _frame(spark, rdd, JSON_LINES_SCHEMA)
 
 
-RUNS_SCHEMA = "query long, simhash long, distance int, ids array<string>"
+RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>"
 
 
-def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, flags: int, k: int, chunk: int):
+def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, flags: int, k: int, limit: int | None,
+               chunk: int):
     """The helper's ``IndexLookup.runs``: per (query, prefix) row of ``probes`` (sorted by
     prefix within partitions), the index rows under the prefix within ``k`` bits of the
-    query, read in the executors' JVMs (RUNS_SCHEMA: query, simhash, distance, every id of
-    the fingerprint); ``flags``: the scheme's number of flags; ``chunk``: probes per scan.
-    No TTL is applied."""
+    query, read in the executors' JVMs (RUNS_SCHEMA: query, simhash, distance, the
+    fingerprint's document count, its first ``limit`` ids or all when None); ``flags``: the
+    scheme's number of flags; ``chunk``: probes per scan. No TTL is applied."""
     rdd = _helper(spark).IndexLookup.runs(probes.select("query", "prefix")._jdf.queryExecution().toRdd().toJavaRDD(),
-                                          *zk.args(), table, family, flags, k, chunk)
+                                          *zk.args(), table, family, flags, k, -1 if limit is None else limit, chunk)
     return _frame(spark, rdd, RUNS_SCHEMA)
 
 

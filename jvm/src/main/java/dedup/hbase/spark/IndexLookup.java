@@ -40,11 +40,10 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * a {@link MultiRowRangeFilter} over the chunk's prefixes, neighbours merged into one range
  * (the scheme has no rows between flag {@code flags} of one segment and flag 1 of the next).
  *
- * <p>Out: one row per (query, indexed fingerprint within k bits): query, simhash, distance and
- * every id of the fingerprint, in key order. A fingerprint found under several flags of one
- * query comes out once per flag; the caller merges, bounds and counts the matches (the Python
- * reference, {@code candidates.bounded}: the match count is of distinct documents, which no
- * cut of a row's ids could tell). Nothing here applies a TTL.
+ * <p>Out: one row per (query, indexed fingerprint within k bits): query, simhash, distance,
+ * total (the documents of the fingerprint), ids (the first {@code limit} in key order, or all
+ * when {@code limit} is negative). A fingerprint found under several flags of one query comes
+ * out once per flag; the caller merges. Nothing here applies a TTL.
  */
 public final class IndexLookup {
   private IndexLookup() {
@@ -59,7 +58,7 @@ public final class IndexLookup {
    * is closed when the task ends.
    */
   public static JavaRDD<Row> runs(JavaRDD<InternalRow> probes, String quorum, int port, String znodeParent,
-      String table, String family, int flags, int k, int chunk) {
+      String table, String family, int flags, int k, int limit, int chunk) {
     byte[] columns = Bytes.toBytes(family);
     return probes.mapPartitions(it -> {
       if (!it.hasNext()) {
@@ -97,7 +96,7 @@ public final class IndexLookup {
             }
             List<Row> out = new ArrayList<>();
             try {
-              c.scan(index, columns, flags, k, out);
+              c.scan(index, columns, flags, k, limit, out);
             } catch (IOException e) {
               throw new RuntimeException(e);
             }
@@ -168,7 +167,7 @@ public final class IndexLookup {
     }
 
     /** One scan of the chunk's prefixes; a row's matches appended to {@code out} when the row ends. */
-    void scan(Table index, byte[] family, int flags, int k, List<Row> out) throws IOException {
+    void scan(Table index, byte[] family, int flags, int k, int limit, List<Row> out) throws IOException {
       if (distinct == 0) {
         return;
       }
@@ -187,7 +186,7 @@ public final class IndexLookup {
       if (ranges.size() > 1) {
         scan.setFilter(new MultiRowRangeFilter(ranges));
       }
-      RowMatches row = new RowMatches();
+      RowMatches row = new RowMatches(limit);
       int at = 0; // the index in prefixes of the current row's prefix
       try (ResultScanner scanner = index.getScanner(scan)) {
         for (Result result : scanner) {
@@ -213,12 +212,18 @@ public final class IndexLookup {
 
   /** The cells of one index row, gathered across the partial results of a wide row. */
   static final class RowMatches {
+    final int limit;
     byte[] key;
     long simhash;
     long[] matched = new long[16]; // the queries within k bits
     int[] distances = new int[16];
     int count;
+    long total;
     List<String> ids = new ArrayList<>();
+
+    RowMatches(int limit) {
+      this.limit = limit;
+    }
 
     boolean same(byte[] other) {
       return key != null && Bytes.equals(key, other);
@@ -228,6 +233,7 @@ public final class IndexLookup {
       key = rowKey;
       simhash = Bytes.toLong(rowKey, PREFIX_BYTES);
       count = 0;
+      total = 0;
       ids.clear();
       if (prefixAt < 0) {
         return;
@@ -246,10 +252,15 @@ public final class IndexLookup {
     }
 
     void add(Result result) {
+      Cell[] cells = result.rawCells();
+      total += cells.length;
       if (count == 0) {
         return;
       }
-      for (Cell cell : result.rawCells()) {
+      for (Cell cell : cells) {
+        if (limit >= 0 && ids.size() >= limit) {
+          break;
+        }
         ids.add(Bytes.toString(CellUtil.cloneQualifier(cell)));
       }
     }
@@ -260,7 +271,7 @@ public final class IndexLookup {
       }
       String[] kept = ids.toArray(new String[0]);
       for (int i = 0; i < count; i++) {
-        out.add(RowFactory.create(matched[i], simhash, distances[i], kept));
+        out.add(RowFactory.create(matched[i], simhash, distances[i], total, kept));
       }
       count = 0;
     }
