@@ -118,7 +118,7 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
     new = np.ones(len(rests), dtype=bool)
     new[1:] = (rests[1:] != rests[:-1]) | (cell_prefix[1:] != cell_prefix[:-1])
     run_start = np.flatnonzero(new)
-    run_length = np.diff(np.concatenate((run_start, [len(rests)])))  # not np.r_: about 5 µs a call
+    run_length = np.diff(np.concatenate((run_start, [len(rests)])))  # not np.r_ (an index trick per call)
     run_value = rests[run_start]
     per_prefix = np.bincount(cell_prefix[run_start], minlength=len(scanned))
     first_run = starts(per_prefix)

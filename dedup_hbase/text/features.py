@@ -112,7 +112,7 @@ class JiebaFeaturizer:
       Sublinear counts keep a few repeated topic words from making same-topic reports
       look alike.
 
-    jieba is the reference. When rjieba (jieba's Rust port, ~15x faster) is installed
+    jieba is the reference. When rjieba (jieba's Rust port) is installed
     and ``fast`` is true, rjieba segments instead: without the HMM it cuts exactly as
     jieba does (tests/test_fast_path.py checks every document of the shared corpora and
     random text). ``fast`` is not part of the spec: it changes speed, not output.

@@ -2,10 +2,10 @@
 ``dedup_hbase_core``, built from ``native/``), when it is installed and usable.
 
 The core does the whole text-to-fingerprint path of the ``jieba`` (version 2) and
-``shingles`` (version 1) featurizers, bit for bit as the Python code does, some thirty times
-faster than the reference on one core, and on as many cores as a batch call is given
-(``scripts/bench fingerprint`` measures it; docs/native-core.md). The Python code stays the reference and the fallback: ``Fingerprinter`` uses the
-core when ``core_for`` gives one, and its own code otherwise. The core is refused, with
+``shingles`` (version 1) featurizers, bit for bit as the Python code does, on as many cores
+as a batch call is given (``scripts/bench fingerprint`` measures it against the reference;
+docs/native-core.md). The Python code stays the reference and the fallback: ``Fingerprinter``
+uses the core when ``core_for`` gives one, and its own code otherwise. The core is refused, with
 the reason ``describe()`` tells, when
 
 * it is not installed (``pip install ./native '.[fast]'`` in the dedup-hbase folder, see the README),

@@ -4,8 +4,7 @@ The logical table is the design's wide-row layout, bit for bit: row key = segmen
 flag(1) + simhash(8), one column per document id, no value; ``scan`` returns exactly those
 keys. Physically RocksDB holds the cells of one 5-byte scan prefix in one record (records.py),
 much as HBase packs rows into HFile blocks: a lookup reads 4 records (4-split) instead of
-iterating ~4N/65536 keys one Python call each, which cost ~0.26 µs per candidate
-(docs/store-engine.md).
+iterating ~4N/65536 keys one Python call each (docs/store-engine.md).
 
 Two column families:
 
@@ -225,7 +224,7 @@ class PackedTable:
 
     def _drop_runs(self) -> None:
         """Delete every run: drop the runs family and create it again, which frees its
-        files at once (a range delete + compaction rewrote them: seconds per 10^7 cells).
+        files at once (a range delete + compaction would rewrite them).
         The merged records are flushed to table files first, so the runs go only after them."""
         self._merged.flush()  # the merged records (written without the log) to table files,
         self._db.flush()  # and the state with them
@@ -276,7 +275,8 @@ class PackedTable:
 
         One point get per prefix, or one pass over the records between the first and the
         last prefix when RocksDB estimates there are few of them (a bulk load into a new
-        or small index: most prefixes have no record yet, and a get costs 0.5-4 µs)."""
+        or small index: most prefixes have no record yet, and a pass costs less than a get
+        per prefix)."""
         lo, hi = int(pids[0]), int(pids[-1])
         estimate = self._merged.property_int_value("rocksdb.estimate-num-keys") or 0
         if estimate * (hi - lo + 1) / 256 ** self.prefix_bytes > _READ_PER_GET * len(pids):

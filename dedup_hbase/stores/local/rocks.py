@@ -27,10 +27,10 @@ def read_once() -> ReadOptions:
 def get_many(cf, keys: Sequence[bytes], read_opt: ReadOptions | None = None) -> list[bytes | None]:
     """The values of ``keys`` in column family ``cf`` (None: absent), in order.
 
-    rocksdict's multi-get costs about 1 µs per key even for an absent one; one ``get``
-    per key costs 0.2-0.5 µs for an absent key (the bloom filter answers) but about 4 µs
-    instead of 3 for a present one. A load of new documents asks for absent keys, a
-    reload for present ones: the first ``_PROBE`` keys decide."""
+    rocksdict's multi-get pays for every key, even an absent one; one ``get`` per key is
+    cheaper for an absent key (the bloom filter answers) and dearer for a present one. A
+    load of new documents asks for absent keys, a reload for present ones: the first
+    ``_PROBE`` keys decide."""
     head = [cf.get(key, read_opt=read_opt) for key in keys[:_PROBE]]
     if len(keys) <= _PROBE:
         return head

@@ -289,8 +289,8 @@ class LocalStore(Store):
     def compact(self) -> None:
         """Merge the index's recent writes and rewrite every table into its bottommost,
         zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
-        compacts in the background anyway; this finishes it now (seconds per million
-        documents)."""
+        compacts in the background anyway; this finishes it now (it reads and writes the
+        whole store)."""
         self._writable()
         self.flush()
         force = CompactOptions()  # rewrite even files already at the bottom (a flush may have
