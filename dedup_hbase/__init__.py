@@ -19,7 +19,7 @@ _HOMES = {
     "errors": ("DedupError", "EmptyDocument", "IndexMismatch", "IndexNotFound", "InvalidInput", "StoreError"),
     "text.features": ("JiebaFeaturizer", "ShingleFeaturizer", "make_featurizer"),
     "text.fingerprint": ("Fingerprinter", "hamming", "make_fingerprinter", "parse_hex", "to_hex"),
-    "index.index": ("Document", "Index", "Match"),
+    "index.index": ("Document", "Index", "Match", "Matches"),
     "index.layout": ("Scheme",),
     "stores": ("Store", "open_store", "parse_store_url"),
 }

@@ -42,7 +42,7 @@ class StoreError(DedupError):
 
 
 # The extra (pyproject.toml) that brings each optional package.
-_EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "starlette": "service", "uvicorn": "service",
+_EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "uvicorn": "service", "prometheus_client": "service",
            "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
 
 

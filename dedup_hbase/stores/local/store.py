@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rocksdict import (
     AccessType,
@@ -197,12 +198,16 @@ class LocalStore(Store):
 
     # -- data ----------------------------------------------------------------
 
+    def _batch(self, table: str) -> tuple[WriteBatch, Any]:
+        """An empty write batch for the plain table ``table`` and its column family."""
+        self._cf(table)
+        return WriteBatch(raw_mode=True), self._handles[table]
+
     def put(self, table: str, items: Iterable[Item]) -> None:
         self._writable()
         if packed := self._table(table):
             return packed.put(items)
-        self._cf(table)
-        batch, handle = WriteBatch(raw_mode=True), self._handles[table]
+        batch, handle = self._batch(table)
         for key, value in items:
             batch.put(key, value, handle)
         self._db.write(batch)
@@ -271,8 +276,7 @@ class LocalStore(Store):
         self._writable()
         if packed := self._table(table):
             return packed.delete(keys)
-        self._cf(table)
-        batch, handle = WriteBatch(raw_mode=True), self._handles[table]
+        batch, handle = self._batch(table)
         for key in keys:
             batch.delete(key, handle)
         self._db.write(batch)
