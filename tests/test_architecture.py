@@ -154,3 +154,13 @@ def test_the_checker_sees_imports():
     assert wrong_imports("index.index", {"stores"}) == ["stores"]
     assert wrong_imports("stores.hbase.store", {"index.store", "stores.hbase.thrift2"}) == []
     assert wrong_imports("stores.hbase.connections", {"stores.hbase.thrift2"}) == ["stores.hbase.thrift2"]
+
+
+def test_pip_installs_every_package():
+    """pyproject.toml's package list names every package of the source tree (a package left out
+    is missing from what ``pip install`` puts in place, and only a non-editable install shows it)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {".".join(("dedup_hbase", *p.parent.relative_to(PACKAGE).parts)) for p in PACKAGE.rglob("__init__.py")}
+    assert present - listed == set()
