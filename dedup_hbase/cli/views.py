@@ -1,0 +1,53 @@
+"""The commands that show outputs to a person: ``explain`` (a pair or a group in the terminal)
+and ``report`` (one HTML file). Each is a thin shell over the report package; commands.py
+registers them (as ``fn(ctx, ...)`` commands, command.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Annotated
+
+import typer
+
+from ..jobs.corpus import FORMATS, Fields
+from ..text.fingerprint import make_fingerprinter
+from .command import out
+
+Inputs = Annotated[list[str], typer.Argument(help="The inputs the documents were read from (files or folders), as given to groups.")]
+IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
+TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
+InputFormat = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+FeaturizerName = Annotated[str | None, typer.Option("--featurizer", help="jieba (default) or shingles: the one groups used.")]
+Shingles = Annotated[int | None, typer.Option("--shingle-size", help="Characters per shingle (shingles featurizer).")]
+HashSeed = Annotated[int | None, typer.Option("--seed", help="mmh3 seed of the feature hashes (default 0).")]
+AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON).")]
+
+
+def explain(ctx: typer.Context, files: Inputs,
+            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups for its group.")],
+            groups: Annotated[str | None, typer.Option("--groups", help="A groups output folder (its --out): show the id's group, each dropped document beside its via.")] = None,
+            top: Annotated[int, typer.Option(help="Terms shown per document, the weightiest first.")] = 10,
+            max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
+            width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
+            no_color: Annotated[bool, typer.Option("--no-color", help="Mark differences as [-a's-] {+b's+}, not in colour (also when not a terminal, or NO_COLOR is set).")] = False,
+            id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+            featurizer: FeaturizerName = None, shingle_size: Shingles = None, seed: HashSeed = None,
+            json_: AsJson = False) -> None:
+    """Why two documents are near-duplicates: their texts side by side with the differences
+    marked, the distance, and the terms that weigh most in each fingerprint.
+
+    Needs no --store: the texts come from the inputs."""
+    from ..report.terminal import explain as explained
+    from ..report.terminal import render
+
+    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    shown = explained(files, ids, fp, groups, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
+    if json_:
+        out(shown.to_dict())
+        return
+    color = not no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    for line in render(shown, width or shutil.get_terminal_size((100, 24)).columns, color):
+        typer.echo(line)
