@@ -352,6 +352,7 @@ def serve(ctx: typer.Context,
 
 
 _command(views.explain)
+_command(views.report)
 
 
 def main() -> None:

@@ -51,3 +51,32 @@ def explain(ctx: typer.Context, files: Inputs,
     color = not no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     for line in render(shown, width or shutil.get_terminal_size((100, 24)).columns, color):
         typer.echo(line)
+
+
+def report(ctx: typer.Context,
+           groups_out: Annotated[str, typer.Argument(help="A groups output folder (the --out of groups).")],
+           files: Annotated[list[str] | None, typer.Argument(help="The inputs groups read, for the texts (files or folders). Without them the page has no texts.")] = None,
+           out_html: Annotated[str, typer.Option("--out", "-o", help="The HTML file to write.")] = "report.html",
+           check: Annotated[str | None, typer.Option(help="A check output too: a file of check --json lines, or a check --engine spark --out folder.")] = None,
+           sample: Annotated[int, typer.Option(help="Groups of two or more shown with their texts (a seeded random sample).")] = 50,
+           seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+           pairs: Annotated[int, typer.Option(help="Dropped documents shown per sampled group, beside their vias.")] = 5,
+           largest: Annotated[int, typer.Option(help="Largest groups listed.")] = 20,
+           searchable: Annotated[int, typer.Option(help="Documents of groups of two or more the page's search box knows (the first, in input order).")] = 50_000,
+           id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+           json_: AsJson = False) -> None:
+    """One self-contained HTML page (works offline) of a groups output: the counts, histograms
+    of group sizes and distances, the largest groups, a seeded sample of groups with each
+    dropped document's text beside its via's, and a search by id.
+
+    Needs no --store."""
+    from ..report.page import ReportOptions, build
+
+    options = ReportOptions(sample=sample, seed=seed, pairs=pairs, largest=largest, searchable=searchable)
+    shown = build(groups_out, files or [], out_html, options, check, fmt, Fields(id=id_field, text=text_field))
+    if json_:
+        out({"out": out_html, **shown})
+    else:
+        c = shown["counts"]
+        typer.echo(f"wrote {out_html}: {c['documents']:,} documents in {c['groups']:,} groups, "
+                   f"{shown['sample']} sampled (seed {seed}) with {shown['pairs']} pairs of texts", err=True)

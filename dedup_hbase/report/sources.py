@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,12 @@ def texts_of(paths: list[str], ids: Iterable[str], fmt: str = "auto", fields: Fi
     wanted, found = set(ids), {}
     if not wanted:
         return found
-    for record in read_records(paths, fmt, fields):
-        if record.id in wanted and record.id not in found and record.text is not None:
-            found[record.id] = Text(record.id, record.text, record.source, record.line)
-            if len(found) == len(wanted):
-                break
+    with closing(read_records(paths, fmt, fields)) as records:  # closes the file when it stops early
+        for record in records:
+            if record.id in wanted and record.id not in found and record.text is not None:
+                found[record.id] = Text(record.id, record.text, record.source, record.line)
+                if len(found) == len(wanted):
+                    break
     return found
 
 
