@@ -60,7 +60,7 @@ def tree_parents(count: int, edges: np.ndarray, weights: np.ndarray, start: np.n
     degree = np.bincount(src, minlength=count)
     begins = np.cumsum(degree) - degree
     seen = np.asarray(start, dtype=bool).copy()
-    frontier = np.flatnonzero(seen)
+    frontier = np.flatnonzero(seen & (degree > 0))  # a start node without edges reaches nothing
     while len(frontier):
         counts = degree[frontier]
         at = np.repeat(begins[frontier] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
