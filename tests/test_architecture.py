@@ -36,7 +36,7 @@ ORDER = {
                    "rows", "bulk", "load", "pairs", "components", "groups", "adding", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
-    "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page"],
+    "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
     "cli": ["", "command", "views", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)

@@ -353,6 +353,7 @@ def serve(ctx: typer.Context,
 
 _command(views.explain)
 _command(views.report)
+_command(views.tune)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import InvalidInput
 from ..jobs.corpus import FORMATS, Fields
 from ..text.fingerprint import make_fingerprinter
 from .command import out
@@ -80,3 +81,39 @@ def report(ctx: typer.Context,
         c = shown["counts"]
         typer.echo(f"wrote {out_html}: {c['documents']:,} documents in {c['groups']:,} groups, "
                    f"{shown['sample']} sampled (seed {seed}) with {shown['pairs']} pairs of texts", err=True)
+
+
+def tune(ctx: typer.Context, files: Inputs,
+         sample: Annotated[int, typer.Option(help="Documents sampled from the inputs and indexed; a fifth of them are copied.")] = 1000,
+         seed: Annotated[int, typer.Option(help="Seed of the sample and of the copies.")] = 1,
+         docs: Annotated[int | None, typer.Option(help="The corpus size the cost of each k is given for (default: the records read).")] = None,
+         kinds: Annotated[str | None, typer.Option(help="Kinds of copies, comma-separated (default: all).")] = None,
+         html: Annotated[str | None, typer.Option(help="Also write the results as an HTML page (tables and a chart, offline).")] = None,
+         id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+         featurizer: FeaturizerName = None, shingle_size: Shingles = None,
+         seed_hash: Annotated[int | None, typer.Option("--hash-seed", help="mmh3 seed of the feature hashes (default 0).")] = None,
+         json_: AsJson = False) -> None:
+    """Choose k on your own corpus: near-copies of a sample of it, made the ways copies arise,
+    looked up among the sample; recall and false matches per kind of copy for k = 0 to 8,
+    the cost of each k, and the k to use.
+
+    Needs no --store."""
+    from ..report.copies import KINDS
+    from ..report.tune import lines, write_html
+    from ..report.tune import tune as measure
+
+    chosen = [x.strip() for x in kinds.split(",")] if kinds else list(KINDS)
+    unknown = [x for x in chosen if x not in KINDS]
+    if unknown:
+        raise InvalidInput(f"unknown kind {unknown[0]!r}: choose from {', '.join(KINDS)}")
+    if sample < 2:
+        raise InvalidInput(f"--sample must be at least 2, not {sample}")
+    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed_hash)
+    result = measure(files, fp, sample, seed, docs, chosen, fmt, Fields(id=id_field, text=text_field))
+    if html:
+        write_html(result, html)
+    if json_:
+        out(result.to_dict())
+    else:
+        for line in lines(result):
+            typer.echo(line)
