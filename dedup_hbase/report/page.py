@@ -91,7 +91,8 @@ def build(groups_out: str, inputs: list[str], html_path: str, options: ReportOpt
              for m in [x for x in members[g] if not x["keep"]][:options.pairs]]
     texts = sources.texts_of(inputs, {x for _, a, b, _ in pairs for x in (a, b)}, fmt, fields) if inputs else {}
     sizes = Counter(f["size"] for f in firsts)
-    distances = Counter(table.filter(pc.invert(table["keep"]))["distance"].to_pylist())
+    counted = pc.value_counts(table.filter(pc.invert(table["keep"]))["distance"]).to_pylist()
+    distances = {c["values"]: c["counts"] for c in counted}
     k = counts.get("k") or max(distances, default=0)
     charts = [svg.histogram(svg.size_bins(sizes), "groups of two or more by size", "documents in the group"),
               svg.histogram([(str(d), distances.get(d, 0)) for d in range(k + 1)],
