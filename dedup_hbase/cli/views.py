@@ -83,14 +83,16 @@ def report(ctx: typer.Context,
                    f"{shown['sample']} sampled (seed {seed}) with {shown['pairs']} pairs of texts", err=True)
 
 
-def tune(ctx: typer.Context, files: Inputs,
+def tune(ctx: typer.Context,
+         files: Annotated[list[str], typer.Argument(help="Your corpus: files or folders (JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst).")],
          sample: Annotated[int, typer.Option(help="Documents sampled from the inputs and indexed; a fifth of them are copied.")] = 1000,
          seed: Annotated[int, typer.Option(help="Seed of the sample and of the copies.")] = 1,
          docs: Annotated[int | None, typer.Option(help="The corpus size the cost of each k is given for (default: the records read).")] = None,
          kinds: Annotated[str | None, typer.Option(help="Kinds of copies, comma-separated (default: all).")] = None,
          html: Annotated[str | None, typer.Option(help="Also write the results as an HTML page (tables and a chart, offline).")] = None,
          id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
-         featurizer: FeaturizerName = None, shingle_size: Shingles = None,
+         featurizer: Annotated[str | None, typer.Option("--featurizer", help="The featurizer to measure: jieba (default) or shingles.")] = None,
+         shingle_size: Shingles = None,
          seed_hash: Annotated[int | None, typer.Option("--hash-seed", help="mmh3 seed of the feature hashes (default 0).")] = None,
          json_: AsJson = False) -> None:
     """Choose k on your own corpus: near-copies of a sample of it, made the ways copies arise,
