@@ -172,6 +172,8 @@ def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
     assert parquet_schema(tmp_path / "local") == parquet_schema(tmp_path / "spark")
     assert (tmp_path / "local" / "groups.jsonl").read_bytes() == (tmp_path / "spark" / "groups.jsonl").read_bytes()
+    assert (tmp_path / "local" / "dropped.jsonl").read_bytes() == (tmp_path / "spark" / "dropped.jsonl").read_bytes()
+    assert sum(1 for r in parquet_rows(tmp_path / "local") if r["via"] is not None) == local.to_drop
 
 
 def bad_input(tmp_path: Path) -> Path:
