@@ -16,8 +16,8 @@ dedup-hbase's featurizers as shipped (``jieba``; ``shingles`` of 4 and 3 charact
 the ``simhash`` package (leonsim) with its default features and with jieba words. The
 fingerprints come from dedup_hbase's public API (``make_fingerprinter``, ``Index``): it
 measures what ships, no featurizer of its own. Two helpers of the package's modules serve
-the report, not the measurement: ``features.normalize`` for the 4-gram Jaccard that tells a
-false match from a natural near-duplicate, and ``boilerplate.boilerplate_reason`` /
+the report, not the measurement: ``report.tune``'s 4-gram Jaccard (the one ``dedup-hbase tune``
+uses) that tells a false match from a natural near-duplicate, and ``boilerplate.boilerplate_reason`` /
 ``logical_lines`` for ``--show-boilerplate`` (what the rules drop). The ablations that chose
 jieba version 2 ran in this harness's earlier revisions (up to commit 41904de);
 docs/history/quality-ablation-2026-11-22.md keeps their results.
@@ -49,6 +49,7 @@ import numpy as np
 
 from dedup_hbase import Document, EmptyDocument, Index, make_fingerprinter, open_store
 from dedup_hbase.report.copies import KINDS, Copier, detect_lang, edit_characters
+from dedup_hbase.report.tune import jaccard, shingle_set
 from dedup_hbase.text.boilerplate import boilerplate_reason, logical_lines
 from dedup_hbase.text.features import normalize
 
@@ -151,19 +152,6 @@ def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np
 # =====================================================================================
 # 4. Evaluation
 # =====================================================================================
-
-def shingle_set(text: str) -> frozenset:
-    """Character 4-grams of the letters and digits of the normalised text (for Jaccard)."""
-    chars = "".join(ch for ch in normalize(text) if ch.isalnum())
-    return frozenset(chars[i:i + 4] for i in range(max(1, len(chars) - 3)))
-
-
-def jaccard(a: frozenset, b: frozenset) -> float:
-    if not a or not b:
-        return 0.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
-
 
 @dataclass
 class Result:
