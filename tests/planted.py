@@ -83,3 +83,45 @@ def brute_groups(fps, k=K):
     for position, f in enumerate(fps):
         first.setdefault(by_value[index_of[f]], position)
     return [first[by_value[index_of[f]]] for f in fps]
+
+
+def brute_via(fps, k=K):
+    """Per position of ``fps``: ``(via position or None, distance or None)`` as outputs.py
+    defines them, the slow way: all pairs of distinct fingerprints by XOR, a breadth-first
+    search per group in plain Python from the kept document's fingerprint, each fingerprint's
+    parent the least (distance, first position) among its neighbours one hop nearer."""
+    from collections import deque
+
+    first = {}
+    for position, f in enumerate(fps):
+        first.setdefault(f, position)
+    unique = sorted(first, key=first.get)  # in order of first position
+    index_of = {f: i for i, f in enumerate(unique)}
+    near: dict[int, list[int]] = {i: [] for i in range(len(unique))}
+    for a, b in brute_pairs(unique, k):
+        near[a].append(b)
+        near[b].append(a)
+    group = brute_groups(fps, k)
+    parent: dict[int, int | None] = {}
+    for root in (i for i, f in enumerate(unique) if group[first[f]] == first[f]):
+        parent[root] = None
+        level, queue = {root: 0}, deque([root])
+        while queue:
+            u = queue.popleft()
+            for w in near[u]:
+                if w not in level:
+                    level[w] = level[u] + 1
+                    queue.append(w)
+        for w, depth in level.items():
+            if depth:
+                parent[w] = min((hamming(unique[w], unique[p]), first[unique[p]], p)
+                                for p in near[w] if level[p] == depth - 1)[2]
+    out = []
+    for position, f in enumerate(fps):
+        if first[f] != position:
+            out.append((first[f], 0))
+        else:
+            p = parent[index_of[f]]
+            out.append((None, None) if p is None else (first[unique[p]], hamming(f, unique[p])))
+    return out
+

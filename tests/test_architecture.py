@@ -19,7 +19,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 # The package's own __init__ ("") imports its public names lazily (by name): it stands lowest.
 # Inside a package, its modules (and subpackages) in order, lowest first; "" is the package's
 # own __init__.
-LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("cli",), ("__main__",)]
+LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("report",), ("cli",),
+          ("__main__",)]
 ORDER = {
     "text": ["", "boilerplate", "features", "native", "fingerprint"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
@@ -35,7 +36,8 @@ ORDER = {
                    "rows", "bulk", "load", "pairs", "components", "groups", "adding", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
-    "cli": ["", "command", "commands"],
+    "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
+    "cli": ["", "command", "views", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)
 IMPORT_NOTHING = {"jobs", "jobs.spark_daemon"}

@@ -26,7 +26,7 @@ from dedup_hbase.jobs.options import SCHEME_5_FROM, GroupsOptions
 from dedup_hbase.text.fingerprint import make_fingerprinter
 
 from conftest import shared_corpus
-from planted import K, brute_components, brute_groups, planted
+from planted import K, brute_components, brute_groups, brute_via, planted
 
 
 def spark_groups(spark, paths, out, options):
@@ -61,23 +61,66 @@ def planted_input(tmp_path_factory):
     path.write_text("".join(json.dumps({"id": f"d{i}", "simhash": f"{v:016x}"}) + "\n" for i, v in enumerate(fps)))
     first = brute_groups(fps)
     size = Counter(first)
+    via = brute_via(fps)
     rows = [{"id": f"d{i}", "simhash": f"{v:016x}", "group": f"d{first[i]}", "size": size[first[i]],
-             "keep": first[i] == i} for i, v in enumerate(fps)]
+             "keep": first[i] == i, "via": None if via[i][0] is None else f"d{via[i][0]}", "distance": via[i][1]}
+            for i, v in enumerate(fps)]
     members: dict[int, list[str]] = {}
     for i, g in enumerate(first):
         members.setdefault(g, []).append(f"d{i}")
     lines = [json.dumps({"group": n, "size": len(ids), "ids": ids}) + "\n"
              for n, (_, ids) in enumerate(sorted((g, ids) for g, ids in members.items() if len(ids) > 1), 1)]
     assert len(fps) == 20_040 and max(size.values()) >= 3000 and len(lines) > 50
-    return path, rows, "".join(lines), len(size)
+    dropped = "".join(json.dumps({"id": r["id"], "group": r["group"], "via": r["via"], "distance": r["distance"]})
+                      + "\n" for r in rows if not r["keep"])
+    return path, rows, "".join(lines), len(size), dropped
 
 
 def check_planted(report, out, planted_input):
-    path, rows, lines, groups = planted_input
+    path, rows, lines, groups, dropped = planted_input
     assert (report.read, report.documents, report.rejected, report.groups) == (20_040, 20_040, 0, groups)
     assert report.to_drop == 20_040 - groups and report.k == K
     assert parquet_rows(out) == rows
     assert (out / "groups.jsonl").read_text(encoding="utf-8") == lines
+    assert (out / "dropped.jsonl").read_text(encoding="utf-8") == dropped
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in summary.items() if k != "elapsed_s"} == {
+        k: v for k, v in report.to_dict().items() if k != "elapsed_s"}
+
+
+def test_planted_via_is_a_near_member_on_the_way_to_the_kept_one(planted_input):
+    """The brute-force vias themselves (what both engines are held to): a kept document has
+    none; every other's via is in its group, within k bits, and following vias from any
+    document reaches its group's kept one; a chain a - b - c (a kept, c beyond k of a) drops
+    c via b; copies of a fingerprint go via its first copy at distance 0."""
+    fps = planted(7, randoms=13_000, pages=(3000, 1200))
+    _, rows, _, _, _ = planted_input
+    position = {r["id"]: i for i, r in enumerate(rows)}
+    for i, r in enumerate(rows):
+        if r["keep"]:
+            assert (r["via"], r["distance"]) == (None, None)
+            continue
+        v = position[r["via"]]
+        assert rows[v]["group"] == r["group"] and r["distance"] == (fps[i] ^ fps[v]).bit_count() <= K
+        steps, at = 0, i
+        while not rows[at]["keep"]:
+            at, steps = position[rows[at]["via"]], steps + 1
+            assert steps <= len(rows)
+        assert rows[at]["id"] == r["group"]
+    by_value = {}
+    for i, f in enumerate(fps):
+        by_value.setdefault(f, i)
+    copies = [i for i, f in enumerate(fps) if by_value[f] != i]
+    assert len(copies) > 4000
+    assert all((rows[i]["via"], rows[i]["distance"]) == (f"d{by_value[fps[i]]}", 0) for i in copies)
+    chains = 0
+    for i, r in enumerate(rows):  # c of a planted chain: its group is a, b, c alone, c beyond k of a
+        a = position[r["group"]]
+        if r["size"] == 3 and (fps[i] ^ fps[a]).bit_count() > K:
+            middle = next(j for j, x in enumerate(rows) if x["group"] == r["group"] and j not in (i, a))
+            assert r["via"] == f"d{middle}" and rows[middle]["via"] == r["group"]
+            chains += 1
+    assert chains >= 20  # of 40 chains, shuffled: the kept one is an end in about two thirds
 
 
 @pytest.mark.parametrize("scheme", [None, "5"])
@@ -111,8 +154,9 @@ def test_spark_pairs_equal_neardup(spark, scheme):
     firsts = pairs.distinct(df)
     assert sorted(r["first"] for r in firsts.collect()) == sorted(want.first.tolist())
     got = [tuple(r) for r in pairs.distinct_pairs(firsts, Scheme.parse(scheme), K).collect()]
-    first = want.first.tolist()
-    expected = sorted((min(first[i], first[j]), max(first[i], first[j])) for i, j in want.pairs.tolist())
+    first, unique = want.first.tolist(), want.unique.tolist()
+    expected = sorted((min(first[i], first[j]), max(first[i], first[j]), (unique[i] ^ unique[j]).bit_count())
+                      for i, j in want.pairs.tolist())
     assert len(got) == len(set(got)) == len(expected) > 100
     assert sorted(got) == expected
 
@@ -128,6 +172,8 @@ def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
     assert parquet_schema(tmp_path / "local") == parquet_schema(tmp_path / "spark")
     assert (tmp_path / "local" / "groups.jsonl").read_bytes() == (tmp_path / "spark" / "groups.jsonl").read_bytes()
+    assert (tmp_path / "local" / "dropped.jsonl").read_bytes() == (tmp_path / "spark" / "dropped.jsonl").read_bytes()
+    assert sum(1 for r in parquet_rows(tmp_path / "local") if r["via"] is not None) == local.to_drop
 
 
 def bad_input(tmp_path: Path) -> Path:
@@ -155,6 +201,10 @@ def check_bad(report, out: Path, rejects: Path, source: str) -> None:
         [(f"p{i}", "p0", 6, i == 0) for i in range(5)] + [("alone", "alone", 1, True), ("near-é", "p0", 6, False)])
     assert (out / "groups.jsonl").read_text(encoding="utf-8") == (
         '{"group": 1, "size": 6, "ids": ["p0", "p1", "p2", "p3", "p4", "near-é"]}\n')
+    assert [(r["via"], r["distance"]) for r in rows] == [(None, None)] + [("p0", 0)] * 4 + [(None, None), ("p0", 3)]
+    assert (out / "dropped.jsonl").read_text(encoding="utf-8") == "".join(
+        f'{{"id": "p{i}", "group": "p0", "via": "p0", "distance": 0}}\n' for i in range(1, 5)) + (
+        '{"id": "near-é", "group": "p0", "via": "p0", "distance": 3}\n')
 
 
 def test_rejects_accounted_local(tmp_path):
@@ -268,3 +318,37 @@ def test_bad_options_refused_as_load_refuses_them(tmp_path):
                             ({"workers": 0}, "workers must be >= 1, not 0")):
         with pytest.raises(InvalidInput, match=re.escape(message)):
             GroupsOptions(**kwargs)
+
+
+def test_via_of_a_hundred_thousand_copies_costs_memory_in_proportion():
+    """groups' assignment (groups, vias, distances) of 100,000 copies of one page and a chain
+    of near ones: each copy via the first (distance 0), the chain link by link, and the peak
+    memory under 1 KB a document (tracemalloc sees numpy's allocations)."""
+    import tracemalloc
+
+    from dedup_hbase.index.layout import Scheme
+    from dedup_hbase.jobs.local.groups import assign
+
+    n, page = 100_000, 0x0123456789ABCDEF
+    chain = [page ^ 0b111, page ^ 0b111 ^ (0b111 << 8)]  # 3 bits from the page, then 3 more
+    fps = np.array([page] * n + chain, dtype=np.uint64)
+    tracemalloc.start()
+    try:
+        group, via, distance = assign(fps, Scheme.parse("4"), K)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (group == 0).all() and via[0] == -1 and distance[0] == -1
+    assert (via[1:n] == 0).all() and (distance[1:n] == 0).all()
+    assert via[n:].tolist() == [0, n] and distance[n:].tolist() == [3, 3]
+    assert peak < 1024 * len(fps), f"{peak / len(fps):.0f} bytes a document"
+
+
+def test_tree_parents_of_a_long_path_given_from_its_far_end():
+    from dedup_hbase.jobs.local.components import tree_parents
+
+    edges = np.array([[i + 1, i] for i in range(5000)])[::-1]
+    start = np.zeros(5001, bool)
+    start[0] = True
+    parent, weight = tree_parents(5001, edges, np.ones(5000, np.int64), start)
+    assert parent.tolist() == [-1] + list(range(5000)) and weight.tolist() == [-1] + [1] * 5000

@@ -30,6 +30,7 @@ from ..jobs.interrupts import exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
+from . import views
 from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_rejects, out
 from .command import Command as _Command
 
@@ -348,6 +349,11 @@ def serve(ctx: typer.Context,
     stopped = run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready,
                           production=production)
     typer.echo(f"stopped{f' by {stopped}' if stopped else ''}", err=True)
+
+
+_command(views.explain)
+_command(views.report)
+_command(views.tune)
 
 
 def main() -> None:

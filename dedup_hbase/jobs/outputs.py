@@ -8,10 +8,24 @@ local engine hands them to its caller; the Spark engine writes them under ``OUT/
 (JSON lines) and ``OUT/parquet/``.
 
 ``groups``, in a folder ``OUT/``: ``documents/part-*.parquet``, one row per document
-(``PARQUET_COLUMNS``: ``id``, ``simhash`` 16 hex digits, ``group``, ``size``, ``keep``; in
-input order); ``groups.jsonl``, the groups of two or more as ``{"group": n, "size": s, "ids":
-[...]}``, numbered from 1 in the order of their first member, ids in input order (also the
-format of ``load --groups``). Parquet sits in its own folder so that it reads as one data set.
+(``PARQUET_COLUMNS``: ``id``, ``simhash`` 16 hex digits, ``group``, ``size``, ``keep``,
+``via``, ``distance``; in input order); ``groups.jsonl``, the groups of two or more as
+``{"group": n, "size": s, "ids": [...]}``, numbered from 1 in the order of their first member,
+ids in input order (also the format of ``load --groups``, so it carries nothing more);
+``dropped.jsonl``, one line per document not kept, in input order: ``{"id", "group", "via",
+"distance"}``; ``summary.json``, the job's report (the JSON summary of ``groups --json``, its
+``elapsed_s`` as the job's end came). Parquet sits in its own folder so that it reads as one
+data set.
+
+``via`` says why a document is dropped: the member of its group it was joined through, and
+``distance`` their Hamming distance (at most k); both null for a kept document. A copy of an
+earlier document's fingerprint has that fingerprint's first copy as its via (distance 0). The
+first copy of any other fingerprint has its parent in the breadth-first spanning tree of the
+group's distinct fingerprints (nodes; an edge between two within k bits) grown from the kept
+document's: among its neighbours one hop nearer the kept one, the one of least (distance,
+first position). So a chain a - b - c (a kept, c more than k from a) drops c via b and b via a;
+following via from any document reaches the kept one. The tree has one node per distinct
+fingerprint: 100,000 copies of one page cost 100,000 vias of distance 0, no pairs.
 
 Input order, for both engines: the files in the order ``corpus.read_records`` walks them (the
 arguments in turn, a folder in name order), then the records of a file in its order (the Spark
@@ -34,10 +48,14 @@ from .corpus import Record
 CHECK_JSON, CHECK_PARQUET = "json", "parquet"  # OUT/json/*.jsonl, OUT/parquet/ of check --engine spark
 DOCUMENTS = "documents"      # OUT/documents/: the Parquet rows of groups
 GROUPS_FILE = "groups.jsonl"
+DROPPED_FILE = "dropped.jsonl"
+SUMMARY_FILE = "summary.json"
+DROPPED_FIELDS = ("id", "group", "via", "distance")  # a line of dropped.jsonl, in this order
 # the Parquet columns of groups: (name, Arrow type, nullable), as both engines write them
 # (Spark's count is not null)
 PARQUET_COLUMNS = (("id", "string", True), ("simhash", "string", True), ("group", "string", True),
-                   ("size", "int64", False), ("keep", "bool", True))
+                   ("size", "int64", False), ("keep", "bool", True), ("via", "string", True),
+                   ("distance", "int32", True))
 
 
 def check_record(record: Record, matches: list[dict[str, Any]], total: int) -> dict[str, Any]:
@@ -60,7 +78,7 @@ def prepare_out(out: str) -> Path:
         raise InvalidInput(f"--out {out} is a file: give a folder (new, empty, or an earlier groups output)")
     if folder.is_dir():
         other = sorted(n for n in (p.name for p in folder.iterdir())
-                       if n not in (DOCUMENTS, GROUPS_FILE) and not n.startswith((".", "_")))
+                       if n not in (DOCUMENTS, GROUPS_FILE, DROPPED_FILE, SUMMARY_FILE) and not n.startswith((".", "_")))
         if other:
             raise InvalidInput(f"--out {out} is not empty and not an earlier groups output (it holds {other[0]}): "
                                "give a new or empty folder")
@@ -80,3 +98,19 @@ def write_group_lines(groups: Iterable[list[str]], out: Path | str) -> int:
         for count, ids in enumerate(groups, 1):
             f.write(group_line(count, ids))
     return count
+
+
+def dropped_line(doc_id: str, group: str, via: str, distance: int) -> str:
+    """One line of ``dropped.jsonl`` (newline included)."""
+    return json.dumps(dict(zip(DROPPED_FIELDS, (doc_id, group, via, distance))), ensure_ascii=False) + "\n"
+
+
+def write_dropped_lines(rows: Iterable[tuple[str, str, str, int]], out: Path | str) -> None:
+    """``dropped.jsonl`` from ``(id, group, via, distance)`` rows, in their order."""
+    with open(out, "w", encoding="utf-8") as f:
+        f.writelines(dropped_line(*row) for row in rows)
+
+
+def write_summary(folder: Path | str, summary: dict[str, Any]) -> None:
+    """``summary.json`` of a groups output: ``summary`` (the report's ``to_dict``) as one line."""
+    Path(folder, SUMMARY_FILE).write_text(json.dumps(summary, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,8 +1,10 @@
 """Connected components on this machine: the local engine's one implementation, for
-``groups`` (positions of documents) and ``load --groups`` (edges between document ids).
+``groups`` (positions of documents) and ``load --groups`` (edges between document ids); and
+the spanning tree that says through which member each document of a group was joined
+(``tree_parents``, the ``via`` of ``groups``).
 
-``roots`` works on whole numpy arrays: memory in proportion to the nodes and edges, so n copies
-of one page (n - 1 edges, neardup.py) cost n, never n²."""
+``roots`` and ``tree_parents`` work on whole numpy arrays: memory in proportion to the nodes
+and edges, so n copies of one page (n - 1 edges, neardup.py) cost n, never n²."""
 
 from __future__ import annotations
 
@@ -33,6 +35,45 @@ def roots(count: int, edges: np.ndarray) -> np.ndarray:
             if np.array_equal(jumped, label):
                 break
             label = jumped
+
+
+def tree_parents(count: int, edges: np.ndarray, weights: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A breadth-first spanning forest of nodes 0..count-1 and the undirected (e, 2) ``edges``
+    (``weights``: one small non-negative integer per edge), grown from the nodes ``start``
+    (boolean per node): per node, its parent (-1 for a start node and a node no start reaches)
+    and the weight of the edge to it (-1 likewise).
+
+    A node's parent is, among its neighbours one hop nearer a start node than itself, the one
+    of least (weight, node number): so a node of a chain a - b - c started at a has parent b,
+    and the tree is the same whatever order the edges come in. spark/explain.py computes the
+    same tree with DataFrames. Work O(nodes + edges) over as many rounds as the deepest node's
+    hops; memory in proportion to the edges."""
+    parent = np.full(count, -1, dtype=np.int64)
+    weight = np.full(count, -1, dtype=np.int64)
+    if not len(edges):
+        return parent, weight
+    src = np.concatenate([edges[:, 0], edges[:, 1]]).astype(np.int64)
+    dst = np.concatenate([edges[:, 1], edges[:, 0]]).astype(np.int64)
+    both = np.concatenate([weights, weights]).astype(np.int64)
+    order = np.argsort(src, kind="stable")
+    dst, both = dst[order], both[order]
+    degree = np.bincount(src, minlength=count)
+    begins = np.cumsum(degree) - degree
+    seen = np.asarray(start, dtype=bool).copy()
+    frontier = np.flatnonzero(seen & (degree > 0))  # a start node without edges reaches nothing
+    while len(frontier):
+        counts = degree[frontier]
+        at = np.repeat(begins[frontier] - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        node, via, w = dst[at], np.repeat(frontier, counts), both[at]
+        new = ~seen[node]
+        node, via, w = node[new], via[new], w[new]
+        best = np.lexsort((via, w, node))  # per node, the least (weight, parent) first
+        node, via, w = node[best], via[best], w[best]
+        lead = np.r_[True, node[1:] != node[:-1]] if len(node) else np.empty(0, bool)
+        frontier = node[lead]
+        parent[frontier], weight[frontier] = via[lead], w[lead]
+        seen[frontier] = True
+    return parent, weight
 
 
 def groups_of(label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,9 @@ The loop stops when the edges are stars (no node both a child and a parent, one 
 child): then ``dst`` is the component's smallest node. Each round's edges are cut from their
 lineage (``localCheckpoint``), so a round's plan does not grow with the rounds.
 
+``tree_parents`` grows, from given start nodes, the breadth-first spanning tree that
+local/components.py's ``tree_parents`` grows (the same parents), one round per hop.
+
 Skew: a node with many neighbours (the first copy of a page with 100,000 copies) is one
 window partition of that many rows, sorted and spilled by Spark; the edges of copies to
 their first copy already form a star and take no round.
@@ -76,3 +79,36 @@ def roots(edges, node_a: str = "a", node_b: str = "b"):
         rounds += 1
     logger.info("connected components: %d rounds of large-star and small-star", rounds)
     return current.select(F.col("src").alias("node"), F.col("dst").alias("root"))
+
+
+def tree_parents(edges, start, node_a: str = "a", node_b: str = "b", weight: str = "distance"):
+    """local/components.tree_parents on DataFrames: ``edges`` (two long node columns and an int
+    ``weight``, undirected, no self-loops) and ``start`` (one long column ``node``) ->
+    ``(node, parent, weight)`` for every node a start node reaches, the start nodes excepted:
+    among a node's neighbours one hop nearer a start node, the one of least (weight, node).
+
+    One round per hop, each a join of the last level's nodes with their edges: a neighbour of
+    a node of level L is of level L - 1, L or L + 1, so excluding the last two levels leaves
+    the next one, and no round reads the nodes reached before (work O(nodes + edges))."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    both = (edges.select(F.col(node_a).alias("src"), F.col(node_b).alias("node"), F.col(weight).alias("weight"))
+            .unionByName(edges.select(F.col(node_b).alias("src"), F.col(node_a).alias("node"),
+                                      F.col(weight).alias("weight")))).localCheckpoint()
+    frontier = start.select("node").distinct().localCheckpoint()
+    previous = frontier.limit(0)
+    levels = []
+    while True:
+        reached = (frontier.select(F.col("node").alias("src")).join(both, "src")
+                   .join(frontier, "node", "left_anti").join(previous, "node", "left_anti")
+                   .groupBy("node").agg(F.min(F.struct("weight", "src")).alias("best"))
+                   .select("node", F.col("best.src").alias("parent"), F.col("best.weight").alias("weight"))
+                   .localCheckpoint())
+        if reached.isEmpty():
+            break
+        levels.append(reached)
+        previous, frontier = frontier, reached.select("node")
+    logger.info("spanning tree: %d levels", len(levels))
+    return reduce(lambda x, y: x.unionByName(y), levels, reached)

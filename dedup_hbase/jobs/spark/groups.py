@@ -10,21 +10,28 @@ Data flow (D = the driver, E = the executors)::
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
     E  components of the distinct fingerprints: large-star / small-star rounds
        (components.py; copies are not in them: a copy joins its first copy's group)
+    E  the spanning tree of each component from its smallest node, one round per hop
+       (components.tree_parents): a distinct fingerprint's via
     E  group = the smallest pos of a component; its id and size by a window over the group
-       (one shuffle); keep = pos == group
+       (one shuffle); keep = pos == group; via = the first copy for a later copy, else the
+       tree's parent, its id by a join on pos
     E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
+    E  OUT/dropped.jsonl: likewise, the documents not kept in input order
+    D  OUT/summary.json: the report
 
 Only the counts of the summary come to the driver. ``pos``: records.position, the input order.
 """
 
 from __future__ import annotations
 
+import json
+
 from ...errors import InvalidInput
 from ...text.fingerprint import Fingerprinter
 from ..options import GroupsOptions, SparkOptions, is_uri
-from ..outputs import DOCUMENTS, GROUPS_FILE, prepare_out
+from ..outputs import DOCUMENTS, DROPPED_FIELDS, DROPPED_FILE, GROUPS_FILE, SUMMARY_FILE, prepare_out, write_summary
 from ..reports import GroupsReport, rejects_file
 from . import components, hadoop, pairs, records
 from .harness import SparkJob, spark_job
@@ -68,24 +75,60 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     job.unpersist(fingerprinted, *helpers)
     # components of the distinct fingerprints only: a copy joins its group through its first copy
     firsts = job.persist(pairs.distinct(docs.select("pos", "simhash")))
-    found = components.roots(pairs.distinct_pairs(firsts, scheme, options.k))
-    job.clock("pairs and components")
+    edges = job.persist(pairs.distinct_pairs(firsts, scheme, options.k))
+    found = components.roots(edges)
+    tree = components.tree_parents(edges, found.select(F.col("root").alias("node")))
+    job.clock("pairs, components, tree")
     labeled = (docs.join(firsts, "simhash").join(found, F.col("first") == F.col("node"), "left")
-               .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos")))
+               .join(tree.withColumnRenamed("node", "first"), "first", "left")
+               .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos"),
+                       F.when(F.col("pos") != F.col("first"), F.col("first")).otherwise(F.col("parent")).alias("via_pos"),
+                       F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight")).alias("distance"))
+               .join(docs.select(F.col("pos").alias("via_pos"), F.col("id").alias("via")), "via_pos", "left"))
     group = Window.partitionBy("group_pos")  # a group's rows: its size and its first member's id, no join
     keep = F.col("pos") == F.col("group_pos")
     rows = job.persist(labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
                                       F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
-                                      F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "group_pos"))
+                                      F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "via",
+                                      "distance", "group_pos"))
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
                                            F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
     report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
     _write_groups_file(job.session, rows.where(F.col("size") > 1), out)
-    job.clock("groups.jsonl")
-    job.unpersist(rows, firsts, docs)
+    _write_dropped_file(job.session, rows.where(~F.col("keep")), out)
+    job.clock("groups.jsonl, dropped.jsonl")
+    job.unpersist(rows, edges, firsts, docs)
+    report.elapsed_s = job.elapsed()
+    _write_summary(job.session, report, out)
     return report
+
+
+def _write_dropped_file(session, dropped, out: str) -> None:
+    """``OUT/dropped.jsonl``: the documents not kept, in input order, written by one task,
+    byte for byte ``outputs.dropped_line``."""
+    from pyspark.sql import functions as F
+
+    pieces = []
+    for name in DROPPED_FIELDS:
+        value = F.col(name).cast("string") if name == "distance" else json_string(F.col(name))
+        pieces += [F.lit(('{' if not pieces else ', ') + f'"{name}": '), value]
+    folder = f"{out}/_{DROPPED_FILE}.parts"
+    (dropped.repartition(1).sortWithinPartitions("pos").select(F.concat(*pieces, F.lit("}")).alias("value"))
+     .write.mode("overwrite").text(folder))
+    hadoop.single_file(session, folder, f"{out}/{DROPPED_FILE}")
+
+
+def _write_summary(session, report: GroupsReport, out: str) -> None:
+    """``OUT/summary.json`` (outputs.write_summary); on a cluster's file system, by one task."""
+    if not is_uri(out):
+        write_summary(out, report.to_dict())
+        return
+    folder = f"{out}/_{SUMMARY_FILE}.parts"
+    session.createDataFrame([(json.dumps(report.to_dict(), ensure_ascii=False),)], "value string") \
+        .repartition(1).write.mode("overwrite").text(folder)
+    hadoop.single_file(session, folder, f"{out}/{SUMMARY_FILE}")
 
 
 def _write_groups_file(session, members, out: str) -> None:

@@ -32,8 +32,9 @@ def distinct(df):
 
 
 def distinct_pairs(firsts, scheme: Scheme, k: int):
-    """``(simhash, first)`` of distinct fingerprints -> ``(a, b)``: the ``first`` positions of
-    every pair of distinct fingerprints within ``k`` bits, a < b, each pair once."""
+    """``(simhash, first)`` of distinct fingerprints -> ``(a, b, distance)``: the ``first``
+    positions of every pair of distinct fingerprints within ``k`` bits, a < b, each pair once,
+    and their Hamming distance (int)."""
     from pyspark.sql import functions as F
 
     scheme.check_k(k)
@@ -49,4 +50,5 @@ def distinct_pairs(firsts, scheme: Scheme, k: int):
     shared = F.coalesce(*[F.when(segment(scheme, flag, ls) == segment(scheme, flag, rs), F.lit(flag))
                           for flag in flags])
     kept = joined.where(shared == F.col("l.flag"))
-    return kept.select(F.least("l.first", "r.first").alias("a"), F.greatest("l.first", "r.first").alias("b"))
+    return kept.select(F.least("l.first", "r.first").alias("a"), F.greatest("l.first", "r.first").alias("b"),
+                       F.bit_count(ls.bitwiseXOR(rs)).alias("distance"))
