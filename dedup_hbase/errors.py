@@ -43,7 +43,7 @@ class StoreError(DedupError):
 
 # The extra (pyproject.toml) that brings each optional package.
 _EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "starlette": "service", "uvicorn": "service",
-           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
+           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "zstd"}
 
 
 def missing_package(e: ModuleNotFoundError) -> str:

@@ -12,8 +12,8 @@ A wrapped command
   naming the extra to install), SIGINT or SIGTERM (128 + the signal's number), a closed
   stdout (``| head``: exit 0, quietly). ``--verbose`` adds the traceback.
 
-A job that finished with more rejected records than allowed ends with status 3
-(``exit_for_rejects``).
+A job that finished with more rejected records than allowed, or with an input cut off or
+corrupt, ends with status 3 (``exit_for_rejects``, ``exit_for_damage``).
 
 It does not catch anything else: a bug prints its traceback.
 """
@@ -95,10 +95,20 @@ EXIT_REJECTS = 3  # a job finished, but rejected more records than --max-rejects
 
 def exit_for_rejects(report: JobReport, max_rejects: float | None, kept: str | None) -> None:
     """End a finished job with status ``EXIT_REJECTS`` and one line when its rejects make it
-    count as failed (``JobReport.failure``); ``kept``: the --rejects file, if any."""
+    count as failed (``JobReport.failure``: an input cut off or corrupt, or too many rejects);
+    ``kept``: the --rejects file, if any."""
     failure = report.failure(max_rejects)
     if failure:
-        typer.echo(f"error: {failure}{'' if kept else '; --rejects FILE keeps them'}", err=True)
+        typer.echo(f"error: {failure}{'' if kept or report.damaged else '; --rejects FILE keeps them'}", err=True)
+        raise typer.Exit(EXIT_REJECTS)
+
+
+def exit_for_damage(report: JobReport) -> None:
+    """End a finished job with status ``EXIT_REJECTS`` and one line when an input was cut off
+    or corrupt (its records before the damage were used)."""
+    damage = report.damage()
+    if damage:
+        typer.echo(f"error: {damage}", err=True)
         raise typer.Exit(EXIT_REJECTS)
 
 

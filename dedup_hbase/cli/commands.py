@@ -28,9 +28,10 @@ from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
 from ..jobs.interrupts import exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
+from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
-from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_rejects, out
+from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_damage, exit_for_rejects, out
 from .command import Command as _Command
 
 app = typer.Typer(
@@ -165,6 +166,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
         out({"out": out_dir, **report.to_dict()})
     else:
         typer.echo(report.summary(), err=True)
+    exit_for_damage(report)
 
 
 def _read_text(text: str | None, file: str | None, what: str) -> str:
@@ -220,6 +222,7 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
             out(report.to_dict())
         else:
             typer.echo(report.summary(), err=True)
+    exit_for_damage(report)
 
 
 def _print_answer(answer: dict) -> None:
@@ -247,7 +250,9 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
         value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
         return
+    report = JobReport()
     for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field))):
+        report.count([record])
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)
             if json_:
@@ -256,6 +261,7 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
             out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
         else:
             typer.echo(f"{to_hex(record.simhash)}\t{record.id}")
+    exit_for_damage(report)
 
 
 @_command

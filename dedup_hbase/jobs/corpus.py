@@ -13,12 +13,9 @@ keep input order and can account for every record: read = used + rejected.
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import json
-import lzma
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,6 +26,7 @@ from typing import IO, Any
 from ..errors import InvalidInput
 from ..index.ids import document_id
 from ..text.fingerprint import parse_hex
+from .compressed import DamagedInput, decompressed, kind_of
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -78,7 +76,8 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
         raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     for path in paths:
         if path == "-":
-            yield from _read_stream(decompressed(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
+            yield from _until_damaged(lambda: _read_stream(decompressed(stdin or sys.stdin.buffer), "<stdin>", fmt,
+                                                           fields), "<stdin>")
         elif Path(path).is_dir():
             yield from _read_folder(Path(path), fmt, fields)
         elif Path(path).exists():
@@ -107,13 +106,29 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    stream = decompressed(raw) if decompress else io.BufferedReader(raw)
-    if fmt == "auto":
-        fmt = _format_of(path)
-    if fmt == "file":
-        yield _whole_file(stream, source, doc_id or path.name)
-    else:
-        yield from _read_stream(stream, source, fmt, fields, first_line)
+    kind = _format_of(path) if fmt == "auto" else fmt
+
+    def records() -> Iterator[Record]:
+        stream = decompressed(raw) if decompress else io.BufferedReader(raw)
+        if kind == "file":
+            yield _whole_file(stream, source, doc_id or path.name)
+        else:
+            yield from _read_stream(stream, source, kind, fields, first_line)
+
+    yield from _until_damaged(records, source, first_line, doc_id)
+
+
+def _until_damaged(records, source: str, first_line: int = 1, doc_id: str | None = None) -> Iterator[Record]:
+    """The records of ``records()``, then, if its compressed data turns out cut off or corrupt,
+    one rejected record after the last one read, saying so (compressed.DamagedInput)."""
+    last = first_line - 1
+    try:
+        for record in records():
+            last = record.line
+            yield record
+    except DamagedInput as e:
+        where = f"after line {last}" if last >= first_line else "before its first line"
+        yield Record(source, last + 1, id=doc_id, error=f"{e.reason}: {where}, {e.detail}")
 
 
 def format_of(path: Path) -> str:
@@ -126,26 +141,6 @@ def _format_of(path: Path) -> str:
     return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
 
 
-def decompressed(raw: IO[bytes]) -> IO[bytes]:
-    """``raw`` read through the decompressor its magic bytes call for (gzip, bzip2, xz, zstd),
-    or as it is."""
-    stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
-    magic = stream.peek(6)[:6]
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=stream)
-    if magic.startswith(b"BZh"):
-        return bz2.BZ2File(stream)
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(stream)
-    if magic.startswith(b"\x28\xb5\x2f\xfd"):
-        try:
-            import zstandard
-        except ImportError:
-            raise InvalidInput("zstd input needs the zstandard package: pip install zstandard") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(stream))
-    return stream
-
-
 def _text(stream: IO[bytes]) -> IO[str]:
     # surrogateescape keeps bad bytes as lone surrogates, so the one bad record is
     # rejected and reading goes on.
@@ -154,7 +149,7 @@ def _text(stream: IO[bytes]) -> IO[str]:
 
 def is_compressed(head: bytes) -> bool:
     """Whether a file starting with these bytes is read through a decompressor."""
-    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"))
+    return kind_of(head) is not None
 
 
 def binary_reason(head: bytes) -> str | None:

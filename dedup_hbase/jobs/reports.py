@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from ..index.index import Index
+from .compressed import DAMAGED
 from .corpus import Record
 from .options import DEFAULT_K
 
@@ -56,6 +57,7 @@ class JobReport:
     rejected_by_reason: Counter = field(default_factory=Counter)
     text_bytes: int = 0
     elapsed_s: float = 0.0
+    damaged: list[str] = field(default_factory=list)  # "FILE: error" of each input cut off or corrupt
 
     def count(self, batch: list[Record], rejects: IO[str] | None = None,
               on_reject: Callable[[Record], None] | None = None) -> list[Record]:
@@ -66,6 +68,8 @@ class JobReport:
             size = len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
             if record.error:
                 self.count_rows(reason_of(record.error), 1, size)
+                if reason_of(record.error) in DAMAGED:
+                    self.damaged.append(f"{record.source}: {record.error}")
                 if rejects is not None:
                     rejects.write(reject_line(record.source, record.line, record.id, record.error))
                 if on_reject is not None:
@@ -88,10 +92,22 @@ class JobReport:
         """The rejects by reason, most first, for a summary line: "2 malformed JSON, 1 ..."."""
         return ", ".join(f"{n} {r}" for r, n in self.rejected_by_reason.most_common())
 
+    def damage(self) -> str | None:
+        """What was wrong with the inputs that were cut off or corrupt (their records before the
+        damage are used, those after it are lost), or None."""
+        if not self.damaged:
+            return None
+        more = f" (and {len(self.damaged) - 1} more inputs)" if len(self.damaged) > 1 else ""
+        return (f"{self.damaged[0]}{more}: the records before it are used; replace the file (download or copy it "
+                "again) and run the same command again")
+
     def failure(self, max_rejects: float | None = None) -> str | None:
-        """Why this job counts as failed for its rejects, or None: more than ``max_rejects``
-        rejected (a count, or a fraction of the records read when below 1); without a limit,
-        every record rejected (a job that used nothing of what it was given)."""
+        """Why this job counts as failed for its rejects, or None: an input cut off or corrupt
+        (``damage``); more than ``max_rejects`` rejected (a count, or a fraction of the records
+        read when below 1); without a limit, every record rejected (a job that used nothing of
+        what it was given)."""
+        if self.damaged:
+            return self.damage()
         if not self.rejected:
             return None
         if max_rejects is None:
@@ -104,7 +120,7 @@ class JobReport:
 
 
 LOAD_KEYS = ("read", "indexed", "new", "near_duplicates_skipped", "rejected", "rejected_by_reason", "text_bytes",
-             "elapsed_s", "resumed_after", "already_complete", "replaced", "unlabeled", "rejects_written")
+             "elapsed_s", "resumed_after", "already_complete", "replaced", "unlabeled", "rejects_written", "damaged")
 
 
 @dataclass
