@@ -72,17 +72,29 @@ class Session:
         self.url, self.verbose = url, verbose
         self._resources = ExitStack()
         self._store: Store | None = None
+        self.failed = False  # the command ended with an error (its line printed)
 
-    def store(self, create: bool = False) -> Store:
+    def store(self, create: bool = False, read_only: bool = False) -> Store:
+        """The command's store, opened on first use (``read_only``: the command only reads)."""
         if self._store is None:
-            self._store = self._resources.enter_context(open_store(self.url, create=create))
+            self._store = self._resources.enter_context(open_store(self.url, create=create, read_only=read_only))
         return self._store
 
-    def index(self) -> Index:
-        return Index.open(self.store())
+    def index(self, read_only: bool = False) -> Index:
+        return Index.open(self.store(read_only=read_only))
 
     def close(self) -> None:
-        self._resources.close()
+        """Close the store. An error closing it (a full disk) is one line and status 1, or,
+        after a command that failed already (its line is printed), only its traceback with
+        --verbose."""
+        try:
+            self._resources.close()
+        except (DedupError, OSError) as e:
+            if self.verbose:
+                traceback.print_exc()
+            if not self.failed:
+                typer.echo(f"error: {e}", err=True)
+                raise typer.Exit(1) from None
 
 
 def out(obj) -> None:
@@ -113,6 +125,7 @@ def exit_for_damage(report: JobReport) -> None:
 
 
 def _fail(ctx: typer.Context, message: str, status: int) -> None:
+    ctx.obj.failed = True
     if ctx.obj.verbose:
         traceback.print_exc()
     typer.echo(message, err=True)

@@ -190,7 +190,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
-    index = ctx.obj.index()
+    index = ctx.obj.index(read_only=True)
     value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
     matches = index.query(value, k)
     if json_:
@@ -215,7 +215,7 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
-    report = engines.check(ctx.obj.index(), files, options, engine, _spark(engine, spark_master, spark_conf, staging),
+    report = engines.check(ctx.obj.index(read_only=engine == "local"), files, options, engine, _spark(engine, spark_master, spark_conf, staging),
                            on_answer=out if json_ else _print_answer)
     if engine == "spark":
         if json_:
@@ -245,7 +245,7 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
 
     Uses the featurizer of the index in --store when there is one (so the output can be
     loaded with load --fingerprints), else the options."""
-    fp = fingerprinter_for(ctx.obj.store(), featurizer, shingle_size=shingle_size, seed=seed)
+    fp = fingerprinter_for(ctx.obj.store(read_only=True), featurizer, shingle_size=shingle_size, seed=seed)
     if file is None:
         value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
@@ -267,7 +267,7 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
 @_command
 def stats(ctx: typer.Context, json_: Json = False) -> None:
     """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
-    result = ctx.obj.index().stats()
+    result = ctx.obj.index(read_only=True).stats()
     if json_:
         out(result)
         return
