@@ -74,13 +74,14 @@ class Session:
         self._store: Store | None = None
         self.failed = False  # the command ended with an error (its line printed)
 
-    def store(self, create: bool = False, read_only: bool = False) -> Store:
-        """The command's store, opened on first use (``read_only``: the command only reads)."""
+    def store(self, create: bool = False, read_only: bool | None = None) -> Store:
+        """The command's store, opened on first use (``read_only``: True when the command only
+        reads, False when it writes: see ``open_store``)."""
         if self._store is None:
             self._store = self._resources.enter_context(open_store(self.url, create=create, read_only=read_only))
         return self._store
 
-    def index(self, read_only: bool = False) -> Index:
+    def index(self, read_only: bool | None = None) -> Index:
         return Index.open(self.store(read_only=read_only))
 
     def close(self) -> None:

@@ -123,7 +123,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
     spark = _spark(engine, spark_master, spark_conf, staging)
-    index = ctx.obj.index()
+    index = ctx.obj.index(read_only=False)
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
@@ -278,7 +278,7 @@ def stats(ctx: typer.Context, json_: Json = False) -> None:
 @_command
 def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")], json_: Json = False) -> None:
     """Remove documents and their index rows."""
-    deleted = ctx.obj.index().delete(ids)
+    deleted = ctx.obj.index(read_only=False).delete(ids)
     missing = [i for i in dict.fromkeys(ids) if i not in set(deleted)]
     if json_:
         out({"deleted": deleted, "missing": missing})
@@ -344,7 +344,7 @@ def serve(ctx: typer.Context,
                     max_matches=max_matches)
     production = Production(tokens=tokens, insecure=insecure, certfile=certfile, keyfile=keyfile,
                             access_log=access_log, count_every=None if count_every == "never" else parse_duration(count_every))
-    online = OnlineIndex(ctx.obj.index())
+    online = OnlineIndex(ctx.obj.index(read_only=False))
     online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
 
     def ready(url: str) -> None:

@@ -85,15 +85,18 @@ def _runs_options():
 
 class LocalStore(Store):
     """RocksDB in folder ``path``. ``create=True`` allows ``create`` to make the folder;
-    ``read_only=True`` opens it read-only (the commands that only read)."""
+    ``read_only``: True opens it read-only (the commands that only read); False opens it
+    for writing or refuses (a StoreError) when another process holds it or the folder cannot
+    be written; None (the default) reads it when it cannot write it."""
 
     in_process = True
 
-    def __init__(self, path: str | os.PathLike, create: bool = False, read_only: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, create: bool = False, read_only: bool | None = None) -> None:
         self.path = Path(path)
         self.url = str(path)
         self._may_create = create
-        self._read_only_asked = read_only and not create
+        self._read_only_asked = bool(read_only) and not create
+        self._must_write = create or read_only is False
         self._unwritable: str | None = None  # why a write is refused, once opened read-only
         self._shadow: Shadow | None = None
         self._db = None
@@ -166,9 +169,10 @@ class LocalStore(Store):
             raise
         except Exception as e:  # rocksdict raises plain Exception for RocksDB errors
             locked = "LOCK" in str(e)
-            if create and locked:
-                raise StoreError(f"{self.url} is in use by another process") from None
-            if create or not (locked or cannot_write(e)):
+            if self._must_write and locked:
+                raise StoreError(f"{self.url} is in use by another process (a load, delete or serve writes to it): "
+                                 "run this once it has finished; stats, query and check read it meanwhile") from None
+            if self._must_write or not (locked or cannot_write(e)):
                 raise (store_error(self.url, e) if cannot_write(e) else StoreError(f"cannot open {self.url}: {e}")) from None
             # another process writes it, or it cannot be written here: read it
             self._db = self._open_read_only(opts, families)
