@@ -235,7 +235,7 @@ def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InvalidInput("Parquet input needs the pyarrow package: pip install pyarrow (or '.[spark]' in the dedup-hbase folder)") from None
+        raise InvalidInput("Parquet input needs the pyarrow package, a dependency of dedup-hbase: pip install pyarrow") from None
     if not (hasattr(stream, "seekable") and stream.seekable()):
         stream = io.BytesIO(stream.read())  # Parquet's footer is at the end: stdin is read whole
     try:
