@@ -198,7 +198,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
     native library mapped into the process), and once it waits for its input."""
     proc = subprocess.Popen(["dedup-hbase", "check", "--store", str(store), "-"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline, ready = time.monotonic() + 120, False
     while time.monotonic() < deadline and proc.poll() is None:
         if moment == "reading stdin":
             try:
@@ -211,6 +211,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
         if ready:
             break
         time.sleep(0.002)  # polling for the moment; not a delay that the test relies on
+    assert ready, f"the command ended ({proc.returncode}) or took 120 s before the moment {moment!r}"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (130, "", "interrupted by SIGINT\n")
