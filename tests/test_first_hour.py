@@ -142,7 +142,7 @@ def test_one_rule_for_ids(store, tmp_path):
     reasons = [line for line in result.stderr.splitlines() if line.startswith("rejected ")]
     assert reasons == [
         f"rejected {path}:3: bad 'id': 1.5 is a fraction (an id is a string or a whole number)",
-        f"rejected {path}:4: bad 'id': True is a boolean (an id is a string or a whole number)",
+        f"rejected {path}:4: bad 'id': true is a boolean (an id is a string or a whole number)",
         f"rejected {path}:5: 'id' is null",
         f"rejected {path}:6: no 'id' field",
         f"rejected {path}:7: 'id' is empty",

@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import traceback
+import typing
 from contextlib import ExitStack
 from typing import Annotated
 
@@ -52,12 +53,22 @@ VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log 
 
 
 class _Flagless:
-    """Help lists a flag (--json, --help) without a type: it takes no value."""
+    """Help lists a flag (--json, --help) without a type (it takes no value), and names what
+    an option takes in words (``--k N``, ``--format FORMAT``, ``FILES...``) rather than as a
+    Python type (``<int range> [x>=1]``, ``<list[str]>``), which also leaves the descriptions
+    more of an 80-column terminal."""
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
-        for flag in (p for p in params if getattr(p, "is_flag", False) and p.metavar is None):
-            flag.metavar = ""
+        for param in (p for p in params if p.metavar is None):
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+            elif {int, float} & set(typing.get_args(param.type_descriptor.annotation)
+                                     or [param.type_descriptor.annotation]):
+                param.metavar = "N"
+            else:
+                param.metavar = (param.opts[-1].lstrip("-").rsplit("-", 1)[-1] if param.param_type_name == "option"
+                                 else param.name).upper()
         return params
 
 
@@ -133,9 +144,10 @@ def _fail(ctx: typer.Context, message: str, status: int) -> None:
     raise typer.Exit(status)
 
 
-def command(fn):
-    """``fn(ctx, ...)`` as a command that also takes the global options and whose user
-    errors and interruptions print one line (exit 1, or 128 + the signal)."""
+def command(fn, takes_store: bool = True):
+    """``fn(ctx, ...)`` as a command that also takes the global options (``--store`` unless
+    ``takes_store`` is false: a command that opens no store) and whose user errors and
+    interruptions print one line (exit 1, or 128 + the signal)."""
     @functools.wraps(fn)
     def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
         ctx.obj.url = store or ctx.obj.url
@@ -159,8 +171,8 @@ def command(fn):
             _fail(ctx, f"error: {e}{hint}", 1)
 
     signature = inspect.signature(fn, eval_str=True)
+    store = [inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption)]
     wrapper.__signature__ = signature.replace(parameters=[
-        *signature.parameters.values(),
-        inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
+        *signature.parameters.values(), *(store if takes_store else []),
         inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
     return wrapper

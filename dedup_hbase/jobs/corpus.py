@@ -60,13 +60,23 @@ class Record:
 @dataclass(frozen=True)
 class Fields:
     """Which input fields hold the id, the text, the simhash, the title and the featurizer
-    that made the simhash."""
+    that made the simhash; and the one character between the fields of a CSV or TSV line
+    (``delimiter``; None: a comma for CSV, a tab for TSV)."""
 
     id: str = "id"
     text: str = "text"
     simhash: str = "simhash"
     title: str = "title"
     featurizer: str = "featurizer"
+    delimiter: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.delimiter is not None and (len(self.delimiter) != 1 or self.delimiter in "\r\n\"'"):
+            raise InvalidInput(f"a delimiter is one character (not a quote or a line break), not {self.delimiter!r}")
+
+    def separator(self, fmt: str) -> str:
+        """The character between the fields of a line of a ``fmt`` ("csv" or "tsv") file."""
+        return self.delimiter or ("," if fmt == "csv" else "\t")
 
 
 def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Fields(),
@@ -180,7 +190,7 @@ def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first
     if fmt == "jsonl":
         yield from _jsonl(text, source, fields, first_line)
     elif fmt in ("csv", "tsv"):
-        yield from _table(text, source, fields, "," if fmt == "csv" else "\t")
+        yield from _table(text, source, fields, fields.separator(fmt), fmt.upper())
     elif fmt == "lines":
         yield from _lines(text, source, first_line)
     else:
@@ -205,7 +215,7 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> I
         yield _from_fields(obj, source, number, fields)
 
 
-def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterator[Record]:
+def _table(text: IO[str], source: str, fields: Fields, delimiter: str, kind: str) -> Iterator[Record]:
     """Rows of a CSV or TSV file under its header; a record is reported at its first line
     (a quoted field may span several)."""
     reader = csv.reader(text, delimiter=delimiter)
@@ -226,7 +236,7 @@ def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterat
             else:
                 yield _from_fields(dict(zip(header, row)), source, line, fields)
     except csv.Error as e:
-        yield Record(source, start, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
+        yield Record(source, start, error=f"malformed {kind}: {e}")
 
 
 def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]:
@@ -318,7 +328,9 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
             return record
         made_by = obj.get(fields.featurizer)
         record.featurizer = made_by if isinstance(made_by, str) and made_by else None
-    if text is not None and not isinstance(text, str):
+    if text is None and fields.text in obj and record.simhash is None:
+        record.error = f"{fields.text!r} is null"
+    elif text is not None and not isinstance(text, str):
         record.error = f"{fields.text!r} is not a string"
     elif text is not None:
         record.text = text
@@ -336,7 +348,7 @@ def check_columns(paths: Iterable[str], fmt: str, fields: Fields, fingerprints: 
     be rejected. JSON lines and text have no header: their records are checked one by one."""
     wanted = [("id", fields.id), ("simhash", fields.simhash) if fingerprints else ("text", fields.text)]
     for path in _structured_files(paths, fmt):
-        columns = _columns_of(path, fmt)
+        columns = _columns_of(path, fmt, fields)
         for role, name in wanted:
             if columns is not None and name not in columns:
                 how = f"; name the {role} column with {_FLAG_OF[role]}" if role in _FLAG_OF else ""
@@ -353,7 +365,7 @@ def _structured_files(paths: Iterable[str], fmt: str) -> Iterator[Path]:
                 yield f
 
 
-def _columns_of(path: Path, fmt: str) -> list[str] | None:
+def _columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
     """The header of a CSV/TSV file or the schema of a Parquet file; None if unreadable (its
     records then say why)."""
     kind = fmt if fmt != "auto" else _format_of(path)
@@ -365,7 +377,7 @@ def _columns_of(path: Path, fmt: str) -> list[str] | None:
 
                 return list(pq.ParquetFile(stream if stream.seekable() else io.BytesIO(stream.read())).schema_arrow.names)
             line = _text(stream).readline()
-            return next(csv.reader([line], delimiter="," if kind == "csv" else "\t"), [])
+            return next(csv.reader([line], delimiter=fields.separator(kind)), [])
     except Exception:  # a broken file: its records are rejected with the reason
         return None
 

@@ -119,6 +119,12 @@ class JobReport:
         return None
 
 
+def rate(per_s: float) -> str:
+    """A rate for people: whole and grouped from 10 up (4,271), else two significant digits
+    (0.033: one 50 MB document in 30 s is not "0 docs/s")."""
+    return f"{per_s:,.0f}" if per_s >= 10 or per_s == 0 else f"{per_s:.2g}"
+
+
 LOAD_KEYS = ("read", "indexed", "new", "near_duplicates_skipped", "rejected", "rejected_by_reason", "text_bytes",
              "elapsed_s", "resumed_after", "already_complete", "replaced", "unlabeled", "rejects_written", "damaged")
 
@@ -170,7 +176,7 @@ class LoadReport(JobReport):
         replaced = f", {self.replaced} replaced" if self.replaced else ""
         lines = [f"{resumed}read {self.read}, indexed {self.indexed} ({self.new} new{replaced}){skipped}, rejected "
                  f"{self.rejected}{f' ({reasons})' if reasons else ''} in {self.elapsed_s:.1f} s: "
-                 f"{self.docs_per_s:,.0f} docs/s, {self.mb_per_s:.2f} MB/s"]
+                 f"{rate(self.docs_per_s)} docs/s, {self.mb_per_s:.2f} MB/s"]
         if self.replaced:
             lines.append(f"note: {self.replaced} documents were in the index with another fingerprint: "
                          "their old index rows are gone")
