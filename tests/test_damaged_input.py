@@ -170,3 +170,20 @@ def test_a_cut_stdin_load_exits_3_with_its_records_indexed(tmp_path):
     assert loaded.returncode == 3
     assert loaded.stderr.decode().splitlines()[-1].startswith(f"error: <stdin>: cut-off input: after line {whole}, ")
     assert json.loads(dedup("stats", "--json", store=store).stdout)["documents"] == whole
+
+
+def test_the_spark_workers_gzip_reader_reports_a_cut_the_same_way(tmp_path):
+    """The Spark engine's workers read gzip through ISA-L when it is there: a cut is a rejected
+    record after the last whole line read (ISA-L gives up to one block less than zlib does)."""
+    from pathlib import Path
+
+    from dedup_hbase.jobs.corpus import read_opened
+    from dedup_hbase.jobs.spark import texts
+
+    data = cut("gz", 0.5)
+    whole = whole_lines("gz", data)
+    got = list(read_opened(texts.opened(io.BytesIO(data), True), Path("c.jsonl.gz"), "c.jsonl.gz", "auto",
+                           decompress=False))
+    read = len(got) - 1
+    assert 0 < read <= whole and [r.id for r in got[:-1]] == [d["id"] for d in DOCS[:read]]
+    assert (got[-1].line, got[-1].error.split(",")[0]) == (read + 1, f"cut-off input: after line {read}")

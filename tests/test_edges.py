@@ -145,3 +145,13 @@ def test_a_gzip_body_is_read_and_another_encoding_refused(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_the_check_add_new_summary_says_what_was_added():
+    from dedup_hbase.jobs.reports import CheckReport
+
+    report = CheckReport(read=150, with_matches=100, added=150, skipped=0, out="/o", elapsed_s=1.0)
+    assert report.summary() == ("checked 150 documents: 100 with matches, 0 rejected; added the 150 that match no other "
+                                "document, in the index or earlier in the input (skipped 0 that do); records in /o")
+    assert CheckReport(read=3, with_matches=1, out="/o").summary() == (
+        "checked 3 documents: 1 with matches, 0 rejected; records in /o")

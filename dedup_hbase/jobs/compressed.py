@@ -52,7 +52,14 @@ def decompressed(raw: IO[bytes]) -> IO[bytes]:
     if kind == "zstd":
         return io.BufferedReader(_Zstd(stream), _BUFFER)
     opener = {"gzip": lambda s: gzip.GzipFile(fileobj=s), "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
-    return io.BufferedReader(_Checked(opener(stream), kind), _BUFFER)
+    return checked(opener(stream), kind)
+
+
+def checked(inner: IO[bytes], kind: str) -> IO[bytes]:
+    """A decompressor file of the standard library's kind (``read1``; cut-off data raises
+    EOFError, corrupt data zlib.error, lzma.LZMAError or an OSError without an errno), e.g.
+    ISA-L's gzip, whose damage errors are ``DamagedInput``; ``kind`` names it in messages."""
+    return io.BufferedReader(_Checked(inner, kind), _BUFFER)
 
 
 class _Checked(io.RawIOBase):

@@ -204,8 +204,11 @@ class CheckReport(JobReport):
         return {**d, "out": self.out, "elapsed_s": round(self.elapsed_s, 3)}
 
     def summary(self) -> str:
-        added = (f", added {self.added:,} new (skipped {self.skipped:,} near-duplicates)" if self.added is not None
-                 else "")
+        """For people. A document's match may be itself (its id indexed already), which
+        ``--add-new`` does not count against it: the summary says so, lest "100 with matches,
+        added 150" read as a contradiction."""
+        added = (f"; added the {self.added:,} that match no other document, in the index or earlier in the input "
+                 f"(skipped {self.skipped:,} that do)" if self.added is not None else "")
         return (f"checked {self.read:,} documents: {self.with_matches:,} with matches, "
                 f"{self.rejected:,} rejected{added}; records in {self.out}")
 
