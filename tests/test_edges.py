@@ -81,6 +81,7 @@ def test_help_at_80_columns_names_what_options_take():
     assert "<int" not in check and "<str>" not in check
     groups = dedup("groups", "--help", env=env).stdout
     assert "--store" not in groups.replace("(no --store)", "") and "--verbose" in groups
+    assert dedup("groups", "--help", "--store", "x").returncode == 0  # accepted (every command takes it), unlisted
     assert "Parquet" in dedup("load", "--help", env=env).stdout
 
 

@@ -49,6 +49,7 @@ HINTS = {
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+_UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
 
 
@@ -145,9 +146,10 @@ def _fail(ctx: typer.Context, message: str, status: int) -> None:
 
 
 def command(fn, takes_store: bool = True):
-    """``fn(ctx, ...)`` as a command that also takes the global options (``--store`` unless
-    ``takes_store`` is false: a command that opens no store) and whose user errors and
-    interruptions print one line (exit 1, or 128 + the signal)."""
+    """``fn(ctx, ...)`` as a command that also takes the global options (``--store`` unlisted
+    in its help when ``takes_store`` is false: a command that opens no store accepts it, as
+    every command does, and ignores it) and whose user errors and interruptions print one line
+    (exit 1, or 128 + the signal)."""
     @functools.wraps(fn)
     def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
         ctx.obj.url = store or ctx.obj.url
@@ -171,8 +173,9 @@ def command(fn, takes_store: bool = True):
             _fail(ctx, f"error: {e}{hint}", 1)
 
     signature = inspect.signature(fn, eval_str=True)
-    store = [inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption)]
+    store = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=StoreOption if takes_store else _UnlistedStore)
     wrapper.__signature__ = signature.replace(parameters=[
-        *signature.parameters.values(), *(store if takes_store else []),
+        *signature.parameters.values(), store,
         inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
     return wrapper
