@@ -220,8 +220,9 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
-    report = engines.check(ctx.obj.index(read_only=engine == "local"), files, options, engine, _spark(engine, spark_master, spark_conf, staging),
-                           on_answer=out if json_ else _print_answer)
+    read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
+    report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
+                           _spark(engine, spark_master, spark_conf, staging), on_answer=out if json_ else _print_answer)
     if engine == "spark":
         if json_:
             out(report.to_dict())
