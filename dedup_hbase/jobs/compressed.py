@@ -68,6 +68,11 @@ class _Checked(io.RawIOBase):
     def __init__(self, inner: IO[bytes], kind: str) -> None:
         self._inner, self._kind = inner, kind
 
+    @property
+    def decompressor(self) -> IO[bytes]:
+        """The decompressor file read (which library's: tests ask)."""
+        return self._inner
+
     def readable(self) -> bool:
         return True
 
