@@ -43,14 +43,27 @@ class StoreError(DedupError):
 
 # The extra (pyproject.toml) that brings each optional package.
 _EXTRAS = {"happybase": "hbase", "thriftpy2": "hbase", "uvicorn": "service", "prometheus_client": "service",
-           "pyspark": "spark", "pyarrow": "spark", "pandas": "spark", "zstandard": "test"}
+           "pyspark": "spark", "pandas": "spark", "zstandard": "zstd"}
 
 
 def missing_package(e: ModuleNotFoundError) -> str:
     """What to tell a user whose command needs a package that is not installed: its name and
-    how to install it (the extra that brings it, from a clone of dedup-hbase)."""
+    how to install it (the one extra that brings it, from a clone of dedup-hbase; editable, ``-e``,
+    when dedup-hbase is installed editable, so that the hint does not replace it by a copy)."""
     name = (e.name or str(e)).split(".")[0]
     extra = _EXTRAS.get(name)
-    how = (f"pip install '.[{extra}]' in the dedup-hbase folder (scripts/setup --test installs every extra)"
-           if extra else f"pip install {name}")
+    how = (f"pip install {'-e ' if _editable() else ''}'.[{extra}]' in the dedup-hbase folder" if extra
+           else f"pip install {name}")
     return f"this needs the Python package {name}, which is not installed: {how}"
+
+
+def _editable() -> bool:
+    """Whether dedup-hbase is installed editable (pip's direct_url.json says so)."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        direct = distribution("dedup-hbase").read_text("direct_url.json")
+    except PackageNotFoundError:
+        return False
+    return bool(direct) and json.loads(direct).get("dir_info", {}).get("editable", False)

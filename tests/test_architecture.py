@@ -29,7 +29,7 @@ ORDER = {
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
     "stores.hbase": ["", "wire", "encoding", "tables", "connections", "datapath", "thrift1", "thrift2", "admin", "locks",
                      "store"],
-    "jobs": ["", "spark_daemon", "interrupts", "corpus", "progress", "workers", "batches", "options", "reports",
+    "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "session", "harness", "hadoop", "stages", "texts", "inputs", "fingerprints", "records",

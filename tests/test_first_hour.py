@@ -142,7 +142,7 @@ def test_one_rule_for_ids(store, tmp_path):
     reasons = [line for line in result.stderr.splitlines() if line.startswith("rejected ")]
     assert reasons == [
         f"rejected {path}:3: bad 'id': 1.5 is a fraction (an id is a string or a whole number)",
-        f"rejected {path}:4: bad 'id': True is a boolean (an id is a string or a whole number)",
+        f"rejected {path}:4: bad 'id': true is a boolean (an id is a string or a whole number)",
         f"rejected {path}:5: 'id' is null",
         f"rejected {path}:6: no 'id' field",
         f"rejected {path}:7: 'id' is empty",
@@ -198,7 +198,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
     native library mapped into the process), and once it waits for its input."""
     proc = subprocess.Popen(["dedup-hbase", "check", "--store", str(store), "-"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+    deadline, ready = time.monotonic() + 120, False
     while time.monotonic() < deadline and proc.poll() is None:
         if moment == "reading stdin":
             try:
@@ -211,6 +211,7 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
         if ready:
             break
         time.sleep(0.002)  # polling for the moment; not a delay that the test relies on
+    assert ready, f"the command ended ({proc.returncode}) or took 120 s before the moment {moment!r}"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (130, "", "interrupted by SIGINT\n")

@@ -25,6 +25,8 @@ import pytest
 
 from dedup_hbase import Index, open_store
 
+from conftest import require_or_skip
+
 MARKER = "DEDUP_HBASE_TEST_MARKER"
 FIRST, LATER = 1500, 500  # documents in the file, then in the pipe
 
@@ -233,7 +235,7 @@ def test_with_the_compiled_core_a_load_starts_no_process(setup):
     if not Fingerprinter(JiebaFeaturizer()).uses_core:
         if shutil.which("cargo"):  # scripts/setup builds the core wherever cargo is: here it must be in use
             pytest.fail(f"the compiled core is not in use: {native.describe()}")
-        pytest.skip(f"the compiled core is not in use (no cargo here): {native.describe()}")
+        require_or_skip(f"the compiled core is not in use (no cargo here): {native.describe()}")
     store, path, pipe, later = setup
     marker = uuid.uuid4().hex
     load = start_load(store, [path, pipe], marker, native=True)

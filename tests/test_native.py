@@ -30,14 +30,14 @@ from dedup_hbase.text import boilerplate, native
 from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, normalize
 from dedup_hbase.text.fingerprint import Fingerprinter, Hasher
 
-from conftest import reference_features, shared_texts
+from conftest import reference_features, require_or_skip, shared_texts
 
 try:
     import dedup_hbase_core as core
 except ImportError:  # scripts/setup builds it wherever cargo is
     if shutil.which("cargo"):
         raise
-    pytest.skip("the compiled core is not installed (no cargo here)", allow_module_level=True)
+    require_or_skip("the compiled core is not installed (no cargo here)")
 
 SEEDS = [0, 1, 0xDEADBEEF, 2**32 - 1]
 REFERENCE = JiebaFeaturizer(fast=False)

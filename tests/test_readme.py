@@ -1,13 +1,21 @@
 """The README's session, run as written: every ``$`` line of its "A session" block runs in a
 fresh folder (with this repository's scripts/), one after the other as a user types them, and
 prints what the README shows below it. Only what differs from run to run is masked: a load's
-duration and rates, a groups run's duration, an index's creation time."""
+duration and rates, a groups run's duration, an index's creation time.
 
+It runs with what ``scripts/demo`` installs and nothing more: the packages of this environment
+that the demo's install would not bring (the other extras' and the test tools') cannot be
+imported by the session's processes."""
+
+import importlib.metadata
 import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 from conftest import ROOT
 
@@ -38,12 +46,64 @@ def masked(text: str) -> str:
     return text.rstrip("\n")
 
 
+def demo_distributions() -> set[str]:
+    """The distributions ``scripts/setup`` (run by scripts/demo) installs: dedup-hbase's own
+    dependencies and those of the extras it names, with theirs, as installed here."""
+    extras = re.search(r'^extras="([^"]+)"', (ROOT / "scripts" / "setup").read_text("utf-8"), re.M).group(1)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    todo = [*project["dependencies"], *(r for e in extras.split(",") for r in project["optional-dependencies"][e])]
+    found: set[str] = set()
+    while todo:
+        requirement = Requirement(todo.pop())
+        name = canonical(requirement.name)
+        if name in found or (requirement.marker and not requirement.marker.evaluate({"extra": ""})):
+            continue
+        found.add(name)
+        try:
+            todo.extend(importlib.metadata.requires(requirement.name) or [])
+        except importlib.metadata.PackageNotFoundError:
+            pass  # not installed here: nothing of it to block
+    return found | {"dedup-hbase"}
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def demo_install_only(folder: Path) -> str:
+    """A folder whose sitecustomize.py makes every module of a distribution installed here
+    but not by the demo (``demo_distributions``) fail to import, as it would after the demo."""
+    allowed = demo_distributions()
+    blocked = sorted(module for module, dists in importlib.metadata.packages_distributions().items()
+                     if not any(canonical(d) in allowed for d in dists))
+    assert "pyspark" in blocked and "hypothesis" in blocked and "jieba" not in blocked
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(f"""import sys
+
+BLOCKED = {set(blocked)!r}
+
+
+class NotInstalled:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not installed by scripts/demo)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled)
+""", encoding="utf-8")
+    return str(folder)
+
+
 def test_the_readme_session_prints_what_the_readme_shows(tmp_path):
     steps = session((ROOT / "README.md").read_text("utf-8"))
     assert len(steps) >= 8 and steps[0][0].startswith("python scripts/make_corpus.py")
     (tmp_path / "scripts").symlink_to(ROOT / "scripts")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEDUP_HBASE_STORE")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # the dedup-hbase under test
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [demo_install_only(tmp_path / "demo-install"),
+                                                      env.get("PYTHONPATH")]))
     for command, shown in steps:
         if command.startswith("export "):
             name, _, value = command.removeprefix("export ").split("#")[0].strip().partition("=")

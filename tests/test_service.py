@@ -258,6 +258,23 @@ def test_check_query_and_stats_read_a_store_that_serve_holds(tmp_path):
         assert client.get(f"/v1/docs/{ids[0]}").status_code == 200
 
 
+def test_a_second_serve_or_load_on_a_held_embedded_store_is_refused_at_start(tmp_path):
+    """One writer: a second ``serve`` (or ``load``) on an embedded store another ``serve`` holds
+    ends at start with one line and status 1, rather than serving and answering every add 503."""
+    store = str(tmp_path / "index")
+    cli("init", "--store", store)
+    (tmp_path / "docs.jsonl").write_text('{"id": "a", "simhash": "5ddcd9e58abddc86"}\n', encoding="utf-8")
+    with serving(store) as (client, _):
+        for args in (["serve", "--port", "0"], ["load", "--fingerprints", str(tmp_path / "docs.jsonl")]):
+            second = subprocess.run(["dedup-hbase", *args, "--store", store], capture_output=True, text=True,
+                                    timeout=120)
+            assert (second.returncode, second.stdout, second.stderr) == (1, "", (
+                f"error: {store} is in use by another process (a load, delete or serve writes to it): run this "
+                "once it has finished; stats, query and check read it meanwhile\n"))
+        added = client.post("/v1/add", json=[{"id": "a", "simhash": "5ddcd9e58abddc86"}])
+        assert added.status_code == 200 and added.json()[0]["added"]
+
+
 def added_when_expired(client, copy: dict) -> None:
     """Once ``copy`` matches nothing (at most a minute), ``add?if_new=true`` adds it."""
     import time

@@ -63,11 +63,19 @@ def copies(n, simhash=0x0123456789ABCDEF, prefix="c"):
     return [Record("mem", i + 1, id=f"{prefix}{i}", simhash=simhash) for i in range(n)]
 
 
-def test_load_groups_of_many_copies_is_linear(tmp_path):
+def test_load_groups_of_many_copies_is_linear(tmp_path, monkeypatch):
+    """n copies of one fingerprint, in batches: one group, from fewer than 2n edges (counted as
+    the load hands them to the component search), never the n²/2 pairs."""
+    import dedup_hbase.jobs.local.load as loading
+
     n = 20_000
+    edges = []
+    real_id_groups = loading.id_groups
+    monkeypatch.setattr(loading, "id_groups", lambda pairs: real_id_groups(edges.append(p) or p for p in pairs))
     index = Index.create(open_store("memory:"), 4, K)
     groups = tmp_path / "groups.jsonl"
     report = load(index, copies(n), LoadOptions(fingerprints=True, batch_size=3000, groups=str(groups)))
+    assert n - 1 <= len(edges) < 2 * n
     assert report.indexed == n
     lines = [json.loads(line) for line in groups.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["size"] == n

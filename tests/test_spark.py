@@ -464,6 +464,19 @@ def test_a_stopped_spark_load_leaves_no_process(tmp_path, how, when):
             "interrupted by SIGTERM: the Spark job stopped; run the same command again to load (the job "
             "starts over; what it wrote is written again, nothing doubles)"], err[-2000:]
     assert_all_gone(started, marker)
+    if how == "SIGKILL":  # run again, it loads exactly what a clean load does
+        rerun = subprocess.run(["dedup-hbase", "load", "--store", store, "--engine", "spark", "--spark-master",
+                                "local[2]", "-q", str(shared_corpus("xwlb_zh.jsonl.gz"))], capture_output=True, text=True)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        clean = str(tmp_path / "clean")
+        subprocess.run(["dedup-hbase", "init", "--store", clean], check=True, capture_output=True)
+        subprocess.run(["dedup-hbase", "load", "--store", clean, "-q", str(shared_corpus("xwlb_zh.jsonl.gz"))],
+                       check=True, capture_output=True)
+        assert documents(store) == documents(clean)
+        counted = [{k: v for k, v in json.loads(subprocess.run(["dedup-hbase", "stats", "--json", "--store", url],
+                                                                 check=True, capture_output=True).stdout).items()
+                    if k in ("documents", "index_rows", "index_cells", "rows_per_flag")} for url in (store, clean)]
+        assert counted[0] == counted[1] and counted[0]["documents"] == 19339
 
 
 

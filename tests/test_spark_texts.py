@@ -222,7 +222,7 @@ def test_gzip_is_read_by_isal_with_every_member(tmp_path):
     path.write_bytes(gzip.compress(first) + gzip.compress(second, compresslevel=1))  # two members, as `cat` makes
     with open(path, "rb") as raw:
         stream = texts.opened(raw, True)
-        assert isinstance(stream.raw, igzip.GzipFile)
+        assert isinstance(stream.raw.decompressor, igzip.GzipFile)  # behind compressed.checked
         assert stream.read() == first + second
     files = [inputs.InputFile(0, str(path), "two.jsonl.gz", "auto", None)]
     assert parse(files) == reference(files)

@@ -12,8 +12,8 @@ A wrapped command
   naming the extra to install), SIGINT or SIGTERM (128 + the signal's number), a closed
   stdout (``| head``: exit 0, quietly). ``--verbose`` adds the traceback.
 
-A job that finished with more rejected records than allowed ends with status 3
-(``exit_for_rejects``).
+A job that finished with more rejected records than allowed, or with an input cut off or
+corrupt, ends with status 3 (``exit_for_rejects``, ``exit_for_damage``).
 
 It does not catch anything else: a bug prints its traceback.
 """
@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import traceback
+import typing
 from contextlib import ExitStack
 from typing import Annotated
 
@@ -48,16 +49,27 @@ HINTS = {
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+_UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
 
 
 class _Flagless:
-    """Help lists a flag (--json, --help) without a type: it takes no value."""
+    """Help lists a flag (--json, --help) without a type (it takes no value), and names what
+    an option takes in words (``--k N``, ``--format FORMAT``, ``FILES...``) rather than as a
+    Python type (``<int range> [x>=1]``, ``<list[str]>``), which also leaves the descriptions
+    more of an 80-column terminal."""
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
-        for flag in (p for p in params if getattr(p, "is_flag", False) and p.metavar is None):
-            flag.metavar = ""
+        for param in (p for p in params if p.metavar is None):
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+            elif {int, float} & set(typing.get_args(param.type_descriptor.annotation)
+                                     or [param.type_descriptor.annotation]):
+                param.metavar = "N"
+            else:
+                param.metavar = (param.opts[-1].lstrip("-").rsplit("-", 1)[-1] if param.param_type_name == "option"
+                                 else param.name).upper()
         return params
 
 
@@ -72,17 +84,30 @@ class Session:
         self.url, self.verbose = url, verbose
         self._resources = ExitStack()
         self._store: Store | None = None
+        self.failed = False  # the command ended with an error (its line printed)
 
-    def store(self, create: bool = False) -> Store:
+    def store(self, create: bool = False, read_only: bool | None = None) -> Store:
+        """The command's store, opened on first use (``read_only``: True when the command only
+        reads, False when it writes: see ``open_store``)."""
         if self._store is None:
-            self._store = self._resources.enter_context(open_store(self.url, create=create))
+            self._store = self._resources.enter_context(open_store(self.url, create=create, read_only=read_only))
         return self._store
 
-    def index(self) -> Index:
-        return Index.open(self.store())
+    def index(self, read_only: bool | None = None) -> Index:
+        return Index.open(self.store(read_only=read_only))
 
     def close(self) -> None:
-        self._resources.close()
+        """Close the store. An error closing it (a full disk) is one line and status 1, or,
+        after a command that failed already (its line is printed), only its traceback with
+        --verbose."""
+        try:
+            self._resources.close()
+        except (DedupError, OSError) as e:
+            if self.verbose:
+                traceback.print_exc()
+            if not self.failed:
+                typer.echo(f"error: {e}", err=True)
+                raise typer.Exit(1) from None
 
 
 def out(obj) -> None:
@@ -95,23 +120,36 @@ EXIT_REJECTS = 3  # a job finished, but rejected more records than --max-rejects
 
 def exit_for_rejects(report: JobReport, max_rejects: float | None, kept: str | None) -> None:
     """End a finished job with status ``EXIT_REJECTS`` and one line when its rejects make it
-    count as failed (``JobReport.failure``); ``kept``: the --rejects file, if any."""
+    count as failed (``JobReport.failure``: an input cut off or corrupt, or too many rejects);
+    ``kept``: the --rejects file, if any."""
     failure = report.failure(max_rejects)
     if failure:
-        typer.echo(f"error: {failure}{'' if kept else '; --rejects FILE keeps them'}", err=True)
+        typer.echo(f"error: {failure}{'' if kept or report.damaged else '; --rejects FILE keeps them'}", err=True)
+        raise typer.Exit(EXIT_REJECTS)
+
+
+def exit_for_damage(report: JobReport) -> None:
+    """End a finished job with status ``EXIT_REJECTS`` and one line when an input was cut off
+    or corrupt (its records before the damage were used)."""
+    damage = report.damage()
+    if damage:
+        typer.echo(f"error: {damage}", err=True)
         raise typer.Exit(EXIT_REJECTS)
 
 
 def _fail(ctx: typer.Context, message: str, status: int) -> None:
+    ctx.obj.failed = True
     if ctx.obj.verbose:
         traceback.print_exc()
     typer.echo(message, err=True)
     raise typer.Exit(status)
 
 
-def command(fn):
-    """``fn(ctx, ...)`` as a command that also takes the global options and whose user
-    errors and interruptions print one line (exit 1, or 128 + the signal)."""
+def command(fn, takes_store: bool = True):
+    """``fn(ctx, ...)`` as a command that also takes the global options (``--store`` unlisted
+    in its help when ``takes_store`` is false: a command that opens no store accepts it, as
+    every command does, and ignores it) and whose user errors and interruptions print one line
+    (exit 1, or 128 + the signal)."""
     @functools.wraps(fn)
     def wrapper(ctx: typer.Context, *args, store: str | None = None, verbose: bool = False, **kwargs):
         ctx.obj.url = store or ctx.obj.url
@@ -135,8 +173,9 @@ def command(fn):
             _fail(ctx, f"error: {e}{hint}", 1)
 
     signature = inspect.signature(fn, eval_str=True)
+    store = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation=StoreOption if takes_store else _UnlistedStore)
     wrapper.__signature__ = signature.replace(parameters=[
-        *signature.parameters.values(),
-        inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOption),
+        *signature.parameters.values(), store,
         inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=VerboseOption)])
     return wrapper

@@ -11,6 +11,7 @@ command with one line saying what is safe, and exit with 128 + the signal's numb
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from typing import Annotated
@@ -21,6 +22,7 @@ from .. import __version__
 from ..errors import InvalidInput
 from ..index import plan as planning
 from ..index.index import Index, fingerprinter_for
+from ..index.retention import describe as describe_duration
 from ..index.retention import parse_duration
 from ..index.schema import hbase_shell_ddl, load_schema
 from ..jobs import engines
@@ -28,10 +30,11 @@ from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
 from ..jobs.interrupts import exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
+from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
 from . import views
-from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_rejects, out
+from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_damage, exit_for_rejects, out
 from .command import Command as _Command
 
 app = typer.Typer(
@@ -61,9 +64,9 @@ def root(ctx: typer.Context,
     ctx.call_on_close(ctx.obj.close)
 
 
-def _command(fn):
+def _command(fn, takes_store: bool = True):
     """Register ``fn(ctx, ...)`` as a command (command.py: global options, one-line errors)."""
-    return app.command(cls=_Command)(command(fn))
+    return app.command(cls=_Command)(command(fn, takes_store))
 
 
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
@@ -71,6 +74,7 @@ K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (de
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
 TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
 Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).")]
 Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
 ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
 SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")]
@@ -93,12 +97,13 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
         typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
-                   f"k={k}, featurizer {fingerprinter.featurizer.name}")
+                   f"k={k}, featurizer {fingerprinter.featurizer.name}"
+                   f"{f', ttl {describe_duration(index.ttl)} (older documents stop matching and are removed)' if ttl else ''}")
 
 
 @_command
-def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, text; gz/bz2/xz/zst.")],
-         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, Parquet, text; gz/bz2/xz/zst.")],
+         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
          skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
          groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
@@ -119,11 +124,11 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from ..jobs.progress import LoadProgress
 
-    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints,
+    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
     spark = _spark(engine, spark_master, spark_conf, staging)
-    index = ctx.obj.index()
+    index = ctx.obj.index(read_only=False)
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
@@ -141,12 +146,12 @@ def _spark(engine: str, master: str, conf: list[str] | None, staging: str | None
     return None
 
 
-@_command
+@functools.partial(_command, takes_store=False)
 def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin (local engine). JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst.")],
            out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
            k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
            scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
-           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
            fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
            rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
@@ -156,8 +161,9 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
     their connected components; each group keeps its first document in input order.
 
-    Needs no --store. Bad records are reported and skipped; read = documents + rejected."""
-    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints,
+    Needs no index (no --store). Bad records are reported and skipped; read = documents +
+    rejected."""
+    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects)
     spark = _spark(engine, spark_master, spark_conf)
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
@@ -166,6 +172,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
         out({"out": out_dir, **report.to_dict()})
     else:
         typer.echo(report.summary(), err=True)
+    exit_for_damage(report)
 
 
 def _read_text(text: str | None, file: str | None, what: str) -> str:
@@ -189,7 +196,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
-    index = ctx.obj.index()
+    index = ctx.obj.index(read_only=True)
     value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
     matches = index.query(value, k)
     if json_:
@@ -203,7 +210,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
 
 @_command
 def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
-          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", k: K = None,
+          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           max_matches: Annotated[int, typer.Option(min=1, help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
           json_: Json = False,
@@ -212,15 +219,17 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
-    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field), fingerprints=fingerprints, k=k,
+    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
-    report = engines.check(ctx.obj.index(), files, options, engine, _spark(engine, spark_master, spark_conf, staging),
-                           on_answer=out if json_ else _print_answer)
+    read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
+    report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
+                           _spark(engine, spark_master, spark_conf, staging), on_answer=out if json_ else _print_answer)
     if engine == "spark":
         if json_:
             out(report.to_dict())
         else:
             typer.echo(report.summary(), err=True)
+    exit_for_damage(report)
 
 
 def _print_answer(answer: dict) -> None:
@@ -236,19 +245,21 @@ def _print_answer(answer: dict) -> None:
 @_command
 def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
                 file: Annotated[str | None, typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
-                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto",
+                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
                 featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
                 json_: Json = False) -> None:
     """Print fingerprints as 16 hex digits.
 
     Uses the featurizer of the index in --store when there is one (so the output can be
     loaded with load --fingerprints), else the options."""
-    fp = fingerprinter_for(ctx.obj.store(), featurizer, shingle_size=shingle_size, seed=seed)
+    fp = fingerprinter_for(ctx.obj.store(read_only=True), featurizer, shingle_size=shingle_size, seed=seed)
     if file is None:
         value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
         return
-    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field))):
+    report = JobReport()
+    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field, delimiter=delimiter))):
+        report.count([record])
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)
             if json_:
@@ -257,12 +268,13 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
             out({"id": record.id, "simhash": to_hex(record.simhash), "featurizer": fp.label})
         else:
             typer.echo(f"{to_hex(record.simhash)}\t{record.id}")
+    exit_for_damage(report)
 
 
 @_command
 def stats(ctx: typer.Context, json_: Json = False) -> None:
     """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
-    result = ctx.obj.index().stats()
+    result = ctx.obj.index(read_only=True).stats()
     if json_:
         out(result)
         return
@@ -273,7 +285,7 @@ def stats(ctx: typer.Context, json_: Json = False) -> None:
 @_command
 def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Document ids to remove.")], json_: Json = False) -> None:
     """Remove documents and their index rows."""
-    deleted = ctx.obj.index().delete(ids)
+    deleted = ctx.obj.index(read_only=False).delete(ids)
     missing = [i for i in dict.fromkeys(ids) if i not in set(deleted)]
     if json_:
         out({"deleted": deleted, "missing": missing})
@@ -339,7 +351,7 @@ def serve(ctx: typer.Context,
                     max_matches=max_matches)
     production = Production(tokens=tokens, insecure=insecure, certfile=certfile, keyfile=keyfile,
                             access_log=access_log, count_every=None if count_every == "never" else parse_duration(count_every))
-    online = OnlineIndex(ctx.obj.index())
+    online = OnlineIndex(ctx.obj.index(read_only=False))
     online.index.fingerprint("warm up")  # load the dictionary now, not in the first request
 
     def ready(url: str) -> None:

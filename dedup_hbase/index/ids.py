@@ -9,6 +9,7 @@ array, an empty string. Messages show at most ``SHOWN`` characters of an id.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import InvalidInput
@@ -18,11 +19,19 @@ SHOWN = 40
 
 
 def shown(doc_id: Any) -> str:
-    """An id (or a value given as one) for a message: its repr, cut to about ``SHOWN`` characters."""
-    text = doc_id if isinstance(doc_id, str) else repr(doc_id)
+    """An id (or a value given as one) for a message, cut to about ``SHOWN`` characters: a
+    string's repr; another value as JSON spells it (``true``, ``{"a": 1}``), else its repr."""
+    text = doc_id if isinstance(doc_id, str) else _spelled(doc_id)
     if len(text) <= SHOWN:
         return repr(doc_id) if isinstance(doc_id, str) else text
     return f"{text[:SHOWN]!r}... ({len(text):,} characters)"
+
+
+def _spelled(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not a JSON value (bytes, a set): Python's spelling
+        return repr(value)
 
 
 def document_id(value: Any, field: str = "id") -> str:

@@ -53,7 +53,11 @@ def expires_at(value: bytes | None, ttl: int) -> float | None:
     None: no row or no time."""
     if value is None or len(value) <= 8:
         return None
-    meta = json.loads(value[8:])
+    return meta_expires_at(json.loads(value[8:]), ttl)
+
+
+def meta_expires_at(meta: dict[str, Any], ttl: int) -> float | None:
+    """``expires_at`` of a document's metadata (``Document.meta``)."""
     loaded, own = meta.get("loaded"), meta.get("ttl")
     if loaded is None:
         return None

@@ -13,12 +13,9 @@ keep input order and can account for every record: read = used + rejected.
 
 from __future__ import annotations
 
-import bz2
 import csv
-import gzip
 import io
 import json
-import lzma
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,6 +26,7 @@ from typing import IO, Any
 from ..errors import InvalidInput
 from ..index.ids import document_id
 from ..text.fingerprint import parse_hex
+from .compressed import DamagedInput, decompressed, kind_of
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -62,13 +60,23 @@ class Record:
 @dataclass(frozen=True)
 class Fields:
     """Which input fields hold the id, the text, the simhash, the title and the featurizer
-    that made the simhash."""
+    that made the simhash; and the one character between the fields of a CSV or TSV line
+    (``delimiter``; None: a comma for CSV, a tab for TSV)."""
 
     id: str = "id"
     text: str = "text"
     simhash: str = "simhash"
     title: str = "title"
     featurizer: str = "featurizer"
+    delimiter: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.delimiter is not None and (len(self.delimiter) != 1 or self.delimiter in "\r\n\"'"):
+            raise InvalidInput(f"a delimiter is one character (not a quote or a line break), not {self.delimiter!r}")
+
+    def separator(self, fmt: str) -> str:
+        """The character between the fields of a line of a ``fmt`` ("csv" or "tsv") file."""
+        return self.delimiter or ("," if fmt == "csv" else "\t")
 
 
 def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Fields(),
@@ -78,7 +86,8 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
         raise InvalidInput(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     for path in paths:
         if path == "-":
-            yield from _read_stream(decompressed(stdin or sys.stdin.buffer), "<stdin>", fmt, fields)
+            yield from _until_damaged(lambda: _read_stream(decompressed(stdin or sys.stdin.buffer), "<stdin>", fmt,
+                                                           fields), "<stdin>")
         elif Path(path).is_dir():
             yield from _read_folder(Path(path), fmt, fields)
         elif Path(path).exists():
@@ -107,13 +116,29 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    stream = decompressed(raw) if decompress else io.BufferedReader(raw)
-    if fmt == "auto":
-        fmt = _format_of(path)
-    if fmt == "file":
-        yield _whole_file(stream, source, doc_id or path.name)
-    else:
-        yield from _read_stream(stream, source, fmt, fields, first_line)
+    kind = _format_of(path) if fmt == "auto" else fmt
+
+    def records() -> Iterator[Record]:
+        stream = decompressed(raw) if decompress else io.BufferedReader(raw)
+        if kind == "file":
+            yield _whole_file(stream, source, doc_id or path.name)
+        else:
+            yield from _read_stream(stream, source, kind, fields, first_line)
+
+    yield from _until_damaged(records, source, first_line, doc_id)
+
+
+def _until_damaged(records, source: str, first_line: int = 1, doc_id: str | None = None) -> Iterator[Record]:
+    """The records of ``records()``, then, if its compressed data turns out cut off or corrupt,
+    one rejected record after the last one read, saying so (compressed.DamagedInput)."""
+    last = first_line - 1
+    try:
+        for record in records():
+            last = record.line
+            yield record
+    except DamagedInput as e:
+        where = f"after line {last}" if last >= first_line else "before its first line"
+        yield Record(source, last + 1, id=doc_id, error=f"{e.reason}: {where}, {e.detail}")
 
 
 def format_of(path: Path) -> str:
@@ -126,26 +151,6 @@ def _format_of(path: Path) -> str:
     return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
 
 
-def decompressed(raw: IO[bytes]) -> IO[bytes]:
-    """``raw`` read through the decompressor its magic bytes call for (gzip, bzip2, xz, zstd),
-    or as it is."""
-    stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
-    magic = stream.peek(6)[:6]
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=stream)
-    if magic.startswith(b"BZh"):
-        return bz2.BZ2File(stream)
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.LZMAFile(stream)
-    if magic.startswith(b"\x28\xb5\x2f\xfd"):
-        try:
-            import zstandard
-        except ImportError:
-            raise InvalidInput("zstd input needs the zstandard package: pip install zstandard") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(stream))
-    return stream
-
-
 def _text(stream: IO[bytes]) -> IO[str]:
     # surrogateescape keeps bad bytes as lone surrogates, so the one bad record is
     # rejected and reading goes on.
@@ -154,7 +159,7 @@ def _text(stream: IO[bytes]) -> IO[str]:
 
 def is_compressed(head: bytes) -> bool:
     """Whether a file starting with these bytes is read through a decompressor."""
-    return head.startswith((b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd"))
+    return kind_of(head) is not None
 
 
 def binary_reason(head: bytes) -> str | None:
@@ -185,7 +190,7 @@ def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first
     if fmt == "jsonl":
         yield from _jsonl(text, source, fields, first_line)
     elif fmt in ("csv", "tsv"):
-        yield from _table(text, source, fields, "," if fmt == "csv" else "\t")
+        yield from _table(text, source, fields, fields.separator(fmt), fmt.upper())
     elif fmt == "lines":
         yield from _lines(text, source, first_line)
     else:
@@ -210,7 +215,7 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> I
         yield _from_fields(obj, source, number, fields)
 
 
-def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterator[Record]:
+def _table(text: IO[str], source: str, fields: Fields, delimiter: str, kind: str) -> Iterator[Record]:
     """Rows of a CSV or TSV file under its header; a record is reported at its first line
     (a quoted field may span several)."""
     reader = csv.reader(text, delimiter=delimiter)
@@ -231,7 +236,7 @@ def _table(text: IO[str], source: str, fields: Fields, delimiter: str) -> Iterat
             else:
                 yield _from_fields(dict(zip(header, row)), source, line, fields)
     except csv.Error as e:
-        yield Record(source, start, error=f"malformed {'CSV' if delimiter == ',' else 'TSV'}: {e}")
+        yield Record(source, start, error=f"malformed {kind}: {e}")
 
 
 def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]:
@@ -240,7 +245,7 @@ def _parquet(stream: IO[bytes], source: str, fields: Fields) -> Iterator[Record]
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise InvalidInput("Parquet input needs the pyarrow package: pip install pyarrow (or '.[spark]' in the dedup-hbase folder)") from None
+        raise InvalidInput("Parquet input needs the pyarrow package, a dependency of dedup-hbase: pip install pyarrow") from None
     if not (hasattr(stream, "seekable") and stream.seekable()):
         stream = io.BytesIO(stream.read())  # Parquet's footer is at the end: stdin is read whole
     try:
@@ -323,7 +328,9 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
             return record
         made_by = obj.get(fields.featurizer)
         record.featurizer = made_by if isinstance(made_by, str) and made_by else None
-    if text is not None and not isinstance(text, str):
+    if text is None and fields.text in obj and record.simhash is None:
+        record.error = f"{fields.text!r} is null"
+    elif text is not None and not isinstance(text, str):
         record.error = f"{fields.text!r} is not a string"
     elif text is not None:
         record.text = text
@@ -341,7 +348,7 @@ def check_columns(paths: Iterable[str], fmt: str, fields: Fields, fingerprints: 
     be rejected. JSON lines and text have no header: their records are checked one by one."""
     wanted = [("id", fields.id), ("simhash", fields.simhash) if fingerprints else ("text", fields.text)]
     for path in _structured_files(paths, fmt):
-        columns = _columns_of(path, fmt)
+        columns = _columns_of(path, fmt, fields)
         for role, name in wanted:
             if columns is not None and name not in columns:
                 how = f"; name the {role} column with {_FLAG_OF[role]}" if role in _FLAG_OF else ""
@@ -358,7 +365,7 @@ def _structured_files(paths: Iterable[str], fmt: str) -> Iterator[Path]:
                 yield f
 
 
-def _columns_of(path: Path, fmt: str) -> list[str] | None:
+def _columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
     """The header of a CSV/TSV file or the schema of a Parquet file; None if unreadable (its
     records then say why)."""
     kind = fmt if fmt != "auto" else _format_of(path)
@@ -370,7 +377,7 @@ def _columns_of(path: Path, fmt: str) -> list[str] | None:
 
                 return list(pq.ParquetFile(stream if stream.seekable() else io.BytesIO(stream.read())).schema_arrow.names)
             line = _text(stream).readline()
-            return next(csv.reader([line], delimiter="," if kind == "csv" else "\t"), [])
+            return next(csv.reader([line], delimiter=fields.separator(kind)), [])
     except Exception:  # a broken file: its records are rejected with the reason
         return None
 

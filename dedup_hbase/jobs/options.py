@@ -109,7 +109,7 @@ class LoadOptions(InputOptions):
         """The name of this load's checkpoint: the inputs as they are now and the options that
         shape the records; None for stdin (it cannot be read twice)."""
         return input_identity(paths, self.fmt, self.fields.id, self.fields.text, self.fingerprints,
-                              self.skip_near_dups)
+                              self.skip_near_dups, *([self.fields.delimiter] if self.fields.delimiter else []))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from ..index.index import Index
+from .compressed import DAMAGED
 from .corpus import Record
 from .options import DEFAULT_K
 
@@ -56,6 +57,7 @@ class JobReport:
     rejected_by_reason: Counter = field(default_factory=Counter)
     text_bytes: int = 0
     elapsed_s: float = 0.0
+    damaged: list[str] = field(default_factory=list)  # "FILE: error" of each input cut off or corrupt
 
     def count(self, batch: list[Record], rejects: IO[str] | None = None,
               on_reject: Callable[[Record], None] | None = None) -> list[Record]:
@@ -66,6 +68,8 @@ class JobReport:
             size = len(record.text.encode("utf-8", "surrogateescape")) if record.text else 0
             if record.error:
                 self.count_rows(reason_of(record.error), 1, size)
+                if reason_of(record.error) in DAMAGED:
+                    self.damaged.append(f"{record.source}: {record.error}")
                 if rejects is not None:
                     rejects.write(reject_line(record.source, record.line, record.id, record.error))
                 if on_reject is not None:
@@ -88,10 +92,22 @@ class JobReport:
         """The rejects by reason, most first, for a summary line: "2 malformed JSON, 1 ..."."""
         return ", ".join(f"{n} {r}" for r, n in self.rejected_by_reason.most_common())
 
+    def damage(self) -> str | None:
+        """What was wrong with the inputs that were cut off or corrupt (their records before the
+        damage are used, those after it are lost), or None."""
+        if not self.damaged:
+            return None
+        more = f" (and {len(self.damaged) - 1} more inputs)" if len(self.damaged) > 1 else ""
+        return (f"{self.damaged[0]}{more}: the records before it are used; replace the file (download or copy it "
+                "again) and run the same command again")
+
     def failure(self, max_rejects: float | None = None) -> str | None:
-        """Why this job counts as failed for its rejects, or None: more than ``max_rejects``
-        rejected (a count, or a fraction of the records read when below 1); without a limit,
-        every record rejected (a job that used nothing of what it was given)."""
+        """Why this job counts as failed for its rejects, or None: an input cut off or corrupt
+        (``damage``); more than ``max_rejects`` rejected (a count, or a fraction of the records
+        read when below 1); without a limit, every record rejected (a job that used nothing of
+        what it was given)."""
+        if self.damaged:
+            return self.damage()
         if not self.rejected:
             return None
         if max_rejects is None:
@@ -103,8 +119,14 @@ class JobReport:
         return None
 
 
+def rate(per_s: float) -> str:
+    """A rate for people: whole and grouped from 10 up (4,271), else two significant digits
+    (0.033: one 50 MB document in 30 s is not "0 docs/s")."""
+    return f"{per_s:,.0f}" if per_s >= 10 or per_s == 0 else f"{per_s:.2g}"
+
+
 LOAD_KEYS = ("read", "indexed", "new", "near_duplicates_skipped", "rejected", "rejected_by_reason", "text_bytes",
-             "elapsed_s", "resumed_after", "already_complete", "replaced", "unlabeled", "rejects_written")
+             "elapsed_s", "resumed_after", "already_complete", "replaced", "unlabeled", "rejects_written", "damaged")
 
 
 @dataclass
@@ -154,7 +176,7 @@ class LoadReport(JobReport):
         replaced = f", {self.replaced} replaced" if self.replaced else ""
         lines = [f"{resumed}read {self.read}, indexed {self.indexed} ({self.new} new{replaced}){skipped}, rejected "
                  f"{self.rejected}{f' ({reasons})' if reasons else ''} in {self.elapsed_s:.1f} s: "
-                 f"{self.docs_per_s:,.0f} docs/s, {self.mb_per_s:.2f} MB/s"]
+                 f"{rate(self.docs_per_s)} docs/s, {self.mb_per_s:.2f} MB/s"]
         if self.replaced:
             lines.append(f"note: {self.replaced} documents were in the index with another fingerprint: "
                          "their old index rows are gone")
@@ -182,8 +204,11 @@ class CheckReport(JobReport):
         return {**d, "out": self.out, "elapsed_s": round(self.elapsed_s, 3)}
 
     def summary(self) -> str:
-        added = (f", added {self.added:,} new (skipped {self.skipped:,} near-duplicates)" if self.added is not None
-                 else "")
+        """For people. A document's match may be itself (its id indexed already), which
+        ``--add-new`` does not count against it: the summary says so, lest "100 with matches,
+        added 150" read as a contradiction."""
+        added = (f"; added the {self.added:,} that match no other document, in the index or earlier in the input "
+                 f"(skipped {self.skipped:,} that do)" if self.added is not None else "")
         return (f"checked {self.read:,} documents: {self.with_matches:,} with matches, "
                 f"{self.rejected:,} rejected{added}; records in {self.out}")
 

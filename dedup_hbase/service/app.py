@@ -53,7 +53,7 @@ from urllib.parse import parse_qsl
 
 from .access import CHALLENGE, Access
 from .batcher import Then
-from .documents import RequestDoc, RequestError, parse_documents, render, render_documents
+from .documents import RequestDoc, RequestError, decoded_body, parse_documents, render, render_documents
 from .handlers import DedupService
 from .metrics import CONTENT_TYPE, AccessLog, Exposition
 
@@ -160,7 +160,7 @@ def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
     def documents(exchange: Exchange) -> list[RequestDoc]:
         if exchange.refused is not None:
             raise exchange.refused
-        docs = parse_documents(exchange.body, limits)
+        docs = parse_documents(decoded_body(exchange.headers, exchange.body, limits), limits)
         exchange.documents = len(docs)
         return docs
 

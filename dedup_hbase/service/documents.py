@@ -17,6 +17,7 @@ and bytes (``load_json``, ``render_documents``); ``render`` is the json module's
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,6 +97,29 @@ def has_floats(items: Any) -> bool:
         return any(isinstance(item, dict) and float in (type(item.get("id")), type(item.get("text")),
                                                         type(item.get("simhash"))) for item in items)
     return isinstance(items, float)
+
+
+def decoded_body(headers: list[tuple[bytes, bytes]], body: bytes, limits: Limits) -> bytes:
+    """A request body as sent with ``Content-Encoding: gzip`` (or none, or ``identity``) made
+    plain, at most ``limits.max_body_bytes`` of it (else 413); another encoding is a 415, a
+    body that is not the gzip it says a 400."""
+    encoding = next((value for name, value in headers if name == b"content-encoding"), b"identity")
+    encoding = encoding.strip().lower()
+    if encoding in (b"identity", b""):
+        return body
+    if encoding not in (b"gzip", b"x-gzip"):
+        raise RequestError(415, f"Content-Encoding {encoding.decode('latin-1')!r} is not supported: send gzip, or "
+                                "the body as it is")
+    inflate = zlib.decompressobj(31)
+    try:
+        plain = inflate.decompress(body, limits.max_body_bytes + 1)
+    except zlib.error as e:
+        raise RequestError(400, f"the body is not gzip data, as its Content-Encoding says: {e}") from None
+    if len(plain) > limits.max_body_bytes:
+        raise RequestError(413, f"the body is over the limit of {limits.max_body_bytes:,} bytes once decompressed")
+    if not inflate.eof:
+        raise RequestError(400, "the body's gzip data is cut off")
+    return plain
 
 
 def parse_documents(body: bytes, limits: Limits) -> list[RequestDoc]:

@@ -30,10 +30,10 @@ from typing import Any
 
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
 from ..index.index import Document, Matches, document_meta
-from ..index.retention import describe, parse_duration
+from ..index.retention import describe, meta_expires_at, parse_duration
 from ..text.fingerprint import to_hex
 from .batcher import Batcher
-from .documents import Limits, RequestDoc, RequestError
+from .documents import Limits, RequestDoc, RequestError, bad
 from .metrics import Metrics, Sources
 from .online import OnlineIndex
 from .probes import DocumentCount, NotReady, Readiness
@@ -140,6 +140,8 @@ class DedupService:
         to live in seconds (``request_ttl``), else the index's."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
+        if if_new:
+            one_version(good)
         now = int(time.time())
         written = [Document(d.id, d.simhash, document_meta(now, length=None if d.text is None else len(d.text), ttl=ttl))
                    for d in good]
@@ -152,6 +154,9 @@ class DedupService:
     def document(self, doc_id: str) -> dict[str, Any]:
         """``GET /v1/docs/ID``."""
         (doc,) = self.online.get([doc_id])
+        ttl = self.online.index.ttl
+        if doc is not None and ttl and (end := meta_expires_at(doc.meta, ttl)) is not None and end <= time.time():
+            raise RequestError(404, f"no document {doc_id!r} (it expired; it is removed at the next sweep)")
         if doc is None:
             raise RequestError(404, f"no document {doc_id!r}")
         return {"id": doc.id, "simhash": to_hex(doc.simhash), "meta": doc.meta}
@@ -205,6 +210,17 @@ class DedupService:
         self.count(internal_errors=1)
         logger.error("internal error on %s %s", method, path, exc_info=e)
         return 500, {"error": "internal error (logged by the service)"}
+
+
+def one_version(docs: list[RequestDoc]) -> None:
+    """Refuse an insert-if-new that holds two versions of one document (one id, two fingerprints):
+    only one of them could be indexed, and both would be answered as added."""
+    first: dict[str, RequestDoc] = {}
+    for doc in docs:
+        other = first.setdefault(doc.id, doc)
+        if other.simhash != doc.simhash:
+            raise bad(doc.position, f"its id is document {other.position}'s too, with another fingerprint: an "
+                                    "insert-if-new takes one version of a document", doc_id=doc.id)
 
 
 def checked(doc: RequestDoc, matches: Matches) -> dict[str, Any]:

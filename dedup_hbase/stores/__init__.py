@@ -16,9 +16,12 @@ DEFAULT_URL = "dedup-index"
 ENV_VAR = "DEDUP_HBASE_STORE"
 
 
-def open_store(url: str | StoreURL, *, create: bool = False) -> Store:
+def open_store(url: str | StoreURL, *, create: bool = False, read_only: bool | None = None) -> Store:
     """The store named by ``url`` (text or a parsed ``StoreURL``). ``create`` lets the
-    embedded store make its folder. Raises InvalidInput for a bad URL."""
+    embedded store make its folder. ``read_only`` (the embedded store's): True opens it
+    read-only (a caller that only reads: it then works on a read-only mount or a full disk,
+    beside a writer); False for writing, refusing when another process holds it; None reads
+    it when it cannot write it. Raises InvalidInput for a bad URL."""
     spec = url if isinstance(url, StoreURL) else parse_store_url(url)
     if spec.kind == "memory":
         from .memory import MemoryStore
@@ -30,7 +33,7 @@ def open_store(url: str | StoreURL, *, create: bool = False) -> Store:
         return HBaseStore(spec.host, spec.port, url=spec.url, **spec.options)
     from .local import LocalStore
 
-    return LocalStore(spec.path, create=create)
+    return LocalStore(spec.path, create=create, read_only=read_only)
 
 
 __all__ = ["AdminGatewayUnreachable", "DEFAULT_URL", "ENV_VAR", "Cells", "Store", "StoreURL", "open_store", "parse_store_url"]

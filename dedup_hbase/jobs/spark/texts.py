@@ -16,6 +16,7 @@ import io
 
 from ...errors import EmptyDocument
 from ...index.ids import MAX_ID_BYTES
+from ..compressed import checked
 from ..corpus import Fields, decompressed
 from ..reports import reason_of
 from . import stages
@@ -41,7 +42,7 @@ def opened(raw, whole: bool) -> io.BufferedIOBase:
         except ImportError:
             pass
         else:
-            return io.BufferedReader(igzip.GzipFile(fileobj=stream))
+            return checked(igzip.GzipFile(fileobj=stream), "gzip")  # a cut-off file: DamagedInput
     return decompressed(stream)
 
 

@@ -12,7 +12,10 @@ bit; nothing outside this package sees the packing.
 One writer process at a time: RocksDB locks the folder. A second process (``check``,
 ``query``, ``stats`` while ``serve`` holds the store) opens it read-only instead: a snapshot
 as of its opening, the index's pending runs merged in memory; any write it tries gets a clear
-StoreError ("in use by another process"). Opening happens on first use, not in the constructor.
+StoreError ("in use by another process"). So does a folder that cannot be written (a read-only
+mount, another user's, a full disk), and a store made with ``read_only=True`` is never opened
+for writing. RocksDB's errors (a full disk mid-write or at close) are StoreErrors saying what to
+do (rocks.store_error). Opening happens on first use, not in the constructor.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from ...index.store import Cells, Item, Store
 from .batch import CellBatch
 from .packed import PackedTable
 from .records import REST_BYTES
-from .rocks import get_many, total_order
+from .rocks import Shadow, cannot_write, get_many, store_error, total_order, translated
 
 _MARKER = "dedup-hbase-store"
 LAYOUT = 2  # 1: one RocksDB key per index cell; 2: the index packed per scan prefix
@@ -82,14 +85,21 @@ def _runs_options():
 
 
 class LocalStore(Store):
-    """RocksDB in folder ``path``. ``create=True`` allows ``create`` to make the folder."""
+    """RocksDB in folder ``path``. ``create=True`` allows ``create`` to make the folder;
+    ``read_only``: True opens it read-only (the commands that only read); False opens it
+    for writing or refuses (a StoreError) when another process holds it or the folder cannot
+    be written; None (the default) reads it when it cannot write it."""
 
     in_process = True
 
-    def __init__(self, path: str | os.PathLike, create: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike, create: bool = False, read_only: bool | None = None) -> None:
         self.path = Path(path)
         self.url = str(path)
         self._may_create = create
+        self._read_only_asked = bool(read_only) and not create
+        self._must_write = create or read_only is False
+        self._unwritable: str | None = None  # why a write is refused, once opened read-only
+        self._shadow: Shadow | None = None
         self._db = None
         self._cfs: dict = {}
         self._packed: dict[str, PackedTable] = {}
@@ -100,6 +110,7 @@ class LocalStore(Store):
     def exists(self) -> bool:
         return (self.path / _MARKER).is_file()
 
+    @translated
     def create(self, schema: dict) -> None:
         if self.exists():
             raise StoreError(f"{self.url}: the tables exist already")
@@ -151,13 +162,23 @@ class LocalStore(Store):
             else:
                 families[name] = _options(cache)
         try:
-            self._db = Rdict(str(self.path), opts, column_families=families)
+            if self._read_only_asked:
+                self._db = self._open_read_only(opts, families)
+            else:
+                self._db = Rdict(str(self.path), opts, column_families=families)
+        except StoreError:
+            raise
         except Exception as e:  # rocksdict raises plain Exception for RocksDB errors
-            if "LOCK" not in str(e):
-                raise StoreError(f"cannot open {self.url}: {e}") from None
-            if create:
-                raise StoreError(f"{self.url} is in use by another process") from None
+            locked = "LOCK" in str(e)
+            if self._must_write and locked:
+                raise StoreError(f"{self.url} is in use by another process (a load, delete or serve writes to it): "
+                                 "run this once it has finished; stats, query and check read it meanwhile") from None
+            if self._must_write or not (locked or cannot_write(e)):
+                raise (store_error(self.url, e) if cannot_write(e) else StoreError(f"cannot open {self.url}: {e}")) from None
+            # another process writes it, or it cannot be written here: read it
             self._db = self._open_read_only(opts, families)
+            self._unwritable = (f"{self.url} is in use by another process (opened read-only here: no writes)"
+                                if locked else str(store_error(self.url, e)))
         self._packed = {name: PackedTable(self._db, name, t["packed"], _runs_options(), self.read_only)
                         for name, t in tables.items() if t.get("packed")}
         self._cfs = {name: self._db.get_column_family(name) for name in tables if name not in self._packed}
@@ -172,17 +193,25 @@ class LocalStore(Store):
         opts.create_if_missing(False)
         for _attempt in range(3):
             try:
-                db = Rdict(str(self.path), opts, column_families=families, access_type=AccessType.read_only())
+                db = Rdict(str(self._shadow.path if self._shadow else self.path), opts, column_families=families,
+                           access_type=AccessType.read_only())
                 self.read_only = True
                 return db
             except Exception as e:
                 error = e
+                if cannot_write(e) and self._shadow is None:  # rocksdict could not write its file there
+                    self._shadow = Shadow(self.path)
+        if self._shadow is not None:
+            self._shadow.close()
+            self._shadow = None
+        if self._read_only_asked:
+            raise StoreError(f"cannot open {self.url} read-only: {error}") from None
         raise StoreError(f"{self.url} is in use by another process, and opening it read-only failed: {error}") from None
 
     def _writable(self) -> None:
         self._open()
         if self.read_only:
-            raise StoreError(f"{self.url} is in use by another process (opened read-only here: no writes)")
+            raise StoreError(self._unwritable or f"{self.url} was opened read-only (no writes)")
 
     def _cf(self, table: str):
         self._open()
@@ -198,26 +227,32 @@ class LocalStore(Store):
 
     # -- data ----------------------------------------------------------------
 
+    def _table_to_write(self, table: str) -> PackedTable | None:
+        """``_table(table)``, once the store is known to be writable (else StoreError)."""
+        self._writable()
+        return self._table(table)
+
     def _batch(self, table: str) -> tuple[WriteBatch, Any]:
         """An empty write batch for the plain table ``table`` and its column family."""
         self._cf(table)
         return WriteBatch(raw_mode=True), self._handles[table]
 
+    @translated
     def put(self, table: str, items: Iterable[Item]) -> None:
-        self._writable()
-        if packed := self._table(table):
+        if packed := self._table_to_write(table):
             return packed.put(items)
         batch, handle = self._batch(table)
         for key, value in items:
             batch.put(key, value, handle)
         self._db.write(batch)
 
+    @translated
     def put_cells(self, table: str, rows: bytes, qualifiers: Sequence[bytes], repeat: int = 1) -> None:
-        self._writable()
-        if packed := self._table(table):
+        if packed := self._table_to_write(table):
             return packed.put_cells(CellBatch.from_rows(rows, qualifiers, packed.prefix_bytes, repeat))
         super().put_cells(table, rows, qualifiers, repeat)
 
+    @translated
     def get(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
@@ -227,12 +262,14 @@ class LocalStore(Store):
             return [b"" if key in present else None for key in keys]
         return get_many(self._cf(table), keys)
 
+    @translated
     def scan(self, table: str, prefixes: Sequence[bytes], values: bool = True) -> list[list[Item]]:
         if packed := self._table(table):
             return [[(key, b"") for key in packed.scan(prefix)] for prefix in prefixes]
         cf = self._cf(table)
         return [self._scan_one(cf, prefix, values) for prefix in prefixes]
 
+    @translated
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
         if packed := self._table(table):
             return packed.scan_cells(prefixes)
@@ -258,6 +295,7 @@ class LocalStore(Store):
             it.next()
         return found
 
+    @translated
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
         if packed := self._table(table):
             return [(key, b"") for key in packed.scan_range(start, stop, limit)]
@@ -272,15 +310,16 @@ class LocalStore(Store):
             it.next()
         return out
 
+    @translated
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
-        self._writable()
-        if packed := self._table(table):
+        if packed := self._table_to_write(table):
             return packed.delete(keys)
         batch, handle = self._batch(table)
         for key in keys:
             batch.delete(key, handle)
         self._db.write(batch)
 
+    @translated
     def flush(self) -> None:
         """Fold the index's recent writes into its per-prefix records now (packed.py). Also
         done before any read of the index, on ``close`` and on ``compact``."""
@@ -290,6 +329,7 @@ class LocalStore(Store):
         for packed in self._packed.values():
             packed.merge()
 
+    @translated
     def compact(self) -> None:
         """Merge the index's recent writes and rewrite every table into its bottommost,
         zstd-compressed level: the fastest reads and the smallest size on disk. RocksDB
@@ -302,27 +342,35 @@ class LocalStore(Store):
         for name in [*self._cfs, *self._packed]:
             self._db.get_column_family(name).compact_range(None, None, force)
 
+    @translated
     def table_bytes(self, table: str) -> int:
         """Bytes of a table's files on disk (RocksDB's SST files; not the write-ahead log)."""
         names = PackedTable.families(table) if self._table(table) else [self._cf(table) and table]
         return sum(self._db.get_column_family(name).property_int_value("rocksdb.total-sst-files-size")
                    for name in names)
 
+    @translated
     def close(self) -> None:
         """Merge the index's recent writes (so the next open reads one record per prefix),
-        flush and close."""
-        if self._db is not None:
+        flush and close; closed also when the merge or the flush fails (a full disk: what was
+        written is in the write-ahead log, merged at the next open), which is then raised."""
+        if self._db is None:
+            return
+        try:
             if not self.read_only:
                 for packed in self._packed.values():
                     packed.merge()
+                self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
+        finally:
             self._cfs.clear()
             self._handles = {}
             self._packed = {}
-            if not self.read_only:
-                self._db.flush()  # memtables to table files: a smaller folder, a faster reopen
             self._db.close()
             self._db = None
-            self.read_only = False
+            self.read_only, self._unwritable = False, None
+            if self._shadow is not None:
+                self._shadow.close()
+                self._shadow = None
 
 
 __all__ = ["LocalStore"]
