@@ -15,6 +15,7 @@ seconds since the step before.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -108,7 +109,7 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     if not session.sparkContext.master.startswith("local"):
         try:
             for found in executor_pythons(session):
-                logger.info("executors' Python: %(python)s, dedup_hbase %(version)s from %(dedup_hbase)s", found)
+                logger.info("executors' Python: %s", json.dumps(found))
         except BaseException:
             stop_session(session)
             raise
