@@ -139,7 +139,7 @@ def executor_pythons(spark) -> list[dict]:
     try:
         found = context.parallelize(range(slots), slots).mapPartitions(partial(_probe, classpath)).collect()
     except Exception as e:  # py4j's error; its str() may itself fail
-        raise DedupError(f"the Spark executors cannot run dedup-hbase ({_reason(e)}): ship an environment "
+        raise DedupError(f"the Spark executors cannot run dedup-hbase ({failure_reason(e)}): ship an environment "
                          f"made by `dedup-hbase pack-env ARCHIVE` with --spark-env ARCHIVE") from None
     finally:
         context.setLogLevel("WARN")
@@ -161,7 +161,7 @@ def _probe(classpath: list[str], _rows):
            "unreadable": [p for p in classpath if not os.access(p, os.R_OK)]}
 
 
-def _reason(error: Exception) -> str:
+def failure_reason(error: Exception) -> str:
     """The cause of a failed probe, found in what py4j gives of the executors' error."""
     texts = []
     for get in (lambda: str(error), lambda: error.java_exception.toString()):
