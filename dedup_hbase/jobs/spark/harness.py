@@ -100,9 +100,10 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     is stopped and a one-line DedupError raised)."""
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = {"spark.app.name": name}
-    if spark.env and not submitted and not spark.master.startswith("local"):
+    shipping = bool(spark.env) and not submitted and not spark.master.startswith("local")
+    if shipping:
         conf.update(ship_settings(spark.env))
-        use_shipped_python()
+    use_shipped_python(shipping)
     session = make_session(spark.master, {**conf, **spark.conf},
                            helper_jars() if jars and not submitted else None,
                            small=input_bytes(paths) < SMALL_INPUT, make_archive=True)

@@ -120,9 +120,13 @@ def ship_settings(archive: str) -> dict[str, str]:
     return {"spark.archives": f"{uri_of(archive)}#{ENV_NAME}", "spark.pyspark.python": SHIPPED_PYTHON}
 
 
-def use_shipped_python() -> None:
-    """Make the Python workers of sessions started from now on run the shipped environment's Python."""
-    os.environ["PYSPARK_PYTHON"] = SHIPPED_PYTHON
+def use_shipped_python(shipped: bool = True) -> None:
+    """Make the Python workers of sessions started from now on run the shipped environment's
+    Python (``shipped``), or no longer (a local session after a shipping one, same process)."""
+    if shipped:
+        os.environ["PYSPARK_PYTHON"] = SHIPPED_PYTHON
+    elif os.environ.get("PYSPARK_PYTHON") == SHIPPED_PYTHON:
+        del os.environ["PYSPARK_PYTHON"]
 
 
 def executor_pythons(spark) -> list[dict]:
