@@ -149,7 +149,7 @@ def test_groups_on_the_cluster_run_the_shipped_python_and_equal_the_local_engine
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    records = news(6000, 3)
+    records = news(3000, 6)
     pq.write_table(pa.Table.from_pylist(records), work / "news.parquet")
     hdfs(cluster, "-put", "-f", str(work / "news.parquet"), "/tmp/news.parquet")
     done = on_cluster(cluster, pip_installed, work, "groups", "--out", f"{cluster['HDFS']}/tmp/news-groups",
@@ -193,7 +193,8 @@ def fingerprint_input(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
 
 def table_cells(url: str, table: str) -> dict[tuple[bytes, bytes], bytes]:
     """Every cell of one of an index's HBase tables (index, docs): (row, column) -> value; a
-    document's load time left out of its value."""
+    document's load time left out of its value, its source file named without its folder (the
+    same file, read from HDFS by one engine and from this machine by the other)."""
     import happybase
 
     store = open_store(url)
@@ -205,6 +206,7 @@ def table_cells(url: str, table: str) -> dict[tuple[bytes, bytes], bytes]:
                 if table == "docs" and len(value) > 8:
                     meta = json.loads(value[8:])
                     meta.pop("loaded", None)
+                    meta["source"] = meta["source"].rsplit("/", 1)[-1]
                     value = value[:8] + json.dumps(meta, sort_keys=True).encode()
                 cells[row, column] = value
         return cells
