@@ -60,7 +60,7 @@ def read_env(path: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster_start():
+def cluster_start(tmp_path_factory):
     """scripts/cluster-local start, launched (the caller waits: ``cluster``)."""
     given = os.environ.get("DEDUP_HBASE_TEST_CLUSTER_ENV")
     if given:
@@ -72,8 +72,9 @@ def cluster_start():
     env = clean_env(DEDUP_HBASE_CLUSTER_DIR=str(folder),
                     DEDUP_HBASE_CLUSTER_PORT=os.environ.get("DEDUP_HBASE_TEST_CLUSTER_PORT", "24660"),
                     DEDUP_HBASE_PYTHON=os.environ.get("DEDUP_HBASE_PYTHON", sys.executable))
-    log = open(folder.parent / f"{folder.name}.start.log", "w")
+    log = open(tmp_path_factory.mktemp("cluster-start") / "start.log", "w")
     process = subprocess.Popen([str(SCRIPT), "start"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    env["START_LOG"] = log.name
     try:
         yield process, env
     finally:
@@ -89,7 +90,7 @@ def cluster(cluster_start, pip_installed):
     process, env = cluster_start
     if process is None:
         return env
-    assert process.wait(timeout=600) == 0, Path(f"{env['DEDUP_HBASE_CLUSTER_DIR']}.start.log").read_text()[-3000:]
+    assert process.wait(timeout=600) == 0, Path(env["START_LOG"]).read_text()[-3000:]
     return {**env, **read_env(Path(env["DEDUP_HBASE_CLUSTER_DIR"]) / "cluster.env")}
 
 
