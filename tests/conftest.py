@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -159,3 +160,38 @@ def reference_features(path: Path, name: str) -> tuple[dict[str, int], ...]:
     with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")) as pool:
         parts = pool.map(_reference_chunk, [name] * len(chunks), chunks)
         return tuple(features for part in parts for features in part)
+
+
+@pytest.fixture(scope="session")
+def pip_installed():
+    """A virtualenv made the README's way, not editable: ``pip install ./native
+    '.[fast,hbase,spark]'`` from a copy of the repository's files (with the checkout's
+    jvm/target, which setup.py reuses when it is newer than its sources, else Maven builds it),
+    in a folder every user can read (a cluster's executors read the Spark helper's jars
+    there, as from an installation at one path on every node). Yields the venv's folder.
+    DEDUP_HBASE_TEST_PIP_VENV=DIR: that virtualenv instead (made the same way), kept."""
+    import tempfile
+
+    if os.environ.get("DEDUP_HBASE_TEST_PIP_VENV"):
+        yield Path(os.environ["DEDUP_HBASE_TEST_PIP_VENV"])
+        return
+    if shutil.which("cargo") is None:
+        require_or_skip("cargo is not installed: the compiled core cannot be built here")
+    base = Path(tempfile.mkdtemp(prefix="dedup-hbase-pip-"))
+    base.chmod(0o755)
+    copy = base / "src"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
+    if (ROOT / "jvm" / "target" / "lib").is_dir():
+        for name in ["dedup-hbase-spark.jar", *(f"lib/{p.name}" for p in (ROOT / "jvm" / "target" / "lib").glob("*.jar"))]:
+            (copy / "jvm" / "target" / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / "jvm" / "target" / name, copy / "jvm" / "target" / name)
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "./native",
+                          ".[fast,hbase,spark]"], cwd=copy, capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    yield venv
+    shutil.rmtree(base, ignore_errors=True)

@@ -32,7 +32,7 @@ ORDER = {
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "load", "check", "groups", ""],
-    "jobs.spark": ["cds", "session", "harness", "hadoop", "stages", "texts", "inputs", "fingerprints", "records",
+    "jobs.spark": ["cds", "session", "ship", "harness", "hadoop", "stages", "texts", "inputs", "fingerprints", "records",
                    "rows", "bulk", "load", "pairs", "components", "groups", "adding", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -221,25 +220,9 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
 
 
 @pytest.mark.slow
-def test_the_readme_pip_way_installs_the_compiled_core(tmp_path):
-    """``pip install ./native '.[fast]'`` (the README's way) in a fresh virtualenv, from a copy
-    of the repository's files: the tool runs with the compiled core."""
-    import shutil
-
-    if shutil.which("cargo") is None:
-        from conftest import require_or_skip
-
-        require_or_skip("cargo is not installed: the compiled core cannot be built here")
-    root = Path(__file__).resolve().parent.parent
-    copy = tmp_path / "src"
-    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
-    for name in files:
-        (copy / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / name, copy / name)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "./native",
-                          ".[fast]"], cwd=copy, capture_output=True, text=True)
-    assert pip.returncode == 0, pip.stderr[-3000:]
+def test_the_readme_pip_way_installs_the_compiled_core(pip_installed):
+    """``pip install ./native '.[fast,hbase,spark]'`` (the README's way, conftest.py) in a fresh
+    virtualenv, from a copy of the repository's files: the tool runs with the compiled core."""
+    venv = pip_installed
     version = subprocess.run([str(venv / "bin" / "dedup-hbase"), "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "fingerprints: compiled core dedup-hbase-core" in version.stdout, version

@@ -80,6 +80,7 @@ ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (s
 SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")]
 SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")]
 Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")]
+SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).")]
 Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
 
 
@@ -116,7 +117,8 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
          progress_every: Annotated[float, typer.Option(help="Off a terminal: a progress line on stderr at most every this many seconds (0: after every batch).")] = 10.0,
          engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
-         spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
+         spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
+         spark_env: SparkEnv = None) -> None:
     """Bulk-load documents into the index, on every core.
 
     Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
@@ -127,7 +129,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
-    spark = _spark(engine, spark_master, spark_conf, staging)
+    spark = _spark(engine, spark_master, spark_conf, staging, spark_env)
     index = ctx.obj.index(read_only=False)
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
@@ -139,10 +141,11 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     exit_for_rejects(report, options.max_rejects, options.rejects)
 
 
-def _spark(engine: str, master: str, conf: list[str] | None, staging: str | None = None) -> SparkOptions | None:
+def _spark(engine: str, master: str, conf: list[str] | None, staging: str | None = None,
+           env: str | None = None) -> SparkOptions | None:
     """The Spark engine's options of a job's command line (None for the local engine)."""
     if engines.check_engine(engine) == "spark":
-        return SparkOptions(master, SparkOptions.parse_conf(conf), staging)
+        return SparkOptions(master, SparkOptions.parse_conf(conf), staging, env)
     return None
 
 
@@ -157,7 +160,8 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
            workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
            engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
-           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, json_: Json = False) -> None:
+           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, spark_env: SparkEnv = None,
+           json_: Json = False) -> None:
     """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
     their connected components; each group keeps its first document in input order.
 
@@ -165,7 +169,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     rejected."""
     options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects)
-    spark = _spark(engine, spark_master, spark_conf)
+    spark = _spark(engine, spark_master, spark_conf, env=spark_env)
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     report = engines.groups(files, out_dir, options, fp, engine, spark)
     if json_:
@@ -217,13 +221,14 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
           out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,
           add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
-          spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None) -> None:
+          spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
+          spark_env: SparkEnv = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
     read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
     report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
-                           _spark(engine, spark_master, spark_conf, staging), on_answer=out if json_ else _print_answer)
+                           _spark(engine, spark_master, spark_conf, staging, spark_env), on_answer=out if json_ else _print_answer)
     if engine == "spark":
         if json_:
             out(report.to_dict())
@@ -361,6 +366,22 @@ def serve(ctx: typer.Context,
     stopped = run_service(online, host=host, port=port, limits=limits, log_level=log_level, ready=ready,
                           production=production)
     typer.echo(f"stopped{f' by {stopped}' if stopped else ''}", err=True)
+
+
+@_command
+def pack_env(ctx: typer.Context, archive: Annotated[str, typer.Argument(help="The archive to write: .tar.gz, .tgz or .tar.")] = "dedup-env.tar.gz",
+             python: Annotated[str, typer.Option(help="The Python of the environment, at the same path on every node, the minor version of this one.")] = "/usr/bin/python3.11",
+             json_: Json = False) -> None:
+    """Pack the Spark executors' Python environment: a virtualenv of --python with this
+    dedup-hbase, its compiled core and dependencies (as installed here), for --spark-env."""
+    from ..jobs.spark.ship import pack_env as pack
+
+    packed = pack(archive, python)
+    if json_:
+        out({"archive": packed.archive, "python": packed.python, "packages": packed.packages, "bytes": packed.bytes})
+    else:
+        typer.echo(f"packed {packed.packages} packages for {packed.python} into {packed.archive} "
+                   f"({packed.bytes / 2**20:,.0f} MiB): --spark-env {packed.archive}", err=True)
 
 
 _command(views.explain)

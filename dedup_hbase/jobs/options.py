@@ -166,11 +166,14 @@ class GroupsOptions(InputOptions):
 @dataclass(frozen=True)
 class SparkOptions:
     """Where and how a Spark job runs: the master (``local[*]``, ``yarn``, ``k8s://...``), Spark
-    settings (``--spark-conf KEY=VALUE``) and the staging folder or URI of the HFiles."""
+    settings (``--spark-conf KEY=VALUE``), the staging folder or URI of the HFiles, and the
+    executors' packed Python environment (``env``: an archive of ``dedup-hbase pack-env``,
+    shipped when the master is not a local one)."""
 
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     staging: str | None = None
+    env: str | None = None
 
     @staticmethod
     def parse_conf(items: list[str] | None) -> dict[str, str]:

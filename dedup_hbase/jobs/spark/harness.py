@@ -15,6 +15,7 @@ seconds since the step before.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -25,6 +26,7 @@ from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
 from .session import helper_jars, make_session
 from .session import stop as stop_session
+from .ship import executor_pythons, ship_settings, use_shipped_python
 
 logger = logging.getLogger(__name__)
 SMALL_INPUT = 16 << 20  # bytes of local input under which the job's JVM compiles with C1 only (session.py)
@@ -93,11 +95,26 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     """The SparkSession of one job (``name``: its app name) on ``paths``: the ``jvm/`` helper's
     jars when ``jars`` and not under spark-submit (which gives them), C1 only for a small input;
     a local JVM writes its class archive at its end when there is none yet (``stop(session,
-    done=True)`` keeps it, session.py)."""
+    done=True)`` keeps it, session.py). On a master that is not local: ``spark.env`` shipped
+    (ship.py), and a task in each slot proves the executors run dedup-hbase (else the session
+    is stopped and a one-line DedupError raised)."""
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
-    return make_session(spark.master, {"spark.app.name": name, **spark.conf},
-                        helper_jars() if jars and not submitted else None, small=input_bytes(paths) < SMALL_INPUT,
-                        make_archive=True)
+    conf = {"spark.app.name": name}
+    shipping = bool(spark.env) and not submitted and not spark.master.startswith("local")
+    if shipping:
+        conf.update(ship_settings(spark.env))
+    use_shipped_python(shipping)
+    session = make_session(spark.master, {**conf, **spark.conf},
+                           helper_jars() if jars and not submitted else None,
+                           small=input_bytes(paths) < SMALL_INPUT, make_archive=True)
+    if not session.sparkContext.master.startswith("local"):
+        try:
+            for found in executor_pythons(session):
+                logger.info("executors' Python: %s", json.dumps(found))
+        except BaseException:
+            stop_session(session)
+            raise
+    return session
 
 
 def input_bytes(paths: list[str]) -> int:

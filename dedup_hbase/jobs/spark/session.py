@@ -27,6 +27,7 @@ JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
 _REPO = Path(__file__).resolve().parents[3]
 _POM = _REPO / "jvm" / "pom.xml"
 _TARGET = _REPO / "jvm" / "target"
+_PACKAGED = Path(__file__).resolve().parent / "jars"  # an installed (not editable) package's (setup.py)
 ARCHIVE_WAIT = 180  # s: the longest a job's end waits for its JVM to write its class archive (cds.py)
 
 
@@ -50,9 +51,11 @@ _STARTED: dict[int, tuple] = {}
 
 
 def helper_jars(build: bool = True) -> list[str]:
-    """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones
-    jvm/pom.xml builds (built now if Maven is there and they are missing or older than their
-    sources: a checkout updated since the last build gets the helper its Python code calls)."""
+    """The jars of the JVM helper: $DEDUP_HBASE_SPARK_JARS (comma-separated), else the ones the
+    installed package carries (``jars/`` next to this module: setup.py puts them in the wheel),
+    else those jvm/pom.xml builds in a checkout (an editable install; built now if Maven is
+    there and they are missing or older than their sources: a checkout updated since the last
+    build gets the helper its Python code calls)."""
     given = os.environ.get(JARS_ENV)
     if given:
         jars = [j for j in given.split(",") if j]
@@ -60,9 +63,16 @@ def helper_jars(build: bool = True) -> list[str]:
         if missing:
             raise DedupError(f"${JARS_ENV} names missing jars: {', '.join(missing)}")
         return jars
+    packaged = _PACKAGED / "dedup-hbase-spark.jar"
+    if packaged.exists():
+        return [str(packaged)] + sorted(str(j) for j in _PACKAGED.glob("*.jar") if j != packaged)
     main = _TARGET / "dedup-hbase-spark.jar"
     if not main.exists() or not list((_TARGET / "lib").glob("*.jar")) or _stale(main):
-        if not (build and _POM.exists() and shutil.which("mvn")):
+        if not _POM.exists():
+            raise DedupError("the Spark engine's JVM helper is not installed: this dedup-hbase was installed "
+                             "without it (DEDUP_HBASE_SPARK_HELPER=skip?); pip install it again where Java 17 "
+                             f"and Maven are (setup.py builds it), or set ${JARS_ENV} to its jars")
+        if not (build and shutil.which("mvn")):
             raise DedupError("the Spark engine's JVM helper is not built (or older than its sources): "
                              "run scripts/build-spark-helper "
                              f"(Maven, from {_POM}), or set ${JARS_ENV} to its jars")
@@ -186,10 +196,12 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
     if jars:
         # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
         # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
-        # loader of Spark's Hadoop jars (package-private access). On a cluster the jars must be
-        # on every node at these paths, or shipped with spark.jars plus
-        # spark.executor.extraClassPath=<jar file names> (YARN and Kubernetes put them in the
-        # executor's working folder).
+        # loader of Spark's Hadoop jars (package-private access: the HFile writer in the
+        # executors reaches them too). So on a cluster the jars must be at these paths on
+        # every node (dedup-hbase installed at one path everywhere; ship.py checks it), or
+        # shipped where the cluster manager puts them before an executor starts (YARN,
+        # Kubernetes: spark.jars plus spark.executor.extraClassPath=<jar file names>).
+        # Spark standalone fetches spark.jars only into an executor that runs already.
         classpath = os.pathsep.join(jars)
         settings["spark.driver.extraClassPath"] = classpath
         settings["spark.executor.extraClassPath"] = classpath

@@ -58,9 +58,14 @@ public final class BulkLoad {
 
   /**
    * Hand every HFile under {@code dir/<family>/} to the table's region servers. A file that
-   * straddles a region boundary (the table was split since the files were cut) is split by
-   * BulkLoadHFiles itself. {@code copy}: copy the files into HBase and leave them (else they
-   * are moved when HBase shares their file system). Returns the number of files loaded.
+   * straddles a region boundary (the table was split or merged since the files were cut) is
+   * not split: the load fails ("... fits into no region. And because
+   * hbase.loadincremental.fail.if.need.split.hfile was set to true ...") and a rerun cuts the
+   * files at the regions of then. HBASE-30501: a retried bulk load whose files had been split
+   * lost data (fixed in 2.6.8 and 2.5.17; this helper runs with 2.6.4, the newest
+   * hbase-shaded-mapreduce -hadoop3 build on Maven Central here). {@code copy}: copy the files
+   * into HBase and leave them (else they are moved when HBase shares their file system).
+   * Returns the number of files loaded.
    */
   public static int load(String quorum, int port, String znodeParent, String table, String dir,
       boolean copy) throws Exception {
@@ -68,6 +73,7 @@ public final class BulkLoad {
     conf.setBoolean(BulkLoadHFiles.ALWAYS_COPY_FILES, copy);
     // one load may bring a file per Spark partition to a region: do not refuse many files
     conf.setInt(BulkLoadHFiles.MAX_FILES_PER_REGION_PER_FAMILY, Integer.MAX_VALUE);
+    conf.setBoolean("hbase.loadincremental.fail.if.need.split.hfile", true); // HBASE-27305, in 2.6
     Map<BulkLoadHFiles.LoadQueueItem, java.nio.ByteBuffer> loaded =
         BulkLoadHFiles.create(conf).bulkLoad(TableName.valueOf(table), new Path(dir));
     return loaded.size();

@@ -1,0 +1,87 @@
+"""The wheel carries the Spark engine's JVM helper: jvm/pom.xml's jars (the helper and the HBase
+jars it runs with, ``jvm/target/dedup-hbase-spark.jar`` + ``jvm/target/lib/*.jar``) are copied
+into the package as ``dedup_hbase/jobs/spark/jars/``, where the installed package finds them
+(jobs/spark/session.py). Jars in jvm/target newer than the pom and the Java sources are reused;
+else Maven builds them (``mvn -B -q -f jvm/pom.xml package``: Java 17 and Maven needed, and
+Maven Central or a ~/.m2 that has the dependencies). Without Maven the build stops with one
+message, unless DEDUP_HBASE_SPARK_HELPER=skip (a wheel without the Spark engine's helper: every
+engine but spark works) or DEDUP_HBASE_SPARK_HELPER=DIR (the jars, built elsewhere, in DIR and
+DIR/lib). An editable install (pip install -e) copies nothing: the package finds the checkout's
+jvm/target itself (built by scripts/build-spark-helper).
+
+The dependency jars (hbase-shaded-mapreduce, 55 MB) go into the wheel rather than being
+resolved by Spark from Maven Central (``spark.jars.packages``): they must be on the JVMs' own
+class path (docs/spark.md, "The JVM side"), which packages are not; the helper jar itself is on
+no registry; and a job then needs no registry at run time.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+POM = HERE / "jvm" / "pom.xml"
+TARGET = HERE / "jvm" / "target"
+ENV = "DEDUP_HBASE_SPARK_HELPER"
+PACKAGE_DIR = ("dedup_hbase", "jobs", "spark", "jars")
+
+
+def fresh(target: Path) -> bool:
+    """Whether ``target`` holds the helper's jars, newer than the pom and every Java source."""
+    jar = target / "dedup-hbase-spark.jar"
+    if not jar.exists() or not list((target / "lib").glob("*.jar")):
+        return False
+    if not POM.exists():
+        return True
+    built = jar.stat().st_mtime
+    return all(p.stat().st_mtime <= built for p in [POM, *(POM.parent / "src").rglob("*.java")])
+
+
+def helper_jars() -> list[Path]:
+    """The jars to package: from $DEDUP_HBASE_SPARK_HELPER=DIR, fresh ones in jvm/target, or built
+    now by Maven; [] when $DEDUP_HBASE_SPARK_HELPER=skip."""
+    given = os.environ.get(ENV, "")
+    if given == "skip":
+        print(f"dedup-hbase: {ENV}=skip: a wheel without the Spark engine's JVM helper", file=sys.stderr)
+        return []
+    target = Path(given) if given else TARGET
+    if not fresh(target):
+        if given:
+            raise SystemExit(f"error: {ENV}={given}: no dedup-hbase-spark.jar and lib/*.jar there")
+        missing = [tool for tool in ("mvn", "java") if shutil.which(tool) is None]
+        if missing or not POM.exists():
+            raise SystemExit(
+                f"error: dedup-hbase's wheel carries the Spark engine's JVM helper, built by Maven from "
+                f"{POM}: {' and '.join(missing) or 'the pom'} not found. Install Java 17 and Maven, or set "
+                f"{ENV}=skip (a wheel without it: every engine but spark works) or {ENV}=DIR (jars built "
+                f"elsewhere by scripts/build-spark-helper: DIR/dedup-hbase-spark.jar, DIR/lib/*.jar)")
+        print(f"dedup-hbase: building the Spark engine's JVM helper with Maven ({POM}) ...", file=sys.stderr)
+        built = subprocess.run(["mvn", "-B", "-q", "-f", str(POM), "package"], capture_output=True, text=True)
+        if built.returncode != 0 or not fresh(target):
+            raise SystemExit(f"error: Maven could not build {POM}:\n{built.stdout[-3000:]}{built.stderr[-2000:]}")
+    return [target / "dedup-hbase-spark.jar", *sorted((target / "lib").glob("*.jar"))]
+
+
+class BuildWithHelper(build_py):
+    """build_py, plus the JVM helper's jars as package data (not in an editable install)."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        jars = helper_jars()
+        folder = Path(self.build_lib, *PACKAGE_DIR)
+        if folder.exists():
+            shutil.rmtree(folder)
+        if jars:
+            folder.mkdir(parents=True)
+            for jar in jars:
+                shutil.copy2(jar, folder / jar.name)
+
+
+setup(cmdclass={"build_py": BuildWithHelper})

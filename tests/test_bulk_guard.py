@@ -1,0 +1,61 @@
+"""The HBASE-30501 guard (jobs/spark/hadoop.py, jvm/ BulkLoad): HFiles cut at other region
+boundaries than the table's (its regions split or merged since the files were written) are not
+split by BulkLoadHFiles but refused, in one line, and nothing of them is loaded; files cut at
+the table's regions load. Needs a real HBase and a local Spark with the jvm/ helper."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from test_spark import index_cells, with_zk
+
+from dedup_hbase import Index, open_store
+from dedup_hbase.errors import DedupError
+
+from conftest import hbase_store_url
+
+pytestmark = [pytest.mark.spark, pytest.mark.hbase]
+
+
+def write(spark, index, url: str, folder: str, splits: list[bytes]):
+    from dedup_hbase.index.schema import load_schema
+    from dedup_hbase.jobs.spark import hadoop, rows
+
+    rnd = random.Random(4)
+    docs = [(f"g{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(1000)]
+    parts = len(splits) + 1
+    cells = (rows.index_rows(spark.createDataFrame(docs, "id string, simhash long"), index.scheme, splits,
+                             rows.partition_targets(parts), 1)
+             .repartition(parts, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
+    t = load_schema()["tables"]["index"]
+    target = index.store.hfile_target()
+    spec = hadoop.TableFiles(folder, target.tables["index"], "d", t["compression"], t["data_block_encoding"],
+                             t["bloom_filter"], t["bloom_prefix_length"], splits)
+    hadoop.write_hfiles(spark, cells, [spec], [0], 1234567890123, 3)
+    return hadoop.ZooKeeper.of(target, url), target.tables["index"]
+
+
+def test_hfiles_that_no_longer_fit_a_region_are_refused_not_split(spark, hbase_url, tmp_path):
+    from dedup_hbase.jobs.spark import hadoop
+
+    url = with_zk(hbase_store_url(hbase_url))
+    index = Index.create(open_store(url), 4, 3, regions=4)
+    try:
+        regions = hadoop.region_starts(spark, hadoop.ZooKeeper.of(index.store.hfile_target(), url),
+                                       [index.store.hfile_target().tables["index"]])
+        splits = next(iter(regions.values()))
+        assert len(splits) == 3
+        zk, table = write(spark, index, url, f"file://{tmp_path}/stale/index", [])  # cut for one region
+        with pytest.raises(DedupError) as refused:
+            hadoop.bulk_load(spark, zk, table, f"file://{tmp_path}/stale/index", copy=True)
+        assert str(refused.value) == (
+            f"the regions of {table} changed (a split or a merge) while the HFiles were written: not loaded (a "
+            "load that splits HFiles can lose data, HBASE-30501); run the same command again: it cuts the files "
+            "at the regions of then")
+        assert index_cells(url) == set()
+        zk, table = write(spark, index, url, f"file://{tmp_path}/fresh/index", splits)
+        assert hadoop.bulk_load(spark, zk, table, f"file://{tmp_path}/fresh/index", copy=True) == 4
+        assert len(index_cells(url)) == 4000
+    finally:
+        index.store.drop()

@@ -1,0 +1,59 @@
+"""pack-env and --spark-env without a cluster: the refusals, and the settings a job ships an
+environment with (the packing itself, and the shipping, run on a cluster: test_cluster.py)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from dedup_hbase.errors import DedupError
+from dedup_hbase.jobs.spark import ship
+
+
+def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(["dedup-hbase", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_pack_env_refusals_are_one_line(tmp_path):
+    done = run("pack-env", str(tmp_path / "env.zip"))
+    assert (done.returncode, done.stderr) == (1, f"error: {tmp_path / 'env.zip'}: name the archive .tar.gz, .tgz or "
+                                                 ".tar (Spark unpacks those and keeps the environment's links; a "
+                                                 ".zip loses them)\n")
+    done = run("pack-env", str(tmp_path / "env.tar.gz"), "--python", str(tmp_path / "nopython"))
+    assert (done.returncode, done.stderr) == (1, f"error: cannot run {tmp_path / 'nopython'}: No such file or "
+                                                 "directory\n")
+    assert not list(tmp_path.iterdir())
+
+
+def test_spark_env_settings_and_a_missing_archive(tmp_path):
+    archive = tmp_path / "env.tar.gz"
+    with pytest.raises(DedupError, match=r"^--spark-env .*env.tar.gz: no such file \(make it with: dedup-hbase "
+                                         r"pack-env .*env.tar.gz\)$"):
+        ship.ship_settings(str(archive))
+    archive.write_bytes(b"")
+    assert ship.ship_settings(str(archive)) == {"spark.archives": f"file://{archive}#env",
+                                                "spark.pyspark.python": "./env/bin/python"}
+    assert ship.ship_settings("hdfs://nn:8020/envs/e.tgz")["spark.archives"] == "hdfs://nn:8020/envs/e.tgz#env"
+
+
+def test_left_out_of_the_pack():
+    left_out = lambda path: ship.LEFT_OUT.fullmatch(path) is not None
+    for path in ["pip/__init__.py", "pip-23.2.1.dist-info/RECORD", "setuptools/x.py", "__editable__.dedup_hbase-0.2.0.pth",
+                 "pyspark/jars/spark-core_2.13-4.3.0.jar", "dedup_hbase/jobs/spark/jars/dedup-hbase-spark.jar",
+                 "pandas/tests/frame/test_api.py", "numpy/tests/test_x.py", "numpy/linalg/tests/test_linalg.py",
+                 "pyarrow/include/arrow/api.h"]:
+        assert left_out(path), path
+    for path in ["pyspark/__init__.py", "pyspark/sql/functions/builtin.py", "dedup_hbase/jobs/spark/ship.py",
+                 "pipx/__init__.py", "numpy/linalg/_linalg.py", "dedup_hbase_core/__init__.py", "pyarrow/lib.so"]:
+        assert not left_out(path), path
+
+
+def test_the_reason_of_a_failed_probe():
+    class Failed(Exception):
+        def __str__(self):
+            return ("An error occurred ...\norg.apache.spark.SparkException: \nError from python worker:\n  "
+                    "/usr/bin/python3: Error while finding module specification for 'dedup_hbase.jobs.spark_daemon' "
+                    "(ModuleNotFoundError: No module named 'dedup_hbase')\nPYTHONPATH was: ...")
+
+    assert ship.failure_reason(Failed()) == "No module named 'dedup_hbase'"
