@@ -3,10 +3,10 @@ jars it runs with, ``jvm/target/dedup-hbase-spark.jar`` + ``jvm/target/lib/*.jar
 into the package as ``dedup_hbase/jobs/spark/jars/``, where the installed package finds them
 (jobs/spark/session.py). Jars in jvm/target newer than the pom and the Java sources are reused;
 else Maven builds them (``mvn -B -q -f jvm/pom.xml package``: Java 17 and Maven needed, and
-Maven Central or a ~/.m2 that has the dependencies). Without Maven the build stops with one
-message, unless DEDUP_HBASE_SPARK_HELPER=skip (a wheel without the Spark engine's helper: every
-engine but spark works) or DEDUP_HBASE_SPARK_HELPER=DIR (the jars, built elsewhere, in DIR and
-DIR/lib). An editable install (pip install -e) copies nothing: the package finds the checkout's
+Maven Central or a ~/.m2 that has the dependencies). Without Maven or Java the wheel is built
+without the helper, with a warning (every engine but spark works; the Spark engine then says
+how to get it), as with DEDUP_HBASE_SPARK_HELPER=skip; DEDUP_HBASE_SPARK_HELPER=DIR takes the
+jars built elsewhere (DIR and DIR/lib). A Maven build that fails stops the install. An editable install (pip install -e) copies nothing: the package finds the checkout's
 jvm/target itself (built by scripts/build-spark-helper).
 
 The dependency jars (hbase-shaded-mapreduce, 55 MB) go into the wheel rather than being
@@ -54,12 +54,12 @@ def helper_jars() -> list[Path]:
         if given:
             raise SystemExit(f"error: {ENV}={given}: no dedup-hbase-spark.jar and lib/*.jar there")
         missing = [tool for tool in ("mvn", "java") if shutil.which(tool) is None]
-        if missing or not POM.exists():
-            raise SystemExit(
-                f"error: dedup-hbase's wheel carries the Spark engine's JVM helper, built by Maven from "
-                f"{POM}: {' and '.join(missing) or 'the pom'} not found. Install Java 17 and Maven, or set "
-                f"{ENV}=skip (a wheel without it: every engine but spark works) or {ENV}=DIR (jars built "
-                f"elsewhere by scripts/build-spark-helper: DIR/dedup-hbase-spark.jar, DIR/lib/*.jar)")
+        if missing or not POM.exists():  # a user without Java installs everything but the Spark engine
+            print(f"dedup-hbase: WARNING: a wheel without the Spark engine's JVM helper ({' and '.join(missing) or 'its pom'} "
+                  f"not found; every engine but spark works). For --engine spark install Java 17 and Maven and "
+                  f"install again, or set {ENV}=DIR (jars built elsewhere by scripts/build-spark-helper: "
+                  f"DIR/dedup-hbase-spark.jar, DIR/lib/*.jar)", file=sys.stderr)
+            return []
         print(f"dedup-hbase: building the Spark engine's JVM helper with Maven ({POM}) ...", file=sys.stderr)
         built = subprocess.run(["mvn", "-B", "-q", "-f", str(POM), "package"], capture_output=True, text=True)
         if built.returncode != 0 or not fresh(target):
