@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 from dedup_hbase import open_store
 
 from conftest import ROOT, hbase_store_url, require_or_skip
+from serving import started
 
 READER, WRITER = "reader-token-0123456789", "writer-token-0123456789"
 TOKENS = f"{READER} read\n{WRITER} read,write,delete\n"
@@ -39,25 +39,6 @@ def store_url(request, tmp_path):
     with open_store(url) as store:
         if store.exists():
             store.drop()
-
-
-@contextmanager
-def started(store: str, *options: str, log: Path):
-    """`dedup-hbase serve --port 0 OPTIONS` running, its stderr into ``log``; yields (its URL,
-    the process); SIGTERM at the end, after which it must have stopped by it."""
-    with open(log, "w") as err:
-        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", "0", *options], stderr=err)
-    deadline = time.monotonic() + 120
-    while not log.read_text().startswith("serving ") or "\n" not in log.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-        time.sleep(0.05)
-    url = log.read_text().split(" on ", 1)[1].split(" ", 1)[0]
-    try:
-        yield url, proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-        assert proc.returncode == 0 and log.read_text().strip().endswith("stopped by SIGTERM"), log.read_text()
 
 
 def scrape(client: httpx.Client) -> dict:
