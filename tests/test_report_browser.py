@@ -16,11 +16,12 @@ import zlib
 from collections import Counter
 
 import pytest
+from test_report import Page, corpus, report  # noqa: F401  (corpus: the planted groups output, a fixture)
 
-from conftest import require_or_skip
 from dedup_hbase.report.page import TEXT_CHARS
 from dedup_hbase.report.svg import size_bins
-from test_report import Page, corpus, report  # noqa: F401  (corpus: the planted groups output, a fixture)
+
+from conftest import require_or_skip
 
 WIDTH, HEIGHT = 1000, 1400
 
@@ -84,10 +85,10 @@ def test_the_page_in_chromium(tmp_path, corpus, browser):  # noqa: F811
     assert hidden == {g: g != group for g in hidden} and list(hidden.values()).count(False) == 1
 
 
-def output_rows(corpus) -> dict:
+def output_rows(planted_output) -> dict:
     """What the groups output says, read from its JSON lines (not from the page): each
     group's size, and each dropped document's group, via and distance."""
-    _, out, _, _ = corpus
+    _, out, _, _ = planted_output
     with open(out / "groups.jsonl", encoding="utf-8") as f:
         sizes = [json.loads(line)["size"] for line in f]
     with open(out / "dropped.jsonl", encoding="utf-8") as f:
