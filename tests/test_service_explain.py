@@ -9,12 +9,9 @@ import re
 import subprocess
 
 import httpx
-import pytest
+from test_service import store_url  # noqa: F401  (a fixture: the embedded store, and a fresh one on HBase)
 from test_service_access import certificate, raw  # noqa: F401  (certificate: a fixture)
 
-from dedup_hbase import open_store
-
-from conftest import hbase_store_url
 from serving import started
 
 BASE = ("岭南发展参战公开等于遇到真的一直。同样势力南方生活人民地图风味抽噎构成东湖高新技术开发区政治部华沙笔架山君主制。"
@@ -23,19 +20,6 @@ BASE = ("岭南发展参战公开等于遇到真的一直。同样势力南方�
         "击中童年将军全部基地第五代明显氢气偷盗东风汽车公司。斗争艺术家小议案不少发言人明永乐产品时候完成礼貌重要屋脊成为当时迅速。")
 EDITED = BASE[:60] + "改" + BASE[61:]  # one character changed: a few bits apart
 OTHER = "长江经济带生态环境保护发生了转折性变化，沿江省市推进生态优先绿色发展。"
-STORES = ["local", pytest.param("hbase", marks=pytest.mark.hbase)]
-
-
-@pytest.fixture(params=STORES)
-def store_url(request, tmp_path):
-    if request.param == "local":
-        yield str(tmp_path / "index")
-        return
-    url = hbase_store_url(request.getfixturevalue("hbase_url"))
-    yield url
-    with open_store(url) as store:
-        if store.exists():
-            store.drop()
 
 
 def cli(*args: str) -> str:
@@ -56,7 +40,7 @@ def loaded(store: str, folder) -> str:
     return str(path)
 
 
-def test_explain_true_gives_the_explain_commands_values(tmp_path, store_url):
+def test_explain_true_gives_the_explain_commands_values(tmp_path, store_url):  # noqa: F811
     inputs = loaded(store_url, tmp_path)
     (shown,) = json.loads(cli("explain", inputs, "--id", "q", "--id", "base", "--json"))["pairs"]
     assert 1 <= shown["distance"] <= 3 and shown["differing_bits"]
