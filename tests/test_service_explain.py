@@ -97,3 +97,39 @@ def test_without_explain_the_same_bytes_on_the_fast_lane(tmp_path, certificate):
 
 def request(path: bytes, body: bytes) -> bytes:
     return b"\r\n".join([b"POST " + path + b" HTTP/1.1", b"host: x", b"content-length: %d" % len(body), b"", body])
+
+
+def test_only_explain_true_calls_the_explain_code(tmp_path):
+    """In process, over ``Dispatch``: ``DedupService.explain`` is called for ``explain=true``
+    (or ``1``) alone; without it, with ``explain=false`` or another parameter, never."""
+    import asyncio
+    import time
+
+    from dedup_hbase import open_store
+    from dedup_hbase.index.index import Index
+    from dedup_hbase.service.app import Dispatch, Exchange
+    from dedup_hbase.service.handlers import DedupService
+    from dedup_hbase.service.online import OnlineIndex
+
+    index = Index.create(open_store(str(tmp_path / "idx"), create=True), 4, 3)
+    service = DedupService(OnlineIndex(index))
+    calls, real = [], service.explain
+    service.explain = lambda docs, answers: calls.append([d.id for d in docs]) or real(docs, answers)
+    body = json.dumps([{"id": "q", "text": BASE}], ensure_ascii=False).encode()
+
+    async def ask(query: bytes) -> tuple[int, bytes]:
+        done = asyncio.get_running_loop().create_future()
+        Dispatch(service)(Exchange("POST", "/v1/check", query, [], body,
+                                   lambda status, content, *_: done.set_result((status, content)), time.perf_counter()))
+        return await done
+
+    try:
+        for query, explained in ((b"", False), (b"explain=false", False), (b"other=1", False), (b"explain=0", False),
+                                 (b"explain=true", True), (b"explain=1", True)):
+            calls.clear()
+            status, content = asyncio.run(ask(query))
+            assert status == 200 and calls == ([["q"]] if explained else []), (query, content)
+            assert (b'"terms"' in content) == explained
+    finally:
+        service.threads.shutdown()
+        index.store.close()
