@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("report",), ("cli",),
           ("__main__",)]
 ORDER = {
-    "text": ["", "boilerplate", "features", "native", "fingerprint"],
+    "text": ["", "boilerplate", "features", "native", "fingerprint", "terms"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
               "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],

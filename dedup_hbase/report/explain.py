@@ -6,9 +6,10 @@ into tokens: a run of letters or digits of a script written with spaces is one t
 word), and every other character is a token of its own (a Han or kana character, a
 punctuation mark, a space), so
 English differs word by word and Chinese character by character. The terms are the
-fingerprinter's features with their integer weights (text/features.py), the weightiest
-first (ties by term), each marked as shared with the other document or its own; and the
-weightiest of the terms the other document lacks (what moved the fingerprint apart).
+fingerprinter's features with their integer weights, the weightiest first (ties by term),
+each marked as shared with the other document or its own; and the weightiest of the terms the
+other document lacks (what moved the fingerprint apart): text/terms.py, which the service's
+``?explain=true`` uses too.
 
 Nothing here reads files: sources.py finds the texts, terminal.py and page.py show them.
 """
@@ -20,18 +21,12 @@ import re
 from dataclasses import dataclass, field
 
 from ..text.fingerprint import Fingerprinter, to_hex
+from ..text.terms import TOP, Term, differing_bits, weighted_terms, weightiest
 
 # a word: a run of letters or digits of a script written with spaces; else one character (a
 # Han or kana character, a punctuation mark, a space)
 TOKEN = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]+|.", re.S)
 MAX_CHARS = 20_000  # of each text compared (difflib is quadratic at worst): the rest is shown as is
-
-
-@dataclass(frozen=True)
-class Term:
-    term: str
-    weight: int
-    shared: bool  # a feature of the other document too
 
 
 @dataclass
@@ -65,10 +60,7 @@ class Pair:
     @property
     def differing_bits(self) -> list[int]:
         """The bit numbers (63 = the most significant) where the fingerprints differ."""
-        if self.distance is None:
-            return []
-        x = self.a.simhash ^ self.b.simhash
-        return [bit for bit in range(63, -1, -1) if x >> bit & 1]
+        return [] if self.distance is None else differing_bits(self.a.simhash, self.b.simhash)
 
     @property
     def similarity(self) -> float:
@@ -98,21 +90,14 @@ def diff_pieces(a: str, b: str) -> list[tuple[str, str, str]]:
     return pieces
 
 
-def weighted_terms(fingerprinter: Fingerprinter, text: str) -> dict[str, int]:
-    """The features of ``text`` with their weights, as the fingerprint weighs them."""
-    return fingerprinter.featurizer.features(text)
-
-
 def side(doc_id: str, text: str, fingerprinter: Fingerprinter, mine: dict[str, int], theirs: dict[str, int],
          top: int) -> Side:
-    terms = sorted(mine.items(), key=lambda item: (-item[1], item[0]))
     simhash = fingerprinter.hasher.simhash(mine) if mine else None
-    return Side(doc_id, text, simhash, [Term(t, w, t in theirs) for t, w in terms[:top]],
-                [Term(t, w, False) for t, w in terms if t not in theirs][:top])
+    return Side(doc_id, text, simhash, *weightiest(mine, theirs, top))
 
 
 def explain_pair(a_id: str, a_text: str, b_id: str, b_text: str, fingerprinter: Fingerprinter,
-                 top: int = 10) -> Pair:
+                 top: int = TOP) -> Pair:
     """Two documents explained (``Pair``), with the ``top`` weightiest terms of each."""
     fa, fb = weighted_terms(fingerprinter, a_text), weighted_terms(fingerprinter, b_text)
     return Pair(side(a_id, a_text, fingerprinter, fa, fb, top), side(b_id, b_text, fingerprinter, fb, fa, top),

@@ -36,7 +36,7 @@ SCRIPT = """
 (function(){
   var index = JSON.parse(document.getElementById('index').textContent);
   var box = document.getElementById('search'), found = document.getElementById('found');
-  box.addEventListener('input', function(){
+  function show(){
     var id = box.value.trim(), hit = index[id];
     document.querySelectorAll('article.group').forEach(function(a){
       a.classList.toggle('hidden', id !== '' && hit !== undefined && a.dataset.group !== hit[0]);
@@ -44,7 +44,14 @@ SCRIPT = """
     if (id === '') { found.textContent = ''; return; }
     if (hit === undefined) { found.textContent = id + ': not in a group of two or more known to this page'; return; }
     found.textContent = id + ': group ' + hit[0] + (hit[1] === null ? ' (kept)' : ', via ' + hit[1] + ', ' + hit[2] + ' bits');
-  });
+  }
+  box.addEventListener('input', show);
+  function asked(){  // report.html#search=ID: the page opens searching for ID
+    var m = /^#search=(.*)$/.exec(location.hash);
+    if (m) { box.value = decodeURIComponent(m[1]); show(); }
+  }
+  window.addEventListener('hashchange', asked);
+  asked();
 })();
 """
 

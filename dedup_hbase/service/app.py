@@ -3,7 +3,9 @@ one place (``Dispatch``).
 
 ======  =======================  ==========================================================
 POST    /v1/check                a JSON array of documents ``{"id", "text"}`` or ``{"id",
-                                 "simhash"}`` -> ``[{"id", "simhash", "matches"}, ...]``
+                                 "simhash"}`` -> ``[{"id", "simhash", "matches"}, ...]``;
+                                 ``?explain=true`` adds a text's weightiest terms and each
+                                 match's differing bits (``DedupService.explain``)
 POST    /v1/add?if_new=true      the same documents -> ``[{"id", "simhash", "added",
                                  "matches"}, ...]``; without ``if_new`` every document is
                                  added (upsert by id); ``&ttl=DURATION`` (``90s``, ``12h``,
@@ -165,7 +167,17 @@ def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
         return docs
 
     def check(exchange: Exchange, rest: str, then: Then) -> None:
+        if exchange.query and flag(query_values(exchange.query).get("explain"), "explain", False):
+            docs = documents(exchange)
+            service.checks.submit(lambda answer, error: explained(then, docs, answer, error), docs)
+            return
         service.checks.submit(then, documents(exchange))
+
+    def explained(then: Then, docs: list[RequestDoc], answer: Any, error: BaseException | None) -> None:
+        if error is not None:
+            then(None, error)
+        else:
+            in_thread(service, then, service.explain, docs, answer)
 
     def add(exchange: Exchange, rest: str, then: Then) -> None:
         params = query_values(exchange.query)

@@ -31,7 +31,8 @@ from typing import Any
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
 from ..index.index import Document, Matches, document_meta
 from ..index.retention import describe, meta_expires_at, parse_duration
-from ..text.fingerprint import to_hex
+from ..text.fingerprint import parse_hex, to_hex
+from ..text.terms import TOP, differing_bits, weighted_terms, weightiest
 from .batcher import Batcher
 from .documents import Limits, RequestDoc, RequestError, bad
 from .metrics import Metrics, Sources
@@ -114,6 +115,25 @@ class DedupService:
         found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else checked(d, next(found)) for d in docs]
+
+    def explain(self, docs: list[RequestDoc], answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``POST /v1/check?explain=true``: ``check``'s answers with, for a document given by
+        its text, ``"terms"``: its ``TOP`` weightiest terms as ``[term, weight]`` (the
+        fingerprint's features and weights, text/terms.py: the ``explain`` command's), and for
+        each match ``"differing_bits"`` (63 = the most significant). The index keeps no texts,
+        so a match's own terms, and which terms the two share, are not known here: the
+        ``explain`` command shows them from the inputs. A check without ``explain`` does not
+        come here (app.py)."""
+        features = self.online.index.fingerprinter
+        for doc, answer in zip(docs, answers):
+            if doc.error is not None:
+                continue
+            for match in answer["matches"]:
+                match["differing_bits"] = differing_bits(doc.simhash, parse_hex(match["simhash"]))
+            if doc.text is not None:
+                terms, _ = weightiest(weighted_terms(features, doc.text), {}, TOP)
+                answer["terms"] = [[t.term, t.weight] for t in terms]
+        return answers
 
     def request_ttl(self, value: str | None) -> int | None:
         """An add's ``ttl`` (a duration such as ``12h``) in seconds, checked against the
