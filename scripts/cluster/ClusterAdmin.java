@@ -30,6 +30,7 @@ public class ClusterAdmin {
           int before = admin.getRegions(table).size();
           if (args.length > 3) {  // connected already: split at once when the file appears
             while (!java.nio.file.Files.exists(java.nio.file.Path.of(args[3]))) Thread.sleep(50);
+            deadline = System.currentTimeMillis() + 120_000;
           }
           if (args.length > 2) admin.split(table, Bytes.fromHex(args[2]));
           else admin.split(table);
