@@ -176,7 +176,10 @@ def reference_features(path: Path, name: str) -> tuple[dict[str, int], ...]:
 def pip_installed():
     """A virtualenv made the README's way, not editable: ``pip install ./native
     '.[fast,hbase,spark]'`` from a copy of the repository's files (with the checkout's
-    jvm/target, which setup.py reuses when it is newer than its sources, else Maven builds it),
+    jvm/target, which setup.py reuses when it is newer than its sources, else Maven builds it;
+    and the compiled core's wheel that scripts/setup built with pip from the same ./native
+    sources for this Python, in .native-wheels/, where there is one: the same wheel
+    ``pip install ./native`` builds, without the minutes cargo takes again),
     in a folder every user can read (a cluster's executors read the Spark helper's jars
     there, as from an installation at one path on every node). Yields the venv's folder.
     DEDUP_HBASE_TEST_PIP_VENV=DIR: that virtualenv instead (made the same way), kept."""
@@ -200,8 +203,20 @@ def pip_installed():
             shutil.copy2(ROOT / "jvm" / "target" / name, copy / "jvm" / "target" / name)
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", "./native",
-                          ".[fast,hbase,spark]"], cwd=copy, capture_output=True, text=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check",
+                          native_wheel() or "./native", ".[fast,hbase,spark]"], cwd=copy, capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr[-3000:]
     yield venv
     shutil.rmtree(base, ignore_errors=True)
+
+
+def native_wheel() -> str | None:
+    """The compiled core's wheel scripts/setup built (``pip wheel ./native``) for these native/
+    sources and this Python, kept in .native-wheels/KEY/ (KEY as scripts/setup computes it);
+    None when there is none."""
+    key = subprocess.run(["bash", "-c", "(cat native/Cargo.toml native/Cargo.lock native/build.rs native/gen_tables.py "
+                          "native/pyproject.toml native/src/*.rs; \"$0\" -c 'import sys, unicodedata; "
+                          "print(sys.version, unicodedata.unidata_version)') | sha256sum | cut -c1-16", sys.executable],
+                         cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    found = sorted((ROOT / ".native-wheels" / key).glob("dedup_hbase_core-*.whl")) if key else []
+    return str(found[0]) if found else None

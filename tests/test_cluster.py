@@ -7,16 +7,26 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
 
 * without the packed environment a job stops with one line;
 * the executors run the shipped Python (a task reports ``sys.executable``: inside the archive
-  unpacked in its working folder), and ``groups`` gives the local engine's output;
-* a load of 10^5 documents with a Spark worker killed (-9) part way: the index equal, cell for
-  cell, to the local engine's load of the same input; the index's regions on both region
-  servers;
-* ``check --add-new`` (on the one worker left): the local engine's records, and the index
-  then as ``load --skip-near-dups`` leaves it.
+  unpacked in its working folder), and ``groups``, with a Spark worker killed (-9) part way,
+  gives the local engine's output;
+* a load of 10^5 documents with a Spark worker killed part way and a region server killed just
+  before the bulk load: it finishes, or stops with one line and the same command run again
+  finishes; the index equal, cell for cell, to the local engine's load of the same input; the
+  index's regions on both region servers before and after;
+* ``check --add-new`` with a worker and a region server killed part way: the local engine's
+  records, and the index then as ``load --skip-near-dups`` leaves it;
+* a region split forced while a load's HFiles are written: the load stops with one line (the
+  HBASE-30501 guard), the same command again gives the local engine's index;
+* three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
+  with ``add?if_new=true``, a region server killed part way: each cluster indexed once.
+
+Every killed role is started again (``scripts/cluster-local restart``; the balancer run after a
+region server) before the next test.
 
 DEDUP_HBASE_TEST_CLUSTER_DIR / _PORT: the cluster's folder and base port (default
 <repo>/.cluster-test, 24660); DEDUP_HBASE_TEST_CLUSTER_ENV=FILE: use the running cluster of
-that cluster.env instead (not started, not stopped; its worker 1 is killed).
+that cluster.env instead (not started, not stopped; its worker 1 and region server 1 are killed
+and started again).
 """
 
 from __future__ import annotations
@@ -84,9 +94,9 @@ def cluster_start(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(cluster_start, pip_installed):
-    """The running cluster's cluster.env (and what scripts/cluster-local needs), once both the
-    cluster and the pip-installed virtualenv are ready (they are made side by side)."""
+def cluster(cluster_start, pip_installed, work):
+    """The running cluster's cluster.env (and what scripts/cluster-local needs), once the cluster,
+    the pip-installed virtualenv and the packed environment are ready (made while it starts)."""
     process, env = cluster_start
     if process is None:
         return env
@@ -119,9 +129,73 @@ def hdfs(cluster, *args: str) -> None:
     subprocess.run([str(SCRIPT), "hdfs", *args], env=clean_env(**cluster), check=True, capture_output=True)
 
 
+def cl(cluster, *args: str) -> str:
+    """scripts/cluster-local ARGS (kill, restart, admin) on the cluster; its output."""
+    env = clean_env(**{**cluster, "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)})
+    done = subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
+    return done.stdout
+
+
+def restore(cluster, role: str, n: str) -> None:
+    """A killed role started again; after a region server, the balancer run (regions on both again)."""
+    cl(cluster, "restart", role, n)
+    if role == "regionserver":
+        cl(cluster, "admin", "balance")
+
+
+def spark_args(cluster, cwd: Path) -> list[str]:
+    return ["--engine", "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(cwd / "env.tar.gz"),
+            "--verbose"]
+
+
 def on_cluster(cluster, venv: Path, cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return run(cluster, venv, cwd, *args, "--engine", "spark", "--spark-master", cluster["SPARK_MASTER"],
-               "--spark-env", str(cwd / "env.tar.gz"), "--verbose", check=check)
+    return run(cluster, venv, cwd, *args, *spark_args(cluster, cwd), check=check)
+
+
+def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults) -> subprocess.CompletedProcess:
+    """The pip-installed dedup-hbase ARGS started in ``cwd``; ``faults``: (when, ARGS...): once
+    ``when(stderr so far)`` is true, ``scripts/cluster-local ARGS`` (``kill ROLE N``; or ARGS a
+    function: called), the job still running then (part way). The killed roles are started again once the job has ended."""
+    err = cwd / f"job-{time.monotonic_ns()}.err"
+    with open(err, "w") as f:
+        job = subprocess.Popen([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, env=clean_env(**cluster),
+                               stdout=subprocess.PIPE, stderr=f, text=True)
+    try:
+        for when, *fault in faults:
+            while not when(err.read_text()):
+                assert job.poll() is None, err.read_text()[-4000:]
+                time.sleep(0.3)
+            fault[0]() if callable(fault[0]) else cl(cluster, *fault)
+            assert job.poll() is None, err.read_text()[-4000:]  # part way
+        out, _ = job.communicate(timeout=900)
+    finally:
+        if job.poll() is None:
+            job.kill()
+        for _, what, *role in faults:
+            if what == "kill":
+                restore(cluster, *role)
+    return subprocess.CompletedProcess(job.args, job.returncode, out, err.read_text())
+
+
+def step_done(step: str):
+    """A ``with_kills`` trigger: the job's --verbose log has passed ``step``."""
+    return lambda log: step in log
+
+
+def exact_or_one_line(done: subprocess.CompletedProcess, again) -> tuple[str, subprocess.CompletedProcess]:
+    """A job run through a fault either finished (``finished``) or stopped with one line
+    ``error: ...`` (after --verbose's traceback, one of a DedupError: not a bug's), and then
+    ``again()`` (the same command) finished (``stopped, then finished``)."""
+    if done.returncode == 0:
+        return "finished", done
+    lines = done.stderr.strip().splitlines()
+    last = lines[-1]
+    expected = "Traceback" not in done.stderr or lines[-2].startswith("dedup_hbase.errors.")
+    assert (done.returncode, last.startswith("error: "), expected) == (1, True, True), done.stderr[-4000:]
+    rerun = again()
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    return f"stopped ({last}), then finished", rerun
 
 
 def news(n: int, step: int) -> list[dict]:
@@ -146,15 +220,19 @@ def test_without_the_packed_environment_a_job_stops_with_one_line(cluster, pip_i
         "made by `dedup-hbase pack-env ARCHIVE` with --spark-env ARCHIVE"]), done.stderr[-3000:]
 
 
-def test_groups_on_the_cluster_run_the_shipped_python_and_equal_the_local_engine(cluster, pip_installed, work):
+def test_groups_with_a_worker_killed_run_the_shipped_python_and_equal_the_local_engine(cluster, pip_installed, work):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     records = news(3000, 6)
     pq.write_table(pa.Table.from_pylist(records), work / "news.parquet")
     hdfs(cluster, "-put", "-f", str(work / "news.parquet"), "/tmp/news.parquet")
-    done = on_cluster(cluster, pip_installed, work, "groups", "--out", f"{cluster['HDFS']}/tmp/news-groups",
-                      f"{cluster['HDFS']}/tmp/news.parquet")
+    # worker 1 killed once the input is read and fingerprinted: its executor and shuffle
+    # output lost, the pairs and components computed again on worker 2
+    done = with_faults(cluster, pip_installed, work, ["groups", *spark_args(cluster, work), "--out",
+                      f"{cluster['HDFS']}/tmp/news-groups", f"{cluster['HDFS']}/tmp/news.parquet"],
+                      [(step_done("read, fingerprint, account"), "kill", "worker", "1")])
+    assert done.returncode == 0, done.stderr[-4000:]
     pythons = [json.loads("{" + line.split("{", 1)[1]) for line in done.stderr.splitlines()
                if "executors' Python: {" in line]
     work_dirs = [Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "data" / f"worker{i}" / "work" for i in (1, 2)]
@@ -238,28 +316,26 @@ def staged_files(cluster) -> int:
 
 @pytest.fixture(scope="module")
 def loaded(cluster, pip_installed, work):
-    """10^5 documents loaded on the cluster (a worker killed -9 while the HFiles are written)
-    and by the local engine, each into its own index: (spark URL, local URL, the check's
-    news records)."""
+    """10^5 documents loaded on the cluster (a worker killed -9 while the HFiles are written, a
+    region server just before they are bulk-loaded) and by the local engine, each into its own
+    index: (spark URL, local URL, the check's news records)."""
     records, probes = fingerprint_input(100_000)
     write_jsonl(work / "fps.jsonl", records)
     hdfs(cluster, "-put", "-f", str(work / "fps.jsonl"), "/tmp/fps.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("s", "l")]
     for url in urls:
         run(cluster, pip_installed, work, "init", "--store", url, "--regions", "8")
-    command = [str(pip_installed / "bin" / "dedup-hbase"), "load", "--store", urls[0], "--fingerprints", "--engine",
-               "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(work / "env.tar.gz"),
-               "--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"], "--json", f"{cluster['HDFS']}/tmp/fps.jsonl"]
-    with open(work / "load.err", "w") as err:
-        load = subprocess.Popen(command, cwd=work, env=clean_env(**cluster), stdout=subprocess.PIPE, stderr=err,
-                                text=True)
-        while staged_files(cluster) == 0:  # the HFiles are being written
-            assert load.poll() is None, (work / "load.err").read_text()[-3000:]
-            time.sleep(0.3)
-        subprocess.run([str(SCRIPT), "kill", "worker", "1"], env=clean_env(**cluster), check=True, capture_output=True)
-        assert load.poll() is None  # part way
-        out, _ = load.communicate(timeout=900)
-    assert load.returncode == 0, (work / "load.err").read_text()[-4000:]
+    assert len(region_servers(urls[0], "index")) == 2  # the regions on both region servers
+    command = ["load", "--store", urls[0], "--fingerprints", *spark_args(cluster, work), "--staging",
+               cluster["DEDUP_HBASE_CLUSTER_STAGING"], "--json", f"{cluster['HDFS']}/tmp/fps.jsonl"]
+    # worker 1 killed while the HFiles are written (the staging folder has files), region
+    # server 1 once they are written, just before BulkLoadHFiles hands them to HBase
+    done = with_faults(cluster, pip_installed, work, command, [
+        (lambda log: staged_files(cluster) > 0, "kill", "worker", "1"),
+        (step_done("HFiles ("), "kill", "regionserver", "1")])
+    outcome, done = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False))
+    print(f"load with worker 1 and region server 1 killed: {outcome}")
+    out = done.stdout
     spark_report = json.loads(out)
     local_report = json.loads(run(cluster, pip_installed, work, "load", "--store", urls[1], "--fingerprints", "--json",
                                   "-q", str(work / "fps.jsonl")).stdout)
@@ -274,7 +350,7 @@ def loaded(cluster, pip_installed, work):
             store.drop()
 
 
-def test_a_load_with_a_worker_killed_equals_the_local_engines_cell_for_cell(loaded):
+def test_a_load_with_a_worker_and_a_region_server_killed_equals_the_local_engines_cell_for_cell(loaded):
     spark_url, local_url, _ = loaded
     for table in ("index", "docs"):
         cells = table_cells(spark_url, table)
@@ -283,13 +359,20 @@ def test_a_load_with_a_worker_killed_equals_the_local_engines_cell_for_cell(load
     assert len(region_servers(spark_url, "index")) == 2
 
 
-def test_check_add_new_on_the_cluster_equals_the_local_engine(cluster, pip_installed, work, loaded):
+def test_check_add_new_with_a_worker_and_a_region_server_killed_equals_the_local_engine(cluster, pip_installed, work, loaded):
     spark_url, local_url, probes = loaded
     write_jsonl(work / "probes.jsonl", probes)
     hdfs(cluster, "-put", "-f", str(work / "probes.jsonl"), "/tmp/probes.jsonl")
     out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
-    on_cluster(cluster, pip_installed, work, "check", "--store", spark_url, "--out", out, "--add-new", "--staging",
-               cluster["DEDUP_HBASE_CLUSTER_STAGING"], f"{cluster['HDFS']}/tmp/probes.jsonl")
+    command = ["check", "--store", spark_url, "--out", out, "--add-new", "--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"],
+               *spark_args(cluster, work), f"{cluster['HDFS']}/tmp/probes.jsonl"]
+    # once the input is read and fingerprinted: worker 1 killed, then region server 1 while the
+    # executors look the fingerprints up in the index (HBase's client in the executors)
+    done = with_faults(cluster, pip_installed, work, command, [
+        (step_done("read, fingerprint, plan"), "kill", "worker", "1"),
+        (step_done("read, fingerprint, plan"), "kill", "regionserver", "1")])
+    outcome, _ = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False))
+    print(f"check with worker 1 and region server 1 killed: {outcome}")
     hdfs(cluster, "-get", out, str(work / "check"))
     spark_records = [json.loads(line) for f in sorted((work / "check" / "json").glob("*.jsonl"))
                      for line in f.read_text(encoding="utf-8").splitlines()]
@@ -302,3 +385,81 @@ def test_check_add_new_on_the_cluster_equals_the_local_engine(cluster, pip_insta
         str(work / "probes.jsonl"))
     for table in ("index", "docs"):
         assert table_cells(spark_url, table) == table_cells(local_url, table)
+
+
+def test_a_region_split_while_the_hfiles_are_written_leaves_the_index_exact(cluster, pip_installed, work):
+    """20,000 documents loaded into an index of 4 regions; once the HFiles are being written (the
+    regions were read), the index table's first region split (HBase's Admin, connected before:
+    ``scripts/cluster-local admin split``). BulkLoadHFiles must not split the files (HBASE-30501):
+    the load stops with one line (or, had the split not touched a file, finishes), and the same
+    command run again loads the index equal, cell for cell, to the local engine's load."""
+    records, _ = fingerprint_input(20_000, seed=7)
+    write_jsonl(work / "fps20k.jsonl", records)
+    hdfs(cluster, "-put", "-f", str(work / "fps20k.jsonl"), "/tmp/fps20k.jsonl")
+    urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("p", "q")]
+    for url in urls:
+        run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4")
+    go = work / "split-now"
+    index_table = table_name(open_store(urls[0]).table_prefix, "index")
+    env = clean_env(**{**cluster, "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)})
+    split = subprocess.Popen([str(SCRIPT), "admin", "split", index_table, "10", str(go)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = ["load", "--store", urls[0], "--fingerprints", *spark_args(cluster, work), "--staging",
+               cluster["DEDUP_HBASE_CLUSTER_STAGING"], f"{cluster['HDFS']}/tmp/fps20k.jsonl"]
+    try:
+        done = with_faults(cluster, pip_installed, work, command,
+                           [(lambda log: staged_files(cluster) > 0, go.touch)])
+        assert split.wait(timeout=300) == 0, split.stderr.read()[-3000:]
+    finally:
+        split.kill()
+    assert "4 -> 5 regions" in split.stdout.read()
+    outcome, _ = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False))
+    print(f"load with a split while its HFiles were written: {outcome}")
+    if outcome != "finished":
+        assert done.stderr.strip().splitlines()[-1] == (
+            f"error: the regions of {index_table} changed (a split or a merge) while the HFiles were written: not "
+            "loaded (a load that splits HFiles can lose data, HBASE-30501); run the same command again: it cuts the "
+            "files at the regions of then")
+    run(cluster, pip_installed, work, "load", "--store", urls[1], "--fingerprints", "-q", str(work / "fps20k.jsonl"))
+    try:
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table) == table_cells(urls[1], table)
+    finally:
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()
+
+
+def test_the_service_with_a_region_server_killed_indexes_each_cluster_once(cluster, tmp_path):
+    """tests/test_fleet.py's crawler fleet (three `dedup-hbase serve` processes, six client threads
+    sending overlapping ``add?if_new=true`` batches of 200 near-duplicate clusters; a 503 is sent
+    again) on the cluster's HBase, region server 1 killed (-9) once 100 documents are indexed:
+    every cluster ends with exactly one document indexed."""
+    from test_fleet import CLUSTERS, clusters, indexed_per_cluster, run_fleet
+
+    url = f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}f"
+    made = subprocess.run(["dedup-hbase", "init", "--store", url, "--regions", "4"], capture_output=True, text=True,
+                          env=clean_env(**cluster))
+    assert made.returncode == 0, made.stderr
+    assert len(region_servers(url, "index")) == 2
+    docs = clusters(22)
+    killed = []
+
+    def kill_part_way(procs, clients_running) -> None:
+        with open_store(url) as store:
+            while clients_running() and len(store.scan_range("docs", b"", None, 100)) < 100:
+                time.sleep(0.2)
+        assert clients_running()  # part way
+        cl(cluster, "kill", "regionserver", "1")
+        killed.append(time.monotonic())
+
+    try:
+        answers, _ = run_fleet(url, docs, kill_when=kill_part_way)
+        assert killed
+        indexed = indexed_per_cluster(url, docs)
+        assert {c: len(ids) for c, ids in indexed.items()} == {c: 1 for c in range(CLUSTERS)}
+        assert sorted(a["id"] for a in answers if a["added"]) == sorted(i for ids in indexed.values() for i in ids)
+    finally:
+        restore(cluster, "regionserver", "1")
+        with open_store(url) as store:
+            store.drop()
