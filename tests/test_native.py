@@ -11,6 +11,7 @@ The reference is the Python code with pure jieba (``JiebaFeaturizer(fast=False)`
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -149,6 +150,39 @@ def test_every_shared_document(xwlb_path, name, featurizer):
     hasher = Hasher(0)
     assert sorted(errors) == [i for i, features in enumerate(want) if not features]
     assert [int(h) for i, h in enumerate(hashes) if want[i]] == [hasher.simhash(f) for f in want if f]
+
+
+def large_document(xwlb_path, jargon_path, size: int, seed: int) -> str:
+    """About ``size`` bytes, seeded: news and glossary texts and runs of the hostile pieces below,
+    glued by nothing, a space, a letter or line breaks (a letter between two words of an
+    alphabet is where _join_letters joins across whatever boundary the core cuts the text at)."""
+    rng = random.Random(seed)
+    zh, en = shared_texts(xwlb_path), shared_texts(jargon_path)
+    parts, total = [], 0
+    while total < size:
+        kind = rng.random()
+        part = (rng.choice(zh) if kind < 0.5 else rng.choice(en) if kind < 0.7
+                else "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40))))
+        parts += [part, rng.choice(["", " ", "x", "a b", "\n", "\n\n", "中"])]
+        total += len(part.encode("utf-8"))
+    return "".join(parts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("size", "lines"), [(1_000_000, True), (300_000, False)])
+def test_a_large_document_is_the_references(xwlb_path, jargon_path, size, lines):
+    """A document of megabytes, with its line breaks or as one line (the core takes its tokens
+    a few thousand at a time and NFKC a character at a time: a large text crosses many of those
+    boundaries): the same features, in the same order, and the same fingerprint."""
+    text = large_document(xwlb_path, jargon_path, size, seed=35)
+    if not lines:
+        text = " ".join(text.splitlines())
+    assert unicodedata.normalize("NFKC", text) != text  # NFKC changes it: the slow path of normalize
+    want = REFERENCE.features(text)
+    assert len(want) > 10_000
+    assert list(core_features("jieba", text).items()) == list(want.items())
+    fast, slow = both("jieba", 7)
+    assert fast.fingerprint(text) == slow.fingerprint(text) == Hasher(7).simhash(want)
 
 
 # -- random hostile text --------------------------------------------------------------------

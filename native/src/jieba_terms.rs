@@ -55,24 +55,85 @@ pub struct JiebaTerms {
     log_counts: Vec<i64>,
 }
 
-/// The most tokens whose buffers a `Work` keeps for the next text
-const KEEP_TOKENS: usize = 1 << 20;
+/// Tokens taken from the body at a time (a few blocks more when a block is long)
+const CHUNK_TOKENS: usize = 4096;
+
+/// The most distinct terms whose buffers a `Work` keeps for the next text
+const KEEP_TERMS: usize = 1 << 18;
+
+/// The node of a 4-gram term kept in `Work::kept` (a distinct gram of the text)
+const KEPT_GRAM: u32 = u32::MAX - 3;
 
 /// The buffers of one text's features, kept from text to text (one per thread).
 #[derive(Default)]
 pub struct Work {
     cut: Scratch,
+    /// the tokens of a chunk of the body
     tokens: Vec<Token>,
     /// `kinds` of each token's node
     codes: Vec<i32>,
-    /// the 4-grams of the words of an alphabet, one after the other
+    /// the 4-grams of the chunk's words of an alphabet, one after the other
     grams: String,
-    /// the terms, in order, with their IDFs: tokens, or (node `A_GRAM`) ranges of `grams`
+    /// the distinct 4-grams of the text, for `counts` (node `KEPT_GRAM`)
+    kept: String,
+    /// the chunk's terms, in order, with their IDFs: tokens, or (node `A_GRAM`) ranges
+    /// of `grams`
     terms: Vec<(Token, i64)>,
     /// `Counter(terms)`: each distinct term (its first occurrence), its count and its IDF
     counts: Vec<(Token, u32, i64)>,
     /// the positions in `counts`, by the term's text
     index: HashTable<u32>,
+}
+
+/// The text of a counted term: a range of the body, or (`KEPT_GRAM`) of `kept`
+#[inline]
+fn text_of<'a>(body: &'a str, kept: &'a str, t: &Token) -> &'a str {
+    if t.node == KEPT_GRAM {
+        &kept[t.start..t.end]
+    } else {
+        &body[t.start..t.end]
+    }
+}
+
+/// `Counter(terms)` continued with a chunk's terms, in first-seen order; a 4-gram seen
+/// the first time is copied from `grams` to `kept`.
+fn count(
+    body: &str,
+    grams: &str,
+    kept: &mut String,
+    terms: &[(Token, i64)],
+    counts: &mut Vec<(Token, u32, i64)>,
+    index: &mut HashTable<u32>,
+) {
+    for &(term, idf) in terms {
+        let key = if term.node == A_GRAM {
+            &grams[term.start..term.end]
+        } else {
+            &body[term.start..term.end]
+        };
+        let hash = FxBuildHasher.hash_one(key);
+        let found = index.find(hash, |&i| text_of(body, kept, &counts[i as usize].0) == key);
+        match found {
+            Some(&i) => counts[i as usize].1 += 1,
+            None => {
+                let term = if term.node == A_GRAM {
+                    let start = kept.len();
+                    kept.push_str(key);
+                    Token {
+                        start,
+                        end: kept.len(),
+                        node: KEPT_GRAM,
+                    }
+                } else {
+                    term
+                };
+                index.insert_unique(hash, counts.len() as u32, |&i| {
+                    FxBuildHasher.hash_one(text_of(body, kept, &counts[i as usize].0))
+                });
+                counts.push((term, 1, idf));
+            }
+        }
+    }
 }
 
 impl JiebaTerms {
@@ -118,12 +179,28 @@ impl JiebaTerms {
     /// The tokens of `words(text)`, in order: they cover the text, each starts where
     /// the one before ends.
     pub fn tokens(&self, text: &str, out: &mut Vec<Token>, scratch: &mut Scratch) {
+        self.tokens_from(text, 0, usize::MAX, out, scratch);
+    }
+
+    /// The tokens of the blocks of `text` from byte `base` (where a block starts), block
+    /// after block until `out` holds `enough` tokens or the text ends; where the next
+    /// block starts (`text.len()` at the end).
+    fn tokens_from(
+        &self,
+        text: &str,
+        mut base: usize,
+        enough: usize,
+        out: &mut Vec<Token>,
+        scratch: &mut Scratch,
+    ) -> usize {
         // blocks = re_han_default.split(sentence), re_han_default =
         // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
         // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
         // (a "\r\n" pair whole) and every other character are each a token of their own.
-        let mut base = 0;
         while let Some(first) = text[base..].chars().next() {
+            if out.len() >= enough {
+                break;
+            }
             let han = is_han_default(first);
             let end = text[base..]
                 .find(|c| is_han_default(c) != han)
@@ -148,9 +225,14 @@ impl JiebaTerms {
             }
             base = end;
         }
+        base
     }
 
     /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
+    ///
+    /// The body's tokens are taken a few thousand at a time and counted as they come:
+    /// what a text holds beyond its normalised body is its distinct terms, not a list
+    /// of its tokens or terms (a 50 MB text has millions).
     pub fn each_feature(&self, text: &str, work: &mut Work, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
         let Work {
@@ -158,47 +240,39 @@ impl JiebaTerms {
             tokens,
             codes,
             grams,
+            kept,
             terms,
             counts,
             index,
         } = work;
         tokens.clear();
-        grams.clear();
-        terms.clear();
+        kept.clear();
         counts.clear();
         index.clear();
-        self.tokens(&body, tokens, cut);
-        join_letters(&body, tokens);
-        // what the tokens that are words of the dictionary are known to be, gathered
-        // first: the loads are independent, so they overlap
-        codes.clear();
-        codes.extend(tokens.iter().map(|t| {
-            self.kinds
-                .get(t.node as usize)
-                .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
-        }));
-        for (&token, &code) in tokens.iter().zip(codes.iter()) {
-            self.terms_of(&body, token, code, grams, terms);
-        }
-        let text_of = |t: &Token| {
-            if t.node == A_GRAM {
-                &grams[t.start..t.end]
-            } else {
-                &body[t.start..t.end]
+        let mut at = 0;
+        loop {
+            at = self.tokens_from(&body, at, CHUNK_TOKENS, tokens, cut);
+            join_letters(&body, tokens);
+            // _join_letters looks only at the last token kept: the last of this chunk
+            // goes on with the next one
+            let last = tokens.len() - usize::from(at < body.len());
+            // what the tokens that are words of the dictionary are known to be, gathered
+            // first: the loads are independent, so they overlap
+            codes.clear();
+            codes.extend(tokens[..last].iter().map(|t| {
+                self.kinds
+                    .get(t.node as usize)
+                    .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
+            }));
+            grams.clear();
+            terms.clear();
+            for (&token, &code) in tokens[..last].iter().zip(codes.iter()) {
+                self.terms_of(&body, token, code, grams, terms);
             }
-        };
-        // Counter(terms), in first-seen order
-        for &(term, idf) in terms.iter() {
-            let key = text_of(&term);
-            let hash = FxBuildHasher.hash_one(key);
-            match index.find(hash, |&i| text_of(&counts[i as usize].0) == key) {
-                Some(&i) => counts[i as usize].1 += 1,
-                None => {
-                    index.insert_unique(hash, counts.len() as u32, |&i| {
-                        FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
-                    });
-                    counts.push((term, 1, idf));
-                }
+            count(&body, grams, kept, terms, counts, index);
+            tokens.drain(..last);
+            if at == body.len() {
+                break;
             }
         }
         // weight = _log_count(count) * (gram if term[0] == " " else idf.get(term, median))
@@ -208,10 +282,13 @@ impl JiebaTerms {
                 Some(&value) => value,
                 None => log_count(count),
             };
-            sink(text_of(&term), (log_count * idf).div_euclid(1000));
+            sink(
+                text_of(&body, kept, &term),
+                (log_count * idf).div_euclid(1000),
+            );
         }
-        // a very long text leaves no buffers of its size behind
-        if work.tokens.capacity() > KEEP_TOKENS {
+        // a text with very many distinct terms leaves no buffers of its size behind
+        if work.counts.capacity() > KEEP_TERMS {
             *work = Work::default();
         }
     }
