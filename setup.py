@@ -19,10 +19,20 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.warnings import InformationOnly
+
+# An editable install (pip install -e ., as scripts/setup does) of this layout, where the package
+# dedup_hbase._schema is the folder schema/, goes through setuptools' import finder, and setuptools
+# then emits an 11-line notice, "Editable installation. ... Please be careful with folders in your
+# working directory with the same name as your package", which pip 25 and later print as a
+# BuildBackendWarning on every install. It asks nothing of a user (the one folder named like the
+# package is the package): it is information only, and not shown. Any other warning is.
+warnings.filterwarnings("ignore", message="Editable installation", category=InformationOnly)
 
 HERE = Path(__file__).resolve().parent
 POM = HERE / "jvm" / "pom.xml"

@@ -1,7 +1,9 @@
 """``python -m dedup_hbase`` and the ``dedup-hbase`` console script.
 
 Ctrl-C while the command line is still importing its modules (the first fraction of a
-second) ends it like Ctrl-C anywhere else: one line, status 130, no traceback.
+second) ends it like Ctrl-C anywhere else: one line, status 130, no traceback. Before this
+module runs (the interpreter starting, its ``site`` module reading the ``.pth`` files) nothing of
+the package can catch a signal: docs/commands.md says what a user sees then.
 """
 
 import sys

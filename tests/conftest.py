@@ -106,6 +106,22 @@ def hbase_store_url(base: str) -> str:
     return f"{base}{sep}table_prefix=t{uuid.uuid4().hex[:10]}"
 
 
+@pytest.fixture(params=["local", pytest.param("hbase", marks=pytest.mark.hbase)])
+def store_url(request, tmp_path):
+    """A store URL for a fresh index, on each store: a folder (embedded), and fresh tables on
+    the real HBase (dropped afterwards)."""
+    if request.param == "local":
+        yield str(tmp_path / "index")
+        return
+    from dedup_hbase import open_store
+
+    url = hbase_store_url(request.getfixturevalue("hbase_url"))
+    yield url
+    with open_store(url) as store:
+        if store.exists():
+            store.drop()
+
+
 def shared_corpus(name: str) -> Path:
     """A shared development corpus (``../shared/data/NAME``, beside the repository, not in it)."""
     path = SHARED_DATA / name

@@ -77,12 +77,47 @@ def test_init_says_the_ttl(tmp_path):
 def test_help_at_80_columns_names_what_options_take():
     env = {"COLUMNS": "80", "TERM": "dumb"}
     check = dedup("check", "--help", env=env).stdout
-    assert "--max-matches           N [x>=1]" in check and "--format                FORMAT" in check
-    assert "<int" not in check and "<str>" not in check
+    assert "--max-matches           N " in check and "--format                FORMAT" in check
+    assert "<int" not in check and "<str>" not in check and "Usage: dedup-hbase check [OPTIONS] FILES..." in check
+    assert "│ *    FILES...        Files or folders" in check
+    refused = dedup("check", "--max-matches", "0", "-", env=env)
+    assert (refused.returncode, refused.stderr) == (1, "error: max_matches is a whole number >= 1, not 0\n")
     groups = dedup("groups", "--help", env=env).stdout
     assert "--store" not in groups.replace("(no --store)", "") and "--verbose" in groups
     assert dedup("groups", "--help", "--store", "x").returncode == 0  # accepted (every command takes it), unlisted
     assert "Parquet" in dedup("load", "--help", env=env).stdout
+
+
+COMMANDS = ["init", "load", "groups", "query", "check", "fingerprint", "stats", "delete", "plan", "schema", "serve",
+            "pack-env", "explain", "report", "tune"]
+
+
+def test_every_help_at_80_columns_names_arguments_in_words_and_breaks_no_sentence():
+    """Every command's --help (and the root's) at 80 columns: no Python type as a metavar, no
+    range in Python's notation, and each paragraph of a description flows to the width (a
+    line of it ends early only where the next word would not fit)."""
+    env = {"COLUMNS": "80", "TERM": "dumb"}
+    listed = dedup("--help", env=env).stdout
+    assert [c for c in COMMANDS if f"│ {c} " not in listed] == []
+    usages = {}
+    for name in ["", *COMMANDS]:
+        shown = dedup(*[name] if name else [], "--help", env=env)
+        assert shown.returncode == 0, shown.stderr
+        text = shown.stdout
+        assert [bad for bad in ("<list[", "<int range>", "[x>=", "<str>", "<int>") if bad in text] == [], name
+        usages[name] = next(line.strip() for line in text.splitlines() if "Usage:" in line)
+        assert "{" not in usages[name], usages[name]  # typer's {FILES} for a required argument
+        lines = text.splitlines()
+        for above, below in zip(lines, lines[1:]):
+            if not above.strip() or not below.strip() or not above.startswith(" ") or "Usage:" in above:
+                continue  # a panel's row, a blank line, the usage
+            first = below.split()[0]
+            # the description's own lines: an early end means the next word was too long for it
+            assert len(above.rstrip()) + 1 + len(first) > 79, f"{name}: {above!r} / {below!r}"
+    assert usages["load"] == "Usage: dedup-hbase load [OPTIONS] FILES..."
+    assert usages["query"] == "Usage: dedup-hbase query [OPTIONS] [TEXT]"
+    assert usages["report"] == "Usage: dedup-hbase report [OPTIONS] GROUPS_OUT [FILES]..."
+    assert usages["delete"] == "Usage: dedup-hbase delete [OPTIONS] IDS..."
 
 
 @pytest.fixture

@@ -15,24 +15,6 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from dedup_hbase import open_store
-
-from conftest import hbase_store_url
-
-STORES = ["local", pytest.param("hbase", marks=pytest.mark.hbase)]
-
-
-@pytest.fixture(params=STORES)
-def store_url(request, tmp_path):
-    if request.param == "local":
-        yield str(tmp_path / "index")
-        return
-    url = hbase_store_url(request.getfixturevalue("hbase_url"))
-    yield url
-    with open_store(url) as store:
-        if store.exists():
-            store.drop()
-
 
 def cli(*args, input=None):
     result = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True, input=input)

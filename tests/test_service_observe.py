@@ -26,19 +26,6 @@ from serving import started
 
 READER, WRITER = "reader-token-0123456789", "writer-token-0123456789"
 TOKENS = f"{READER} read\n{WRITER} read,write,delete\n"
-STORES = ["local", pytest.param("hbase", marks=pytest.mark.hbase)]
-
-
-@pytest.fixture(params=STORES)
-def store_url(request, tmp_path):
-    if request.param == "local":
-        yield str(tmp_path / "index")
-        return
-    url = hbase_store_url(request.getfixturevalue("hbase_url"))
-    yield url
-    with open_store(url) as store:
-        if store.exists():
-            store.drop()
 
 
 def scrape(client: httpx.Client) -> dict:

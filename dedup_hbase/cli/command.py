@@ -32,7 +32,7 @@ from contextlib import ExitStack
 from typing import Annotated
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
 from ..index.index import Index
@@ -53,27 +53,52 @@ _UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
 
 
-class _Flagless:
-    """Help lists a flag (--json, --help) without a type (it takes no value), and names what
-    an option takes in words (``--k N``, ``--format FORMAT``, ``FILES...``) rather than as a
-    Python type (``<int range> [x>=1]``, ``<list[str]>``), which also leaves the descriptions
-    more of an 80-column terminal."""
+class _ReadableArgument(TyperArgument):
+    """A positional argument shown by its name alone (``FILES...``, ``[TEXT]``), not with a
+    Python type beside it (``<list[str]>``). Typer takes no class for an argument (it does
+    for a command), so ``_Readable.get_params`` gives its arguments this class, once."""
+
+    def display_type_rich(self, ctx) -> None:
+        return None
+
+    def get_usage_pieces(self, ctx) -> list[str]:
+        name = self.name.upper()
+        return [f"{name}..." if self.required else f"[{name}]..."] if self.nargs != 1 else \
+            [name if self.required else f"[{name}]"]
+
+
+class _Readable:
+    """Help lists a flag (--json, --help) without a type (it takes no value), names what
+    an option or argument takes in words (``--k N``, ``--format FORMAT``, ``FILES...``)
+    rather than as a Python type (``<int range> [x>=1]``, ``<list[str]>``), which also leaves
+    the descriptions more of an 80-column terminal, and reflows each paragraph of a
+    command's description (a docstring's line breaks are not the terminal's)."""
+
+    def __init__(self, *args, help: str | None = None, **kwargs) -> None:
+        super().__init__(*args, help=help and _reflow(help), **kwargs)
 
     def get_params(self, ctx):
         params = super().get_params(ctx)
         for param in (p for p in params if p.metavar is None):
-            if getattr(param, "is_flag", False):
+            if isinstance(param, TyperArgument):
+                param.__class__ = _ReadableArgument  # (see _ReadableArgument)
+                param.metavar = param.name.upper() + ("..." if param.nargs != 1 else "")
+            elif getattr(param, "is_flag", False):
                 param.metavar = ""
             elif {int, float} & set(typing.get_args(param.type_descriptor.annotation)
                                      or [param.type_descriptor.annotation]):
                 param.metavar = "N"
             else:
-                param.metavar = (param.opts[-1].lstrip("-").rsplit("-", 1)[-1] if param.param_type_name == "option"
-                                 else param.name).upper()
+                param.metavar = param.opts[-1].lstrip("-").rsplit("-", 1)[-1].upper()
         return params
 
 
-Command, Group = type("Command", (_Flagless, TyperCommand), {}), type("Group", (_Flagless, TyperGroup), {})
+def _reflow(text: str) -> str:
+    """Each paragraph of ``text`` (blank-line separated) on one line."""
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in inspect.cleandoc(text).split("\n\n"))
+
+
+Command, Group = type("Command", (_Readable, TyperCommand), {}), type("Group", (_Readable, TyperGroup), {})
 
 
 class Session:

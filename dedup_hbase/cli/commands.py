@@ -216,7 +216,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
 def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
-          max_matches: Annotated[int, typer.Option(min=1, help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
+          max_matches: Annotated[int, typer.Option(help="Matches listed per document (1 or more), the nearest first; more are counted (match_count).")] = 1000,
           json_: Json = False,
           engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
           out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,

@@ -11,18 +11,14 @@ use crate::boilerplate::body_text;
 use crate::jieba_cut::{PrefixDict, Scratch, Token, NO_NODE};
 use crate::normalize::normalize;
 use crate::slice_map::SliceMap;
+pub use crate::term_counts::Work;
+use crate::term_counts::{count, text_of, A_GRAM, CHUNK_TOKENS, KEEP_TERMS};
 use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
-use hashbrown::HashTable;
-use rustc_hash::{FxBuildHasher, FxHashSet};
-use std::hash::BuildHasher;
+use rustc_hash::FxHashSet;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// `JiebaFeaturizer.GRAM`: characters per n-gram of a word of an alphabet
 const GRAM: usize = 4;
-
-/// The node of a term that is a 4-gram: its range is in `Work::grams`, not in the text
-/// (no node of the dictionary has it: ids are below 2^31)
-const A_GRAM: u32 = u32::MAX - 2;
 
 /// What a token is as a term: `_terms_of(token)`, with the IDF of a term that is the token
 #[derive(Clone, Copy)]
@@ -53,26 +49,6 @@ pub struct JiebaTerms {
     kinds: Vec<AtomicI32>,
     /// `log_count` of the small counts
     log_counts: Vec<i64>,
-}
-
-/// The most tokens whose buffers a `Work` keeps for the next text
-const KEEP_TOKENS: usize = 1 << 20;
-
-/// The buffers of one text's features, kept from text to text (one per thread).
-#[derive(Default)]
-pub struct Work {
-    cut: Scratch,
-    tokens: Vec<Token>,
-    /// `kinds` of each token's node
-    codes: Vec<i32>,
-    /// the 4-grams of the words of an alphabet, one after the other
-    grams: String,
-    /// the terms, in order, with their IDFs: tokens, or (node `A_GRAM`) ranges of `grams`
-    terms: Vec<(Token, i64)>,
-    /// `Counter(terms)`: each distinct term (its first occurrence), its count and its IDF
-    counts: Vec<(Token, u32, i64)>,
-    /// the positions in `counts`, by the term's text
-    index: HashTable<u32>,
 }
 
 impl JiebaTerms {
@@ -118,12 +94,28 @@ impl JiebaTerms {
     /// The tokens of `words(text)`, in order: they cover the text, each starts where
     /// the one before ends.
     pub fn tokens(&self, text: &str, out: &mut Vec<Token>, scratch: &mut Scratch) {
+        self.tokens_from(text, 0, usize::MAX, out, scratch);
+    }
+
+    /// The tokens of the blocks of `text` from byte `base` (where a block starts), block
+    /// after block until `out` holds `enough` tokens or the text ends; where the next
+    /// block starts (`text.len()` at the end).
+    fn tokens_from(
+        &self,
+        text: &str,
+        mut base: usize,
+        enough: usize,
+        out: &mut Vec<Token>,
+        scratch: &mut Scratch,
+    ) -> usize {
         // blocks = re_han_default.split(sentence), re_han_default =
         // "([\u4E00-\u9FD5a-zA-Z0-9+#&\._%\-]+)"; a Han block goes through
         // __cut_DAG_NO_HMM, any other through re_skip_default "(\r\n|\s)": white space
         // (a "\r\n" pair whole) and every other character are each a token of their own.
-        let mut base = 0;
         while let Some(first) = text[base..].chars().next() {
+            if out.len() >= enough {
+                break;
+            }
             let han = is_han_default(first);
             let end = text[base..]
                 .find(|c| is_han_default(c) != han)
@@ -148,9 +140,14 @@ impl JiebaTerms {
             }
             base = end;
         }
+        base
     }
 
     /// `JiebaFeaturizer.features(text)`: each term and its weight, in first-seen order.
+    ///
+    /// The body's tokens are taken a few thousand at a time and counted as they come:
+    /// what a text holds beyond its normalised body is its distinct terms, not a list
+    /// of its tokens or terms (a 50 MB text has millions).
     pub fn each_feature(&self, text: &str, work: &mut Work, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
         let Work {
@@ -158,47 +155,39 @@ impl JiebaTerms {
             tokens,
             codes,
             grams,
+            kept,
             terms,
             counts,
             index,
         } = work;
         tokens.clear();
-        grams.clear();
-        terms.clear();
+        kept.clear();
         counts.clear();
         index.clear();
-        self.tokens(&body, tokens, cut);
-        join_letters(&body, tokens);
-        // what the tokens that are words of the dictionary are known to be, gathered
-        // first: the loads are independent, so they overlap
-        codes.clear();
-        codes.extend(tokens.iter().map(|t| {
-            self.kinds
-                .get(t.node as usize)
-                .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
-        }));
-        for (&token, &code) in tokens.iter().zip(codes.iter()) {
-            self.terms_of(&body, token, code, grams, terms);
-        }
-        let text_of = |t: &Token| {
-            if t.node == A_GRAM {
-                &grams[t.start..t.end]
-            } else {
-                &body[t.start..t.end]
+        let mut at = 0;
+        loop {
+            at = self.tokens_from(&body, at, CHUNK_TOKENS, tokens, cut);
+            join_letters(&body, tokens);
+            // _join_letters looks only at the last token kept: the last of this chunk
+            // goes on with the next one
+            let last = tokens.len() - usize::from(at < body.len());
+            // what the tokens that are words of the dictionary are known to be, gathered
+            // first: the loads are independent, so they overlap
+            codes.clear();
+            codes.extend(tokens[..last].iter().map(|t| {
+                self.kinds
+                    .get(t.node as usize)
+                    .map_or(UNSEEN, |memo| memo.load(Ordering::Relaxed))
+            }));
+            grams.clear();
+            terms.clear();
+            for (&token, &code) in tokens[..last].iter().zip(codes.iter()) {
+                self.terms_of(&body, token, code, grams, terms);
             }
-        };
-        // Counter(terms), in first-seen order
-        for &(term, idf) in terms.iter() {
-            let key = text_of(&term);
-            let hash = FxBuildHasher.hash_one(key);
-            match index.find(hash, |&i| text_of(&counts[i as usize].0) == key) {
-                Some(&i) => counts[i as usize].1 += 1,
-                None => {
-                    index.insert_unique(hash, counts.len() as u32, |&i| {
-                        FxBuildHasher.hash_one(text_of(&counts[i as usize].0))
-                    });
-                    counts.push((term, 1, idf));
-                }
+            count(&body, grams, kept, terms, counts, index);
+            tokens.drain(..last);
+            if at == body.len() {
+                break;
             }
         }
         // weight = _log_count(count) * (gram if term[0] == " " else idf.get(term, median))
@@ -208,10 +197,13 @@ impl JiebaTerms {
                 Some(&value) => value,
                 None => log_count(count),
             };
-            sink(text_of(&term), (log_count * idf).div_euclid(1000));
+            sink(
+                text_of(&body, kept, &term),
+                (log_count * idf).div_euclid(1000),
+            );
         }
-        // a very long text leaves no buffers of its size behind
-        if work.tokens.capacity() > KEEP_TOKENS {
+        // a text with very many distinct terms leaves no buffers of its size behind
+        if work.counts.capacity() > KEEP_TERMS {
             *work = Work::default();
         }
     }

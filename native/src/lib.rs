@@ -20,6 +20,7 @@ pub mod pyre;
 pub mod shingles;
 pub mod simhash;
 pub mod slice_map;
+pub mod term_counts;
 pub mod trie;
 pub mod unicode;
 

@@ -22,7 +22,7 @@ pub fn normalize(text: &str) -> String {
             narrow
         } else {
             out.clear();
-            push_folded(&mut out, &nfkc(text));
+            push_folded_nfkc(&mut out, text);
             return out;
         };
         push_folded_char(&mut out, c);
@@ -41,9 +41,10 @@ fn full_width(c: char) -> Option<char> {
     }
 }
 
-/// `text.casefold()`
-fn push_folded(out: &mut String, text: &str) {
-    text.chars().for_each(|c| push_folded_char(out, c));
+/// `unicodedata.normalize("NFKC", text).casefold()` into `out` (a character at a time:
+/// the buffers hold one run of characters that may still compose, never the text)
+fn push_folded_nfkc(out: &mut String, text: &str) {
+    nfkc_each(text, |c| push_folded_char(out, c));
 }
 
 #[inline]
@@ -60,42 +61,76 @@ pub fn nfkc(text: &str) -> Cow<'_, str> {
     if text.chars().all(nfkc_quick) {
         return Cow::Borrowed(text);
     }
-    // Full compatibility decomposition, then the canonical ordering of each run of
-    // non-starters (a stable sort by combining class) ...
-    let mut chars: Vec<(char, u8)> = Vec::with_capacity(text.len());
+    let mut out = String::with_capacity(text.len());
+    nfkc_each(text, |c| out.push(c));
+    Cow::Owned(out)
+}
+
+/// The characters of `unicodedata.normalize("NFKC", text)`, in order, to `emit`.
+///
+/// Full compatibility decomposition, then the canonical ordering of each run of
+/// non-starters (a stable sort by combining class), then canonical composition: a
+/// character joins the last starter when nothing between them blocks it (a character of
+/// class 0, or of a class >= its own). The ordering never moves a character past a
+/// starter, and the composition changes only the last starter: what comes before the
+/// last starter of each step is final, and is passed on at once.
+pub fn nfkc_each(text: &str, mut emit: impl FnMut(char)) {
+    let mut composer = Composer::default();
+    // decomposed characters and their classes, from the last starter on
+    let mut chars: Vec<(char, u8)> = Vec::new();
+    let mut push = |c: char, chars: &mut Vec<(char, u8)>| {
+        let class = ccc(c);
+        if class == 0 && !chars.is_empty() {
+            chars
+                .drain(..)
+                .for_each(|(c, class)| composer.push(c, class, &mut emit));
+        }
+        push_ordered(chars, c, class);
+    };
     for c in text.chars() {
         match nfkd(c) {
-            Some(d) => d.chars().for_each(|d| push_ordered(&mut chars, d)),
-            None => push_ordered(&mut chars, c),
+            Some(d) => d.chars().for_each(|d| push(d, &mut chars)),
+            None => push(c, &mut chars),
         }
     }
-    // ... then canonical composition: a character joins the last starter when nothing
-    // between them blocks it (a character of class 0, or of a class >= its own).
-    let mut out: Vec<char> = Vec::with_capacity(chars.len());
-    let mut starter: Option<usize> = None;
-    let mut last_class = 0u8;
-    for (c, class) in chars {
-        if let Some(s) = starter {
-            let adjacent = s + 1 == out.len();
-            let blocked = !adjacent && (last_class == 0 || last_class >= class);
+    chars
+        .drain(..)
+        .for_each(|(c, class)| composer.push(c, class, &mut emit));
+    composer.out.drain(..).for_each(&mut emit);
+}
+
+/// Canonical composition of a stream of ordered characters: `out` holds the characters
+/// from the last starter on (the ones before it are passed on).
+#[derive(Default)]
+struct Composer {
+    out: Vec<char>,
+    /// `out[0]` is a starter (else no starter was met yet)
+    starter: bool,
+    last_class: u8,
+}
+
+impl Composer {
+    fn push(&mut self, c: char, class: u8, emit: &mut impl FnMut(char)) {
+        if self.starter {
+            let adjacent = self.out.len() == 1;
+            let blocked = !adjacent && (self.last_class == 0 || self.last_class >= class);
             if !blocked {
-                if let Some(composite) = compose(out[s], c) {
-                    out[s] = composite;
-                    continue;
+                if let Some(composite) = compose(self.out[0], c) {
+                    self.out[0] = composite;
+                    return;
                 }
             }
         }
         if class == 0 {
-            starter = Some(out.len());
+            self.out.drain(..).for_each(&mut *emit);
+            self.starter = true;
         }
-        out.push(c);
-        last_class = class;
+        self.out.push(c);
+        self.last_class = class;
     }
-    Cow::Owned(out.into_iter().collect())
 }
 
-fn push_ordered(chars: &mut Vec<(char, u8)>, c: char) {
-    let class = ccc(c);
+fn push_ordered(chars: &mut Vec<(char, u8)>, c: char, class: u8) {
     let mut at = chars.len();
     if class != 0 {
         while at > 0 && chars[at - 1].1 > class {
