@@ -9,7 +9,6 @@ import re
 import subprocess
 
 import httpx
-from test_service import store_url  # noqa: F401  (a fixture: the embedded store, and a fresh one on HBase)
 from test_service_access import certificate, raw  # noqa: F401  (certificate: a fixture)
 
 from serving import started
@@ -40,7 +39,7 @@ def loaded(store: str, folder) -> str:
     return str(path)
 
 
-def test_explain_true_gives_the_explain_commands_values(tmp_path, store_url):  # noqa: F811
+def test_explain_true_gives_the_explain_commands_values(tmp_path, store_url):
     inputs = loaded(store_url, tmp_path)
     (shown,) = json.loads(cli("explain", inputs, "--id", "q", "--id", "base", "--json"))["pairs"]
     assert 1 <= shown["distance"] <= 3 and shown["differing_bits"]
