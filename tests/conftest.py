@@ -60,16 +60,6 @@ def require_or_skip(reason: str):
     pytest.skip(reason, allow_module_level=True)
 
 
-def pytest_collection_modifyitems(items):
-    """scripts/test runs the suite on two pytest-xdist workers (``--dist loadgroup``): each test
-    file goes whole to one worker, so a module's fixtures (a cluster, a loaded index) are made
-    once; the files that use the pip-installed virtualenv share one worker, so it is built once."""
-    pip_modules = {item.module.__name__ for item in items if "pip_installed" in item.fixturenames}
-    for item in items:
-        name = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("pip" if name in pip_modules else name))
-
-
 def pytest_terminal_summary(terminalreporter):
     if _MISSING:
         terminalreporter.section("SKIPPED FOR WANT OF A PREREQUISITE: this run proved less than CI's", sep="!")
