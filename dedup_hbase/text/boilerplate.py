@@ -27,10 +27,11 @@ _RE_LEGAL = re.compile(
     r"terms of (use|service)|privacy (policy|notice)|cookie (settings|policy|preferences)")
 _URL_FORMS = r"https?://\S+|www\.\S+|\b[\w.-]+\.(com|cn|net|org|io|app|wiki|info|gov|edu)(/\S*)?\b"
 _RE_URL = re.compile(_URL_FORMS + r"|\S+@\S+\.\w+")
-# _RE_URL without its e-mail form, for a line without "@", where that form cannot match (the same
-# matches): that form alone takes time quadratic in a run of non-space characters (\S+ from every
-# start), and a line of CJK text has few spaces: a 100,000-character line took 1,000 times longer
+# _RE_URL without its e-mail form, for a run of non-space characters without "@", where that form
+# cannot match (the same matches): that form alone takes time quadratic in the run's length (\S+
+# from every start), and CJK text has few spaces (see url_characters)
 _RE_URL_NO_AT = re.compile(_URL_FORMS)
+_RE_NON_SPACE = re.compile(r"\S+")
 _RE_DATE = re.compile(
     r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}|\d{1,2}[-/]\d{1,2}[-/]\d{4}|\d{1,2}:\d{2}|"
     r"\d+\s*(秒|分钟|小时|天|周|个月)前|昨天|前天|\d+\s*(seconds?|minutes?|hours?|days?|weeks?)\s+ago|"
@@ -64,6 +65,19 @@ _RE_SEP = re.compile(rf"\s*(\|+|｜|»|›|•|\s[/·>»\-—–]+\s|(?<=[{_CJK}
 _SENT_END = re.compile(r"[。！？!?；;]|\.(\s|$)")
 
 
+def url_characters(line: str) -> int:
+    """The characters of ``line`` in matches of _RE_URL (``finditer``), counted run by run of
+    non-space characters: every form matches inside one run, and a ``\\b`` at a run's ends sees
+    a space or the string's end alike, so the matches are the line's. A run without "@" is
+    matched without the e-mail form (the same matches), the form whose time is quadratic in a
+    run's length; a run with "@" still takes that time."""
+    total = 0
+    for run in _RE_NON_SPACE.finditer(line):
+        text = run.group(0)
+        total += sum(len(m.group(0)) for m in (_RE_URL if "@" in text else _RE_URL_NO_AT).finditer(text))
+    return total
+
+
 def boilerplate_reason(line: str) -> str | None:
     """Why a (normalised, stripped) line looks like site boilerplate rather than text, or
     None. Rules about the line only: its length, digits, separators, URLs and a few
@@ -85,8 +99,7 @@ def boilerplate_reason(line: str) -> str | None:
         return "legal"
     # mostly URLs / e-mail addresses (each needs a '.' or '://'; the check skips _RE_URL, slow on long
     # runs of letters, for most lines of Chinese text)
-    url_forms = _RE_URL if "@" in line else _RE_URL_NO_AT
-    urls = sum(len(m.group(0)) for m in url_forms.finditer(line)) if "." in line or "://" in line else 0
+    urls = url_characters(line) if "." in line or "://" in line else 0
     if urls and (urls >= 0.3 * n or short):
         return "url"
     # navigation bars, breadcrumbs, share bars: several short items between separators,

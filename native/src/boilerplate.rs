@@ -21,9 +21,10 @@ pub fn is_cjk(c: char) -> bool {
 
 const LEGAL: &str = r"©|\(c\)\s*\d{4}|copyright|all rights reserved|rights reserved|trademarks?\b|版权所有|版权归|版权声明|^(免责|特别|版权)?声明[:：]|免责|disclaimer|未经[^，。,]{0,6}(授权|许可)|(禁止|谢绝|请勿)[^，。,]{0,4}转载|转载请|如有侵权|侵权[^，。,]{0,4}删除|icp[备证]|公网安备|备案号|举报(电话|邮箱|中心)|terms of (use|service)|privacy (policy|notice)|cookie (settings|policy|preferences)";
 const URL: &str = r"https?://\S+|www\.\S+|\b[\w.-]+\.(com|cn|net|org|io|app|wiki|info|gov|edu)(/\S*)?\b|\S+@\S+\.\w+";
-/// `_RE_URL_NO_AT`: `URL` without its e-mail form, for a line without '@' (the same matches; that
-/// form alone is quadratic in a run of non-space characters)
+/// `_RE_URL_NO_AT`: `URL` without its e-mail form, for a run of non-space characters without '@'
+/// (the same matches; that form alone is quadratic in the run's length)
 const URL_NO_AT: &str = r"https?://\S+|www\.\S+|\b[\w.-]+\.(com|cn|net|org|io|app|wiki|info|gov|edu)(/\S*)?\b";
+const NON_SPACE: &str = r"\S+";
 const DATE: &str = r"\d{4}\s*[-/.年]\s*\d{1,2}\s*[-/.月]\s*\d{1,2}|\d{1,2}[-/]\d{1,2}[-/]\d{4}|\d{1,2}:\d{2}|\d+\s*(秒|分钟|小时|天|周|个月)前|昨天|前天|\d+\s*(seconds?|minutes?|hours?|days?|weeks?)\s+ago|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?\s+\d{4}|\b\d{1,2}\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{4}";
 const COUNTER: &str = r"(\d[\d,.]*\s*[万千kmw]?\s*(人|条|次)?\s*(阅读|浏览|点击|评论|回复|点赞|赞|收藏|分享|转发|播放|人已读|人看过|views?|reads?|comments?|replies|likes?|upvotes?|shares?|votes?|clicks?|plays?|followers?)(?!\w))|((阅读|浏览|点击|评论|回复|点赞|赞|收藏|分享|转发|播放|人已读|人看过|views?|reads?|comments?|replies|likes?|upvotes?|shares?|votes?|clicks?|plays?|followers?)量?\s*[:：(（]?\s*\d)|read \d[\d,.]* times";
 const META_KEY: &str = r"((^|\s|[(（\[【])(来源|出处|作者|编辑|责任编辑|记者|通讯员|审核|校对|发布时间|发布日期|更新时间|时间|日期|source|author|editor|posted|published|updated)\s*[:：])|发布于|(^|\s)(posted|published|updated|(edited|written) by)\s";
@@ -45,10 +46,11 @@ const LOUD: &str = r"[!>]|^[【\[]";
 const BLANK_LINE: &str = r"\n\s*\n";
 
 /// The module-level patterns of `boilerplate.py`, by name, as the core has them.
-pub const PATTERNS: [(&str, &str); 12] = [
+pub const PATTERNS: [(&str, &str); 13] = [
     ("_RE_LEGAL", LEGAL),
     ("_RE_URL", URL),
     ("_RE_URL_NO_AT", URL_NO_AT),
+    ("_RE_NON_SPACE", NON_SPACE),
     ("_RE_DATE", DATE),
     ("_RE_COUNTER", COUNTER),
     ("_RE_META_KEY", META_KEY),
@@ -64,6 +66,7 @@ struct Rules {
     legal: PyRegex,
     url: PyRegex,
     url_no_at: PyRegex,
+    non_space: PyRegex,
     date: PyRegex,
     counter: PyRegex,
     meta_key: PyRegex,
@@ -85,6 +88,7 @@ fn rules() -> &'static Rules {
         legal: PyRegex::new(LEGAL),
         url: PyRegex::new(URL),
         url_no_at: PyRegex::new(URL_NO_AT),
+        non_space: PyRegex::new(NON_SPACE),
         date: PyRegex::new(DATE),
         counter: PyRegex::new(COUNTER),
         meta_key: PyRegex::new(META_KEY),
@@ -120,6 +124,20 @@ fn distinct_matches(p: &PyRegex, line: &str) -> usize {
         .len()
 }
 
+/// `url_characters`: the characters of `line` in matches of `_RE_URL`, run by run of non-space
+/// characters, a run without '@' without the e-mail form (the same matches)
+fn url_characters(r: &Rules, line: &str) -> usize {
+    r.non_space
+        .find_iter(line)
+        .iter()
+        .map(|&(a, b)| {
+            let run = &line[a..b];
+            let forms = if run.contains('@') { &r.url } else { &r.url_no_at };
+            forms.find_iter(run).iter().map(|&(a, b)| len(&run[a..b])).sum::<usize>()
+        })
+        .sum()
+}
+
 /// `boilerplate_reason(line)`: why a normalised, stripped line looks like boilerplate.
 pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
     let r = rules();
@@ -153,19 +171,9 @@ pub fn boilerplate_reason(line: &str) -> Option<&'static str> {
             return Some("legal");
         }
     }
-    // url_forms = _RE_URL if "@" in line else _RE_URL_NO_AT
-    // urls = sum(len(m.group(0)) for m in url_forms.finditer(line)) if "." in line or "://" in line else 0
+    // urls = url_characters(line) if "." in line or "://" in line else 0
     // if urls and (urls >= 0.3 * n or short): "url"
-    let url_forms = if line.contains('@') { &r.url } else { &r.url_no_at };
-    let urls: usize = if line.contains('.') || line.contains("://") {
-        url_forms
-            .find_iter(line)
-            .iter()
-            .map(|&(a, b)| len(&line[a..b]))
-            .sum()
-    } else {
-        0
-    };
+    let urls: usize = if line.contains('.') || line.contains("://") { url_characters(r, line) } else { 0 };
     if urls > 0 && (urls as f64 >= 0.3 * n as f64 || short) {
         return Some("url");
     }
