@@ -39,6 +39,19 @@ def test_a_load_slower_than_a_document_a_second_says_its_rate():
     assert "in 0.5 s: 4,271 docs/s" in LoadReport(read=2000, indexed=2000, new=2000, elapsed_s=2000 / 4271).summary()
 
 
+def test_the_progress_line_of_a_slow_load_says_its_rate(capsys, monkeypatch):
+    """Off a terminal, one line every ``every`` seconds: one 50 MB document done after 30 s is
+    0.033 docs/s there too, not "0 docs/s"."""
+    from dedup_hbase.jobs import progress
+
+    clock = iter([100.0, 100.0, 130.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    with progress.LoadProgress(enabled=True, every=10.0) as shown:
+        shown.update(1, 50_000_000)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "progress: 1 records done and checkpointed, 0.033 docs/s, 1.67 MB/s, 0 rejected")
+
+
 def test_a_csv_with_another_delimiter(tmp_path):
     (tmp_path / "c.csv").write_text('id;text\na;"长江经济带生态环境保护; 发生了转折性变化"\nb;国家卫生健康委员会今天通报最新疫情\n',
                                     encoding="utf-8")

@@ -19,6 +19,12 @@ from .corpus import Record
 REPORTED_REJECTS = 20
 
 
+def rate(per_s: float) -> str:
+    """A rate for people: whole and grouped from 10 up (4,271), else two significant digits
+    (0.033: one 50 MB document in 30 s is not "0 docs/s")."""
+    return f"{per_s:,.0f}" if per_s >= 10 or per_s == 0 else f"{per_s:.2g}"
+
+
 class LoadProgress:
     """A live line ``N docs  D docs/s  M MB/s`` (plain lines off a terminal) and the first
     rejected records. Silent when ``enabled`` is false."""
@@ -51,7 +57,7 @@ class LoadProgress:
         """``docs`` records (``text_bytes`` bytes of text) are done and checkpointed."""
         now = time.perf_counter()
         elapsed = max(now - self._started, 1e-9)
-        rates = f"{docs / elapsed:,.0f} docs/s, {text_bytes / 1e6 / elapsed:.2f} MB/s, {self.rejects} rejected"
+        rates = f"{rate(docs / elapsed)} docs/s, {text_bytes / 1e6 / elapsed:.2f} MB/s, {self.rejects} rejected"
         if self.live:
             self._progress.update(self._task, description=f"{docs:,} docs  {rates}")
         elif self.enabled and now - self._printed >= self.every:

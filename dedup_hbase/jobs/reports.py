@@ -24,6 +24,7 @@ from ..index.index import Index
 from .compressed import DAMAGED
 from .corpus import Record
 from .options import DEFAULT_K
+from .progress import rate
 
 
 def reason_of(error: str) -> str:
@@ -117,12 +118,6 @@ class JobReport:
             allowed = f"{max_rejects:.2%} of {self.read:,}" if max_rejects < 1 else f"{int(max_rejects):,}"
             return f"{self.rejected:,} records were rejected, more than --max-rejects allows ({allowed})"
         return None
-
-
-def rate(per_s: float) -> str:
-    """A rate for people: whole and grouped from 10 up (4,271), else two significant digits
-    (0.033: one 50 MB document in 30 s is not "0 docs/s")."""
-    return f"{per_s:,.0f}" if per_s >= 10 or per_s == 0 else f"{per_s:.2g}"
 
 
 LOAD_KEYS = ("read", "indexed", "new", "near_duplicates_skipped", "rejected", "rejected_by_reason", "text_bytes",
