@@ -143,10 +143,12 @@ def executor_pythons(spark) -> list[dict]:
     try:
         found = context.parallelize(range(slots), slots).mapPartitions(partial(_probe, classpath)).collect()
     except Exception as e:  # py4j's error; its str() may itself fail
+        # the log stays off: the session stops next, and Spark's warnings about the failed tasks'
+        # last messages (e.g. "Dispatcher: Message ... dropped due to sparkEnv is stopped") are not
+        # the user's concern
         raise DedupError(f"the Spark executors cannot run dedup-hbase ({failure_reason(e)}): ship an environment "
                          f"made by `dedup-hbase pack-env ARCHIVE` with --spark-env ARCHIVE") from None
-    finally:
-        context.setLogLevel("WARN")
+    context.setLogLevel("WARN")
     unread = sorted({p for f in found for p in f.pop("unreadable")})
     if unread:
         raise DedupError(f"the Spark executors cannot read {', '.join(unread)} (their class path: the JVM helper's "
