@@ -125,8 +125,11 @@ fn distinct_matches(p: &PyRegex, line: &str) -> usize {
 }
 
 /// `url_characters`: the characters of `line` in matches of `_RE_URL`, run by run of non-space
-/// characters, a run without '@' without the e-mail form (the same matches)
+/// characters, a run without '@' without the e-mail form (the same matches); a line without '@' whole
 fn url_characters(r: &Rules, line: &str) -> usize {
+    if !line.contains('@') {
+        return r.url_no_at.find_iter(line).iter().map(|&(a, b)| len(&line[a..b])).sum();
+    }
     r.non_space
         .find_iter(line)
         .iter()
