@@ -60,16 +60,6 @@ def require_or_skip(reason: str):
     pytest.skip(reason, allow_module_level=True)
 
 
-LONGEST_FIRST = {"test_cluster"}  # a cluster of processes and its jobs: a quarter of the suite's time
-
-
-def pytest_collection_modifyitems(items):
-    """The longest test file first. scripts/test runs two pytest-xdist workers, each file whole on
-    one, handed out in this order (--dist loadfile --no-loadscope-reorder): the other worker runs
-    the rest beside it, rather than it running alone at the end."""
-    items.sort(key=lambda item: item.module.__name__ not in LONGEST_FIRST)
-
-
 def pytest_terminal_summary(terminalreporter):
     if _MISSING:
         terminalreporter.section("SKIPPED FOR WANT OF A PREREQUISITE: this run proved less than CI's", sep="!")
