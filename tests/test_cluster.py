@@ -20,8 +20,8 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
   with ``add?if_new=true``, a region server killed part way: each cluster indexed once.
 
-Every killed role is started again (``scripts/cluster-local restart``; the balancer run after a
-region server) before the next test.
+Every killed role is started again (``scripts/cluster-local restart``) before the next test;
+after the load's region server, the balancer run too (the loaded index's regions on both again).
 
 DEDUP_HBASE_TEST_CLUSTER_DIR / _PORT: the cluster's folder and base port (default
 <repo>/.cluster-test, 24660); DEDUP_HBASE_TEST_CLUSTER_ENV=FILE: use the running cluster of
@@ -137,10 +137,12 @@ def cl(cluster, *args: str) -> str:
     return done.stdout
 
 
-def restore(cluster, role: str, n: str) -> None:
-    """A killed role started again; after a region server, the balancer run (regions on both again)."""
+def restore(cluster, role: str, n: str, balance: bool = False) -> None:
+    """A killed role started again; ``balance``: then the balancer run (the regions of the
+    tables there are on both region servers again; a table made later is spread over both
+    anyway)."""
     cl(cluster, "restart", role, n)
-    if role == "regionserver":
+    if balance and role == "regionserver":
         cl(cluster, "admin", "balance")
 
 
@@ -153,10 +155,11 @@ def on_cluster(cluster, venv: Path, cwd: Path, *args: str, check: bool = True) -
     return run(cluster, venv, cwd, *args, *spark_args(cluster, cwd), check=check)
 
 
-def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults) -> subprocess.CompletedProcess:
+def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults, balance: bool = False) -> subprocess.CompletedProcess:
     """The pip-installed dedup-hbase ARGS started in ``cwd``; ``faults``: (when, ARGS...): once
     ``when(stderr so far)`` is true, ``scripts/cluster-local ARGS`` (``kill ROLE N``; or ARGS a
-    function: called), the job still running then (part way). The killed roles are started again once the job has ended."""
+    function: called), the job still running then (part way). The killed roles are started again once the job has ended
+    (``balance``: and the balancer run, restore())."""
     err = cwd / f"job-{time.monotonic_ns()}.err"
     with open(err, "w") as f:
         job = subprocess.Popen([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, env=clean_env(**cluster),
@@ -174,7 +177,7 @@ def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults) -> subp
             job.kill()
         for _, what, *role in faults:
             if what == "kill":
-                restore(cluster, *role)
+                restore(cluster, *role, balance=balance)
     return subprocess.CompletedProcess(job.args, job.returncode, out, err.read_text())
 
 
@@ -332,7 +335,7 @@ def loaded(cluster, pip_installed, work):
     # server 1 once they are written, just before BulkLoadHFiles hands them to HBase
     done = with_faults(cluster, pip_installed, work, command, [
         (lambda log: staged_files(cluster) > 0, "kill", "worker", "1"),
-        (step_done("HFiles ("), "kill", "regionserver", "1")])
+        (step_done("HFiles ("), "kill", "regionserver", "1")], balance=True)
     outcome, done = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False))
     print(f"load with worker 1 and region server 1 killed: {outcome}")
     out = done.stdout
