@@ -10,7 +10,9 @@ BulkLoadHFiles.
        Spark partition; one shuffle for both tables, sorted by (row, qualifier)
     J  HFiles (the helper's HFileWriter), one per partition and region, in the staging folder
     D  BulkLoadHFiles: the index table, then the document table (a document row is written
-       last, as in a local load)
+       last, as in a local load). A table split or merged since its regions were read refuses
+       the files (hadoop.bulk_load: HBASE-30501): they are cut again at the regions of then,
+       up to CUTS times in all (what was loaded is loaded again: the same cells)
 
 Staging: ``<staging>/<load key>/`` (default: the system's temp folder; on a cluster a folder
 on the HBase cluster's file system). A rerun of the same load first removes what a killed
@@ -19,6 +21,7 @@ run left there; a finished or failed run removes its own.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import tempfile
@@ -32,6 +35,9 @@ from ..reports import LoadReport
 from . import hadoop, rows, stages
 from .harness import SparkJob
 
+logger = logging.getLogger(__name__)
+CUTS = 3  # cuts of the HFiles at the regions of the moment before a load gives up (the regions keep changing)
+
 
 def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadReport, staging: str | None,
          key: str | None, job_ms: int) -> None:
@@ -40,7 +46,6 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
     from pyspark.sql import functions as F
 
     spark, clock = job.session, job.clock
-    zk = hadoop.ZooKeeper.of(target, index.store.url)
     schema = load_schema()
     # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
     # a number of partitions that the cores divide (else adaptive execution picks one by size)
@@ -57,11 +62,32 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
         known, report.replaced = found[0] or 0, found[1] or 0
         clock("ids in the index already")
 
+    job_dir = f"{staging_root(staging).rstrip('/')}/{key or uuid.uuid4().hex}"
+    for attempt in range(1, CUTS + 1):
+        try:
+            report.new = _cut_and_load(job, index, target, winners, job_dir, schema, parallelism, job_ms) - known
+            break
+        except hadoop.RegionsChanged as changed:  # a split or a merge since the regions were read
+            if attempt == CUTS:
+                raise
+            logger.warning("the regions of %s changed while the HFiles were written (its files not loaded): "
+                           "cutting the files again at the regions of now (cut %d of %d)", changed.table, attempt + 1,
+                           CUTS)
+    if known:
+        job.unpersist(winners)
+
+
+def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job_dir: str, schema: dict,
+                  parallelism: int, job_ms: int) -> int:
+    """The winners' rows cut into HFiles at the tables' regions of now and bulk-loaded; the
+    document cells written (raises hadoop.RegionsChanged when the regions changed meanwhile:
+    nothing of that table loaded)."""
+    spark, clock = job.session, job.clock
+    zk = hadoop.ZooKeeper.of(target, index.store.url)
     # Both tables' rows in one shuffle: the first partitions are the index table's (per_region
     # of them per region), the rest the document table's; each sorted by (row, qualifier).
     names = {t: target.tables[t] for t in ("index", "docs")}
     boundaries = hadoop.region_starts(spark, zk, [names["index"], names["docs"]])
-    job_dir = f"{staging_root(staging).rstrip('/')}/{key or uuid.uuid4().hex}"
     tables, firsts, plans, total = [], [], [], 0
     for table in ("index", "docs"):
         splits = boundaries[names[table]]
@@ -81,14 +107,12 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
     hadoop.delete(spark, job_dir)  # what a killed run of the same load left
     try:
         written = hadoop.write_hfiles(spark, cells, tables, firsts, job_ms, job_ms)
-        report.new = sum(w.cells for w in written if f"/docs/{schema['family']}/" in w.path) - known
         clock(f"HFiles ({len(written)})")
-        if known:
-            job.unpersist(winners)
         for table in ("index", "docs"):  # a document row last, as in a local load
             if any(f"/{table}/{schema['family']}/" in w.path for w in written):
                 hadoop.bulk_load(spark, zk, names[table], f"{job_dir}/{table}")
                 clock(f"bulk load of {names[table]}")
+        return sum(w.cells for w in written if f"/docs/{schema['family']}/" in w.path)
     finally:
         hadoop.delete(spark, job_dir)
 

@@ -103,15 +103,24 @@ def bulk_load(spark, zk: ZooKeeper, table: str, folder: str, copy: bool = False)
     """BulkLoadHFiles of every HFile under ``folder/<family>/`` into ``table`` (from the
     driver's JVM); the number of files loaded. A file that no longer fits one region (the
     table split or merged since the files were cut) is not split (HBASE-30501: a retried load
-    of split files lost data before HBase 2.6.8): a one-line DedupError says to run again."""
+    of split files lost data before HBase 2.6.8): RegionsChanged, nothing of them loaded."""
     try:
         return _helper(spark).BulkLoad.load(*zk.args(), table, folder, copy)
     except Exception as e:
         if "fail.if.need.split.hfile" not in _text(e):
             raise
-        raise DedupError(f"the regions of {table} changed (a split or a merge) while the HFiles were written: "
+        raise RegionsChanged(table) from None
+
+
+class RegionsChanged(DedupError):
+    """A table's regions split or merged between reading them and bulk-loading HFiles cut at
+    them: nothing of those files was loaded."""
+
+    def __init__(self, table: str):
+        super().__init__(f"the regions of {table} changed (a split or a merge) while the HFiles were written: "
                          "not loaded (a load that splits HFiles can lose data, HBASE-30501); run the same command "
-                         "again: it cuts the files at the regions of then") from None
+                         "again: it cuts the files at the regions of then")
+        self.table = table
 
 
 def _text(error: Exception) -> str:
