@@ -3,11 +3,11 @@
 Creation goes through the Thrift2 gateway: Thrift1 (happybase's ``create_table``) cannot
 pre-split a table, set a data block encoding or the family configuration a row-prefix bloom
 filter needs, and defaults to VERSIONS 3 with no bloom filter; Thrift2's ``createTable`` can,
-so the tables are made from schema/tables.json through it. It runs on one connection of its
-own, not retried: a Thrift2 gateway that is not there is ``AdminGatewayUnreachable`` at once,
-and the same DDL then runs in the HBase shell (``schema.hbase_shell_ddl``, ``dedup-hbase
-schema``). Whether the tables exist, and dropping them, go through the Thrift1 gateway's
-pool and the retry loop (connections.py).
+so the tables are made from schema/tables.json through it, each on a connection of its own,
+side by side, not retried: a Thrift2 gateway that is not there is ``AdminGatewayUnreachable``
+at once, and the same DDL then runs in the HBase shell (``schema.hbase_shell_ddl``,
+``dedup-hbase schema``). Whether the tables exist, and dropping them (side by side too), go through the
+Thrift1 gateway's pool and the retry loop (connections.py).
 """
 
 from __future__ import annotations
@@ -32,11 +32,17 @@ class Admin:
         return names <= set(self.gateways.run1(lambda conn: conn.tables()))
 
     def create(self, schema: dict) -> None:
-        """Create the tables of ``schema``; a StoreError when they exist already."""
+        """Create the tables of ``schema``, side by side (HBase's master runs the creations in
+        parallel); a StoreError when they exist already. A table that appeared meanwhile is
+        left as it is."""
         if self.exists():
             raise StoreError(f"{self.tables.url}: the tables exist already")
+        self.gateways.parallel(self._create_one, table_descriptors(schema, self.tables.prefix))
+
+    def _create_one(self, table: tuple[object, list[bytes]]) -> None:
+        """One table (descriptor, split keys), on a Thrift2 connection of its own."""
         hb2 = idl()
-        descriptors = table_descriptors(schema, self.tables.prefix)
+        descriptor, splits = table
         channel = self.gateways.channel()
         try:
             channel.open()
@@ -45,9 +51,7 @@ class Admin:
                 f"creating tables needs HBase's Thrift2 gateway, not reachable at {channel.host}:{channel.port} "
                 f"({e}); give its port as ?admin_port=N, or create the tables in the HBase shell") from None
         try:
-            for descriptor, splits in descriptors:
-                if channel.call("tableExists", descriptor.tableName):
-                    continue
+            if not channel.call("tableExists", descriptor.tableName):
                 channel.call("createTable", descriptor, splits or None)
         except hb2.TIOError as e:
             raise StoreError(f"HBase refused to create the tables: {e.message}") from None
@@ -55,13 +59,13 @@ class Admin:
             channel.close()
 
     def drop(self) -> None:
-        """Delete every table of the schema that is there, with its data."""
-        def work(conn):
-            existing = set(conn.tables())
-            for name in self.tables.names().values():
-                if name.encode() in existing:
-                    conn.delete_table(name, disable=True)
-        self.gateways.run1(work)
+        """Delete every table of the schema that is there, with its data, side by side."""
+        existing = set(self.gateways.run1(lambda conn: conn.tables()))
+        names = [name for name in self.tables.names().values() if name.encode() in existing]
+        self.gateways.parallel(self._drop_one, names)
+
+    def _drop_one(self, name: str) -> None:
+        self.gateways.run1(lambda conn: conn.delete_table(name, disable=True))
 
 
 def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[bytes]]]:
