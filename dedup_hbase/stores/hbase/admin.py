@@ -6,8 +6,8 @@ filter needs, and defaults to VERSIONS 3 with no bloom filter; Thrift2's ``creat
 so the tables are made from schema/tables.json through it, each on a connection of its own,
 side by side, not retried: a Thrift2 gateway that is not there is ``AdminGatewayUnreachable``
 at once, and the same DDL then runs in the HBase shell (``schema.hbase_shell_ddl``,
-``dedup-hbase schema``). Whether the tables exist, and dropping them (side by side too), go through the
-Thrift1 gateway's pool and the retry loop (connections.py).
+``dedup-hbase schema``). Whether the tables exist, and dropping them (side by side too), go
+through the Thrift1 gateway's pool and the retry loop (connections.py).
 """
 
 from __future__ import annotations
