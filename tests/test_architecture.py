@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("report",), ("cli",),
           ("__main__",)]
 ORDER = {
-    "text": ["", "boilerplate", "features", "native", "fingerprint", "terms"],
+    "text": ["", "boilerplate", "features", "native", "fingerprint", "signatures", "terms"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
               "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
@@ -37,7 +37,7 @@ ORDER = {
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
-    "cli": ["", "command", "views", "commands"],
+    "cli": ["", "command", "environment", "views", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)
 IMPORT_NOTHING = {"jobs", "jobs.spark_daemon"}

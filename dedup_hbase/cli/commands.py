@@ -33,7 +33,8 @@ from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions
 from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
-from . import views
+from ..text.signatures import Signatures
+from . import environment, views
 from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_damage, exit_for_rejects, out
 from .command import Command as _Command
 
@@ -90,15 +91,18 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
          regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
          ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
+         signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
          json_: Json = False) -> None:
-    """Create an empty index: tables, scheme, k and featurizer."""
+    """Create an empty index: tables, scheme, k, featurizer and signatures."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl))
+    index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
+                         signatures)
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
         typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
                    f"k={k}, featurizer {fingerprinter.featurizer.name}"
+                   f"{f', signatures {index.signatures.label}' if len(index.signatures) > 1 else ''}"
                    f"{f', ttl {describe_duration(index.ttl)} (older documents stop matching and are removed)' if ttl else ''}")
 
 
@@ -195,21 +199,26 @@ def _read_text(text: str | None, file: str | None, what: str) -> str:
 @_command
 def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
           file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
-          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits).")] = None,
+          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone).")] = None,
           k: K = None, json_: Json = False) -> None:
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
     index = ctx.obj.index(read_only=True)
-    value = parse_hex(simhash) if simhash is not None else index.fingerprint(_read_text(text, file, "document"))
-    matches = index.query(value, k)
+    more = None
+    if simhash is not None:
+        value = parse_hex(simhash)
+    else:
+        value = index.fingerprint(document := _read_text(text, file, "document"))
+        more = index.more_signatures(document, value) if len(index.signatures) > 1 else None
+    matches = index.query(value, k, more=more)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
         return
     typer.echo(f"simhash {to_hex(value)}: {len(matches)} match{'es' if len(matches) != 1 else ''} "
                f"within {index.k if k is None else k} bits")
     for m in matches:
-        typer.echo(f"  {m.distance}  {to_hex(m.simhash)}  {m.id}")
+        typer.echo(f"  {m.distance}  {to_hex(m.simhash)}  {m.id}{f'  ({m.signature})' if m.signature else ''}")
 
 
 @_command
@@ -302,14 +311,16 @@ def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Do
 def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of documents in the corpus.")],
          k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
+         signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
          json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
-    rows = planning.plans(docs, k, id_bytes)
+    chosen = Signatures.parse(signatures)
+    rows = planning.plans(docs, k, id_bytes, chosen)
     if json_:
         for row in rows:
             out(row.to_dict())
     else:
-        typer.echo(planning.table(docs, k, id_bytes, rows))
+        typer.echo(planning.table(docs, k, id_bytes, rows, chosen))
 
 
 @_command
@@ -368,22 +379,7 @@ def serve(ctx: typer.Context,
     typer.echo(f"stopped{f' by {stopped}' if stopped else ''}", err=True)
 
 
-@_command
-def pack_env(ctx: typer.Context, archive: Annotated[str, typer.Argument(help="The archive to write: .tar.gz, .tgz or .tar.")] = "dedup-env.tar.gz",
-             python: Annotated[str, typer.Option(help="The Python of the environment, at the same path on every node, the minor version of this one.")] = "/usr/bin/python3.11",
-             json_: Json = False) -> None:
-    """Pack the Spark executors' Python environment: a virtualenv of --python with this
-    dedup-hbase, its compiled core and dependencies (as installed here), for --spark-env."""
-    from ..jobs.spark.ship import pack_env as pack
-
-    packed = pack(archive, python)
-    if json_:
-        out({"archive": packed.archive, "python": packed.python, "packages": packed.packages, "bytes": packed.bytes})
-    else:
-        typer.echo(f"packed {packed.packages} packages for {packed.python} into {packed.archive} "
-                   f"({packed.bytes / 2**20:,.0f} MiB): --spark-env {packed.archive}", err=True)
-
-
+_command(environment.pack_env)
 _command(views.explain)
 _command(views.report)
 _command(views.tune)

@@ -1,8 +1,9 @@
 """A document as the index keeps it: its id, fingerprint and metadata, its row in the ``docs``
 table, and a batch of documents checked before any of it is written.
 
-A document row's key is the id (ids.py); its value the 8-byte big-endian simhash, then the
-metadata as JSON (none: nothing after the simhash). Every writer (a load on either engine, the
+A document row's key is the id (ids.py); its value the 8-byte big-endian simhash, then in an
+index of several signatures (text/signatures.py) the 8-byte simhash of each other signature,
+then the metadata as JSON (none: nothing after the simhashes). Every writer (a load on either engine, the
 service) builds the metadata with ``document_meta``, so a document reads the same however it
 came in.
 """
@@ -30,11 +31,13 @@ class Written(NamedTuple):
 
 @dataclass(slots=True)
 class Document:
-    """A document as indexed: id, fingerprint and free-form metadata."""
+    """A document as indexed: id, fingerprint and free-form metadata; in an index of several
+    signatures, ``more`` holds the simhashes of the signatures after the body, in order."""
 
     id: str
     simhash: int
     meta: dict[str, Any] = field(default_factory=dict)
+    more: tuple[int, ...] = ()
 
 
 def checked_columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
@@ -86,15 +89,34 @@ def document_meta(loaded: int, source: str | None = None, line: int | None = Non
     return meta
 
 
+def more_columns(docs: Sequence[Document], more: int) -> np.ndarray:
+    """The ``more`` simhashes of ``docs`` as a (len(docs), more) uint64 array, after checking that
+    every document has ``more`` of them, each an unsigned 64-bit int (the first bad one named)."""
+    for d in docs:
+        if len(d.more) != more or any(type(s) is not int or not 0 <= s < 1 << 64 for s in d.more):
+            raise InvalidInput(f"document {d.id!r}: this index keeps {more + 1} signatures a document, "
+                               f"so {more} more unsigned 64-bit simhashes after the body's, not {d.more!r}")
+    return np.array([d.more for d in docs], dtype=np.uint64).reshape(len(docs), more)
+
+
 def document_value(doc: Document) -> bytes:
-    """A document row's value: the 8-byte big-endian simhash, then the metadata as JSON."""
+    """A document row's value: the 8-byte big-endian simhash and those of ``more``, then the
+    metadata as JSON."""
     meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
-    return doc.simhash.to_bytes(8, "big") + meta.encode("utf-8")
+    return b"".join(s.to_bytes(8, "big") for s in (doc.simhash, *doc.more)) + meta.encode("utf-8")
 
 
-def parse_document(doc_id: str, value: bytes) -> Document:
-    """The document of a document row (``document_value``'s inverse)."""
-    meta = json.loads(value[8:]) if len(value) > 8 else {}
-    return Document(doc_id, int.from_bytes(value[:8], "big"), meta)
+def parse_document(doc_id: str, value: bytes, more: int = 0) -> Document:
+    """The document of a document row (``document_value``'s inverse) of an index that keeps
+    ``more`` signatures after the body."""
+    end = 8 * (1 + more)
+    meta = json.loads(value[end:]) if len(value) > end else {}
+    return Document(doc_id, int.from_bytes(value[:8], "big"), meta,
+                    tuple(int.from_bytes(value[i:i + 8], "big") for i in range(8, end, 8)))
+
+
+def stored_simhashes(value: bytes, count: int) -> tuple[int, ...]:
+    """The first ``count`` simhashes of a document row's value (the body's first)."""
+    return tuple(int.from_bytes(value[i:i + 8], "big") for i in range(0, 8 * count, 8))
 
 

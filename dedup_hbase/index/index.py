@@ -4,10 +4,11 @@ Tables (see schema/tables.json):
 
 * ``index``: key = 13-byte row key (layout.py) + document id; empty value. One row per
   fingerprint and flag, one column per document id.
-* ``docs``: key = document id; value = 8-byte big-endian simhash + JSON metadata.
-  Lets ``delete`` find a document's index rows and results show metadata without
-  fingerprinting the text again.
-* ``meta``: key ``config``; value = JSON of scheme, k and the fingerprinter spec. Also
+* ``docs``: key = document id; value = 8-byte big-endian simhash (one per signature in an
+  index of several) + JSON metadata. Lets ``delete`` find a document's index rows and results
+  show metadata without fingerprinting the text again.
+* ``meta``: key ``config``; value = JSON of scheme, k, the fingerprinter spec and, in an index
+  of several signatures (``signatures``: body, leads; text/signatures.py), their names. Also
   small named JSON states kept with the index (``read_state``/``write_state``), such as
   the checkpoints of loads.
 
@@ -27,10 +28,12 @@ import numpy as np
 
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
-from .documents import Document, Written, checked_columns, document_meta, document_value, parse_document
+from ..text.signatures import Signatures
+from .documents import (Document, Written, checked_columns, document_meta, document_value, more_columns,
+                        parse_document, stored_simhashes)
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
-from .lookup import Match, Matches, check_queries, lookup
+from .lookup import Match, Matches, check_queries, lookup, merged
 from .plan import choose_scheme
 from .schema import load_schema
 from .store import Store
@@ -51,24 +54,29 @@ class Index:
     its configuration, so several processes may write one HBase index at once.
     """
 
-    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None):
+    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None,
+                 signatures: Signatures = Signatures()):
         self.store, self.ttl = store, ttl  # ttl: seconds a document counts (retention.py), None: always
         self.scheme = scheme
         self.k = scheme.check_k(k)
         self.fingerprinter = fingerprinter
+        self.signatures = signatures
+        self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
 
     # -- opening -------------------------------------------------------------
 
     @classmethod
     def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
-               ttl: int | None = None) -> "Index":
+               ttl: int | None = None, signatures: Signatures | str | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
-        within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0."""
+        within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
+        ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py)."""
         scheme = choose_scheme(k, scheme)
         fingerprinter = fingerprinter or make_fingerprinter()
-        index = cls(store, scheme, k, fingerprinter, ttl)
+        signatures = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
+        index = cls(store, scheme, k, fingerprinter, ttl, signatures)
         if not store.exists():
             schema = load_schema(regions)
             for table in ("index", "docs") if ttl else ():
@@ -79,15 +87,18 @@ class Index:
         # else: tables made beforehand (e.g. from `dedup-hbase schema` in the HBase shell)
         config = {"format": FORMAT, "scheme": scheme.name, "k": k,
                   "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  **({"ttl_s": ttl} if ttl else {})}
+                  **({"ttl_s": ttl} if ttl else {}),
+                  **({"signatures": signatures.spec} if len(signatures) > 1 else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
     @classmethod
-    def open(cls, store: Store, fingerprinter: Fingerprinter | None = None) -> "Index":
-        """Open the index in ``store``; refuse one built with another fingerprinter.
+    def open(cls, store: Store, fingerprinter: Fingerprinter | None = None,
+             signatures: Signatures | str | None = None) -> "Index":
+        """Open the index in ``store``; refuse one built with another fingerprinter, or other
+        signatures than ``signatures`` when given.
 
-        Without ``fingerprinter`` the index's own (as recorded at creation) is used.
+        Without ``fingerprinter`` (``signatures``) the index's own, as recorded at creation.
         """
         config = cls.read_config(store)
         if config.get("format") != FORMAT:
@@ -100,7 +111,13 @@ class Index:
                 f"{store.url} was built with featurizer {describe_spec(spec)}, not "
                 f"{describe_spec(fingerprinter.spec)}: fingerprints from different featurizers "
                 "are not comparable")
-        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"))
+        own = Signatures.parse(config.get("signatures"))
+        if signatures is not None:
+            wanted = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
+            if wanted != own:
+                raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
+                                    "its rows hold no other signature; make a new index for those")
+        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own)
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
@@ -128,14 +145,28 @@ class Index:
     def fingerprint(self, text: str) -> int:
         return self.fingerprinter.fingerprint(text)
 
+    def more_signatures(self, text: str, simhash: int) -> tuple[int, ...]:
+        """The simhashes of ``text``'s signatures after the body (whose simhash is ``simhash``):
+        () in an index of one signature. A signature whose text has no feature takes the body's
+        simhash (text/signatures.py)."""
+        more = []
+        for part in self.signatures.extra_texts(text):
+            try:
+                more.append(self.fingerprinter.fingerprint(part))
+            except ValueError:  # EmptyDocument: no feature in the lead
+                more.append(simhash)
+        return tuple(more)
+
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
-            meta: Mapping[str, Any] | None = None) -> int:
-        """Index one document from its text or its simhash; returns the simhash."""
+            meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = ()) -> int:
+        """Index one document from its text, or its simhash (and in an index of several
+        signatures, ``more``: the other signatures' simhashes); returns the simhash."""
         if (text is None) == (simhash is None):
             raise TypeError("give exactly one of text and simhash")
         if simhash is None:
             simhash = self.fingerprint(text)
-        self.add_many([Document(doc_id, simhash, dict(meta or {}))])
+            more = self.more_signatures(text, simhash)
+        self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more))])
         return simhash
 
     def add_many(self, docs: Sequence[Document]) -> int:
@@ -150,37 +181,57 @@ class Index:
         if not docs:
             return Written(0, 0)
         ids, simhashes, chosen = checked_columns(docs)
-        written = self.retire_old_fingerprints(ids, simhashes)
-        self.store.put_cells("index", self.scheme.key_table(simhashes), ids, repeat=len(self.scheme.flags))
-        values = simhashes.astype(">u8").view("V8").tolist()  # 8-byte big-endian simhashes
+        columns = self._columns(simhashes, chosen)
+        written = self.retire_old_fingerprints(ids, simhashes, columns)
+        self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)), ids,
+                             repeat=sum(len(s.flags) for s in self.schemes))
+        values = np.stack(columns, axis=1).astype(">u8").view(f"V{8 * len(columns)}").ravel().tolist()
         for i, d in enumerate(chosen):
             if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
-                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())})
+                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())}, d.more)
             if d.meta:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
         return written
 
-    def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int]) -> Written:
+    def _columns(self, simhashes: np.ndarray, docs: Sequence[Document]) -> list[np.ndarray]:
+        """Per signature, the simhashes of ``docs`` (uint64): the body's, then each of ``more``'s."""
+        if len(self.signatures) == 1:
+            if any(d.more for d in docs):
+                more_columns(docs, 0)  # raises, naming the document
+            return [simhashes]
+        more = more_columns(docs, len(self.signatures) - 1)
+        return [simhashes, *more.T]
+
+    def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int],
+                                columns: Sequence[np.ndarray] | None = None) -> Written:
         """Before documents are (re)written: delete the index rows of every id whose stored
-        fingerprint differs from its new one in ``simhashes``, so no old row keeps matching.
-        Says how many of the ids are new to the index and how many had another fingerprint.
-        Writes no new row."""
+        fingerprints differ from its new ones (``simhashes``, and per signature ``columns``),
+        so no old row keeps matching. Says how many of the ids are new to the index and how
+        many had other fingerprints. Writes no new row."""
+        columns = [np.asarray(simhashes, dtype=np.uint64)] if columns is None else columns
+        count = len(self.signatures)
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]
-        replaced = [(raw_ids[i], int.from_bytes(old[i][:8], "big")) for i in known
-                    if int.from_bytes(old[i][:8], "big") != int(simhashes[i])]
+        replaced = [(raw_ids[i], stored_simhashes(old[i], count)) for i in known
+                    if stored_simhashes(old[i], count) != tuple(int(c[i]) for c in columns)]
         if replaced:
-            self.store.delete("index", self.scheme.index_keys([r for r, _ in replaced], [o for _, o in replaced]))
+            self.store.delete("index", self._index_keys(replaced))
         return Written(len(raw_ids) - len(known), len(replaced))
+
+    def _index_keys(self, stored: Sequence[tuple[bytes, tuple[int, ...]]]) -> list[bytes]:
+        """The index keys of documents given as (raw id, simhash of each signature), sorted."""
+        raw = [r for r, _ in stored]
+        return sorted(key for j, scheme in enumerate(self.schemes)
+                      for key in scheme.index_keys(raw, [sims[j] for _, sims in stored]))
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their index rows; returns the ids that were present."""
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        self.store.delete("index", self.scheme.index_keys([raw for raw, _ in found],
-                                                           [int.from_bytes(v[:8], "big") for _, v in found]))
+        count = len(self.signatures)
+        self.store.delete("index", self._index_keys([(raw, stored_simhashes(v, count)) for raw, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
         return [raw.decode() for raw, _ in found]
 
@@ -189,23 +240,40 @@ class Index:
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         """The stored documents (fingerprint and metadata), None for unknown ids."""
         values = self.store.get("docs", [encode_id(i) for i in doc_ids])
-        return [None if v is None else parse_document(i, v) for i, v in zip(doc_ids, values)]
+        more = len(self.signatures) - 1
+        return [None if v is None else parse_document(i, v, more) for i, v in zip(doc_ids, values)]
 
-    def query(self, simhash: int, k: int | None = None, max_matches: int | None = None) -> Matches:
+    def query(self, simhash: int, k: int | None = None, max_matches: int | None = None,
+              more: tuple[int, ...] | None = None) -> Matches:
         """The indexed documents within ``k`` bits of ``simhash`` (default: the index's k), by
         distance, then id, at most ``max_matches`` of them (None: all): a list of ``Match``es
         that also says how many there are in all (``.total``) and holds the indexed
-        fingerprints within k with all their documents (``.runs``); ``Matches`` in lookup.py."""
-        return self.query_many([simhash], k, max_matches)[0]
+        fingerprints within k with all their documents (``.runs``); ``Matches`` in lookup.py.
+        In an index of several signatures, ``more`` (``more_signatures``) looks up the others
+        too: a document within k under any of them matches (without ``more``: the body's)."""
+        return self.query_many([simhash], k, max_matches, None if more is None else [more])[0]
 
-    def query_many(self, simhashes: Sequence[int], k: int | None = None,
-                   max_matches: int | None = None) -> list[Matches]:
+    def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
+                   more: Sequence[tuple[int, ...]] | None = None) -> list[Matches]:
         """``query`` for many fingerprints at once, in order: the scan prefixes of each batch
         of them deduplicated and scanned in key order, one store call per batch (lookup.py),
-        each indexed fingerprint compared once however many documents it holds."""
+        each indexed fingerprint compared once however many documents it holds; with ``more``
+        (per query, its other signatures' simhashes) each signature so, merged per query."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
-        return lookup(self.store, self.scheme, simhashes, k, max_matches, self.ttl)
+        head = 8 * len(self.signatures)
+        if more is None:
+            found = lookup(self.store, self.schemes[0], simhashes, k, max_matches, self.ttl, head)
+            return found if len(self.signatures) == 1 else merged(self.signatures.names[:1], [found], max_matches)
+        if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
+            raise InvalidInput(f"this index keeps signatures {self.signatures.label}: give {len(self.signatures) - 1} "
+                               "more simhashes for each query")
+        columns = [list(simhashes), *map(list, zip(*more))]
+        for column in columns[1:]:
+            check_queries(column, None)
+        answers = [lookup(self.store, scheme, column, k, max_matches, self.ttl, head)
+                   for scheme, column in zip(self.schemes, columns)]
+        return merged(self.signatures.names, answers, max_matches)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
@@ -223,7 +291,8 @@ class Index:
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
                 "featurizer": config["fingerprint"], "created": config.get("created"),
                 **({"ttl_s": self.ttl} if self.ttl else {}),
-                "rows_per_flag": {str(f): per_flag[f] for f in range(1, len(self.scheme.flags) + 1)}}
+                **({"signatures": self.signatures.spec} if len(self.signatures) > 1 else {}),
+                "rows_per_flag": {str(f): per_flag[f] for s in self.schemes for f in s.flag_bytes}}
 
 
 def _state_key(name: str) -> bytes:

@@ -33,6 +33,12 @@ significant end; when 64 does not divide evenly, the first blocks get the extra 
 (5 blocks: 13, 13, 13, 13, 12 bits). Flags number the block combinations from 1 in
 lexicographic order (5 blocks, m = 2: ab, ac, ad, ae, bc, bd, be, cd, ce, de).
 
+An index with several signatures per document (text/signatures.py: the body's SimHash, its
+lead's) keeps each signature's rows under flags of its own: signature j (0 for the body) numbers
+its combinations from flag ``16 * j + 1`` (the lead of a 4-split: flags 17-20), so a scan of one
+signature never meets another's rows and one scheme serves up to 15 signatures of at most 16
+flags each.
+
 This module does no I/O and knows nothing about stores.
 """
 
@@ -59,6 +65,7 @@ _REST = struct.Struct(">Q")
 _PREFIX = struct.Struct(">IB")
 _U64 = (1 << 64) - 1
 _KEY_DTYPE = [("segment", ">u4"), ("flag", "u1"), ("simhash", ">u8")]  # 13 bytes, packed
+SIGNATURE_FLAGS = 16  # flags per signature: signature j's flags start at SIGNATURE_FLAGS * j + 1
 _FEW = 8  # prefix_ids of at most this many simhashes: one at a time in Python ints
 
 
@@ -67,11 +74,13 @@ class Scheme:
     """B blocks taken m at a time; guarantees every match within ``max_k`` bits.
 
     ``Scheme(4, 1)`` is the 4-split (flags 1-4), ``Scheme(5, 2)`` the 5-split
-    (flags 1-10). Construction checks the parameters; it does not touch a store.
+    (flags 1-10); ``first_flag`` moves the flag bytes (``for_signature``), not the blocks.
+    Construction checks the parameters; it does not touch a store.
     """
 
     blocks: int
     take: int
+    first_flag: int = 1
     widths: tuple[int, ...] = field(init=False, repr=False)
     shifts: tuple[int, ...] = field(init=False, repr=False)
     flags: tuple[tuple[int, ...], ...] = field(init=False, repr=False)
@@ -81,10 +90,11 @@ class Scheme:
             raise InvalidInput(f"blocks must be between 2 and 64, not {self.blocks}")
         if not 1 <= self.take < self.blocks:
             raise InvalidInput(f"take must be between 1 and blocks - 1, not {self.take}")
-        if comb(self.blocks, self.take) > 255:
+        if self.first_flag - 1 + comb(self.blocks, self.take) > 255 or self.first_flag < 1:
             raise InvalidInput(
                 f"{self.blocks} blocks taken {self.take} at a time need "
-                f"{comb(self.blocks, self.take)} flags; a flag is one byte (at most 255)")
+                f"{comb(self.blocks, self.take)} flags{f' from flag {self.first_flag}' if self.first_flag != 1 else ''}; "
+                "a flag is one byte (at most 255)")
         base, extra = divmod(64, self.blocks)
         widths = tuple(base + (1 if i < extra else 0) for i in range(self.blocks))
         shifts, top = [], 64
@@ -105,7 +115,7 @@ class Scheme:
         object.__setattr__(self, "_parts", tuple(
             (flag, tuple((shifts[i], (1 << widths[i]) - 1,
                           SEGMENT_BITS - sum(widths[j] for j in combo[:n + 1])) for n, i in enumerate(combo)))
-            for flag, combo in enumerate(flags, 1)))
+            for flag, combo in enumerate(flags, self.first_flag)))
 
     # -- naming --------------------------------------------------------------
 
@@ -129,6 +139,18 @@ class Scheme:
             return cls(int(blocks), int(take))
         raise InvalidInput(f"unknown scheme {text!r}: use 4, 5 or BLOCKS/TAKE such as 6/3")
 
+    def for_signature(self, j: int) -> "Scheme":
+        """This scheme's blocks under signature ``j``'s flags (j = 0: the body, flags from 1)."""
+        if len(self.flags) > SIGNATURE_FLAGS and j:
+            raise InvalidInput(f"scheme {self.name} has {len(self.flags)} flags; an index with several "
+                               f"signatures takes schemes of at most {SIGNATURE_FLAGS}")
+        return Scheme(self.blocks, self.take, SIGNATURE_FLAGS * j + 1)
+
+    @property
+    def flag_bytes(self) -> range:
+        """The flag bytes of this scheme's rows."""
+        return range(self.first_flag, self.first_flag + len(self.flags))
+
     @property
     def description(self) -> str:
         """``4 blocks taken 1 at a time, 4 rows per document, finds every match within 3 bits``."""
@@ -141,6 +163,8 @@ class Scheme:
         return self.blocks - self.take
 
     def segment_bits(self, flag: int) -> int:
+        """The segment bits of ``flag`` (here and in ``segment(s)``: 1-based, counted from
+        ``first_flag``)."""
         return sum(self.widths[i] for i in self.flags[flag - 1])
 
     def check_k(self, k: int) -> int:
@@ -191,7 +215,7 @@ class Scheme:
         table = np.empty((len(self.flags), len(simhashes)), dtype=_KEY_DTYPE)
         for flag in range(1, len(self.flags) + 1):
             table["segment"][flag - 1] = self.segments(simhashes, flag)
-            table["flag"][flag - 1] = flag
+            table["flag"][flag - 1] = self.first_flag + flag - 1
             table["simhash"][flag - 1] = simhashes
         return table.tobytes()
 
@@ -201,11 +225,12 @@ class Scheme:
         import numpy as np
 
         simhashes = np.asarray(simhashes, dtype=np.uint64)
-        flags = range(1, len(self.flags) + 1)
+        flags, base = range(1, len(self.flags) + 1), self.first_flag - 1
         if len(simhashes) <= _FEW:  # a few (a service request): ``segment`` per simhash costs less than numpy's calls
-            return np.array([[(self.segment(s, f) << 8) | f for f in flags] for s in simhashes.tolist()],
+            return np.array([[(self.segment(s, f) << 8) | (base + f) for f in flags] for s in simhashes.tolist()],
                             dtype=np.uint64).reshape(len(simhashes), len(self.flags))
-        return np.stack([(self.segments(simhashes, flag) << np.uint64(8)) | np.uint64(flag) for flag in flags], axis=1)
+        return np.stack([(self.segments(simhashes, flag) << np.uint64(8)) | np.uint64(base + flag)
+                         for flag in flags], axis=1)
 
     def prefixes(self, simhash: int) -> list[bytes]:
         """The 5-byte scan prefixes of ``simhash``, one per flag, in flag order."""
@@ -227,5 +252,5 @@ class Scheme:
         """The 13-byte index row keys of ``simhash``, one per flag, in flag order."""
         if not 0 <= simhash <= _U64:
             raise InvalidInput(f"a simhash is an unsigned 64-bit number, not {simhash!r}")
-        return [_KEY.pack(self.segment(simhash, f), f, simhash)
+        return [_KEY.pack(self.segment(simhash, f), self.first_flag + f - 1, simhash)
                 for f in range(1, len(self.flags) + 1)]

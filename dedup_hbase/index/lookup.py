@@ -6,6 +6,10 @@ store call (``candidates.plan``), each distinct indexed fingerprint compared onc
 (``candidates.runs``: the compare policy), with a TTL the expired documents left out
 (``retention.unexpired_runs``), then per query its first matches and their count
 (``candidates.bounded``). One query's answer is a ``Matches``.
+
+An index of several signatures (text/signatures.py) looks each signature up in its own flags and
+merges the answers per query (``merged``): each document once, at its nearest signature (the
+first signature on a tie), named in ``Match.signature``.
 """
 
 from __future__ import annotations
@@ -25,12 +29,21 @@ BATCH = 4096  # queries planned, scanned and compared together (bounds memory)
 
 
 class Match(NamedTuple):
+    """A document within k bits: its fingerprint and distance under ``signature`` (None in an
+    index of one signature; else the name of the signature that found it, ``body`` first)."""
+
     id: str
     simhash: int
     distance: int
+    signature: str | None = None
+
+    def __repr__(self) -> str:  # an index of one signature: as before signatures existed
+        shown = f"Match(id={self.id!r}, simhash={self.simhash!r}, distance={self.distance!r}"
+        return shown + (")" if self.signature is None else f", signature={self.signature!r})")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
+        found = {"id": self.id, "simhash": to_hex(self.simhash), "distance": self.distance}
+        return found if self.signature is None else {**found, "signature": self.signature}
 
 
 class Matches(list):
@@ -64,18 +77,40 @@ def check_queries(simhashes: Sequence[int], max_matches: int | None) -> None:
 
 
 def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_matches: int | None,
-           ttl: int | None = None) -> list[Matches]:
+           ttl: int | None = None, head: int = 8) -> list[Matches]:
     """Per simhash (checked: ``check_queries``; ``k`` checked by the caller), its ``Matches``
     in ``store``'s index: at most ``max_matches`` (None: all) and the count; with ``ttl``
-    (seconds), only documents younger than it (retention.py)."""
+    (seconds), only documents younger than it (retention.py; ``head``: the simhash bytes that
+    open a document row)."""
     out: list[Matches] = []
     for start in range(0, len(simhashes), BATCH):
         queries = simhashes[start:start + BATCH]
         prefixes, inverse = plan(scheme, queries)
         found = runs(queries, store.scan_cells("index", prefixes), inverse, k)
         if ttl:
-            found = unexpired_runs(store, found, ttl)
+            found = unexpired_runs(store, found, ttl, head=head)
         for query_runs in found:
             listed, total = bounded(query_runs, max_matches)
             out.append(Matches(list(starmap(Match, listed)), total, query_runs))
+    return out
+
+
+def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_matches: int | None) -> list[Matches]:
+    """Per query, the ``Matches`` of every signature (``answers[j]``: signature ``names[j]``'s,
+    each bounded by ``max_matches``) as one: each document at its nearest signature (on a tie
+    the first), by (distance, id), the first ``max_matches``. Exact: a document among the
+    first ``max_matches`` of the union is among the first of the signature that is nearest to
+    it. ``total`` counts the distinct documents (every id of the runs read, when more than one
+    signature found some); ``runs`` are every signature's."""
+    out = []
+    for per_query in zip(*answers):
+        best: dict[str, Match] = {}
+        for name, matches in zip(names, per_query):
+            for m in matches:
+                if m.id not in best or m.distance < best[m.id].distance:
+                    best[m.id] = Match(m.id, m.simhash, m.distance, name)
+        listed = sorted(best.values(), key=lambda m: (m.distance, m.id))[:max_matches]
+        hit = [matches for matches in per_query if matches.total]
+        total = hit[0].total if len(hit) == 1 else len({i for m in hit for run in m.runs for i in run.ids})
+        out.append(Matches(listed, total, [run for m in per_query for run in m.runs]))
     return out

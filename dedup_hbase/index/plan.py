@@ -1,7 +1,8 @@
 """The space/time trade-off of each scheme for a corpus of N documents (no I/O).
 
 Expected candidates assume uniformly spread fingerprints: each flag's prefix scan
-returns N / 2^(segment bits) rows on average. Real fingerprints are not uniform, so
+returns N / 2^(segment bits) rows on average. An index of S signatures (text/signatures.py)
+keeps S times the rows and bytes, and a lookup makes S times the scans and candidates. Real fingerprints are not uniform, so
 measure bucket skew on a real index (``dedup-hbase stats``).
 """
 
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 from math import comb
 
 from ..errors import InvalidInput
-from .layout import KEY_BYTES, Scheme
+from ..text.signatures import Signatures
+from .layout import KEY_BYTES, SIGNATURE_FLAGS, Scheme
 
 # One prefix scan (a seek) costs about as much as reading this many candidate rows.
 SEEK_COST = 100
@@ -31,33 +33,41 @@ class PlanRow:
     key_bytes: int
     hbase_bytes: int
     candidates: float
+    signatures: int = 1  # per document: flags, rows, bytes and candidates are of all of them
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
 
 
-def plan(scheme: Scheme, docs: int, id_bytes: int = 16) -> PlanRow:
-    flags = len(scheme.flags)
+def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1) -> PlanRow:
+    """Rows, bytes and candidates of ``scheme`` for ``docs`` documents of ``signatures`` signatures."""
+    flags = len(scheme.flags) * signatures
     rows = docs * flags
-    candidates = sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, flags + 1))
+    candidates = signatures * sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
     return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows,
                    rows * (KEY_BYTES + id_bytes),
-                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates)
+                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates, signatures)
 
 
-def plans(docs: int, k: int = 3, id_bytes: int = 16) -> list[PlanRow]:
-    """``plan`` of every scheme that guarantees ``k`` (``schemes_for``), for ``docs`` documents."""
+def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Signatures()) -> list[PlanRow]:
+    """``plan`` of every scheme that guarantees ``k`` (``schemes_for``; with several
+    ``signatures``, those of at most 16 flags a signature), for ``docs`` documents."""
     if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
         raise InvalidInput(f"the number of documents must be at least 1, not {docs!r}")
-    rows = [plan(s, docs, id_bytes) for s in schemes_for(k)]
+    count = len(signatures)
+    rows = [plan(s, docs, id_bytes, count) for s in schemes_for(k)
+            if count == 1 or len(s.flags) <= SIGNATURE_FLAGS]
     if not rows:
-        raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}")
+        raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}"
+                           f"{f' with {count} signatures' if count > 1 else ''}")
     return rows
 
 
-def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow]) -> str:
+def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Signatures = Signatures()) -> str:
     """``plans`` as a table for people (``dedup-hbase plan``), sizes in B, KB, MB, ... (powers of 1000)."""
-    lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes (uniform fingerprints assumed)",
+    lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes"
+             f"{f', signatures {signatures.label} (rows and scans of all)' if len(signatures) > 1 else ''}"
+             " (uniform fingerprints assumed)",
              f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
              f"{'HBase bytes':>11} {'candidates/lookup':>17}"]
     lines += [f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {human_bytes(r.key_bytes):>10} "

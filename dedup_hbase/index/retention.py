@@ -47,13 +47,14 @@ def describe(seconds: int) -> str:
     return f"{seconds}s"
 
 
-def expires_at(value: bytes | None, ttl: int) -> float | None:
+def expires_at(value: bytes | None, ttl: int, head: int = 8) -> float | None:
     """When the document of a document row expires: ``ttl`` seconds (the index's) after it was
     written (``loaded`` of its metadata), or its own ``ttl`` after (an add given a shorter one);
-    None: no row or no time."""
-    if value is None or len(value) <= 8:
+    None: no row or no time. ``head``: the bytes of simhashes before the metadata (8 a
+    signature)."""
+    if value is None or len(value) <= head:
         return None
-    return meta_expires_at(json.loads(value[8:]), ttl)
+    return meta_expires_at(json.loads(value[head:]), ttl)
 
 
 def meta_expires_at(meta: dict[str, Any], ttl: int) -> float | None:
@@ -64,7 +65,8 @@ def meta_expires_at(meta: dict[str, Any], ttl: int) -> float | None:
     return loaded + (ttl if own is None else min(own, ttl))
 
 
-def unexpired_runs(store: Any, found: Sequence[Sequence[Run]], ttl: int, now: float | None = None) -> list[list[Run]]:
+def unexpired_runs(store: Any, found: Sequence[Sequence[Run]], ttl: int, now: float | None = None,
+                   head: int = 8) -> list[list[Run]]:
     """``found`` (per query, its runs) without the documents that have expired (``expires_at``)
     or have no row, runs left empty dropped: one read of the document rows of every id of the
     runs (the lookup of an index with a TTL, and ``check --engine spark``'s, call it)."""
@@ -72,24 +74,24 @@ def unexpired_runs(store: Any, found: Sequence[Sequence[Run]], ttl: int, now: fl
     if not ids:
         return [list(runs) for runs in found]
     now = time.time() if now is None else now
-    ends = [expires_at(v, ttl) for v in store.get("docs", [encode_id(i) for i in ids])]
+    ends = [expires_at(v, ttl, head) for v in store.get("docs", [encode_id(i) for i in ids])]
     alive = {i for i, end in zip(ids, ends) if end is not None and end > now}
     kept = [[Run(r.distance, r.simhash, [i for i in r.ids if i in alive]) for r in runs] for runs in found]
     return [[r for r in runs if r.ids] for runs in kept]
 
 
-def expired_ids(store: Any, ttl: int, now: float | None = None) -> list[str]:
+def expired_ids(store: Any, ttl: int, now: float | None = None, head: int = 8) -> list[str]:
     """Every document that has expired (``expires_at``; a read of the whole docs table)."""
     now = time.time() if now is None else now
     return [key.decode("utf-8") for key, value in store.iterate("docs")
-            if (end := expires_at(value, ttl)) is not None and end <= now]
+            if (end := expires_at(value, ttl, head)) is not None and end <= now]
 
 
 def remove_expired(index: Any, chunk: int = 10_000) -> int:
     """Delete the documents of ``index`` older than its TTL, and their index cells; how many."""
     if not index.ttl:
         return 0
-    doomed: Sequence[str] = expired_ids(index.store, index.ttl)
+    doomed: Sequence[str] = expired_ids(index.store, index.ttl, head=8 * len(index.signatures))
     for start in range(0, len(doomed), chunk):
         index.delete(doomed[start:start + chunk])
     return len(doomed)

@@ -3,7 +3,8 @@
 A load, a check, a groups job and the Spark engine's workers all turn input records
 (corpus.py) into fingerprints the same way, here: a record with a usable id gets its
 ``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
-a batch go to the fingerprinter in one call. How a rejected record is counted and reported:
+a batch go to the fingerprinter in one call. For an index of several signatures
+(text/signatures.py) the same call fingerprints each record's lead texts too, into ``more``. How a rejected record is counted and reported:
 reports.py.
 """
 
@@ -12,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from ..errors import IndexMismatch
+from ..errors import IndexMismatch, InvalidInput
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
+from ..text.signatures import Signatures
 from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
 
@@ -39,12 +41,24 @@ def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
     return todo
 
 
-def _set_results(todo: list[Record], results: list[int | str]) -> None:
-    for record, result in zip(todo, results):
+def _texts(todo: list[Record], signatures: Signatures) -> list[str]:
+    """The texts to fingerprint: every record's, then (several signatures) its leads', in order."""
+    texts = [r.text for r in todo]
+    if len(signatures) > 1:
+        texts += [part for r in todo for part in signatures.extra_texts(r.text)]
+    return texts
+
+
+def _set_results(todo: list[Record], results: list[int | str], signatures: Signatures = Signatures()) -> None:
+    n, more = len(todo), len(signatures) - 1
+    for i, (record, result) in enumerate(zip(todo, results[:n])):
         if isinstance(result, str):
             record.error = result
         else:
             record.simhash = result
+            if more:  # a lead without a feature takes the body's simhash (text/signatures.py)
+                record.more = tuple(result if isinstance(r, str) else r
+                                    for r in results[n + i * more:n + (i + 1) * more])
 
 
 def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
@@ -57,16 +71,21 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
-                  pool: FingerprintPool) -> Iterator[list[Record]]:
+                  pool: FingerprintPool, signatures: Signatures = Signatures()) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
-    on the pool's workers, yielded in input order."""
+    on the pool's workers, yielded in input order; with several ``signatures``, each record's
+    ``more`` too (its text needed: ``use_simhash`` is refused)."""
+    if use_simhash and len(signatures) > 1:
+        raise InvalidInput(f"an index with signatures {signatures.label} fingerprints the texts themselves: "
+                           "precomputed fingerprints (--fingerprints) carry the body's alone")
+
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
         while batch := list(islice(it, batch_size)):
             yield batch, _to_fingerprint(batch, use_simhash)
 
-    for (batch, todo), results in pool.map(checked(), lambda item: [r.text for r in item[1]]):
-        _set_results(todo, results)
+    for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures)):
+        _set_results(todo, results, signatures)
         yield batch
 
 

@@ -51,6 +51,7 @@ class Record:
     title: str | None = None
     error: str | None = None
     featurizer: str | None = None  # which featurizer made ``simhash`` (fingerprint records say)
+    more: tuple[int, ...] = ()  # an index of several signatures: the simhashes after the body's
 
     @property
     def where(self) -> str:

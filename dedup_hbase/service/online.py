@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInput
 from ..index.ids import encode_id
 from ..index.index import Document, Index, Match, Matches
 from ..index.neardup import earlier_matches
@@ -79,6 +80,9 @@ class OnlineIndex:
     process (see the module docstring for several)."""
 
     def __init__(self, index: Index) -> None:
+        if len(index.signatures) > 1:
+            raise InvalidInput(f"serve does not take an index of several signatures ({index.signatures.label}) "
+                               "yet: its lookups and adds keep the body's alone")
         self.index = index
         self._stripes = [threading.Lock() for _ in range(STRIPES)]
         # a store that is not thread-safe is used by one call at a time

@@ -25,6 +25,7 @@ from typing import IO
 
 import numpy as np
 
+from ...errors import InvalidInput
 from ...index.index import Document, Index, document_meta
 from ...index.neardup import near_pairs
 from ..batches import check_featurizers, fingerprinted
@@ -51,6 +52,9 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
+    if len(index.signatures) > 1 and (options.skip_near_dups or options.groups):
+        raise InvalidInput(f"--skip-near-dups and --groups do not take an index of several signatures "
+                           f"({index.signatures.label}) yet: load it without them, then run check or groups")
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -65,7 +69,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
             remaining = islice(records, report.read, None)
-            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool):
+            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures):
                 good = report.count(batch, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
@@ -101,7 +105,7 @@ def _write(index: Index, good: list[Record], skipped: dict[int, str], report: Lo
             continue
         length = None if record.text is None else len(record.text)
         docs.append(Document(record.id, record.simhash, document_meta(now, record.source, record.line, record.title,
-                                                                      length)))
+                                                                      length), record.more))
     if docs:
         written = index.write(docs)
         report.new += written.new
@@ -134,7 +138,7 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
     with open(options.rejects, "w", encoding="utf-8") as out, \
             FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
         records = read_records(paths, options.fmt, options.fields)
-        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool):
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 

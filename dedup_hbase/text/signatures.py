@@ -1,0 +1,79 @@
+"""Signatures: which parts of a document are fingerprinted, each into a SimHash of its own.
+
+One SimHash within k bits needs two texts whose weighted features are nearly parallel (a cosine
+of about 0.99 at k = 3: docs/quality.md), and a copy that lost its last paragraphs does not have
+that with its original. Its first paragraphs are still the original's, so a second signature,
+the SimHash of the document's *lead*, finds it where the body's does not (Kołcz et al., KDD 2004:
+several signatures per document). The signatures of an index (``body`` always first):
+
+* ``body``: the SimHash of the whole text, what an index of one signature keeps;
+* ``leadN``: the SimHash of the first N characters of the body (the text's logical lines without
+  the boilerplate ones, boilerplate.body_text, joined by newlines). When those N characters hold
+  no feature (a lead of digits and punctuation), the lead's SimHash is the body's.
+
+Every signature is made by the index's one fingerprinter; the index keeps each under flags of its
+own (index/layout.py). This module does no I/O and knows nothing about indexes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import InvalidInput
+from .boilerplate import body_text
+
+DEFAULT = ("body",)
+MAX_SIGNATURES = 4
+_LEAD = re.compile(r"lead([1-9][0-9]{0,5})")
+
+
+@dataclass(frozen=True)
+class Signatures:
+    """The signatures of an index, ``body`` first; ``Signatures.parse("body,lead150")``."""
+
+    names: tuple[str, ...] = DEFAULT
+
+    def __post_init__(self) -> None:
+        names = self.names
+        if not names or names[0] != "body":
+            raise InvalidInput(f"the signatures start with body, not {','.join(names) or 'nothing'}")
+        if len(names) > MAX_SIGNATURES:
+            raise InvalidInput(f"at most {MAX_SIGNATURES} signatures, not {len(names)} ({','.join(names)})")
+        if len(set(names)) != len(names):
+            raise InvalidInput(f"a signature is named twice in {','.join(names)}")
+        for name in names[1:]:
+            if not _LEAD.fullmatch(name):
+                raise InvalidInput(f"unknown signature {name!r}: body, or leadN for the body's first N "
+                                   "characters (1 <= N <= 999999), such as lead150")
+
+    @classmethod
+    def parse(cls, text: str | list | tuple | None) -> "Signatures":
+        """``"body,lead150"`` (or a list of names, as an index's metadata keeps them); None: body."""
+        if text is None:
+            return cls()
+        names = text.split(",") if isinstance(text, str) else list(text)
+        return cls(tuple(str(n).strip() for n in names))
+
+    @property
+    def spec(self) -> list[str]:
+        return list(self.names)
+
+    @property
+    def label(self) -> str:
+        return ",".join(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def leads(self) -> tuple[int, ...]:
+        """The lead lengths in characters, one per signature after the body."""
+        return tuple(int(name[4:]) for name in self.names[1:])
+
+    def extra_texts(self, text: str) -> list[str]:
+        """The texts of the signatures after the body (the body's text is ``text`` itself)."""
+        if not self.leads:
+            return []
+        body = body_text(text, join=False)
+        return [body[:n] for n in self.leads]

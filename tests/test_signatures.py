@@ -1,0 +1,295 @@
+"""An index of several signatures (``init --signatures body,lead150``): the row keys of each
+signature under its own flags, lookups exact against brute force over every signature on
+planted structure (memory, embedded and HBase stores), rewrites and deletes of every
+signature's rows, the signatures recorded and refused on a mismatch, and the commands."""
+
+import json
+import random
+import struct
+import subprocess
+
+import pytest
+
+from dedup_hbase import Document, open_store
+from dedup_hbase.errors import IndexMismatch, InvalidInput
+from dedup_hbase.index.index import Index
+from dedup_hbase.index.layout import Scheme
+from dedup_hbase.stores.memory import MemoryStore
+from dedup_hbase.text.boilerplate import body_text
+from dedup_hbase.text.fingerprint import hamming, make_fingerprinter, to_hex
+from dedup_hbase.text.signatures import Signatures
+
+K = 3
+NAMES = ("body", "lead150")
+
+
+def flip(value, bits, rnd):
+    for bit in rnd.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def far(value, rnd):
+    """A fingerprint more than 2k bits from ``value``."""
+    while True:
+        other = rnd.getrandbits(64)
+        if hamming(other, value) > 2 * K + 1:
+            return other
+
+
+def planted(seed):
+    """(id -> (body, lead) simhashes; queries as (body, lead)): exact copies, copies that keep
+    the lead alone (a lost end) or the body alone, both near (the lead nearer; a tie), pairs at
+    exactly k and k + 1 bits under each signature, a chain of one-bit steps in the lead, noise."""
+    rnd = random.Random(seed)
+    body, lead = rnd.getrandbits(64), rnd.getrandbits(64)
+    docs = {f"copy-{n:02}": (body, lead) for n in range(30)}
+    docs.update({f"lostend-{n}": (far(body, rnd), flip(lead, n % 3, rnd)) for n in range(6)})
+    docs.update({f"bodyonly-{n}": (flip(body, 1 + n % 3, rnd), far(lead, rnd)) for n in range(6)})
+    docs["leadnearer"] = (flip(body, 3, rnd), flip(lead, 1, rnd))
+    docs["tie"] = (flip(body, 2, rnd), flip(lead, 2, rnd))
+    queries = [(body, lead)]
+    for name in NAMES:
+        b, a = rnd.getrandbits(64), rnd.getrandbits(64)
+        queries.append((b, a))
+        for bits in (K, K + 1):
+            docs[f"{name}-at-{bits}"] = ((flip(b, bits, rnd), far(a, rnd)) if name == "body"
+                                         else (far(b, rnd), flip(a, bits, rnd)))
+    step_body, step = rnd.getrandbits(64), rnd.getrandbits(64)
+    queries.append((far(step_body, rnd), step))
+    for n in range(8):
+        step = flip(step, 1, rnd)
+        docs[f"chain-{n}"] = (rnd.getrandbits(64), step)
+    docs.update({f"noise-{n}": (rnd.getrandbits(64), rnd.getrandbits(64)) for n in range(150)})
+    queries += [(flip(body, 2, rnd), flip(lead, 3, rnd)), (far(body, rnd), flip(lead, 1, rnd))]
+    queries += [(rnd.getrandbits(64), rnd.getrandbits(64)) for _ in range(40)]
+    return docs, queries
+
+
+def brute_force(docs, query, k=K):
+    """Every id within k bits under some signature as (distance, id, simhash, signature): at its
+    nearest signature, the body on a tie; by (distance, id)."""
+    found = []
+    for doc_id, sims in docs.items():
+        near = [(hamming(s, q), j) for j, (s, q) in enumerate(zip(sims, query)) if hamming(s, q) <= k]
+        if near:
+            d, j = min(near)
+            found.append((d, doc_id, sims[j], NAMES[j]))
+    return sorted(found)
+
+
+def write(index, docs):
+    index.add_many([Document(i, sims[0], {}, sims[1:]) for i, sims in docs.items()])
+
+
+def assert_exact(index, docs, queries, k=K):
+    bodies, mores = [q[0] for q in queries], [q[1:] for q in queries]
+    for limit in (None, 5):
+        answers = index.query_many(bodies, k, limit, mores)
+        for query, matches in zip(queries, answers):
+            expected = brute_force(docs, query, k)
+            got = [(m.distance, m.id, m.simhash, m.signature) for m in matches]
+            assert got == expected[:limit], query
+            assert matches.total == len(expected)
+
+
+# -- the layout ----------------------------------------------------------------------------------
+
+def test_each_signature_has_its_own_flags_in_the_row_key():
+    s = 0x0123456789ABCDEF
+    lead = Scheme(4, 1).for_signature(1)
+    assert lead.row_keys(s) == [struct.pack(">IBQ", (s >> shift & 0xFFFF) << 16, flag, s)
+                                for shift, flag in ((48, 17), (32, 18), (16, 19), (0, 20))]
+    assert [k[:5] for k in lead.row_keys(s)] == lead.prefixes(s)
+    assert lead.key_table([s, s + 1])[:13] == lead.row_keys(s)[0]
+    assert lead.prefix_ids([s])[0].tolist() == [int.from_bytes(p, "big") for p in lead.prefixes(s)]
+    assert list(Scheme(5, 2).for_signature(1).flag_bytes) == list(range(17, 27))
+    assert list(Scheme.parse("6/2").for_signature(2).flag_bytes) == list(range(33, 48))
+    with pytest.raises(InvalidInput, match="scheme 7/3 has 35 flags; an index with several signatures takes"):
+        Scheme.parse("7/3").for_signature(1)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lead150", "the signatures start with body, not lead150"),
+    ("body,lead0", "unknown signature 'lead0'"),
+    ("body,tail", "unknown signature 'tail': body, or leadN"),
+    ("body,lead150,lead150", "a signature is named twice in body,lead150,lead150"),
+    ("body,lead1,lead2,lead3,lead4", "at most 4 signatures, not 5"),
+])
+def test_bad_signatures_are_refused_with_what_is_wrong(text, message):
+    with pytest.raises(InvalidInput, match=message):
+        Signatures.parse(text)
+
+
+def test_a_lead_is_the_first_characters_of_the_body_without_boilerplate():
+    text = "首页 | 新闻 | 登录\n" + "央视网消息：国务院总理今天主持召开国务院常务会议。" * 20
+    (lead,) = Signatures.parse("body,lead30").extra_texts(text)
+    assert lead == body_text(text, join=False)[:30] and lead.startswith("央视网消息") and len(lead) == 30
+
+
+# -- lookups against brute force -------------------------------------------------------------------
+
+def test_lookups_are_brute_force_over_every_signature_in_memory():
+    docs, queries = planted(1)
+    index = Index.create(MemoryStore(), signatures="body,lead150")
+    write(index, docs)
+    assert_exact(index, docs, queries)
+    assert_exact(index, docs, queries, k=1)
+    stats = index.stats()
+    assert stats["index_rows"] == 4 * len({b for b, _ in docs.values()}) + 4 * len({a for _, a in docs.values()})
+    assert stats["index_cells"] == 8 * len(docs) and stats["signatures"] == list(NAMES)
+    assert sorted(stats["rows_per_flag"]) == sorted(map(str, (1, 2, 3, 4, 17, 18, 19, 20)))
+
+
+def test_lookups_are_brute_force_over_every_signature_on_each_store(store_url):
+    docs, queries = planted(2)
+    with open_store(store_url) as store:
+        index = Index.create(store, signatures="body,lead150")
+        write(index, docs)
+        store.flush()
+        assert_exact(index, docs, queries)
+        again = Index.open(store)
+        assert again.signatures == Signatures(NAMES)
+        assert again.get(["lostend-1"])[0].more == (docs["lostend-1"][1],)
+
+
+def test_a_rewrite_and_a_delete_retire_every_signatures_rows():
+    rnd = random.Random(3)
+    docs = {f"d{n}": (rnd.getrandbits(64), rnd.getrandbits(64)) for n in range(20)}
+    index = Index.create(MemoryStore(), signatures="body,lead150")
+    write(index, docs)
+    old = docs["d3"]
+    docs["d3"] = (old[0], rnd.getrandbits(64))  # the same body, another lead: still replaced
+    assert index.write([Document("d3", *docs["d3"][:1], {}, docs["d3"][1:])]) == (0, 1)
+    assert index.query(old[0], 0, more=(old[1],)) == index.query(old[0], 0, more=docs["d3"][1:])
+    assert [m.signature for m in index.query(old[0], 0, more=(old[1],))] == ["body"]
+    assert index.query(flip(old[0], 12, rnd), 0, more=(old[1],)) == []
+    assert index.delete(["d3", "nope"]) == ["d3"]
+    assert index.stats()["index_cells"] == 8 * 19
+    assert_exact(index, {i: s for i, s in docs.items() if i != "d3"}, list(docs.values()))
+
+
+def test_a_document_needs_each_signature_and_a_query_may_give_the_body_alone():
+    index = Index.create(MemoryStore(), signatures="body,lead150")
+    with pytest.raises(InvalidInput, match="document 'a': this index keeps 2 signatures a document, so 1 more"):
+        index.add_many([Document("a", 5)])
+    with pytest.raises(InvalidInput, match="document 'b': this index keeps 1 signatures a document"):
+        Index.create(MemoryStore()).add_many([Document("b", 5, {}, (6,))])
+    index.add_many([Document("a", 5, {}, (1 << 40,))])
+    assert index.query(5) == [("a", 5, 0, "body")]  # the body's rows alone
+    assert index.query(1 << 63, more=(1 << 40,)) == [("a", 1 << 40, 0, "lead150")]
+    with pytest.raises(InvalidInput, match="give 1 more simhashes for each query"):
+        index.query_many([5], more=[()])
+
+
+def test_an_index_with_a_ttl_reads_the_metadata_after_every_signature():
+    index = Index.create(MemoryStore(), signatures="body,lead150", ttl=60)
+    index.add_many([Document("old", 1, {"loaded": 1}, (2,)), Document("new", 1, {}, (2,))])
+    assert [m.id for m in index.query(1, more=(2,))] == ["new"]
+    assert index.get(["old"])[0].meta == {"loaded": 1}
+
+
+# -- the signatures recorded with the index -------------------------------------------------------
+
+def test_the_signatures_are_recorded_and_another_set_is_refused(tmp_path):
+    with open_store(str(tmp_path / "ix")) as store:
+        Index.create(store, signatures="body,lead150")
+        assert Index.read_config(store)["signatures"] == ["body", "lead150"]
+        with pytest.raises(IndexMismatch, match=r"was built with signatures body,lead150, not body,lead200: its rows"):
+            Index.open(store, signatures="body,lead200")
+        assert Index.open(store, signatures="body,lead150").signatures.label == "body,lead150"
+    with open_store(str(tmp_path / "plain")) as store:
+        Index.create(store)
+        assert "signatures" not in Index.read_config(store)  # an index of one signature: as before
+        with pytest.raises(IndexMismatch, match="was built with signatures body, not body,lead150"):
+            Index.open(store, signatures="body,lead150")
+
+
+# -- the commands ---------------------------------------------------------------------------------
+
+def run(*args, check=True):
+    done = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def news(xwlb_path):
+    """20 news texts of the shared corpus, and for each a copy without its last half."""
+    import gzip
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(20), f)]
+    return texts, [t[:len(t) // 2] for t in texts]
+
+
+def test_a_lead_signature_finds_the_copies_that_lost_their_end(tmp_path, news):
+    texts, halves = news
+    originals, copies = tmp_path / "orig.jsonl", tmp_path / "copies.jsonl"
+    originals.write_text("".join(json.dumps({"id": f"o{i}", "text": t}, ensure_ascii=False) + "\n"
+                                 for i, t in enumerate(texts)), encoding="utf-8")
+    copies.write_text("".join(json.dumps({"id": f"c{i}", "text": t}, ensure_ascii=False) + "\n"
+                              for i, t in enumerate(halves)), encoding="utf-8")
+    fingerprinter = make_fingerprinter()
+    expected = {}  # brute force, each signature fingerprinted here
+    for i, half in enumerate(halves):
+        found = []
+        for j, text in enumerate(texts):
+            near = [(hamming(fingerprinter.fingerprint(a), fingerprinter.fingerprint(b)), name)
+                    for name, a, b in (("body", half, text),
+                                       ("lead150", body_text(half, join=False)[:150],
+                                        body_text(text, join=False)[:150]))]
+            near = [(d, -n, name) for n, (d, name) in enumerate(near) if d <= K]
+            if near:
+                d, _, name = min(near)
+                found.append((d, f"o{j}", name))
+        expected[f"c{i}"] = sorted(found)
+    for signatures in ("body", "body,lead150"):
+        store = str(tmp_path / signatures.replace(",", "-"))
+        run("--store", store, "init", "--signatures", signatures)
+        run("--store", store, "load", str(originals))
+        answers = [json.loads(line) for line in run("--store", store, "check", str(copies), "--json").stdout.splitlines()]
+        got = {a["id"]: sorted((m["distance"], m["id"], m.get("signature", "body")) for m in a["matches"])
+               for a in answers}
+        if signatures == "body":
+            assert all("signature" not in m for a in answers for m in a["matches"])
+            got_body = sum(map(len, got.values()))
+        else:
+            assert got == expected
+            assert sum(map(len, got.values())) > got_body  # the lead finds copies the body misses
+    (lead_of_first,) = Signatures.parse("body,lead150").extra_texts(halves[0])
+    shown = json.loads(run("--store", store, "query", halves[0], "--json").stdout)
+    assert [m["id"] for m in shown["matches"]] == [m[1] for m in expected["c0"]]
+    assert shown["simhash"] == to_hex(fingerprinter.fingerprint(halves[0])) and lead_of_first
+
+
+def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_path, news):
+    store = str(tmp_path / "ix")
+    data = tmp_path / "in.jsonl"
+    data.write_text(json.dumps({"id": "a", "text": news[0][0], "simhash": "00000000000000ff"}) + "\n")
+    run("--store", store, "init", "--signatures", "body,lead150")
+    for args, message in (
+            (("load", str(data), "--skip-near-dups"), "--skip-near-dups and --groups do not take an index of several "
+                                                      "signatures (body,lead150) yet"),
+            (("load", str(data), "--fingerprints"), "precomputed fingerprints (--fingerprints) carry the body's alone"),
+            (("check", str(data), "--engine", "spark", "--out", str(tmp_path / "o")),
+             "check --engine spark does not take an index of several signatures (body,lead150) yet: use --engine local"),
+            (("load", str(data), "--engine", "spark"), "load --engine spark does not take an index of several"),
+            (("serve", "--port", "0"), "serve does not take an index of several signatures (body,lead150) yet")):
+        done = run("--store", store, *args, check=False)
+        assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
+    assert json.loads(run("--store", store, "stats", "--json").stdout)["documents"] == 0
+
+
+def test_plan_counts_the_rows_and_scans_of_every_signature():
+    one = [json.loads(line) for line in run("plan", "--docs", "1000000000", "--json").stdout.splitlines()]
+    two = [json.loads(line) for line in
+           run("plan", "--docs", "1000000000", "--signatures", "body,lead150", "--json").stdout.splitlines()]
+    assert [r["scheme"] for r in two] == [r["scheme"] for r in one] == ["4", "5"]
+    for a, b in zip(one, two):
+        assert (b["flags"], b["index_rows"], b["key_bytes"], b["signatures"]) == \
+               (2 * a["flags"], 2 * a["index_rows"], 2 * a["key_bytes"], 2)
+        assert b["candidates"] == pytest.approx(2 * a["candidates"])
+    assert "signatures body,lead150 (rows and scans of all)" in run(
+        "plan", "--docs", "1000", "--signatures", "body,lead150").stdout
