@@ -29,8 +29,16 @@ import numpy as np
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
-from .documents import (Document, Written, checked_columns, document_meta, document_value, more_columns,
-                        parse_document, stored_simhashes)
+from .documents import (
+    Document,
+    Written,
+    checked_columns,
+    document_meta,
+    document_value,
+    more_columns,
+    parse_document,
+    stored_simhashes,
+)
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
 from .lookup import Match, Matches, check_queries, lookup, merged
