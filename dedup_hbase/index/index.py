@@ -157,13 +157,7 @@ class Index:
         """The simhashes of ``text``'s signatures after the body (whose simhash is ``simhash``):
         () in an index of one signature. A signature whose text has no feature takes the body's
         simhash (text/signatures.py)."""
-        more = []
-        for part in self.signatures.extra_texts(text):
-            try:
-                more.append(self.fingerprinter.fingerprint(part))
-            except ValueError:  # EmptyDocument: no feature in the lead
-                more.append(simhash)
-        return tuple(more)
+        return self.signatures.more(self.fingerprinter.fingerprint, text, simhash)
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
             meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = ()) -> int:

@@ -16,7 +16,7 @@ from itertools import islice
 from ..errors import IndexMismatch, InvalidInput
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
-from ..text.signatures import Signatures
+from ..text.signatures import Signatures, settled
 from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
 
@@ -56,9 +56,8 @@ def _set_results(todo: list[Record], results: list[int | str], signatures: Signa
             record.error = result
         else:
             record.simhash = result
-            if more:  # a lead without a feature takes the body's simhash (text/signatures.py)
-                record.more = tuple(result if isinstance(r, str) else r
-                                    for r in results[n + i * more:n + (i + 1) * more])
+            if more:
+                record.more = settled(results[n + i * more:n + (i + 1) * more], result)
 
 
 def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:

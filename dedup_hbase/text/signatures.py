@@ -18,6 +18,7 @@ own (index/layout.py). This module does no I/O and knows nothing about indexes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
@@ -77,3 +78,20 @@ class Signatures:
             return []
         body = body_text(text, join=False)
         return [body[:n] for n in self.leads]
+
+    def more(self, fingerprint: Callable[[str], int], text: str, body: int) -> tuple[int, ...]:
+        """The simhashes of ``text``'s signatures after the body (whose simhash is ``body``),
+        made by ``fingerprint``; () for the body alone."""
+        results: list[int | str] = []
+        for part in self.extra_texts(text):
+            try:
+                results.append(fingerprint(part))
+            except ValueError as e:  # EmptyDocument: no feature in the lead
+                results.append(str(e))
+        return settled(results, body)
+
+
+def settled(results: Sequence[int | str], body: int) -> tuple[int, ...]:
+    """The simhashes of the signatures after the body from their fingerprinting's results (a
+    simhash, or why there is none: a text without features), the body's where there is none."""
+    return tuple(body if isinstance(r, str) else r for r in results)
