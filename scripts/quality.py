@@ -52,6 +52,7 @@ from dedup_hbase.report.copies import KINDS, Copier, detect_lang, edit_character
 from dedup_hbase.report.tune import jaccard, shingle_set
 from dedup_hbase.text.boilerplate import boilerplate_reason, logical_lines
 from dedup_hbase.text.features import normalize
+from dedup_hbase.text.signatures import Signatures
 
 FP_JACCARD = 0.3          # below this 4-gram Jaccard a match is "clearly another document"
 FP_BUDGET = 0.005         # false positives per lookup allowed when picking the best k
@@ -74,12 +75,16 @@ METHOD_DOC = {
     "dedup-hbase:shingles4": "dedup-hbase as shipped: `make_fingerprinter(\"shingles\", shingle_size=4)` (character "
                              "4-grams of letters and digits, weight = count)",
     "dedup-hbase:shingles3": "the same with `shingle_size=3`",
+    "dedup-hbase:jieba+lead150": "`init --signatures body,lead150`: the default's SimHash of the body and the "
+                                 "SimHash of the body's first 150 characters (text/signatures.py); a document "
+                                 "matches when either is within k bits",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
                            "characters joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of "
                                "the raw text, punctuation included, as it is commonly done; each occurrence weight 1",
 }
 ALL_METHODS = list(METHOD_DOC)
+SIGNATURES = {"dedup-hbase:jieba+lead150": "body,lead150"}  # a method of several signatures: its index's
 
 
 # =====================================================================================
@@ -95,7 +100,14 @@ def _worker_init(methods: list[str]) -> None:
 
     jieba.setLogLevel(30)
     tokenizer = jieba.Tokenizer()
+    default = make_fingerprinter("jieba")
+
+    def signed(names):
+        signatures = Signatures.parse(names)
+        return lambda text: (body := default.fingerprint(text), *signatures.more(default.fingerprint, text, body))
+
     fns = {
+        **{m: signed(names) for m, names in SIGNATURES.items()},
         "dedup-hbase:jieba": make_fingerprinter("jieba").fingerprint,
         "dedup-hbase:shingles4": make_fingerprinter("shingles", shingle_size=4).fingerprint,
         "dedup-hbase:shingles3": make_fingerprinter("shingles", shingle_size=3).fingerprint,
@@ -108,7 +120,7 @@ def _worker_init(methods: list[str]) -> None:
     _WORKER["fns"] = [fns[m] for m in methods]
 
 
-def _fingerprint_chunk(texts: list[str]) -> list[list[int]]:
+def _fingerprint_chunk(texts: list[str]) -> list[list[tuple[int, ...]]]:
     out = []
     for text in texts:
         row = []
@@ -117,13 +129,15 @@ def _fingerprint_chunk(texts: list[str]) -> list[list[int]]:
                 value = fn(text)
             except (EmptyDocument, ValueError, ZeroDivisionError):
                 value = -1
-            row.append(value if value is not None and value >= 0 else -1)
+            value = value if isinstance(value, tuple) else (value if value is not None and value >= 0 else -1,)
+            row.append(value)
         out.append(row)
     return out
 
 
 def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np.ndarray, np.ndarray]:
-    """(fingerprints uint64 [len(texts), len(methods)], valid bool [same])."""
+    """(fingerprints uint64 [len(texts), len(methods), signatures], valid bool [len(texts), len(methods)]):
+    per method its signatures' SimHashes, padded with the body's (a distance is the least over them)."""
     chunk = 64
     chunks = [texts[i:i + chunk] for i in range(0, len(texts), chunk)]
     rows: list[list[int]] = []
@@ -143,10 +157,18 @@ def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np
         pool.join()
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    raw = np.array(rows, dtype=object).reshape(len(texts), len(methods))
-    valid = raw != -1
-    fps = np.where(valid, raw, 0).astype(np.uint64)
+    width = max(len(SIGNATURES.get(m, "body").split(",")) for m in methods)
+    raw = np.array([[sims + sims[:1] * (width - len(sims)) for sims in row] for row in rows],
+                   dtype=object).reshape(len(texts), len(methods), width)
+    valid = raw[:, :, 0] != -1
+    fps = np.where(valid[:, :, None], raw, 0).astype(np.uint64)
     return fps, valid
+
+
+def nearest(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamming distances between fingerprints of several signatures, ``a`` (n, S) and ``b`` (m, S):
+    (n, m), each the least over the signatures (a document within k under any of them)."""
+    return np.bitwise_count(a[:, None, :] ^ b[None, :, :]).min(axis=2)
 
 
 # =====================================================================================
@@ -203,13 +225,13 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, variants, doc_text
         docs = doc_fps[:, j]
         bad_docs = ~doc_valid[:, j]
         q_all = var_fps[:, j]
-        dist_own = np.bitwise_count(q_all ^ docs[origin]).astype(np.int16)
+        dist_own = np.bitwise_count(q_all ^ docs[origin]).min(axis=1).astype(np.int16)
         dist_own[~var_valid[:, j] | bad_docs[origin]] = 99
         own[m] = dist_own
         vis, dis, ds = [], [], []
         for s in range(0, len(variants), chunk):
             q = q_all[s:s + chunk]
-            d = np.bitwise_count(q[:, None] ^ docs[None, :])
+            d = nearest(q, docs)
             d[:, bad_docs] = 99
             d[~var_valid[s:s + chunk, j], :] = 99
             d[np.arange(len(q)), origin[s:s + chunk]] = 99          # own original handled above
@@ -282,7 +304,7 @@ def background(methods, doc_fps, doc_valid, doc_texts, kmax, cap=1.0, chunk=1024
         bad = ~doc_valid[:, j]
         pi, pj, pd = [], [], []
         for s in range(0, n, chunk):
-            d = np.bitwise_count(docs[s:s + chunk, None] ^ docs[None, :])
+            d = nearest(docs[s:s + chunk], docs)
             d[:, bad] = 99
             d[bad[s:s + chunk], :] = 99
             a, b = np.nonzero(d <= kmax)
@@ -305,19 +327,22 @@ def background(methods, doc_fps, doc_valid, doc_texts, kmax, cap=1.0, chunk=1024
     return out
 
 
-def verify_index(method_index, doc_fps, doc_valid, var_fps, var_valid, k, sample, seed):
+def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, k, sample, seed):
     """Check brute force against dedup-hbase's real Index (memory store) for one method."""
-    ix = Index.create(open_store("memory:"), None, k)  # the scheme `init --k` would choose
+    signatures = Signatures.parse(SIGNATURES.get(method, "body"))
+    ix = Index.create(open_store("memory:"), None, k, signatures=signatures)  # the scheme `init --k` would choose
     scheme = ix.scheme.name
-    docs = doc_fps[:, method_index]
-    ix.add_many([Document(str(i), int(docs[i])) for i in range(len(docs)) if doc_valid[i, method_index]])
+    docs, more = doc_fps[:, method_index], len(signatures) - 1
+    ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])))
+                 for i in range(len(docs)) if doc_valid[i, method_index]])
     rnd = random.Random(seed)
     picks = [i for i in range(len(var_fps)) if var_valid[i, method_index]]
     picks = rnd.sample(picks, min(sample, len(picks)))
-    answers = ix.query_many([int(var_fps[i, method_index]) for i in picks], k)
+    answers = ix.query_many([int(var_fps[i, method_index, 0]) for i in picks], k, None,
+                            [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None)
     valid_docs = np.nonzero(doc_valid[:, method_index])[0]
     for i, got in zip(picks, answers):
-        d = np.bitwise_count(docs[valid_docs] ^ var_fps[i, method_index])
+        d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more])[0]
         want = sorted(str(x) for x in valid_docs[d <= k])
         if sorted(m.id for m in got) != want:
             raise SystemExit(f"index and brute force disagree on variant {i}: {sorted(m.id for m in got)} vs {want}")
@@ -465,7 +490,7 @@ def main() -> None:
 
     if args.verify_index:
         name, _, k = args.verify_index.rpartition(":")
-        scheme, n = verify_index(methods.index(name), doc_fps, doc_valid, var_fps, var_valid, int(k), 500, args.seed)
+        scheme, n = verify_index(name, methods.index(name), doc_fps, doc_valid, var_fps, var_valid, int(k), 500, args.seed)
         print(f"  --verify-index: dedup-hbase Index ({scheme}, k={k}) = brute force on {n} lookups", file=sys.stderr)
 
     main_methods = methods

@@ -1,5 +1,5 @@
 """The compiled core (native/, ``dedup_hbase_core``) gives exactly the Python reference's
-features and fingerprints: every document of the shared corpora, random hostile text
+features, fingerprints and margins: every document of the shared corpora, random hostile text
 (hypothesis, derandomized so every run tries the same examples), and each step on its
 own (normalisation of every code point, boilerplate rules line by line, jieba's cut).
 Any difference fails; nothing here falls back to the reference.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -26,11 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dedup_hbase.errors import InvalidInput
+from dedup_hbase.errors import EmptyDocument, InvalidInput
 from dedup_hbase.jobs import workers
 from dedup_hbase.text import boilerplate, native
 from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, normalize
-from dedup_hbase.text.fingerprint import Fingerprinter, Hasher
+from dedup_hbase.text.fingerprint import Fingerprinter, Hasher, margins_of
 
 from conftest import reference_features, require_or_skip, shared_texts
 
@@ -151,6 +152,12 @@ def test_every_shared_document(xwlb_path, name, featurizer):
     hasher = Hasher(0)
     assert sorted(errors) == [i for i, features in enumerate(want) if not features]
     assert [int(h) for i, h in enumerate(hashes) if want[i]] == [hasher.simhash(f) for f in want if f]
+    # the core's margins (how sure each bit is: what a lookup's probes flip) of every 7th document
+    for i in range(0, len(texts), 7):
+        if want[i]:
+            got = both(featurizer, 0)[0].margins(texts[i])
+            assert got.dtype == np.int64 and np.array_equal(got, margins_of(hasher, want[i]))
+            assert int("".join("1" if m > 0 else "0" for m in got), 2) == int(hashes[i])
 
 
 def large_document(xwlb_path, jargon_path, size: int, seed: int) -> str:
@@ -312,6 +319,21 @@ def test_random_text_has_the_same_jieba_words(text):
 @given(text, st.sampled_from(["jieba", "shingles1", "shingles2", "shingles4", "shingles7"]))
 def test_random_text_has_the_same_features(text, featurizer):
     assert core_features(featurizer, text) == reference_features_of(featurizer, text)
+
+
+@HYPOTHESIS
+@given(text, st.sampled_from(["jieba", "shingles2", "shingles4"]), st.sampled_from(SEEDS))
+def test_random_text_has_the_same_margins(text, featurizer, seed):
+    fast, slow = both(featurizer, seed)
+    try:
+        want = slow.margins(text)
+    except EmptyDocument as e:
+        with pytest.raises(EmptyDocument, match=re.escape(str(e))):
+            fast.margins(text)
+        return
+    got = fast.margins(text)
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert int("".join("1" if m > 0 else "0" for m in got), 2) == fast.fingerprint(text)
 
 
 @settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

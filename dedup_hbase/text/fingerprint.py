@@ -52,6 +52,16 @@ def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
     return int.from_bytes(np.packbits(ones).tobytes(), "big")
 
 
+def margins_of(hasher: "Hasher", weighted: Mapping[str, int]) -> np.ndarray:
+    """``Fingerprinter.margins`` of ``{feature: integer weight}`` (not empty): per bit, most
+    significant first, twice the weight of the features whose hash has it set minus the weight
+    of all (int64, wrapping as ``simhash_of_hashes``'s sums)."""
+    hashes = np.array([hasher.hash(f) for f in weighted], dtype=np.uint64)
+    weights = np.fromiter(weighted.values(), np.int64, len(weighted))
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)
+    return 2 * (weights @ bits) - weights.sum()
+
+
 class Hasher:
     """Feature hashing with a per-instance cache of token hashes (no module state)."""
 
@@ -152,6 +162,30 @@ class Fingerprinter:
             except EmptyDocument as e:
                 errors[i] = str(e)
         return out, errors
+
+    def margins(self, text: str) -> np.ndarray:
+        """How sure each bit of ``text``'s SimHash is, most significant bit first (int64, 64):
+        twice the weight of the features whose hash has the bit set, minus the weight of all.
+        A bit is 1 exactly where its margin is positive; a margin near 0 is a bit that a small
+        edit flips. Raises EmptyDocument as ``fingerprint`` does. The compiled core's when it
+        is installed (tests/test_native.py: the same numbers)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, not {type(text).__name__}")
+        core = self._core
+        found = core.margins(text) if core is not None else None
+        return self._reference_margins(text) if found is None else found
+
+    def _reference_margins(self, text: str) -> np.ndarray:
+        weighted = self.featurizer.features(text)
+        if not weighted:
+            raise EmptyDocument(EmptyDocument.EMPTY_TEXT if not text.strip() else EmptyDocument.NO_FEATURES)
+        return margins_of(self.hasher, weighted)
+
+    def uncertain_bits(self, text: str, count: int) -> tuple[int, ...]:
+        """The ``count`` least sure bits of ``text``'s SimHash (``margins`` nearest 0; on a tie
+        the more significant), each as its mask (``1 << 63`` the most significant)."""
+        order = np.argsort(np.abs(self.margins(text)), kind="stable")[:count]
+        return tuple(1 << (63 - int(i)) for i in order)
 
     def _reference(self, text: str) -> int:
         weighted = self.featurizer.features(text)

@@ -125,6 +125,16 @@ class NativeFingerprinter:
             return self.reference(text)
         raise EmptyDocument(EmptyDocument.EMPTY_TEXT if status == _EMPTY else EmptyDocument.NO_FEATURES)
 
+    def margins(self, text: str) -> np.ndarray | None:
+        """``Fingerprinter.margins(text)`` (int64, 64, most significant bit first); None for a
+        text with a lone surrogate (the reference takes it); EmptyDocument as ``fingerprint``."""
+        values, status = self.core.margins(text, self.seed)
+        if status == _OK:
+            return np.array(values, dtype=np.int64)
+        if status == _SURROGATE:
+            return None
+        raise EmptyDocument(EmptyDocument.EMPTY_TEXT if status == _EMPTY else EmptyDocument.NO_FEATURES)
+
     def fingerprint_many(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """Fingerprints of ``texts`` (uint64, 0 where there is none) and, by position,
         the EmptyDocument message of each text without one. The GIL is released while

@@ -73,13 +73,13 @@ impl Featurize for Shingles {
     }
 }
 
-/// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
-pub fn fingerprint<F: Featurize>(
+/// The sums of `text`'s SimHash, or why there is none.
+fn sums<F: Featurize>(
     featurizer: &F,
     text: &str,
     seed: u32,
     work: &mut F::Work,
-) -> Result<u64, Status> {
+) -> Result<simhash::SimHash, Status> {
     let mut simhash = simhash::SimHash::new(seed);
     featurizer.each_feature(text, work, &mut |feature, weight| {
         simhash.add(feature, weight)
@@ -92,7 +92,27 @@ pub fn fingerprint<F: Featurize>(
             Status::NoFeatures
         });
     }
-    Ok(simhash.finish())
+    Ok(simhash)
+}
+
+/// `Fingerprinter.fingerprint(text)`: the SimHash, or why there is none.
+pub fn fingerprint<F: Featurize>(
+    featurizer: &F,
+    text: &str,
+    seed: u32,
+    work: &mut F::Work,
+) -> Result<u64, Status> {
+    sums(featurizer, text, seed, work).map(|simhash| simhash.finish())
+}
+
+/// `Fingerprinter.margins(text)`: how sure each bit of the SimHash is, or why there is none.
+pub fn margins<F: Featurize>(
+    featurizer: &F,
+    text: &str,
+    seed: u32,
+    work: &mut F::Work,
+) -> Result<[i64; 64], Status> {
+    sums(featurizer, text, seed, work).map(|simhash| simhash.margins())
 }
 
 /// The `Work` buffers of the calls before, for the next ones: a call takes one for each

@@ -75,6 +75,27 @@ fn single<F: Featurize>(
     }))
 }
 
+/// `(margins, status)`: 64 margins, bit 63 first (empty unless status is 0; statuses as
+/// `fingerprint`'s)
+fn margins_of<F: Featurize>(
+    py: Python<'_>,
+    featurizer: &F,
+    works: &Works<F::Work>,
+    text: &Bound<'_, PyAny>,
+    seed: u32,
+) -> PyResult<(Vec<i64>, u8)> {
+    let item = [text.clone()];
+    let strs = texts_of(&item)?;
+    let text = strs[0];
+    Ok(py.detach(|| match text {
+        None => (Vec::new(), Status::Surrogate as u8),
+        Some(text) => match works.with(|work| crate::margins(featurizer, text, seed, work)) {
+            Ok(m) => (m.to_vec(), 0),
+            Err(s) => (Vec::new(), s as u8),
+        },
+    }))
+}
+
 fn str_arg(text: &Bound<'_, PyAny>) -> PyResult<String> {
     let s = text
         .cast::<PyString>()
@@ -141,6 +162,16 @@ impl Jieba {
         single(py, &self.0, &self.1, text, seed)
     }
 
+    /// `(margins, status)`: `Fingerprinter.margins`, bit 63 first
+    fn margins(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        seed: u32,
+    ) -> PyResult<(Vec<i64>, u8)> {
+        margins_of(py, &self.0, &self.1, text, seed)
+    }
+
     /// `(fingerprints, statuses)`: 8 little-endian bytes and one status byte a text
     #[pyo3(signature = (texts, seed, threads=1))]
     fn fingerprint_batch<'py>(
@@ -197,6 +228,15 @@ impl ShingleCore {
         seed: u32,
     ) -> PyResult<(u64, u8)> {
         single(py, &self.0, &self.1, text, seed)
+    }
+
+    fn margins(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        seed: u32,
+    ) -> PyResult<(Vec<i64>, u8)> {
+        margins_of(py, &self.0, &self.1, text, seed)
     }
 
     #[pyo3(signature = (texts, seed, threads=1))]

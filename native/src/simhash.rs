@@ -37,6 +37,16 @@ impl SimHash {
         }
     }
 
+    /// `Fingerprinter.margins`: `2 * set_weight[i] - total` per bit, bit 63 first (wrapping,
+    /// as numpy's int64); bit i of `finish` is 1 exactly where its margin is positive.
+    pub fn margins(&self) -> [i64; 64] {
+        let mut out = [0i64; 64];
+        for (bit, sum) in self.set.iter().enumerate() {
+            out[63 - bit] = sum.wrapping_mul(2).wrapping_sub(self.total);
+        }
+        out
+    }
+
     /// Bit i is 1 when `2 * set_weight[i] > total`.
     pub fn finish(&self) -> u64 {
         let mut out = 0u64;
