@@ -66,12 +66,15 @@ def planted(seed):
     return docs, queries
 
 
-def brute_force(docs, query, k=K):
-    """Every id within k bits under some signature as (distance, id, simhash, signature): at its
-    nearest signature, the body on a tie; by (distance, id)."""
+def brute_force(docs, query, k=K, masks=()):
+    """Every id within k bits under some signature, or within k of a probe (the signature's
+    query with the bits of one of its ``masks`` flipped), as (distance, id, simhash, signature):
+    at its nearest signature by the distance from the query itself, the body on a tie; by
+    (distance, id)."""
     found = []
     for doc_id, sims in docs.items():
-        near = [(hamming(s, q), j) for j, (s, q) in enumerate(zip(sims, query)) if hamming(s, q) <= k]
+        near = [(hamming(s, q), j) for j, (s, q) in enumerate(zip(sims, query))
+                if hamming(s, q) <= k or any(hamming(s, q ^ m) <= k for m in (masks[j] if j < len(masks) else ()))]
         if near:
             d, j = min(near)
             found.append((d, doc_id, sims[j], NAMES[j]))
@@ -82,12 +85,12 @@ def write(index, docs):
     index.add_many([Document(i, sims[0], {}, sims[1:]) for i, sims in docs.items()])
 
 
-def assert_exact(index, docs, queries, k=K):
+def assert_exact(index, docs, queries, k=K, probes=None):
     bodies, mores = [q[0] for q in queries], [q[1:] for q in queries]
     for limit in (None, 5):
-        answers = index.query_many(bodies, k, limit, mores)
-        for query, matches in zip(queries, answers):
-            expected = brute_force(docs, query, k)
+        answers = index.query_many(bodies, k, limit, mores, probes)
+        for n, (query, matches) in enumerate(zip(queries, answers)):
+            expected = brute_force(docs, query, k, probes[n] if probes else ())
             got = [(m.distance, m.id, m.simhash, m.signature) for m in matches]
             assert got == expected[:limit], query
             assert matches.total == len(expected)
@@ -153,6 +156,60 @@ def test_lookups_are_brute_force_over_every_signature_on_each_store(store_url):
         assert again.get(["lostend-1"])[0].more == (docs["lostend-1"][1],)
 
 
+def test_probes_find_what_is_within_k_of_the_query_with_an_unsure_bit_flipped(store_url):
+    """Planted around each query: documents at k + 1 bits whose extra bit is a probed one (found,
+    at k + 1) or not (not found), at k + 2 with two probed bits (not found), under each signature;
+    every lookup equal to brute force over the signatures and their probes."""
+    docs, queries = planted(3)
+    rnd = random.Random(4)
+    probes = []
+    for n, query in enumerate(queries[:12]):
+        masks = tuple(tuple(1 << b for b in rnd.sample(range(64), count)) for count in (8, 4))
+        probes.append(masks)
+        for j, name in enumerate(NAMES):
+            free = [b for b in range(64) if 1 << b not in masks[j]]
+            for label, bits in (("probed", [masks[j][0].bit_length() - 1, *rnd.sample(free, K)]),
+                                ("unprobed", rnd.sample(free, K + 1)),
+                                ("twoprobed", [masks[j][0].bit_length() - 1, masks[j][1].bit_length() - 1,
+                                               *rnd.sample(free, K)])):
+                near = query[j]
+                for b in bits:
+                    near ^= 1 << b
+                other = far(query[1 - j], rnd)
+                docs[f"q{n}-{name}-{label}"] = (near, other) if j == 0 else (other, near)
+    probes += [((), ())] * (len(queries) - len(probes))
+    with open_store(store_url) as store:
+        index = Index.create(store, signatures="body,lead150", probes="8,4")
+        write(index, docs)
+        store.flush()
+        assert_exact(index, docs, queries, probes=probes)
+        found = index.query_many([q[0] for q in queries[:1]], None, None, [queries[0][1:]], probes[:1])[0]
+        assert {m.id: m.distance for m in found if m.id.startswith("q0-")} == \
+            {"q0-body-probed": K + 1, "q0-lead150-probed": K + 1}
+        assert Index.read_config(store)["probes"] == [8, 4]
+
+
+def test_probes_of_an_index_of_one_signature_keep_its_answers_plain():
+    rnd = random.Random(5)
+    docs = {f"d{n}": (rnd.getrandbits(64),) for n in range(50)}
+    query = docs["d7"][0] ^ 0b1111  # 4 bits away: a probe of bit 0 finds it
+    index = Index.create(MemoryStore(), probes=2)
+    index.add_many([Document(i, s[0]) for i, s in docs.items()])
+    assert index.query(query) == []
+    assert index.query(query, probes=((1, 1 << 40),)) == [("d7", docs["d7"][0], 4, None)]
+    assert repr(index.query(query, probes=((1,),))[0]) == f"Match(id='d7', simhash={docs['d7'][0]}, distance=4)"
+
+
+@pytest.mark.parametrize("probes, message", [
+    ("8,4,2", "3 probe counts for 2 signatures: give one per signature, the body's first"),
+    ("65", "a probe count is a whole number from 0 to 64, not 65"),
+    ("eight", "probes are whole numbers, one per signature"),
+])
+def test_bad_probe_counts_are_refused(probes, message):
+    with pytest.raises(InvalidInput, match=message):
+        Index.create(MemoryStore(), signatures="body,lead150", probes=probes)
+
+
 def test_a_rewrite_and_a_delete_retire_every_signatures_rows():
     rnd = random.Random(3)
     docs = {f"d{n}": (rnd.getrandbits(64), rnd.getrandbits(64)) for n in range(20)}
@@ -216,52 +273,68 @@ def run(*args, check=True):
 
 @pytest.fixture(scope="module")
 def news(xwlb_path):
-    """20 news texts of the shared corpus, and for each a copy without its last half."""
+    """100 news texts of the shared corpus, and a copy of each: the first 20 without the second
+    half of their text, the others with 1% of their characters edited (report/copies.py)."""
     import gzip
 
+    from dedup_hbase.report.copies import Copier, edit_characters
+
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for _, line in zip(range(20), f)]
-    return texts, [t[:len(t) // 2] for t in texts]
+        texts = [json.loads(line)["text"] for _, line in zip(range(100), f)]
+    rnd = random.Random(6)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    return texts, [t[:len(t) // 2] for t in texts[:20]] + [copier.edit1(rnd, t) for t in texts[20:]]
 
 
-def test_a_lead_signature_finds_the_copies_that_lost_their_end(tmp_path, news):
+def expected_checks(originals, copies, probes=(0, 0)):
+    """Brute force over the signatures (and probes) of ``check``: each copy's matches among the
+    originals, as (distance, id, signature), fingerprinted here from the library's parts."""
+    fingerprinter = make_fingerprinter()
+
+    def signed(text):
+        lead = body_text(text, join=False)[:150]
+        return [(fingerprinter.fingerprint(part), fingerprinter.uncertain_bits(part, count))
+                for part, count in ((text, probes[0]), (lead, probes[1]))]
+
+    indexed = [signed(t) for t in originals]
+    expected = {}
+    for i, copy in enumerate(copies):
+        query, found = signed(copy), []
+        for j, doc in enumerate(indexed):
+            near = [(hamming(d, q), n, name) for n, (name, (d, _), (q, masks)) in enumerate(zip(NAMES, doc, query))
+                    if hamming(d, q) <= K or any(hamming(d, q ^ m) <= K for m in masks)]
+            if near:
+                d, _, name = min(near)
+                found.append((d, f"o{j}", name))
+        expected[f"c{i}"] = sorted(found)
+    return expected
+
+
+def test_a_lead_signature_and_probes_find_the_copies_that_lost_their_end(tmp_path, news):
     texts, halves = news
     originals, copies = tmp_path / "orig.jsonl", tmp_path / "copies.jsonl"
     originals.write_text("".join(json.dumps({"id": f"o{i}", "text": t}, ensure_ascii=False) + "\n"
                                  for i, t in enumerate(texts)), encoding="utf-8")
     copies.write_text("".join(json.dumps({"id": f"c{i}", "text": t}, ensure_ascii=False) + "\n"
                               for i, t in enumerate(halves)), encoding="utf-8")
-    fingerprinter = make_fingerprinter()
-    expected = {}  # brute force, each signature fingerprinted here
-    for i, half in enumerate(halves):
-        found = []
-        for j, text in enumerate(texts):
-            near = [(hamming(fingerprinter.fingerprint(a), fingerprinter.fingerprint(b)), name)
-                    for name, a, b in (("body", half, text),
-                                       ("lead150", body_text(half, join=False)[:150],
-                                        body_text(text, join=False)[:150]))]
-            near = [(d, -n, name) for n, (d, name) in enumerate(near) if d <= K]
-            if near:
-                d, _, name = min(near)
-                found.append((d, f"o{j}", name))
-        expected[f"c{i}"] = sorted(found)
-    for signatures in ("body", "body,lead150"):
-        store = str(tmp_path / signatures.replace(",", "-"))
-        run("--store", store, "init", "--signatures", signatures)
+    found = {}
+    for init in (["--signatures", "body"], ["--signatures", "body,lead150"],
+                 ["--signatures", "body,lead150", "--probes", "8,2"]):
+        store = str(tmp_path / "-".join(init).replace(",", "_"))
+        run("--store", store, "init", *init)
         run("--store", store, "load", str(originals))
         answers = [json.loads(line) for line in run("--store", store, "check", str(copies), "--json").stdout.splitlines()]
         got = {a["id"]: sorted((m["distance"], m["id"], m.get("signature", "body")) for m in a["matches"])
                for a in answers}
-        if signatures == "body":
+        found[" ".join(init)] = sum(map(len, got.values()))
+        if init[1] == "body":
             assert all("signature" not in m for a in answers for m in a["matches"])
-            got_body = sum(map(len, got.values()))
         else:
-            assert got == expected
-            assert sum(map(len, got.values())) > got_body  # the lead finds copies the body misses
-    (lead_of_first,) = Signatures.parse("body,lead150").extra_texts(halves[0])
+            assert got == expected_checks(texts, halves, (8, 2) if "--probes" in init else (0, 0))
+    assert found["--signatures body"] < found["--signatures body,lead150"] < found["--signatures body,lead150 --probes 8,2"]
     shown = json.loads(run("--store", store, "query", halves[0], "--json").stdout)
-    assert [m["id"] for m in shown["matches"]] == [m[1] for m in expected["c0"]]
-    assert shown["simhash"] == to_hex(fingerprinter.fingerprint(halves[0])) and lead_of_first
+    assert [m["id"] for m in shown["matches"]] == [m[1] for m in expected_checks(texts, halves[:1], (8, 2))["c0"]]
+    assert shown["simhash"] == to_hex(make_fingerprinter().fingerprint(halves[0]))
 
 
 def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_path, news):
@@ -272,7 +345,9 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
     for args, message in (
             (("load", str(data), "--skip-near-dups"), "--skip-near-dups and --groups do not take an index of several "
                                                       "signatures (body,lead150) yet"),
-            (("load", str(data), "--fingerprints"), "precomputed fingerprints (--fingerprints) carry the body's alone"),
+            (("load", str(data), "--fingerprints"),
+             "an index with signatures body,lead150 fingerprints the texts themselves: precomputed fingerprints "
+             "(--fingerprints) carry the body's simhash alone"),
             (("check", str(data), "--engine", "spark", "--out", str(tmp_path / "o")),
              "check --engine spark does not take an index of several signatures (body,lead150) yet: use --engine local"),
             (("load", str(data), "--engine", "spark"), "load --engine spark does not take an index of several"),
@@ -280,6 +355,15 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
         done = run("--store", store, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
     assert json.loads(run("--store", store, "stats", "--json").stdout)["documents"] == 0
+    probed = str(tmp_path / "probed")
+    run("--store", probed, "init", "--probes", "8")
+    for args, message in (
+            (("check", str(data), "--fingerprints"), "an index with probes fingerprints the texts themselves"),
+            (("load", str(data), "--groups", str(tmp_path / "g.jsonl")),
+             "--skip-near-dups and --groups do not take an index of probes yet"),
+            (("serve", "--port", "0"), "serve does not take an index of probes yet")):
+        done = run("--store", probed, *args, check=False)
+        assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
 
 
 def test_plan_counts_the_rows_and_scans_of_every_signature():

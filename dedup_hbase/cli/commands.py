@@ -92,17 +92,19 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
          ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
+         probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,2 (more scans, no more rows; docs/quality.md).")] = None,
          json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k, featurizer and signatures."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
-                         signatures)
+                         signatures, probes)
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
         typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
                    f"k={k}, featurizer {fingerprinter.featurizer.name}"
                    f"{f', signatures {index.signatures.label}' if len(index.signatures) > 1 else ''}"
+                   f"{f', probes {list(index.probes)}' if any(index.probes) else ''}"
                    f"{f', ttl {describe_duration(index.ttl)} (older documents stop matching and are removed)' if ttl else ''}")
 
 
@@ -199,19 +201,18 @@ def _read_text(text: str | None, file: str | None, what: str) -> str:
 @_command
 def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
           file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
-          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone).")] = None,
+          simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone, no probes).")] = None,
           k: K = None, json_: Json = False) -> None:
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
     index = ctx.obj.index(read_only=True)
-    more = None
     if simhash is not None:
         value = parse_hex(simhash)
+        matches = index.query(value, k)
     else:
         value = index.fingerprint(document := _read_text(text, file, "document"))
-        more = index.more_signatures(document, value) if len(index.signatures) > 1 else None
-    matches = index.query(value, k, more=more)
+        matches = index.query_text(document, k)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
         return

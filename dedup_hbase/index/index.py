@@ -41,7 +41,7 @@ from .documents import (
 )
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
-from .lookup import Match, Matches, check_queries, lookup, merged
+from .lookup import Match, Matches, check_queries, lookup, merged, probed
 from .plan import choose_scheme
 from .schema import load_schema
 from .store import Store
@@ -63,12 +63,13 @@ class Index:
     """
 
     def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None,
-                 signatures: Signatures = Signatures()):
+                 signatures: Signatures = Signatures(), probes: Sequence[int] = ()):
         self.store, self.ttl = store, ttl  # ttl: seconds a document counts (retention.py), None: always
         self.scheme = scheme
         self.k = scheme.check_k(k)
         self.fingerprinter = fingerprinter
         self.signatures = signatures
+        self.probes = checked_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
         self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
 
     # -- opening -------------------------------------------------------------
@@ -76,15 +77,18 @@ class Index:
     @classmethod
     def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
-               ttl: int | None = None, signatures: Signatures | str | None = None) -> "Index":
+               ttl: int | None = None, signatures: Signatures | str | None = None,
+               probes: Sequence[int] | str | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
-        ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py)."""
+        ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py). ``probes``
+        (``"8"`` or ``"8,4"``: per signature, how many of a query's least sure bits a lookup
+        flips, one at a time; lookup.py): none."""
         scheme = choose_scheme(k, scheme)
         fingerprinter = fingerprinter or make_fingerprinter()
         signatures = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
-        index = cls(store, scheme, k, fingerprinter, ttl, signatures)
+        index = cls(store, scheme, k, fingerprinter, ttl, signatures, parse_probes(probes))
         if not store.exists():
             schema = load_schema(regions)
             for table in ("index", "docs") if ttl else ():
@@ -96,7 +100,8 @@ class Index:
         config = {"format": FORMAT, "scheme": scheme.name, "k": k,
                   "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   **({"ttl_s": ttl} if ttl else {}),
-                  **({"signatures": signatures.spec} if len(signatures) > 1 else {})}
+                  **({"signatures": signatures.spec} if len(signatures) > 1 else {}),
+                  **({"probes": list(index.probes)} if any(index.probes) else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -125,7 +130,8 @@ class Index:
             if wanted != own:
                 raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
                                     "its rows hold no other signature; make a new index for those")
-        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own)
+        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own,
+                   config.get("probes", ()))
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
@@ -158,6 +164,19 @@ class Index:
         () in an index of one signature. A signature whose text has no feature takes the body's
         simhash (text/signatures.py)."""
         return self.signatures.more(self.fingerprinter.fingerprint, text, simhash)
+
+    def probe_masks(self, text: str) -> tuple[tuple[int, ...], ...]:
+        """Per signature, the bits a lookup of ``text`` flips one at a time (``probes`` of them:
+        its least sure, ``Fingerprinter.uncertain_bits``); () for a signature without probes.
+        A lead without a feature probes the body's bits, as its simhash is the body's."""
+        texts = [text, *self.signatures.extra_texts(text)]
+        out: list[tuple[int, ...]] = []
+        for count, part in zip(self.probes, texts):
+            try:
+                out.append(self.fingerprinter.uncertain_bits(part, count) if count else ())
+            except ValueError:  # EmptyDocument: a lead without a feature
+                out.append(self.fingerprinter.uncertain_bits(text, count))
+        return tuple(out)
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
             meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = ()) -> int:
@@ -246,36 +265,56 @@ class Index:
         return [None if v is None else parse_document(i, v, more) for i, v in zip(doc_ids, values)]
 
     def query(self, simhash: int, k: int | None = None, max_matches: int | None = None,
-              more: tuple[int, ...] | None = None) -> Matches:
+              more: tuple[int, ...] | None = None, probes: tuple[tuple[int, ...], ...] | None = None) -> Matches:
         """The indexed documents within ``k`` bits of ``simhash`` (default: the index's k), by
         distance, then id, at most ``max_matches`` of them (None: all): a list of ``Match``es
         that also says how many there are in all (``.total``) and holds the indexed
         fingerprints within k with all their documents (``.runs``); ``Matches`` in lookup.py.
         In an index of several signatures, ``more`` (``more_signatures``) looks up the others
-        too: a document within k under any of them matches (without ``more``: the body's)."""
-        return self.query_many([simhash], k, max_matches, None if more is None else [more])[0]
+        too: a document within k under any of them matches (without ``more``: the body's).
+        ``probes`` (``probe_masks``) also looks up the query with each of those bits flipped:
+        a document within k of a probe matches, at its distance from the query (lookup.py)."""
+        return self.query_many([simhash], k, max_matches, None if more is None else [more],
+                               None if probes is None else [probes])[0]
+
+    def query_text(self, text: str, k: int | None = None, max_matches: int | None = None) -> Matches:
+        """``query`` of a document's text: its simhash, its other signatures' and its probes, as
+        this index keeps and looks them up."""
+        simhash = self.fingerprint(text)
+        more = self.more_signatures(text, simhash) if len(self.signatures) > 1 else None
+        return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None)
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
-                   more: Sequence[tuple[int, ...]] | None = None) -> list[Matches]:
+                   more: Sequence[tuple[int, ...]] | None = None,
+                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[Matches]:
         """``query`` for many fingerprints at once, in order: the scan prefixes of each batch
         of them deduplicated and scanned in key order, one store call per batch (lookup.py),
         each indexed fingerprint compared once however many documents it holds; with ``more``
-        (per query, its other signatures' simhashes) each signature so, merged per query."""
+        (per query, its other signatures' simhashes) each signature so, and with ``probes`` (per
+        query, per signature, its bits to flip) each probe so, merged per query."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
         head = 8 * len(self.signatures)
-        if more is None:
-            found = lookup(self.store, self.schemes[0], simhashes, k, max_matches, self.ttl, head)
-            return found if len(self.signatures) == 1 else merged(self.signatures.names[:1], [found], max_matches)
-        if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
-            raise InvalidInput(f"this index keeps signatures {self.signatures.label}: give {len(self.signatures) - 1} "
-                               "more simhashes for each query")
-        columns = [list(simhashes), *map(list, zip(*more))]
-        for column in columns[1:]:
-            check_queries(column, None)
+        columns = [list(simhashes)]
+        if more is not None:
+            if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
+                raise InvalidInput(f"this index keeps signatures {self.signatures.label}: give "
+                                   f"{len(self.signatures) - 1} more simhashes for each query")
+            columns += map(list, zip(*more)) if simhashes else [[] for _ in self.signatures.names[1:]]
+            for column in columns[1:]:
+                check_queries(column, None)
+        names = list(self.signatures.names[:len(columns)]) if len(self.signatures) > 1 else [None]
         answers = [lookup(self.store, scheme, column, k, max_matches, self.ttl, head)
                    for scheme, column in zip(self.schemes, columns)]
-        return merged(self.signatures.names, answers, max_matches)
+        if probes is not None:
+            if len(probes) != len(simhashes):
+                raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
+            for j, (name, scheme, column) in enumerate(zip(list(names), self.schemes, columns)):
+                masks = [p[j] if j < len(p) else () for p in probes]
+                if any(masks):
+                    answers.append(probed(self.store, scheme, column, masks, k, self.ttl, head))
+                    names.append(name)
+        return answers[0] if len(answers) == 1 and names == [None] else merged(names, answers, max_matches)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
@@ -294,6 +333,7 @@ class Index:
                 "featurizer": config["fingerprint"], "created": config.get("created"),
                 **({"ttl_s": self.ttl} if self.ttl else {}),
                 **({"signatures": self.signatures.spec} if len(self.signatures) > 1 else {}),
+                **({"probes": list(self.probes)} if any(self.probes) else {}),
                 "rows_per_flag": {str(f): per_flag[f] for s in self.schemes for f in s.flag_bytes}}
 
 
@@ -315,3 +355,27 @@ def fingerprinter_for(store: Store, featurizer: str | None = None, *, shingle_si
     if store.exists():
         return Index.open(store, wanted).fingerprinter
     return wanted or make_fingerprinter()
+
+
+def parse_probes(text: Sequence[int] | str | int | None) -> tuple[int, ...]:
+    """``"8,4"`` (or a list, as an index's metadata keeps it) -> (8, 4); None -> ()."""
+    if text is None:
+        return ()
+    if isinstance(text, int) and not isinstance(text, bool):
+        return (text,)
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    try:
+        return tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"probes are whole numbers, one per signature (8 or 8,4), not {text!r}") from None
+
+
+def checked_probes(probes: Sequence[int], signatures: int) -> tuple[int, ...]:
+    """``probes`` for each of ``signatures`` signatures (0 for those not given), each 0..64."""
+    if len(probes) > signatures:
+        raise InvalidInput(f"{len(probes)} probe counts for {signatures} signature{'s' if signatures > 1 else ''}: "
+                           "give one per signature, the body's first")
+    for count in probes:
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 64:
+            raise InvalidInput(f"a probe count is a whole number from 0 to 64, not {count!r}")
+    return tuple(probes) + (0,) * (signatures - len(probes))

@@ -9,7 +9,10 @@ store call (``candidates.plan``), each distinct indexed fingerprint compared onc
 
 An index of several signatures (text/signatures.py) looks each signature up in its own flags and
 merges the answers per query (``merged``): each document once, at its nearest signature (the
-first signature on a tie), named in ``Match.signature``.
+first signature on a tie), named in ``Match.signature``. A lookup with *probes* (Sood and
+Loguinov, CIKM 2011) also looks up each query with one of its least sure bits flipped
+(``Fingerprinter.uncertain_bits``; ``probed``): the documents within k bits of a probe, at their
+distance from the query itself, which may be more than k.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from itertools import starmap
 from typing import Any, NamedTuple
 
 from ..errors import InvalidInput
-from ..text.fingerprint import to_hex
+from ..text.fingerprint import hamming, to_hex
 from .candidates import Run, bounded, plan, runs
 from .layout import Scheme
 from .retention import unexpired_runs
@@ -97,11 +100,11 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
 
 def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_matches: int | None) -> list[Matches]:
     """Per query, the ``Matches`` of every signature (``answers[j]``: signature ``names[j]``'s,
-    each bounded by ``max_matches``) as one: each document at its nearest signature (on a tie
-    the first), by (distance, id), the first ``max_matches``. Exact: a document among the
-    first ``max_matches`` of the union is among the first of the signature that is nearest to
-    it. ``total`` counts the distinct documents (every id of the runs read, when more than one
-    signature found some); ``runs`` are every signature's."""
+    each bounded by ``max_matches``, or ``probed``'s, unbounded) as one: each document at its
+    nearest signature (on a tie the first), by (distance, id), the first ``max_matches``.
+    Exact: a document among the first ``max_matches`` of the union is among the first of the
+    answer that is nearest to it. ``total`` counts the distinct documents (every id of the runs
+    read, when more than one answer found some); ``runs`` are every answer's."""
     out = []
     for per_query in zip(*answers):
         best: dict[str, Match] = {}
@@ -114,3 +117,24 @@ def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_match
         total = hit[0].total if len(hit) == 1 else len({i for m in hit for run in m.runs for i in run.ids})
         out.append(Matches(listed, total, [run for m in per_query for run in m.runs]))
     return out
+
+
+def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequence[Sequence[int]], k: int,
+           ttl: int | None = None, head: int = 8) -> list[Matches]:
+    """Per simhash, every document within ``k`` bits of one of its probes (the simhash with the
+    bits of one of its ``masks`` flipped), each once, at its distance from the simhash itself
+    (more than k where only a probe reached it), by (distance, id); ``total`` the distinct
+    documents; ``runs`` as each probe found them. Every match is listed: a probe's own order is
+    not the query's, so ``merged`` bounds them."""
+    flat = [(i, q ^ m) for i, (q, ms) in enumerate(zip(simhashes, masks)) for m in ms]
+    found = lookup(store, scheme, [p for _, p in flat], k, None, ttl, head)
+    best: list[dict[str, Match]] = [{} for _ in simhashes]
+    runs_of: list[list[Run]] = [[] for _ in simhashes]
+    for (i, _), matches in zip(flat, found):
+        runs_of[i].extend(matches.runs)
+        for m in matches:
+            distance = hamming(m.simhash, simhashes[i])
+            if m.id not in best[i] or distance < best[i][m.id].distance:  # a stale id: at its nearest
+                best[i][m.id] = Match(m.id, m.simhash, distance)
+    return [Matches(sorted(near.values(), key=lambda m: (m.distance, m.id)), len(near), runs)
+            for near, runs in zip(best, runs_of)]

@@ -70,13 +70,16 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
-                  pool: FingerprintPool, signatures: Signatures = Signatures()) -> Iterator[list[Record]]:
+                  pool: FingerprintPool, signatures: Signatures = Signatures(),
+                  probes: bool = False) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
-    ``more`` too (its text needed: ``use_simhash`` is refused)."""
-    if use_simhash and len(signatures) > 1:
-        raise InvalidInput(f"an index with signatures {signatures.label} fingerprints the texts themselves: "
-                           "precomputed fingerprints (--fingerprints) carry the body's alone")
+    ``more`` too (its text needed: ``use_simhash`` is refused, as it is for an index whose
+    lookups ``probes`` the texts' unsure bits)."""
+    if use_simhash and (len(signatures) > 1 or probes):
+        what = f"signatures {signatures.label}" if len(signatures) > 1 else "probes"
+        raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
+                           "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
 
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)

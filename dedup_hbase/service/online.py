@@ -80,9 +80,10 @@ class OnlineIndex:
     process (see the module docstring for several)."""
 
     def __init__(self, index: Index) -> None:
-        if len(index.signatures) > 1:
-            raise InvalidInput(f"serve does not take an index of several signatures ({index.signatures.label}) "
-                               "yet: its lookups and adds keep the body's alone")
+        if len(index.signatures) > 1 or any(index.probes):
+            what = f"several signatures ({index.signatures.label})" if len(index.signatures) > 1 else "probes"
+            raise InvalidInput(f"serve does not take an index of {what} yet: its lookups and adds keep the "
+                               "body's simhash alone, without probes")
         self.index = index
         self._stripes = [threading.Lock() for _ in range(STRIPES)]
         # a store that is not thread-safe is used by one call at a time

@@ -24,10 +24,12 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     distinct fingerprint)."""
     report = CheckReport() if report is None else report
     with FingerprintPool(index.fingerprinter, options.workers) as pool:
-        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures,
+                                   any(index.probes)):
             good = report.count(batch)
             more = [r.more for r in good] if len(index.signatures) > 1 else None
-            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches, more))
+            probes = [index.probe_masks(r.text) for r in good] if any(index.probes) else None
+            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches, more, probes))
             for record in batch:
                 if record.error:
                     yield check_record(record, [], 0)
