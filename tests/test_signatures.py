@@ -377,3 +377,36 @@ def test_plan_counts_the_rows_and_scans_of_every_signature():
         assert b["candidates"] == pytest.approx(2 * a["candidates"])
     assert "signatures body,lead150 (rows and scans of all)" in run(
         "plan", "--docs", "1000", "--signatures", "body,lead150").stdout
+
+
+def test_a_hundred_thousand_copies_are_read_in_proportion_to_the_copies_under_every_signature():
+    """100,000 copies of one document (one body, one lead) in an index of two signatures with
+    probes: 600 lookups of copies and near copies read each id a few times in all (the distinct
+    documents of the runs they share counted once), never once per lookup."""
+    from dedup_hbase.index.store import Cells
+
+    class CountedCells(Cells):
+        def __init__(self, cells, reads):
+            self.cells, self.reads = cells, reads
+
+        @property
+        def rests(self):
+            return self.cells.rests
+
+        def qualifier(self, i):
+            self.reads.append(i)
+            return self.cells.qualifier(i)
+
+    n, body, lead = 100_000, 0x0123456789ABCDEF, 0xFEDCBA9876543210
+    index = Index.create(MemoryStore(), signatures="body,lead150", probes="4,2")
+    index.add_many([Document(f"c{i:06}", body, {}, (lead,)) for i in range(n)] + [Document("near", body ^ 0b1111, {}, (0,))])
+    reads: list = []
+    scan_cells = index.store.scan_cells
+    index.store.scan_cells = lambda table, prefixes: [CountedCells(c, reads) for c in scan_cells(table, prefixes)]
+    masks = ((1, 2, 4, 1 << 40), (1, 1 << 50))
+    queries = [body] * 300 + [body ^ 1] * 300
+    answers = index.query_many(queries, None, 10, [(lead,)] * 600, [masks] * 600)
+    assert all([m.id for m in a] == [f"c{i:06}" for i in range(10)] for a in answers)
+    assert all(a[0].distance == 0 and a[0].signature == "body" and a.total == n + 1 for a in answers[:300])  # near: by a probe
+    assert all(a[0].distance == 0 and a[0].signature == "lead150" and a.total == n + 1 for a in answers[300:])
+    assert len(reads) <= 8 * (n + 1)  # a few reads of each id in all, not one per lookup (600)

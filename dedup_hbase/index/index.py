@@ -41,7 +41,7 @@ from .documents import (
 )
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
-from .lookup import Match, Matches, check_queries, lookup, merged, probed
+from .lookup import Match, Matches, check_probes, check_queries, parse_probes, signed_lookup
 from .plan import choose_scheme
 from .schema import load_schema
 from .store import Store
@@ -69,7 +69,7 @@ class Index:
         self.k = scheme.check_k(k)
         self.fingerprinter = fingerprinter
         self.signatures = signatures
-        self.probes = checked_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
+        self.probes = check_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
         self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
 
     # -- opening -------------------------------------------------------------
@@ -303,18 +303,10 @@ class Index:
             columns += map(list, zip(*more)) if simhashes else [[] for _ in self.signatures.names[1:]]
             for column in columns[1:]:
                 check_queries(column, None)
+        if probes is not None and len(probes) != len(simhashes):
+            raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
         names = list(self.signatures.names[:len(columns)]) if len(self.signatures) > 1 else [None]
-        answers = [lookup(self.store, scheme, column, k, max_matches, self.ttl, head)
-                   for scheme, column in zip(self.schemes, columns)]
-        if probes is not None:
-            if len(probes) != len(simhashes):
-                raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
-            for j, (name, scheme, column) in enumerate(zip(list(names), self.schemes, columns)):
-                masks = [p[j] if j < len(p) else () for p in probes]
-                if any(masks):
-                    answers.append(probed(self.store, scheme, column, masks, k, self.ttl, head))
-                    names.append(name)
-        return answers[0] if len(answers) == 1 and names == [None] else merged(names, answers, max_matches)
+        return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, head)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
@@ -355,27 +347,3 @@ def fingerprinter_for(store: Store, featurizer: str | None = None, *, shingle_si
     if store.exists():
         return Index.open(store, wanted).fingerprinter
     return wanted or make_fingerprinter()
-
-
-def parse_probes(text: Sequence[int] | str | int | None) -> tuple[int, ...]:
-    """``"8,4"`` (or a list, as an index's metadata keeps it) -> (8, 4); None -> ()."""
-    if text is None:
-        return ()
-    if isinstance(text, int) and not isinstance(text, bool):
-        return (text,)
-    parts = text.split(",") if isinstance(text, str) else list(text)
-    try:
-        return tuple(int(p) for p in parts)
-    except (TypeError, ValueError):
-        raise InvalidInput(f"probes are whole numbers, one per signature (8 or 8,4), not {text!r}") from None
-
-
-def checked_probes(probes: Sequence[int], signatures: int) -> tuple[int, ...]:
-    """``probes`` for each of ``signatures`` signatures (0 for those not given), each 0..64."""
-    if len(probes) > signatures:
-        raise InvalidInput(f"{len(probes)} probe counts for {signatures} signature{'s' if signatures > 1 else ''}: "
-                           "give one per signature, the body's first")
-    for count in probes:
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 64:
-            raise InvalidInput(f"a probe count is a whole number from 0 to 64, not {count!r}")
-    return tuple(probes) + (0,) * (signatures - len(probes))

@@ -99,13 +99,14 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
 
 
 def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_matches: int | None) -> list[Matches]:
-    """Per query, the ``Matches`` of every signature (``answers[j]``: signature ``names[j]``'s,
-    each bounded by ``max_matches``, or ``probed``'s, unbounded) as one: each document at its
-    nearest signature (on a tie the first), by (distance, id), the first ``max_matches``.
-    Exact: a document among the first ``max_matches`` of the union is among the first of the
-    answer that is nearest to it. ``total`` counts the distinct documents (every id of the runs
-    read, when more than one answer found some); ``runs`` are every answer's."""
-    out = []
+    """Per query, the answers of every signature and probe (``answers[j]``, of signature
+    ``names[j]``, each bounded by ``max_matches`` and ordered by distance from the query) as one:
+    each document at its nearest signature (on a tie the first), by (distance, id), the first
+    ``max_matches``. Exact: a document among the first ``max_matches`` of the union is among the
+    first of the answer that is nearest to it. ``total`` counts the distinct documents (when
+    more than one answer found some: every id of their runs read, once for the queries that
+    share those runs); ``runs`` are every answer's."""
+    out, counted = [], {}  # the distinct documents of a set of runs (shared by the queries of a batch), once
     for per_query in zip(*answers):
         best: dict[str, Match] = {}
         for name, matches in zip(names, per_query):
@@ -114,27 +115,75 @@ def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_match
                     best[m.id] = Match(m.id, m.simhash, m.distance, name)
         listed = sorted(best.values(), key=lambda m: (m.distance, m.id))[:max_matches]
         hit = [matches for matches in per_query if matches.total]
-        total = hit[0].total if len(hit) == 1 else len({i for m in hit for run in m.runs for i in run.ids})
+        if len(hit) == 1:
+            total = hit[0].total
+        else:
+            key = tuple(sorted(id(run.ids) for m in hit for run in m.runs))
+            if key not in counted:
+                counted[key] = len({i for m in hit for run in m.runs for i in run.ids})
+            total = counted[key]
         out.append(Matches(listed, total, [run for m in per_query for run in m.runs]))
     return out
 
 
 def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequence[Sequence[int]], k: int,
-           ttl: int | None = None, head: int = 8) -> list[Matches]:
-    """Per simhash, every document within ``k`` bits of one of its probes (the simhash with the
-    bits of one of its ``masks`` flipped), each once, at its distance from the simhash itself
-    (more than k where only a probe reached it), by (distance, id); ``total`` the distinct
-    documents; ``runs`` as each probe found them. Every match is listed: a probe's own order is
-    not the query's, so ``merged`` bounds them."""
+           max_matches: int | None, ttl: int | None = None, head: int = 8) -> list[Matches]:
+    """Per simhash, the documents within ``k`` bits of one of its probes (the simhash with the
+    bits of one of its ``masks`` flipped), at their distance from the simhash itself (more than
+    k where only a probe reached them): ``lookup``'s answer with the runs every probe found, each
+    fingerprint once, at that distance. Skew-proof as a lookup: a run's ids are read when listed."""
     flat = [(i, q ^ m) for i, (q, ms) in enumerate(zip(simhashes, masks)) for m in ms]
-    found = lookup(store, scheme, [p for _, p in flat], k, None, ttl, head)
-    best: list[dict[str, Match]] = [{} for _ in simhashes]
-    runs_of: list[list[Run]] = [[] for _ in simhashes]
+    found = lookup(store, scheme, [p for _, p in flat], k, 1, ttl, head)
+    near: list[dict[int, Run]] = [{} for _ in simhashes]
     for (i, _), matches in zip(flat, found):
-        runs_of[i].extend(matches.runs)
-        for m in matches:
-            distance = hamming(m.simhash, simhashes[i])
-            if m.id not in best[i] or distance < best[i][m.id].distance:  # a stale id: at its nearest
-                best[i][m.id] = Match(m.id, m.simhash, distance)
-    return [Matches(sorted(near.values(), key=lambda m: (m.distance, m.id)), len(near), runs)
-            for near, runs in zip(best, runs_of)]
+        for run in matches.runs:
+            if run.simhash not in near[i]:
+                near[i][run.simhash] = Run(hamming(run.simhash, simhashes[i]), run.simhash, run.ids)
+    out = []
+    for runs_of in near:
+        query_runs = sorted(runs_of.values(), key=lambda r: (r.distance, r.simhash))
+        listed, total = bounded(query_runs, max_matches)
+        out.append(Matches(list(starmap(Match, listed)), total, query_runs))
+    return out
+
+
+def signed_lookup(store: Store, schemes: Sequence[Scheme], names: list, columns: Sequence[Sequence[int]],
+                  probes: Sequence[Sequence[Sequence[int]]] | None, k: int, max_matches: int | None,
+                  ttl: int | None, head: int) -> list[Matches]:
+    """The lookup of an index's queries: per signature j (``schemes[j]``, named ``names[j]``:
+    None for an index of one signature) the queries' ``columns[j]``, and with ``probes`` (per
+    query, per signature, the bits to flip) each probe; merged per query (``merged``)."""
+    answers = [lookup(store, scheme, column, k, max_matches, ttl, head) for scheme, column in zip(schemes, columns)]
+    signature = list(range(len(columns)))
+    for j, (scheme, column) in enumerate(zip(schemes, columns)):
+        masks = [p[j] if j < len(p) else () for p in probes or ()]
+        if any(masks):
+            answers.append(probed(store, scheme, column, masks, k, max_matches, ttl, head))
+            signature.append(j)
+    if len(answers) == 1 and names == [None]:
+        return answers[0]
+    return merged([names[j] for j in signature], answers, max_matches)
+
+
+def parse_probes(text: Sequence[int] | str | int | None) -> tuple[int, ...]:
+    """``"8,4"`` (or a list, as an index's metadata keeps it) -> (8, 4); None -> ()."""
+    if text is None:
+        return ()
+    if isinstance(text, int) and not isinstance(text, bool):
+        return (text,)
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    try:
+        return tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"probes are whole numbers, one per signature (8 or 8,4), not {text!r}") from None
+
+
+def check_probes(probes: Sequence[int], signatures: int) -> tuple[int, ...]:
+    """``probes`` for each of ``signatures`` signatures (0 for those not given), each 0..64."""
+    if len(probes) > signatures:
+        raise InvalidInput(f"{len(probes)} probe counts for {signatures} signature{'s' if signatures > 1 else ''}: "
+                           "give one per signature, the body's first")
+    for count in probes:
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 64:
+            raise InvalidInput(f"a probe count is a whole number from 0 to 64, not {count!r}")
+    return tuple(probes) + (0,) * (signatures - len(probes))
