@@ -78,13 +78,21 @@ METHOD_DOC = {
     "dedup-hbase:jieba+lead150": "`init --signatures body,lead150`: the default's SimHash of the body and the "
                                  "SimHash of the body's first 150 characters (text/signatures.py); a document "
                                  "matches when either is within k bits",
+    "dedup-hbase:jieba+lead150+probes8-2": "`init --signatures body,lead150 --probes 8,2`: the same, and each "
+                                           "lookup also made with one of the query's 8 least sure body bits "
+                                           "flipped, and one of its 2 least sure lead bits (lookup.py)",
+    "dedup-hbase:jieba+probes8": "`init --probes 8`: the default's one SimHash, each lookup also made with one "
+                                 "of the query's 8 least sure bits flipped",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
                            "characters joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of "
                                "the raw text, punctuation included, as it is commonly done; each occurrence weight 1",
 }
 ALL_METHODS = list(METHOD_DOC)
-SIGNATURES = {"dedup-hbase:jieba+lead150": "body,lead150"}  # a method of several signatures: its index's
+# the methods of an index's options: (signatures, probes), made by dedup-hbase's own Index
+INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None),
+           "dedup-hbase:jieba+lead150+probes8-2": ("body,lead150", "8,2"),
+           "dedup-hbase:jieba+probes8": ("body", "8")}
 
 
 # =====================================================================================
@@ -100,14 +108,18 @@ def _worker_init(methods: list[str]) -> None:
 
     jieba.setLogLevel(30)
     tokenizer = jieba.Tokenizer()
-    default = make_fingerprinter("jieba")
 
-    def signed(names):
-        signatures = Signatures.parse(names)
-        return lambda text: (body := default.fingerprint(text), *signatures.more(default.fingerprint, text, body))
+    def indexed(signatures, probes):
+        """(every signature's simhash, every signature's probe masks) as the index computes them."""
+        index = Index.create(open_store("memory:"), signatures=signatures, probes=probes)
+
+        def fn(text):
+            body = index.fingerprint(text)
+            return (body, *index.more_signatures(text, body)), index.probe_masks(text)
+        return fn
 
     fns = {
-        **{m: signed(names) for m, names in SIGNATURES.items()},
+        **{m: indexed(*options) for m, options in INDEXED.items()},
         "dedup-hbase:jieba": make_fingerprinter("jieba").fingerprint,
         "dedup-hbase:shingles4": make_fingerprinter("shingles", shingle_size=4).fingerprint,
         "dedup-hbase:shingles3": make_fingerprinter("shingles", shingle_size=3).fingerprint,
@@ -120,7 +132,7 @@ def _worker_init(methods: list[str]) -> None:
     _WORKER["fns"] = [fns[m] for m in methods]
 
 
-def _fingerprint_chunk(texts: list[str]) -> list[list[tuple[int, ...]]]:
+def _fingerprint_chunk(texts: list[str]) -> list[list[tuple[tuple[int, ...], tuple]]]:
     out = []
     for text in texts:
         row = []
@@ -129,15 +141,18 @@ def _fingerprint_chunk(texts: list[str]) -> list[list[tuple[int, ...]]]:
                 value = fn(text)
             except (EmptyDocument, ValueError, ZeroDivisionError):
                 value = -1
-            value = value if isinstance(value, tuple) else (value if value is not None and value >= 0 else -1,)
+            if not isinstance(value, tuple):  # one SimHash, no probes
+                value = ((value if value is not None and value >= 0 else -1,), ())
             row.append(value)
         out.append(row)
     return out
 
 
-def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np.ndarray, np.ndarray]:
-    """(fingerprints uint64 [len(texts), len(methods), signatures], valid bool [len(texts), len(methods)]):
-    per method its signatures' SimHashes, padded with the body's (a distance is the least over them)."""
+def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fingerprints uint64 [len(texts), len(methods), signatures], valid bool [len(texts), len(methods)],
+    probe masks uint64 [len(texts), len(methods), signatures, probes]): per method its signatures'
+    SimHashes, padded with the body's (a distance is the least over them), and the bits a lookup of
+    the text flips, one mask a probe (0: none)."""
     chunk = 64
     chunks = [texts[i:i + chunk] for i in range(0, len(texts), chunk)]
     rows: list[list[int]] = []
@@ -157,18 +172,28 @@ def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np
         pool.join()
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    width = max(len(SIGNATURES.get(m, "body").split(",")) for m in methods)
-    raw = np.array([[sims + sims[:1] * (width - len(sims)) for sims in row] for row in rows],
+    width = max(len(INDEXED.get(m, ("body",))[0].split(",")) for m in methods)
+    depth = max([len(masks) for row in rows for _, probes in row for masks in probes] or [0])
+    raw = np.array([[sims + sims[:1] * (width - len(sims)) for sims, _ in row] for row in rows],
                    dtype=object).reshape(len(texts), len(methods), width)
     valid = raw[:, :, 0] != -1
     fps = np.where(valid[:, :, None], raw, 0).astype(np.uint64)
-    return fps, valid
+    masks = np.zeros((len(texts), len(methods), width, depth), dtype=np.uint64)
+    for t, row in enumerate(rows):
+        for m, (_, probes) in enumerate(row):
+            for j, bits in enumerate(probes):
+                masks[t, m, j, :len(bits)] = bits
+    return fps, valid, masks
 
 
-def nearest(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def nearest(a: np.ndarray, b: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
     """Hamming distances between fingerprints of several signatures, ``a`` (n, S) and ``b`` (m, S):
-    (n, m), each the least over the signatures (a document within k under any of them)."""
-    return np.bitwise_count(a[:, None, :] ^ b[None, :, :]).min(axis=2)
+    (n, m), each the least over the signatures (a document within k under any of them) and, with
+    ``masks`` (n, S, P: a's probes, 0 for none), over a's probes (a with one mask's bits flipped)."""
+    if masks is None or masks.shape[-1] == 0:
+        return np.bitwise_count(a[:, None, :] ^ b[None, :, :]).min(axis=2)
+    probes = np.concatenate([a[:, :, None], a[:, :, None] ^ masks], axis=2)
+    return np.bitwise_count(probes[:, None, :, :] ^ b[None, :, :, None]).min(axis=(2, 3))
 
 
 # =====================================================================================
@@ -211,7 +236,8 @@ class Result:
         return max(ok, key=lambda k: (self.overall(k)[0], -k)) if ok else None
 
 
-def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, variants, doc_texts, kmax, cap=2.0, chunk=256):
+def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variants, doc_texts, kmax, cap=2.0,
+             chunk=256):
     """Brute-force lookups of every variant in every method's fingerprints.
 
     Matches other than the original are classified (Jaccard) up to the largest k at which
@@ -224,14 +250,15 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, variants, doc_text
     for j, m in enumerate(methods):
         docs = doc_fps[:, j]
         bad_docs = ~doc_valid[:, j]
-        q_all = var_fps[:, j]
-        dist_own = np.bitwise_count(q_all ^ docs[origin]).min(axis=1).astype(np.int16)
+        q_all, q_masks = var_fps[:, j], var_masks[:, j]
+        probes = np.concatenate([q_all[:, :, None], q_all[:, :, None] ^ q_masks], axis=2)
+        dist_own = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=(1, 2)).astype(np.int16)
         dist_own[~var_valid[:, j] | bad_docs[origin]] = 99
         own[m] = dist_own
         vis, dis, ds = [], [], []
         for s in range(0, len(variants), chunk):
             q = q_all[s:s + chunk]
-            d = nearest(q, docs)
+            d = nearest(q, docs, q_masks[s:s + chunk])
             d[:, bad_docs] = 99
             d[~var_valid[s:s + chunk, j], :] = 99
             d[np.arange(len(q)), origin[s:s + chunk]] = 99          # own original handled above
@@ -284,7 +311,7 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, variants, doc_text
     return results, sim
 
 
-def background(methods, doc_fps, doc_valid, doc_texts, kmax, cap=1.0, chunk=1024):
+def background(methods, doc_fps, doc_valid, doc_masks, doc_texts, kmax, cap=1.0, chunk=1024):
     """Corpus-wide false-match rate, independent of the variants: for every pair of indexed
     documents within k bits, is it clearly two different documents (4-gram Jaccard < 0.3)?
     Returns {method: [unrelated documents within k per document, k = 0..kmax] (None where
@@ -300,13 +327,14 @@ def background(methods, doc_fps, doc_valid, doc_texts, kmax, cap=1.0, chunk=1024
     sim = {}
     out = {}
     for j, m in enumerate(methods):
-        docs = doc_fps[:, j]
+        docs, masks = doc_fps[:, j], doc_masks[:, j]
         bad = ~doc_valid[:, j]
         pi, pj, pd = [], [], []
-        for s in range(0, n, chunk):
-            d = nearest(docs[s:s + chunk], docs)
+        step = chunk // (1 + masks.shape[-1])  # probes: as many distances in memory as without
+        for s in range(0, n, step):
+            d = nearest(docs[s:s + step], docs, masks[s:s + step])
             d[:, bad] = 99
-            d[bad[s:s + chunk], :] = 99
+            d[bad[s:s + step], :] = 99
             a, b = np.nonzero(d <= kmax)
             keep = b > a + s
             pi.append(a[keep] + s)
@@ -327,10 +355,11 @@ def background(methods, doc_fps, doc_valid, doc_texts, kmax, cap=1.0, chunk=1024
     return out
 
 
-def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, k, sample, seed):
+def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, var_masks, k, sample, seed):
     """Check brute force against dedup-hbase's real Index (memory store) for one method."""
-    signatures = Signatures.parse(SIGNATURES.get(method, "body"))
-    ix = Index.create(open_store("memory:"), None, k, signatures=signatures)  # the scheme `init --k` would choose
+    names, probes = INDEXED.get(method, ("body", None))
+    signatures = Signatures.parse(names)
+    ix = Index.create(open_store("memory:"), None, k, signatures=signatures, probes=probes)  # `init --k`'s scheme
     scheme = ix.scheme.name
     docs, more = doc_fps[:, method_index], len(signatures) - 1
     ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])))
@@ -338,11 +367,13 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, k
     rnd = random.Random(seed)
     picks = [i for i in range(len(var_fps)) if var_valid[i, method_index]]
     picks = rnd.sample(picks, min(sample, len(picks)))
+    masks = var_masks[:, method_index, :1 + more]
     answers = ix.query_many([int(var_fps[i, method_index, 0]) for i in picks], k, None,
-                            [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None)
+                            [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None,
+                            [tuple(tuple(int(b) for b in m if b) for m in masks[i]) for i in picks] if probes else None)
     valid_docs = np.nonzero(doc_valid[:, method_index])[0]
     for i, got in zip(picks, answers):
-        d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more])[0]
+        d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more], masks[i:i + 1])[0]
         want = sorted(str(x) for x in valid_docs[d <= k])
         if sorted(m.id for m in got) != want:
             raise SystemExit(f"index and brute force disagree on variant {i}: {sorted(m.id for m in got)} vs {want}")
@@ -470,13 +501,13 @@ def main() -> None:
         show_boilerplate(doc_texts, variants)
 
     t0 = time.time()
-    doc_fps, doc_valid = fingerprint_all(doc_texts, methods, args.jobs)
-    var_fps, var_valid = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
+    doc_fps, doc_valid, doc_masks = fingerprint_all(doc_texts, methods, args.jobs)
+    var_fps, var_valid, var_masks = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
     t_fp = time.time() - t0
     print(f"  fingerprints in {t_fp:.0f} s", file=sys.stderr)
 
     t0 = time.time()
-    results, sim = evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, variants, doc_texts, args.kmax)
+    results, sim = evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variants, doc_texts, args.kmax)
     print(f"  lookups + Jaccard of {len(sim):,} matched pairs in {time.time() - t0:.0f} s", file=sys.stderr)
     if args.dump_fp:
         name, _, k = args.dump_fp.rpartition(":")
@@ -485,12 +516,13 @@ def main() -> None:
     bg = None
     if not args.no_background:
         t0 = time.time()
-        bg = background(methods, doc_fps, doc_valid, doc_texts, args.kmax)
+        bg = background(methods, doc_fps, doc_valid, doc_masks, doc_texts, args.kmax)
         print(f"  background pairs in {time.time() - t0:.0f} s", file=sys.stderr)
 
     if args.verify_index:
         name, _, k = args.verify_index.rpartition(":")
-        scheme, n = verify_index(name, methods.index(name), doc_fps, doc_valid, var_fps, var_valid, int(k), 500, args.seed)
+        scheme, n = verify_index(name, methods.index(name), doc_fps, doc_valid, var_fps, var_valid, var_masks, int(k),
+                                 500, args.seed)
         print(f"  --verify-index: dedup-hbase Index ({scheme}, k={k}) = brute force on {n} lookups", file=sys.stderr)
 
     main_methods = methods

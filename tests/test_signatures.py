@@ -377,6 +377,12 @@ def test_plan_counts_the_rows_and_scans_of_every_signature():
         assert b["candidates"] == pytest.approx(2 * a["candidates"])
     assert "signatures body,lead150 (rows and scans of all)" in run(
         "plan", "--docs", "1000", "--signatures", "body,lead150").stdout
+    probed = [json.loads(line) for line in run("plan", "--docs", "1000000000", "--signatures", "body,lead150",
+                                               "--probes", "8,2", "--json").stdout.splitlines()]
+    for a, p in zip(one, probed):  # 2 signatures and 10 probes: 12 lookups of one signature's rows
+        assert (p["index_rows"], p["scans"]) == (2 * a["index_rows"], 12 * a["flags"])
+        assert p["candidates"] == pytest.approx(12 * a["candidates"])
+    assert "10 probes a lookup" in run("plan", "--docs", "1000", "--probes", "8,2", "--signatures", "body,lead150").stdout
 
 
 def test_a_hundred_thousand_copies_are_read_in_proportion_to_the_copies_under_every_signature():

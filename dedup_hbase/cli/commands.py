@@ -22,6 +22,7 @@ from .. import __version__
 from ..errors import InvalidInput
 from ..index import plan as planning
 from ..index.index import Index, fingerprinter_for
+from ..index.lookup import check_probes, parse_probes
 from ..index.retention import describe as describe_duration
 from ..index.retention import parse_duration
 from ..index.schema import hbase_shell_ddl, load_schema
@@ -313,15 +314,17 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
          k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
          signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
+         probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,2: ten more lookups of a signature each).")] = None,
          json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
     chosen = Signatures.parse(signatures)
-    rows = planning.plans(docs, k, id_bytes, chosen)
+    probed = sum(check_probes(parse_probes(probes), len(chosen)))
+    rows = planning.plans(docs, k, id_bytes, chosen, probed)
     if json_:
         for row in rows:
             out(row.to_dict())
     else:
-        typer.echo(planning.table(docs, k, id_bytes, rows, chosen))
+        typer.echo(planning.table(docs, k, id_bytes, rows, chosen, probed))
 
 
 @_command

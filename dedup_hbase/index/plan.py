@@ -2,7 +2,8 @@
 
 Expected candidates assume uniformly spread fingerprints: each flag's prefix scan
 returns N / 2^(segment bits) rows on average. An index of S signatures (text/signatures.py)
-keeps S times the rows and bytes, and a lookup makes S times the scans and candidates. Real fingerprints are not uniform, so
+keeps S times the rows and bytes, and a lookup makes S times the scans and candidates; a probe
+(``init --probes``) is one more lookup of its signature: its scans and candidates again. Real fingerprints are not uniform, so
 measure bucket skew on a real index (``dedup-hbase stats``).
 """
 
@@ -34,28 +35,34 @@ class PlanRow:
     hbase_bytes: int
     candidates: float
     signatures: int = 1  # per document: flags, rows, bytes and candidates are of all of them
+    scans: int = 0  # prefix scans per lookup, probes included
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
 
 
-def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1) -> PlanRow:
-    """Rows, bytes and candidates of ``scheme`` for ``docs`` documents of ``signatures`` signatures."""
+def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1, probes: int = 0) -> PlanRow:
+    """Rows, bytes, scans and candidates of ``scheme`` for ``docs`` documents of ``signatures``
+    signatures, a lookup making ``probes`` probes in all (of every signature)."""
     flags = len(scheme.flags) * signatures
     rows = docs * flags
-    candidates = signatures * sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
+    lookups = signatures + probes
+    candidates = lookups * sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
     return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows,
                    rows * (KEY_BYTES + id_bytes),
-                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates, signatures)
+                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates, signatures,
+                   len(scheme.flags) * lookups)
 
 
-def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Signatures()) -> list[PlanRow]:
+def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Signatures(),
+          probes: int = 0) -> list[PlanRow]:
     """``plan`` of every scheme that guarantees ``k`` (``schemes_for``; with several
-    ``signatures``, those of at most 16 flags a signature), for ``docs`` documents."""
+    ``signatures``, those of at most 16 flags a signature), for ``docs`` documents, a lookup
+    making ``probes`` probes in all."""
     if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
         raise InvalidInput(f"the number of documents must be at least 1, not {docs!r}")
     count = len(signatures)
-    rows = [plan(s, docs, id_bytes, count) for s in schemes_for(k)
+    rows = [plan(s, docs, id_bytes, count, probes) for s in schemes_for(k)
             if count == 1 or len(s.flags) <= SIGNATURE_FLAGS]
     if not rows:
         raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}"
@@ -63,15 +70,18 @@ def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Si
     return rows
 
 
-def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Signatures = Signatures()) -> str:
+def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Signatures = Signatures(),
+          probes: int = 0) -> str:
     """``plans`` as a table for people (``dedup-hbase plan``), sizes in B, KB, MB, ... (powers of 1000)."""
     lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes"
              f"{f', signatures {signatures.label} (rows and scans of all)' if len(signatures) > 1 else ''}"
+             f"{f', {probes} probes a lookup' if probes else ''}"
              " (uniform fingerprints assumed)",
              f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
-             f"{'HBase bytes':>11} {'candidates/lookup':>17}"]
+             f"{'HBase bytes':>11} {'candidates/lookup':>17}" + (f" {'scans/lookup':>12}" if probes else "")]
     lines += [f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {human_bytes(r.key_bytes):>10} "
-              f"{human_bytes(r.hbase_bytes):>11} {r.candidates:>17,.1f}" for r in rows]
+              f"{human_bytes(r.hbase_bytes):>11} {r.candidates:>17,.1f}" + (f" {r.scans:>12}" if probes else "")
+              for r in rows]
     return "\n".join(lines)
 
 
