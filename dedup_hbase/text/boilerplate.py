@@ -16,6 +16,7 @@ they catch.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _CJK = r"\u3400-\u9fff\uf900-\ufaff"
 _RE_CJK = re.compile(f"[{_CJK}]")
@@ -189,3 +190,18 @@ def body_text(text: str, drop_boilerplate: bool = True, join: bool = True) -> st
         lines = kept or lines
     return _join_lines(lines) if join else "\n".join(lines)
 
+
+
+def lead_text(text: str, chars: int, reason: Callable[[str], str | None] = boilerplate_reason) -> str:
+    """``body_text(text, join=False)[:chars]``, judging only the lines it needs: the kept lines
+    until they hold ``chars`` characters (all the lines when none is kept). ``reason``: the rule
+    that judges a line (``boilerplate_reason``, or the compiled core's: native.line_rule)."""
+    lines = logical_lines(text)
+    kept, size = [], 0
+    for line in lines:
+        if reason(line) is None:
+            kept.append(line)
+            size += len(line) + 1
+            if size > chars:  # joined by newlines, the kept lines hold ``chars`` characters
+                break
+    return "\n".join(kept or lines)[:chars]

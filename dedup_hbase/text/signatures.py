@@ -8,7 +8,7 @@ several signatures per document). The signatures of an index (``body`` always fi
 
 * ``body``: the SimHash of the whole text, what an index of one signature keeps;
 * ``leadN``: the SimHash of the first N characters of the body (the text's logical lines without
-  the boilerplate ones, boilerplate.body_text, joined by newlines). When those N characters hold
+  the boilerplate ones, joined by newlines: boilerplate.lead_text). When those N characters hold
   no feature (a lead of digits and punctuation), the lead's SimHash is the body's.
 
 Every signature is made by the index's one fingerprinter; the index keeps each under flags of its
@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
-from .boilerplate import body_text
+from .boilerplate import lead_text
+from .native import line_rule
 
 DEFAULT = ("body",)
 MAX_SIGNATURES = 4
@@ -76,8 +77,8 @@ class Signatures:
         """The texts of the signatures after the body (the body's text is ``text`` itself)."""
         if not self.leads:
             return []
-        body = body_text(text, join=False)
-        return [body[:n] for n in self.leads]
+        rule = line_rule()
+        return [lead_text(text, n, rule) for n in self.leads]
 
     def more(self, fingerprint: Callable[[str], int], text: str, body: int) -> tuple[int, ...]:
         """The simhashes of ``text``'s signatures after the body (whose simhash is ``body``),
