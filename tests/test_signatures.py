@@ -9,6 +9,8 @@ import struct
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dedup_hbase import Document, open_store
 from dedup_hbase.errors import IndexMismatch, InvalidInput
@@ -18,6 +20,8 @@ from dedup_hbase.stores.memory import MemoryStore
 from dedup_hbase.text.boilerplate import body_text
 from dedup_hbase.text.fingerprint import hamming, make_fingerprinter, to_hex
 from dedup_hbase.text.signatures import Signatures
+
+from conftest import shared_texts
 
 K = 3
 NAMES = ("body", "lead150")
@@ -122,6 +126,33 @@ def test_each_signature_has_its_own_flags_in_the_row_key():
 def test_bad_signatures_are_refused_with_what_is_wrong(text, message):
     with pytest.raises(InvalidInput, match=message):
         Signatures.parse(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(["下载 app 扫码关注", "阅读 12", "", " ", "央视网消息：国务院总理今天主持召开会议。",
+                                 "a" * 40, "The quick brown fox jumps over the lazy dog", "\udc80", "x\n", "版权所有"]),
+                max_size=12), st.integers(1, 200))
+def test_a_lead_read_lazily_is_the_bodys_first_characters(parts, chars):
+    """``lead_text`` (the kept lines up to ``chars``, judged by the core's rule or the reference's)
+    is ``body_text(text, join=False)[:chars]`` on random lines, blank lines and lone surrogates."""
+    from dedup_hbase.text.boilerplate import boilerplate_reason, lead_text
+    from dedup_hbase.text.native import line_rule
+
+    text = "\n".join(parts)
+    want = body_text(text, join=False)[:chars]
+    assert lead_text(text, chars, boilerplate_reason) == want == lead_text(text, chars, line_rule())
+
+
+def test_a_lead_is_the_first_characters_of_the_body_of_every_shared_document(xwlb_path, jargon_path):
+    from dedup_hbase.text.boilerplate import lead_text
+    from dedup_hbase.text.native import line_rule
+
+    rule = line_rule()
+    for path in (xwlb_path, jargon_path):
+        for text in shared_texts(path)[::5]:
+            body = body_text(text, join=False)
+            for chars in (1, 150, 151, 600):
+                assert lead_text(text, chars, rule) == body[:chars]
 
 
 def test_a_lead_is_the_first_characters_of_the_body_without_boilerplate():
