@@ -4,8 +4,8 @@ A load, a check, a groups job and the Spark engine's workers all turn input reco
 (corpus.py) into fingerprints the same way, here: a record with a usable id gets its
 ``simhash`` (from its text, or the one it carries), any other its ``error``; the texts of
 a batch go to the fingerprinter in one call. For an index of several signatures
-(text/signatures.py) the same call fingerprints each record's lead texts too, into ``more``. How a rejected record is counted and reported:
-reports.py.
+(text/signatures.py) the same call fingerprints each record's lead texts too, into ``more``.
+How a rejected record is counted and reported: reports.py.
 """
 
 from __future__ import annotations
