@@ -213,7 +213,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
         matches = index.query(value, k)
     else:
         value = index.fingerprint(document := _read_text(text, file, "document"))
-        matches = index.query_text(document, k)
+        matches = index.query_text(document, k, simhash=value)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
         return

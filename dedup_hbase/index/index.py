@@ -143,6 +143,14 @@ class Index:
             raise IndexNotFound(f"{store.url} has tables but no index metadata")
         return json.loads(raw)
 
+    @property
+    def lookup_options(self) -> str | None:
+        """What this index looks up beyond one signature without probes, as the paths that do
+        not take it yet say it ("several signatures (body,lead150)", "probes"); None: nothing."""
+        if len(self.signatures) > 1:
+            return f"several signatures ({self.signatures.label})"
+        return "probes" if any(self.probes) else None
+
     # -- small states kept with the index -------------------------------------------
 
     def read_state(self, name: str) -> dict[str, Any] | None:
@@ -277,10 +285,11 @@ class Index:
         return self.query_many([simhash], k, max_matches, None if more is None else [more],
                                None if probes is None else [probes])[0]
 
-    def query_text(self, text: str, k: int | None = None, max_matches: int | None = None) -> Matches:
-        """``query`` of a document's text: its simhash, its other signatures' and its probes, as
-        this index keeps and looks them up."""
-        simhash = self.fingerprint(text)
+    def query_text(self, text: str, k: int | None = None, max_matches: int | None = None,
+                   simhash: int | None = None) -> Matches:
+        """``query`` of a document's text: its simhash (``simhash``, when the caller made it
+        already), its other signatures' and its probes, as this index keeps and looks them up."""
+        simhash = self.fingerprint(text) if simhash is None else simhash
         more = self.more_signatures(text, simhash) if len(self.signatures) > 1 else None
         return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None)
 

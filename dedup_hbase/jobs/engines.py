@@ -34,8 +34,7 @@ def check_engine(engine: str) -> str:
 def _local_only(index: Index, job: str) -> None:
     """Refuse the Spark engine for an index of several signatures (text/signatures.py) or with
     probes: its jobs write and look up the body's rows alone, without probes."""
-    if len(index.signatures) > 1 or any(index.probes):
-        what = f"several signatures ({index.signatures.label})" if len(index.signatures) > 1 else "probes"
+    if what := index.lookup_options:
         raise InvalidInput(f"{job} --engine spark does not take an index of {what} yet: use --engine local")
 
 

@@ -80,8 +80,7 @@ class OnlineIndex:
     process (see the module docstring for several)."""
 
     def __init__(self, index: Index) -> None:
-        if len(index.signatures) > 1 or any(index.probes):
-            what = f"several signatures ({index.signatures.label})" if len(index.signatures) > 1 else "probes"
+        if what := index.lookup_options:
             raise InvalidInput(f"serve does not take an index of {what} yet: its lookups and adds keep the "
                                "body's simhash alone, without probes")
         self.index = index

@@ -52,8 +52,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
-    if (len(index.signatures) > 1 or any(index.probes)) and (options.skip_near_dups or options.groups):
-        what = f"several signatures ({index.signatures.label})" if len(index.signatures) > 1 else "probes"
+    if (what := index.lookup_options) and (options.skip_near_dups or options.groups):
         raise InvalidInput(f"--skip-near-dups and --groups do not take an index of {what} yet: "
                            "load it without them, then run check or groups")
     marker = Checkpoint(index, checkpoint)
