@@ -1,11 +1,12 @@
 """The HBASE-30501 guard (jobs/spark/hadoop.py, jvm/ BulkLoad): HFiles cut at other region
 boundaries than the table's (its regions split or merged since the files were written) are not
 split by BulkLoadHFiles but refused, in one line, and nothing of them is loaded; files cut at
-the table's regions load. Needs a real HBase and a local Spark with the jvm/ helper."""
+the table's regions load; a load that fails otherwise says why in one line (and makes no table). Needs a real HBase and a local Spark with the jvm/ helper."""
 
 from __future__ import annotations
 
 import random
+from urllib.parse import urlsplit
 
 import pytest
 from test_spark import index_cells, with_zk
@@ -16,6 +17,17 @@ from dedup_hbase.errors import DedupError
 from conftest import hbase_store_url
 
 pytestmark = [pytest.mark.spark, pytest.mark.hbase]
+
+
+def thrift_tables(url: str) -> list[bytes]:
+    import happybase
+
+    where = urlsplit(url)
+    connection = happybase.Connection(where.hostname, where.port)
+    try:
+        return connection.tables()
+    finally:
+        connection.close()
 
 
 def write(spark, index, url: str, folder: str, splits: list[bytes]):
@@ -54,6 +66,11 @@ def test_hfiles_that_no_longer_fit_a_region_are_refused_not_split(spark, hbase_u
             "load that splits HFiles can lose data, HBASE-30501); run the same command again: it cuts the files "
             "at the regions of then")
         assert index_cells(url) == set()
+        with pytest.raises(hadoop.BulkLoadFailed) as failed:  # not made: a failure of another kind, in one line
+            hadoop.bulk_load(spark, zk, f"{table}_gone", f"file://{tmp_path}/stale/index", copy=True)
+        assert str(failed.value).startswith(f"bulk load of {table}_gone failed: ")
+        assert "TableNotFoundException" in str(failed.value) and "\n" not in str(failed.value)
+        assert f"{table}_gone".encode() not in thrift_tables(url)
         zk, table = write(spark, index, url, f"file://{tmp_path}/fresh/index", splits)
         assert hadoop.bulk_load(spark, zk, table, f"file://{tmp_path}/fresh/index", copy=True) == 4
         assert len(index_cells(url)) == 4000

@@ -103,18 +103,26 @@ def bulk_load(spark, zk: ZooKeeper, table: str, folder: str, copy: bool = False)
     """BulkLoadHFiles of every HFile under ``folder/<family>/`` into ``table`` (from the
     driver's JVM); the number of files loaded. A file that no longer fits one region (the
     table split or merged since the files were cut) is not split (HBASE-30501: a retried load
-    of split files lost data before HBase 2.6.8): RegionsChanged, nothing of them loaded."""
+    of split files lost data before HBase 2.6.8): RegionsChanged, and so when the regions are
+    seen mid-change. Any other failure: BulkLoadFailed with the JVM's causes, read while the
+    JVM still answers (a py4j error's text can no longer be read once Spark has stopped)."""
     try:
-        return _helper(spark).BulkLoad.load(*zk.args(), table, folder, copy)
+        loaded = _helper(spark).BulkLoad.load(*zk.args(), table, folder, copy)
     except Exception as e:
-        if "fail.if.need.split.hfile" not in _text(e):
-            raise
-        raise RegionsChanged(table) from None
+        raise BulkLoadFailed(_text(e)) from None
+    if loaded < 0:
+        raise RegionsChanged(table)
+    return loaded
+
+
+class BulkLoadFailed(DedupError):
+    """BulkLoadHFiles stopped for a reason other than the table's regions changing."""
 
 
 class RegionsChanged(DedupError):
     """A table's regions split or merged between reading them and bulk-loading HFiles cut at
-    them: nothing of those files was loaded."""
+    them: the load stopped (what it loaded before is loaded again, cell for cell, by a load of
+    files cut anew)."""
 
     def __init__(self, table: str):
         super().__init__(f"the regions of {table} changed (a split or a merge) while the HFiles were written: "
@@ -124,11 +132,14 @@ class RegionsChanged(DedupError):
 
 
 def _text(error: Exception) -> str:
-    """What py4j gives of a JVM error (its str() may itself fail)."""
+    """What py4j gives of a JVM error: its message's last line that names the JVM's error
+    (BulkLoad's causes), else the whole text (whose str() may itself fail)."""
     try:
-        return str(error)
+        text = str(error)
     except Exception:
         return type(error).__name__
+    lines = [line for line in text.splitlines() if "bulk load of " in line]
+    return lines[0][lines[0].index("bulk load of "):] if lines else text
 
 
 def _fs(spark, uri: str):

@@ -1,5 +1,6 @@
 package dedup.hbase.spark;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -59,23 +60,53 @@ public final class BulkLoad {
   /**
    * Hand every HFile under {@code dir/<family>/} to the table's region servers. A file that
    * straddles a region boundary (the table was split or merged since the files were cut) is
-   * not split: the load fails ("... fits into no region. And because
-   * hbase.loadincremental.fail.if.need.split.hfile was set to true ...") and a rerun cuts the
-   * files at the regions of then. HBASE-30501: a retried bulk load whose files had been split
-   * lost data (fixed in 2.6.8 and 2.5.17; this helper runs with 2.6.4, the newest
-   * hbase-shaded-mapreduce -hadoop3 build on Maven Central here). {@code copy}: copy the files
-   * into HBase and leave them (else they are moved when HBase shares their file system).
-   * Returns the number of files loaded.
+   * not split: the load stops ("... fits into no region. And because
+   * hbase.loadincremental.fail.if.need.split.hfile was set to true ...") and this returns -1, as
+   * it does when the table's regions are seen mid-change (a region's end key not the next one's
+   * start: a split not yet finished in hbase:meta) or a region server refuses a file for a
+   * region that split after it was located (WrongRegionException); a rerun cuts the files at the regions of
+   * then (loading again a file loaded before the stop is harmless: the same cells, the same
+   * timestamps). HBASE-30501: a retried bulk load whose files had been split lost data (fixed in
+   * 2.6.8 and 2.5.17; this helper runs with 2.6.4, the newest hbase-shaded-mapreduce -hadoop3
+   * build on Maven Central here). {@code copy}: copy the files into HBase and leave them (else
+   * they are moved when HBase shares their file system). Returns the number of files loaded.
+   * Any other failure is an IOException whose message holds every cause's (the caller may not
+   * be able to ask the JVM for them later).
    */
   public static int load(String quorum, int port, String znodeParent, String table, String dir,
-      boolean copy) throws Exception {
+      boolean copy) throws IOException {
     Configuration conf = conf(quorum, port, znodeParent);
     conf.setBoolean(BulkLoadHFiles.ALWAYS_COPY_FILES, copy);
     // one load may bring a file per Spark partition to a region: do not refuse many files
     conf.setInt(BulkLoadHFiles.MAX_FILES_PER_REGION_PER_FAMILY, Integer.MAX_VALUE);
-    conf.setBoolean("hbase.loadincremental.fail.if.need.split.hfile", true); // HBASE-27305, in 2.6
-    Map<BulkLoadHFiles.LoadQueueItem, java.nio.ByteBuffer> loaded =
-        BulkLoadHFiles.create(conf).bulkLoad(TableName.valueOf(table), new Path(dir));
-    return loaded.size();
+    conf.setBoolean(FAIL_IF_NEED_SPLIT, true); // HBASE-27305, in 2.6
+    conf.set(BulkLoadHFiles.CREATE_TABLE_CONF_KEY, "no"); // a missing table is an error, not made here
+    try {
+      Map<BulkLoadHFiles.LoadQueueItem, java.nio.ByteBuffer> loaded =
+          BulkLoadHFiles.create(conf).bulkLoad(TableName.valueOf(table), new Path(dir));
+      return loaded.size();
+    } catch (Exception e) {
+      String causes = causes(e);
+      if (causes.contains(FAIL_IF_NEED_SPLIT) || causes.contains(REGIONS_MID_CHANGE)
+          || causes.contains(WRONG_REGION)) {
+        return -1;
+      }
+      throw new IOException("bulk load of " + table + " failed: " + causes, e);
+    }
+  }
+
+  private static final String FAIL_IF_NEED_SPLIT = "hbase.loadincremental.fail.if.need.split.hfile";
+  // BulkLoadHFilesTool.checkRegionIndexValid, while a split or a merge is under way
+  private static final String REGIONS_MID_CHANGE = "is not equal to the startkey of the next region";
+  // the region server's refusal of a file sent to a region that split after it was located
+  private static final String WRONG_REGION = "WrongRegionException";
+
+  /** Each cause's class and message, outermost first, joined by " <- ". */
+  static String causes(Throwable error) {
+    List<String> out = new ArrayList<>();
+    for (Throwable t = error; t != null && out.size() < 8; t = t.getCause()) {
+      out.add(t.getClass().getSimpleName() + ": " + t.getMessage());
+    }
+    return String.join(" <- ", out);
   }
 }
