@@ -60,6 +60,36 @@ def require_or_skip(reason: str):
     pytest.skip(reason, allow_module_level=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 2``) each test goes to one of two
+    processes by group: every test of the one test HBase (marked ``hbase`` or using ``hbase_url``)
+    in one group, run one at a time (several stop, restart or freeze that HBase); the tests of
+    tests/test_cluster.py in another (their cluster is their own: scripts/cluster-local, other
+    ports and folders); every other test with the rest of its module (its module's fixtures made
+    once)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        module = item.module.__name__
+        if module == "test_cluster":
+            group = "cluster"
+        elif item.get_closest_marker("hbase") or "hbase_url" in getattr(item, "fixturenames", ()):
+            group = "hbase"
+        else:
+            group = module
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: the skips go to the controller's banner
+        session.config.workeroutput["missing"] = list(_MISSING)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # xdist's controller, as a worker ends
+    _MISSING.extend(tuple(m) for m in getattr(node, "workeroutput", {}).get("missing", []))
+
+
 def pytest_terminal_summary(terminalreporter):
     if _MISSING:
         terminalreporter.section("SKIPPED FOR WANT OF A PREREQUISITE: this run proved less than CI's", sep="!")
