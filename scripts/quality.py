@@ -81,6 +81,8 @@ METHOD_DOC = {
     "dedup-hbase:jieba+lead150+probes8-2": "`init --signatures body,lead150 --probes 8,2`: the same, and each "
                                            "lookup also made with one of the query's 8 least sure body bits "
                                            "flipped, and one of its 2 least sure lead bits (lookup.py)",
+    "dedup-hbase:jieba+lead150+probes8-1": "`init --signatures body,lead150 --probes 8,1`: the same, with one "
+                                           "probe of the lead: its least sure bit flipped",
     "dedup-hbase:jieba+probes8": "`init --probes 8`: the default's one SimHash, each lookup also made with one "
                                  "of the query's 8 least sure bits flipped",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
@@ -92,6 +94,7 @@ ALL_METHODS = list(METHOD_DOC)
 # the methods of an index's options: (signatures, probes), made by dedup-hbase's own Index
 INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None),
            "dedup-hbase:jieba+lead150+probes8-2": ("body,lead150", "8,2"),
+           "dedup-hbase:jieba+lead150+probes8-1": ("body,lead150", "8,1"),
            "dedup-hbase:jieba+probes8": ("body", "8")}
 
 

@@ -93,7 +93,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
          ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
-         probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,2 (more scans, no more rows; docs/quality.md).")] = None,
+         probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
          json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k, featurizer and signatures."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
@@ -314,7 +314,7 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
          k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
          signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
-         probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,2: ten more lookups of a signature each).")] = None,
+         probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,1: nine more lookups in all).")] = None,
          json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
     chosen = Signatures.parse(signatures)
