@@ -60,6 +60,7 @@ def require_or_skip(reason: str):
     pytest.skip(reason, allow_module_level=True)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 2``) each test goes to one of two
     processes by group: every test of the one test HBase (marked ``hbase`` or using ``hbase_url``)
