@@ -33,7 +33,7 @@ ORDER = {
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "session", "ship", "harness", "hadoop", "stages", "texts", "inputs", "fingerprints", "records",
-                   "rows", "bulk", "load", "pairs", "components", "groups", "adding", "check", ""],
+                   "rows", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],

@@ -379,9 +379,8 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
             (("load", str(data), "--fingerprints"),
              "an index with signatures body,lead150 fingerprints the texts themselves: precomputed fingerprints "
              "(--fingerprints) carry the body's simhash alone"),
-            (("check", str(data), "--engine", "spark", "--out", str(tmp_path / "o")),
-             "check --engine spark does not take an index of several signatures (body,lead150) yet: use --engine local"),
-            (("load", str(data), "--engine", "spark"), "load --engine spark does not take an index of several"),
+            (("load", str(data), "--engine", "spark", "--fingerprints"),
+             "an index with signatures body,lead150 fingerprints the texts themselves"),
             (("serve", "--port", "0"), "serve does not take an index of several signatures (body,lead150) yet")):
         done = run("--store", store, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)

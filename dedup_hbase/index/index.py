@@ -177,14 +177,7 @@ class Index:
         """Per signature, the bits a lookup of ``text`` flips one at a time (``probes`` of them:
         its least sure, ``Fingerprinter.uncertain_bits``); () for a signature without probes.
         A lead without a feature probes the body's bits, as its simhash is the body's."""
-        texts = [text, *self.signatures.extra_texts(text)]
-        out: list[tuple[int, ...]] = []
-        for count, part in zip(self.probes, texts):
-            try:
-                out.append(self.fingerprinter.uncertain_bits(part, count) if count else ())
-            except ValueError:  # EmptyDocument: a lead without a feature
-                out.append(self.fingerprinter.uncertain_bits(text, count))
-        return tuple(out)
+        return self.signatures.probe_masks(self.fingerprinter, text, self.probes)
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
             meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = ()) -> int:

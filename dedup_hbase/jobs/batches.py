@@ -60,13 +60,15 @@ def _set_results(todo: list[Record], results: list[int | str], signatures: Signa
                 record.more = settled(results[n + i * more:n + (i + 1) * more], result)
 
 
-def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False) -> None:
+def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False,
+                      signatures: Signatures = Signatures()) -> None:
     """Set each record's ``simhash`` (from its text, or with ``use_simhash`` the one it
-    carries) or its ``error``, in place; the texts in one batch call. ``fingerprinter`` may
-    be None when no record has a text to fingerprint."""
+    carries) or its ``error``, in place, and with several ``signatures`` its ``more``; the
+    texts in one batch call. ``fingerprinter`` may be None when no record has a text to
+    fingerprint."""
     todo = _to_fingerprint(batch, use_simhash)
     if todo:
-        _set_results(todo, fingerprint_texts(fingerprinter, [r.text for r in todo]))
+        _set_results(todo, fingerprint_texts(fingerprinter, _texts(todo, signatures)), signatures)
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
@@ -76,10 +78,8 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
     ``more`` too (its text needed: ``use_simhash`` is refused, as it is for an index whose
     lookups ``probes`` the texts' unsure bits)."""
-    if use_simhash and (len(signatures) > 1 or probes):
-        what = f"signatures {signatures.label}" if len(signatures) > 1 else "probes"
-        raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
-                           "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+    if use_simhash:
+        check_precomputed(signatures, probes)
 
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
@@ -89,6 +89,15 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures)):
         _set_results(todo, results, signatures)
         yield batch
+
+
+def check_precomputed(signatures: Signatures, probes: bool = False) -> None:
+    """Refuse precomputed fingerprints (``--fingerprints``) for an index of several signatures
+    or (``probes``) a lookup with probes: both need the texts."""
+    if len(signatures) > 1 or probes:
+        what = f"signatures {signatures.label}" if len(signatures) > 1 else "probes"
+        raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
+                           "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
 
 
 def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,

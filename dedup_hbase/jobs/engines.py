@@ -31,20 +31,12 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def _local_only(index: Index, job: str) -> None:
-    """Refuse the Spark engine for an index of several signatures (text/signatures.py) or with
-    probes: its jobs write and look up the body's rows alone, without probes."""
-    if what := index.lookup_options:
-        raise InvalidInput(f"{job} --engine spark does not take an index of {what} yet: use --engine local")
-
-
 def load(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), engine: str = "local",
          spark: SparkOptions | None = None, *, progress: Callable[[int, int], None] | None = None,
          on_reject: Callable[[Record], None] | None = None) -> LoadReport:
     """Load ``paths`` into ``index``. ``progress`` (records and text bytes done) and
     ``on_reject`` are the local engine's live reports (the Spark engine reports at its end)."""
     if check_engine(engine) == "spark":
-        _local_only(index, "load")
         from .spark import spark_load_files
 
         return spark_load_files(index, paths, options, spark or SparkOptions())
@@ -58,7 +50,6 @@ def check(index: Index, paths: list[str], options: CheckOptions = CheckOptions()
     The local engine hands each check record (outputs.py) to ``on_answer`` as it comes; the
     Spark engine writes them under ``options.out``."""
     if check_engine(engine) == "spark":
-        _local_only(index, "check")
         from .spark import spark_check_files
 
         return spark_check_files(index, paths, options, spark or SparkOptions())

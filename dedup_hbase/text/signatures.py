@@ -91,6 +91,18 @@ class Signatures:
                 results.append(str(e))
         return settled(results, body)
 
+    def probe_masks(self, fingerprinter, text: str, probes: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+        """Per signature, the bits a lookup of ``text`` flips one at a time (``probes[j]`` of
+        them: its least sure, ``Fingerprinter.uncertain_bits``); () for a signature without
+        probes. A lead without a feature probes the body's bits, as its simhash is the body's."""
+        out: list[tuple[int, ...]] = []
+        for count, part in zip(probes, [text, *self.extra_texts(text)]):
+            try:
+                out.append(fingerprinter.uncertain_bits(part, count) if count else ())
+            except ValueError:  # EmptyDocument: a lead without a feature
+                out.append(fingerprinter.uncertain_bits(text, count))
+        return tuple(out)
+
 
 def settled(results: Sequence[int | str], body: int) -> tuple[int, ...]:
     """The simhashes of the signatures after the body from their fingerprinting's results (a

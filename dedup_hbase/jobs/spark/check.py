@@ -42,10 +42,11 @@ from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
+from ..batches import check_precomputed
 from ..options import CheckOptions, SparkOptions, uri_of
 from ..outputs import CHECK_JSON, CHECK_PARQUET
 from ..reports import CheckReport
-from . import hadoop, records, rows, stages
+from . import hadoop, records, rows, signed, stages
 from .harness import spark_job
 
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
@@ -71,10 +72,15 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
+    if options.add_new and (what := index.lookup_options):
+        raise InvalidInput(f"--add-new does not take an index of {what} yet: its new documents are found by the "
+                           "body's simhash alone")
+    if options.fingerprints:
+        check_precomputed(index.signatures, any(index.probes))
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
     with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:
-        fingerprinted, helpers = records.fingerprinted(job, paths, options, index.fingerprinter.spec)
+        fingerprinted, helpers = records.fingerprinted(job, paths, options, stages.job_spec(index, lookups=True))
         answers = answer_records(job.session, index, fingerprinted, k, options.max_matches)
         job.clock("read, fingerprint, plan")
         answers = job.persist(answers)
@@ -97,6 +103,10 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     from pyspark.sql import functions as F
 
     good = F.col("error").isNull()
+    if index.lookup_options:  # several signatures or probes: signed.py
+        merged = signed.signed_matches(spark, index, fingerprinted, k, max_matches, PROBES_PER_TASK, SCAN_PROBES)
+        joined = fingerprinted.withColumn("key", F.when(good, signed.lookup_key())).join(merged, "key", "left")
+        return _answer_columns(joined, good, signed.SIGNED_MATCH_TYPE)
     queries = fingerprinted.where(good).select(F.col("simhash").alias("query")).distinct()
     flags = range(1, len(index.scheme.flags) + 1)
     prefix = F.explode(F.array(*[F.shiftleft(rows.segment(index.scheme, f, F.col("query")), 8).bitwiseOR(F.lit(f))
@@ -112,10 +122,16 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
         merge_runs(max_matches), MERGED_SCHEMA)
     joined = fingerprinted.join(merged, fingerprinted["simhash"] == merged["query"], "left")
+    return _answer_columns(joined, good, MATCH_TYPE)
+
+
+def _answer_columns(joined, good, match_type: str):
+    from pyspark.sql import functions as F
+
     return joined.select(
         "ordinal", "line", "source", "id", "simhash", "error",
         F.when(good, F.lower(F.lpad(F.hex("simhash"), 16, "0"))).alias("simhash_hex"),
-        F.when(good, F.coalesce("matches", F.array().cast(MATCH_TYPE))).alias("matches"),
+        F.when(good, F.coalesce("matches", F.array().cast(match_type))).alias("matches"),
         F.col("match_count"))
 
 

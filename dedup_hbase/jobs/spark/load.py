@@ -24,9 +24,10 @@ import time
 from ...errors import InvalidInput
 from ...index.arrays import unsigned64
 from ...index.index import Document, Index, document_meta
+from ..batches import check_precomputed
 from ..options import LoadOptions, SparkOptions
 from ..reports import Checkpoint, LoadReport, rejects_file
-from . import bulk, records
+from . import bulk, records, stages
 from .harness import spark_job
 
 STOPPED = "run the same command again to load (the job starts over; what it wrote is written again, nothing doubles)"
@@ -46,6 +47,8 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
                            "look up each batch in the index as it grows")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
+    if options.fingerprints:
+        check_precomputed(index.signatures)
     options.check_inputs(paths)
     key = options.checkpoint_key(paths)
     marker = Checkpoint(index, key)
@@ -60,7 +63,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     job_ms = int(time.time() * 1000)
     with spark_job("dedup-hbase load", spark, paths, jars=target is not None, session=session,
                    then=STOPPED) as job:
-        fingerprinted, helpers = records.fingerprinted(job, paths, options, index.fingerprinter.spec)
+        fingerprinted, helpers = records.fingerprinted(job, paths, options, stages.job_spec(index))
         report = LoadReport()
         with rejects_file(options.rejects) as rejects:
             report.unlabeled = records.account(fingerprinted, report, rejects, index.fingerprinter.label,
@@ -83,7 +86,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
 def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, loaded: int) -> None:
     """The embedded store: ``Index.write`` in input order, batch by batch, as the local load
     does (so repeated ids, replaced fingerprints and ``new`` behave the same)."""
-    rows = good.select("ordinal", "line", "source", "id", "simhash", "title", "length").orderBy("ordinal", "line")
+    rows = good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more").orderBy("ordinal", "line")
     docs: list[Document] = []
 
     def flush() -> None:
@@ -95,7 +98,8 @@ def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, load
 
     for row in rows.toLocalIterator():
         meta = document_meta(loaded // 1000, row["source"], row["line"], row["title"], row["length"])
-        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta))
+        more = tuple(unsigned64(m) for m in row["more"] or ())
+        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta, more))
         if len(docs) >= batch_size:
             flush()
     flush()

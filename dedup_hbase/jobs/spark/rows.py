@@ -5,8 +5,10 @@ An index row key is bit fields of the simhash (layout.py): segment (4 bytes, the
 blocks' bits, left-aligned) | flag (1 byte) | simhash (8 bytes), all big-endian; the
 expressions here are generated from the index's ``Scheme`` (its widths, shifts and block
 combinations), so any scheme gets its keys and there is one description of the layout.
-A document row's value is ``index.document_value`` of ``index.document_meta``: the 8-byte
-simhash, then the metadata as compact JSON with non-ASCII kept (``json.dumps(...,
+In an index of several signatures (text/signatures.py) each signature's simhash (``more``
+after the body's) gets the rows of its own scheme (``Index.schemes``: the same blocks, flags
+of its own). A document row's value is ``index.document_value`` of ``index.document_meta``:
+the 8-byte simhash of each signature, then the metadata as compact JSON with non-ASCII kept (``json.dumps(...,
 ensure_ascii=False, separators=(",", ":"))``, its escapes reproduced here).
 tests/test_spark.py proves both bit-identical to the Python reference.
 
@@ -68,7 +70,8 @@ def row_keys(scheme: Scheme, simhash) -> list:
     from pyspark.sql import functions as F
 
     whole = _big_endian(simhash, 8)
-    return [F.concat(_big_endian(segment(scheme, flag, simhash), 4), F.lit(bytes([flag])), whole)
+    return [F.concat(_big_endian(segment(scheme, flag, simhash), 4), F.lit(bytes([scheme.first_flag + flag - 1])),
+                     whole)
             for flag in range(1, len(scheme.flags) + 1)]
 
 
@@ -93,35 +96,47 @@ def _part(key, spread, splits: list[bytes], targets: list[int], per_region: int)
     return F.element_at(F.array(*[F.lit(t) for t in targets]), slot + 1).alias("part")
 
 
-def _keyed(winners, scheme: Scheme):
-    """winners with each flag's row key as a column (``_k1`` ...) and the id's bytes (``_id``),
-    computed once per document in their own projection: a struct column built on them refers
-    to a key several times (its region), which Spark would compute again in each place."""
+def signature_simhash(j: int):
+    """The simhash column of signature ``j``: the body's (``simhash``), else ``more``'s j-th."""
     from pyspark.sql import functions as F
 
-    keys = [key.alias(f"_k{flag}") for flag, key in enumerate(row_keys(scheme, F.col("simhash")), 1)]
+    return F.col("simhash") if j == 0 else F.element_at(F.col("more"), j)
+
+
+def _keyed(winners, schemes: list[Scheme]):
+    """winners with each signature's and flag's row key as a column (``_k0_1`` ...) and the id's
+    bytes (``_id``), computed once per document in their own projection: a struct column built
+    on them refers to a key several times (its region), which Spark would compute again in
+    each place."""
+    from pyspark.sql import functions as F
+
+    keys = [key.alias(f"_k{j}_{flag}") for j, scheme in enumerate(schemes)
+            for flag, key in enumerate(row_keys(scheme, signature_simhash(j)), 1)]
     return winners.select("*", F.col("id").cast("binary").alias("_id"), *keys)
 
 
-def index_cells(scheme: Scheme, splits: list[bytes], targets: list[int], per_region: int) -> list:
+def index_cells(schemes: list[Scheme], splits: list[bytes], targets: list[int], per_region: int) -> list:
     """Struct columns (part, key, qualifier, value) over ``_keyed`` winners: a document's index
-    rows, one per flag: key = row key, qualifier = the id's UTF-8 bytes, empty value; ``part``
-    from the key's region, spread over its partitions by the simhash's low byte."""
+    rows, one per signature and flag: key = row key, qualifier = the id's UTF-8 bytes, empty
+    value; ``part`` from the key's region, spread over its partitions by the simhash's low byte."""
     from pyspark.sql import functions as F
 
-    spread = F.col("simhash").bitwiseAND(F.lit(255).cast("bigint"))
-    keys = [F.col(f"_k{flag}") for flag in range(1, len(scheme.flags) + 1)]
-    return [F.struct(_part(key, spread, splits, targets, per_region), key.alias("key"), F.col("_id").alias("qualifier"),
-                     F.lit(b"").alias("value"))
-            for key in keys]
+    out = []
+    for j, scheme in enumerate(schemes):
+        spread = signature_simhash(j).bitwiseAND(F.lit(255).cast("bigint"))
+        for flag in range(1, len(scheme.flags) + 1):
+            key = F.col(f"_k{j}_{flag}")
+            out.append(F.struct(_part(key, spread, splits, targets, per_region), key.alias("key"),
+                                F.col("_id").alias("qualifier"), F.lit(b"").alias("value")))
+    return out
 
 
 def index_rows(winners, scheme: Scheme, splits: list[bytes], targets: list[int], per_region: int):
     """(id, simhash) -> index rows (ROW_COLUMNS), ``index_cells`` of each."""
     from pyspark.sql import functions as F
 
-    structs = index_cells(scheme, splits, targets, per_region)
-    return _keyed(winners, scheme).select(F.explode(F.array(*structs)).alias("c")).select("c.*")
+    structs = index_cells([scheme], splits, targets, per_region)
+    return _keyed(winners, [scheme]).select(F.explode(F.array(*structs)).alias("c")).select("c.*")
 
 
 def json_string(text):
@@ -138,9 +153,10 @@ def json_string(text):
     return F.concat(F.lit('"'), F.when(text.rlike(_NEEDS_ESCAPE), escaped).otherwise(text), F.lit('"'))
 
 
-def document_value(loaded: int, simhash, source, line, title, length):
+def document_value(loaded: int, simhash, source, line, title, length, more: int = 0):
     """``index.document_value`` of ``index.document_meta(loaded, source, line, title, length)``
-    (source and line given, as a load gives them)."""
+    (source and line given, as a load gives them); ``more``: the signatures after the body (their
+    simhashes in the column ``more``)."""
     from pyspark.sql import functions as F
 
     meta = F.concat(
@@ -150,7 +166,8 @@ def document_value(loaded: int, simhash, source, line, title, length):
         .otherwise(F.lit("")),
         F.when(length.isNotNull(), F.concat(F.lit(',"length":'), length.cast("string"))).otherwise(F.lit("")),
         F.lit("}"))
-    return F.concat(_big_endian(simhash, 8), meta.cast("binary"))
+    return F.concat(_big_endian(simhash, 8), *[_big_endian(signature_simhash(j), 8) for j in range(1, more + 1)],
+                    meta.cast("binary"))
 
 
 def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
@@ -165,11 +182,12 @@ def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
                     F.lit(b"").alias("qualifier"), value.alias("value"))
 
 
-def _valued(winners, loaded: int):
+def _valued(winners, loaded: int, more: int = 0):
     """winners with the id's bytes (``_id``) and the document row's value (``_value``)."""
     from pyspark.sql import functions as F
 
-    value = document_value(loaded, F.col("simhash"), F.col("source"), F.col("line"), F.col("title"), F.col("length"))
+    value = document_value(loaded, F.col("simhash"), F.col("source"), F.col("line"), F.col("title"), F.col("length"),
+                           more)
     return winners.select("*", F.col("id").cast("binary").alias("_id"), value.alias("_value"))
 
 
@@ -178,12 +196,13 @@ def doc_rows(winners, loaded: int, splits: list[bytes], targets: list[int], per_
     return _valued(winners, loaded).select(doc_cell(splits, targets, per_region).alias("c")).select("c.*")
 
 
-def cells(winners, scheme: Scheme, loaded: int, index: tuple, docs: tuple):
-    """Both tables' rows of the winners in one pass (each winner read once): ``index_rows``
-    and ``doc_rows`` as one column of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets,
-    per_region) of each table."""
+def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple):
+    """Both tables' rows of the winners in one pass (each winner read once): every signature's
+    index rows (``schemes``: the index's, the body's first) and the document rows as one column
+    of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets, per_region) of each table."""
     from pyspark.sql import functions as F
 
-    structs = index_cells(scheme, *index) + [doc_cell(*docs)]
-    prepared = _keyed(winners, scheme).drop("_id")
-    return _valued(prepared, loaded).select(F.explode(F.array(*structs)).alias("c")).select("c.*")
+    structs = index_cells(schemes, *index) + [doc_cell(*docs)]
+    prepared = _keyed(winners, schemes).drop("_id")
+    return (_valued(prepared, loaded, len(schemes) - 1).select(F.explode(F.array(*structs)).alias("c"))
+            .select("c.*"))

@@ -13,28 +13,51 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from ...index.arrays import as_unsigned, signed64
 from ...index.index import Index
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ...text.signatures import Signatures
 from ..batches import fingerprint_batch
 from ..reports import reason_of
 
+# more: the simhashes of the signatures after the body (an index of several: text/signatures.py), else null;
+# masks: per signature, the bits a lookup with probes flips (Signatures.probe_masks), else null
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
-                        "length long, text_bytes long, error string, reason string, featurizer string")
+                        "length long, text_bytes long, error string, reason string, featurizer string, "
+                        "more array<bigint>, masks array<array<bigint>>")
 FINGERPRINTED_COLUMNS = ("ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
-                         "reason", "featurizer")
+                         "reason", "featurizer", "more", "masks")
 OLD_SCHEMA = "known long, replaced long"
 
 _fingerprinters: dict[str, Fingerprinter] = {}
 _indexes: dict[str, Index] = {}
 
 
+def job_spec(index: Index, lookups: bool = False) -> dict:
+    """What the workers need to fingerprint for ``index``: its fingerprinter's spec, in an
+    index of several signatures their names (``signatures``), and for ``lookups`` with probes
+    how many per signature (``probes``)."""
+    spec = dict(index.fingerprinter.spec)
+    if len(index.signatures) > 1:
+        spec["signatures"] = index.signatures.spec
+    if lookups and any(index.probes):
+        spec["probes"] = list(index.probes)
+    return spec
+
+
+def signatures_of(spec: dict) -> Signatures:
+    return Signatures.parse(spec.get("signatures"))
+
+
 def fingerprinter(spec: dict) -> Fingerprinter:
-    """This worker's Fingerprinter of ``spec`` (one per spec and process)."""
+    """This worker's Fingerprinter of ``spec`` (a ``job_spec``; one per spec and process)."""
     key = json.dumps(spec, sort_keys=True)
     fp = _fingerprinters.get(key)
     if fp is None:
-        fp = _fingerprinters[key] = fingerprinter_from_spec(spec)
+        fp = _fingerprinters[key] = fingerprinter_from_spec({k: v for k, v in spec.items()
+                                                              if k not in ("signatures", "probes")})
     return fp
 
 
@@ -51,28 +74,38 @@ def index_of(url: str) -> Index:
 def fingerprint_records(spec: dict, use_simhash: bool):
     """(file ordinal, Record) lists -> fingerprinted batches (FINGERPRINTED_SCHEMA): the
     parse and the fingerprint in one pass, no batch in between. The Fingerprinter (jieba's
-    dictionary) is built only when texts come."""
+    dictionary) is built only when texts come. ``spec``: a ``job_spec`` (with several
+    signatures, each record's ``more`` too)."""
     import pyarrow as pa
+
+    signatures, probes = signatures_of(spec), spec.get("probes")
+
+    def masks(record) -> list | None:
+        if record.error or not probes:
+            return None
+        return [[signed64(m) for m in ms] for ms in signatures.probe_masks(fingerprinter(spec), record.text, probes)]
 
     def finish(pairs):
         records = [record for _, record in pairs]
         lengths = [len(r.text) if r.text is not None else None for r in records]
         sizes = [len(r.text.encode("utf-8", "surrogateescape")) if r.text else 0 for r in records]
         texts = not use_simhash and any(r.text is not None and not r.error for r in records)
-        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash)
+        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash, signatures)
         cols = [[ordinal for ordinal, _ in pairs], [r.line for r in records], [r.source for r in records],
                 [r.id for r in records], [None if r.error else signed64(r.simhash) for r in records],
                 [r.title for r in records], lengths, sizes, [r.error for r in records],
-                [reason_of(r.error) if r.error else None for r in records], [r.featurizer for r in records]]
+                [reason_of(r.error) if r.error else None for r in records], [r.featurizer for r in records],
+                [None if r.error or not r.more else [signed64(m) for m in r.more] for r in records],
+                [masks(r) for r in records]]
         types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
-                 pa.string(), pa.string(), pa.string()]
+                 pa.string(), pa.string(), pa.string(), pa.list_(pa.int64()), pa.list_(pa.list_(pa.int64()))]
         return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
                                           names=list(FINGERPRINTED_COLUMNS))
     return finish
 
 
 def old_fingerprints(url: str, chunk: int = 1000):
-    """winners (id, simhash) -> per batch, how many of its ids the index holds already and how
+    """winners (id, simhash, more) -> per batch, how many of its ids the index holds already and how
     many of those with another fingerprint. Where the old fingerprint differs, its index rows
     are deleted here, through the store, as ``Index.write`` does before it writes
     (``Index.retire_old_fingerprints``; idempotent: a retried task deletes again)."""
@@ -83,10 +116,14 @@ def old_fingerprints(url: str, chunk: int = 1000):
         for batch in batches:
             ids = batch.column("id").to_pylist()
             sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
+            more = batch.column("more").to_pylist()
+            extra = len(index.signatures) - 1
+            columns = [sims] + [as_unsigned(np.array([m[j] for m in more], np.int64)) for j in range(extra)]
             known = replaced = 0
             for start in range(0, len(ids), chunk):
                 raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
-                written = index.retire_old_fingerprints(raw, sims[start:start + chunk])
+                written = index.retire_old_fingerprints(raw, sims[start:start + chunk],
+                                                        [c[start:start + chunk] for c in columns])
                 known += len(raw) - written.new
                 replaced += written.replaced
             yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64()), pa.array([replaced], pa.int64())],

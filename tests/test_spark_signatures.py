@@ -1,0 +1,154 @@
+"""The Spark load of an index of several signatures (``init --signatures body,lead150``): every
+signature's index rows and the document rows (each signature's 8 bytes, then the metadata) are,
+cell for cell, what the local engine's load writes, on HBase (HFiles and bulk loads) and on the
+embedded store (the driver writes); a check of either index then answers the same, lead matches
+named. Needs a local Spark with the jvm/ helper (and HBase for its case)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import subprocess
+
+import pytest
+from test_spark import BAD_LINES, local_load_to, same_report, spark_load_to, with_zk
+
+from dedup_hbase import Index, open_store
+from dedup_hbase.errors import InvalidInput
+from dedup_hbase.index.documents import parse_document
+
+from conftest import hbase_store_url
+
+pytestmark = pytest.mark.spark
+
+
+def write_corpus(tmp_path, xwlb_path) -> tuple:
+    """1,000 news texts, 150 of them again under other ids cut to their first half (what the
+    lead finds), a repeated id (the last wins) and every kind of bad record; and the copies to
+    check: 300 half texts, 100 of them of texts not loaded."""
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(1100), f)]
+    rnd = random.Random(8)
+    lines = [json.dumps({"id": f"n{i}", "text": t}, ensure_ascii=False) for i, t in enumerate(texts[:1000])]
+    lines += [json.dumps({"id": f"half{i}", "text": texts[i][:len(texts[i]) // 2]}, ensure_ascii=False)
+              for i in rnd.sample(range(1000), 150)]
+    lines.append(json.dumps({"id": "n7", "text": texts[1050]}, ensure_ascii=False))
+    for bad in BAD_LINES:
+        lines.insert(rnd.randrange(len(lines)), bad)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    copies = tmp_path / "copies.jsonl"
+    picks = rnd.sample(range(1000), 200) + list(range(1000, 1100))
+    copies.write_text("".join(json.dumps({"id": f"c{i}", "text": texts[i][:len(texts[i]) // 2]}, ensure_ascii=False)
+                              + "\n" for i in picks), encoding="utf-8")
+    return corpus, copies
+
+
+def index_keys(url: str) -> set[bytes]:
+    with open_store(url) as store:
+        return {key for key, _ in store.iterate("index")}
+
+
+def documents(url: str) -> dict:
+    """Every document row: its signatures' simhashes and metadata, the load time left out."""
+    with open_store(url) as store:
+        out = {}
+        for key, value in store.iterate("docs"):
+            doc = parse_document(key.decode(), value, 1)
+            doc.meta.pop("loaded", None)
+            out[doc.id] = (doc.simhash, doc.more, doc.meta)
+        return out
+
+
+@pytest.mark.parametrize("where", ["embedded", pytest.param("hbase", marks=pytest.mark.hbase)])
+def test_a_spark_load_writes_every_signature_as_the_local_engine(spark, where, request, tmp_path, xwlb_path):
+    corpus, copies = write_corpus(tmp_path, xwlb_path)
+    if where == "hbase":
+        urls = [with_zk(hbase_store_url(request.getfixturevalue("hbase_url"))) for _ in range(2)]
+    else:
+        urls = [str(tmp_path / "spark-index"), str(tmp_path / "local-index")]
+    for url in urls:
+        Index.create(open_store(url, create=True), 4, 3, signatures="body,lead150", probes="8,1")
+    try:
+        a = spark_load_to(urls[0], spark, [corpus], tmp_path / "rejects-spark.jsonl")
+        b = local_load_to(urls[1], [corpus], tmp_path / "rejects-local.jsonl")
+        same_report(a, b)
+        assert (a["indexed"], a["new"], a["rejected"]) == (1151, 1150, len(BAD_LINES))
+        assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+        keys = index_keys(urls[0])
+        assert keys == index_keys(urls[1])
+        assert len(keys) == 2 * 4 * 1150 and {key[4] for key in keys} == {1, 2, 3, 4, 17, 18, 19, 20}
+        docs = documents(urls[0])
+        assert docs == documents(urls[1]) and len(docs) == 1150
+        assert sum(body != lead for body, (lead,), _ in docs.values()) > 900  # the leads' own (a short text: its body)
+        checked = [subprocess.run(["dedup-hbase", "check", "--store", url, "--json", str(copies)], check=True,
+                                  capture_output=True, text=True).stdout for url in urls]
+        assert checked[0] == checked[1]
+        answers = [json.loads(line) for line in checked[0].splitlines()]
+        assert sum(any(m.get("signature") == "lead150" for m in a["matches"]) for a in answers) >= 100
+        if where == "embedded":  # refused before a session starts: precomputed fingerprints carry the body's alone
+            with pytest.raises(InvalidInput, match="an index with signatures body,lead150 fingerprints the texts"):
+                spark_load_to(urls[0], None, [corpus], fingerprints=True)
+    finally:
+        if where == "hbase":
+            for url in urls:
+                with open_store(url) as store:
+                    store.drop()
+
+
+
+@pytest.mark.hbase
+def test_a_spark_check_of_signatures_and_probes_is_brute_force(spark, hbase_url, tmp_path, xwlb_path):
+    """``check --engine spark`` of an index of body,lead150 with probes 8,1: each copy's matches
+    those of a brute force over every signature and probe (fingerprinted from the library's
+    parts), and the local check's records, with every match and with one at most (the count)."""
+    from test_signatures import expected_checks
+    from test_spark_check import local_records, same_records, spark_check
+
+    from dedup_hbase.jobs.options import CheckOptions
+    from dedup_hbase.jobs.spark import SparkOptions, spark_check_files
+    from dedup_hbase.report.copies import Copier, edit_characters
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(400), f)]
+    rnd = random.Random(9)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    originals, others = texts[:300], texts[300:]
+    copies = ([t[:len(t) // 2] for t in originals[:100]] + [copier.edit1(rnd, t) for t in originals[100:200]]
+              + [t[:len(t) // 2] for t in others])
+    indexed, checked = tmp_path / "originals.jsonl", tmp_path / "copies.jsonl"
+    indexed.write_text("".join(json.dumps({"id": f"o{i}", "text": t}, ensure_ascii=False) + "\n"
+                               for i, t in enumerate(originals)), encoding="utf-8")
+    checked.write_text("".join(json.dumps({"id": f"c{i}", "text": t}, ensure_ascii=False) + "\n"
+                               for i, t in enumerate(copies)) + '{"id": "bad", "text": ""}\n', encoding="utf-8")
+    url = with_zk(hbase_store_url(hbase_url))
+    Index.create(open_store(url), 4, 3, signatures="body,lead150", probes="8,1")
+    try:
+        local_load_to(url, [indexed])
+        spark_check(url, spark, [checked], tmp_path / "out")
+        got = json_lines(tmp_path / "out")
+        assert len(got) == len(copies) + 1 and [r for r in got if "error" in r][0]["id"] == "bad"
+        answers = {r["id"]: sorted((m["distance"], m["id"], m["signature"]) for m in r["matches"])
+                   for r in got if "error" not in r}
+        expected = expected_checks(originals, copies, (8, 1))
+        assert answers == expected
+        assert sum(any(s == "lead150" for _, _, s in found) for found in expected.values()) >= 50
+        same_records(got, local_records(url, checked, fingerprints=False))
+        spark_check(url, spark, [checked], tmp_path / "one", max_matches=1)
+        same_records(json_lines(tmp_path / "one"), local_records(url, checked, fingerprints=False, max_matches=1))
+        with open_store(url) as store:
+            for options, message in ((CheckOptions(out=str(tmp_path / "x"), add_new=True),
+                                      "--add-new does not take an index of several signatures (body,lead150) yet"),
+                                     (CheckOptions(out=str(tmp_path / "x"), fingerprints=True),
+                                      "an index with signatures body,lead150 fingerprints the texts themselves")):
+                with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):
+                    spark_check_files(Index.open(store), [str(checked)], options, SparkOptions(), session=None)
+    finally:
+        with open_store(url) as store:
+            store.drop()
+
+
+def json_lines(out) -> list[dict]:
+    return [json.loads(line) for f in sorted((out / "json").glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines()]
