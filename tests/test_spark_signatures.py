@@ -152,3 +152,39 @@ def test_a_spark_check_of_signatures_and_probes_is_brute_force(spark, hbase_url,
 def json_lines(out) -> list[dict]:
     return [json.loads(line) for f in sorted((out / "json").glob("*.jsonl"))
             for line in f.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.hbase
+def test_a_spark_check_of_signatures_leaves_expired_documents_out(spark, hbase_url, tmp_path, xwlb_path):
+    """An index of body,lead150 with a TTL: a document loaded longer ago than it matches under no
+    signature on either engine (its document row read after both signatures' 16 bytes)."""
+    import time
+
+    from test_spark_check import local_records, same_records, spark_check
+
+    from dedup_hbase import Document
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(60), f)]
+    url = with_zk(hbase_store_url(hbase_url))
+    index = Index.create(open_store(url), 4, 3, signatures="body,lead150", ttl=3600)
+    try:
+        now = int(time.time())
+        docs = []
+        for i, text in enumerate(texts):
+            simhash = index.fingerprint(text)
+            docs += [Document(f"d{i}{tag}", simhash, {"loaded": loaded}, index.more_signatures(text, simhash))
+                     for tag, loaded in (("old", now - 7200), ("new", now))]
+        index.write(docs)
+        halves = tmp_path / "halves.jsonl"
+        halves.write_text("".join(json.dumps({"id": f"h{i}", "text": t[:len(t) // 2]}, ensure_ascii=False) + "\n"
+                                  for i, t in enumerate(texts)), encoding="utf-8")
+        spark_check(url, spark, [halves], tmp_path / "out")
+        got = json_lines(tmp_path / "out")
+        same_records(got, local_records(url, halves, fingerprints=False))
+        found = {m["id"] for r in got for m in r["matches"]}
+        assert len(found) >= 40 and not any(i.endswith("old") for i in found)
+        assert any(m["signature"] == "lead150" for r in got for m in r["matches"])
+    finally:
+        with open_store(url) as store:
+            store.drop()

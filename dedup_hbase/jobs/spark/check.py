@@ -39,7 +39,6 @@ from __future__ import annotations
 from ...errors import InvalidInput
 from ...index.candidates import Run, bounded
 from ...index.index import Index
-from ...index.retention import unexpired_runs
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
 from ..batches import check_precomputed
@@ -118,7 +117,7 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
                              load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
                                  "prefix"), len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
     if index.ttl:
-        runs = runs.mapInArrow(expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
+        runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
         merge_runs(max_matches), MERGED_SCHEMA)
     joined = fingerprinted.join(merged, fingerprinted["simhash"] == merged["query"], "left")
@@ -156,29 +155,6 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
 
 
 # -- in the executors' Python workers ------------------------------------------------------
-
-
-def expire_runs(url: str):
-    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
-    documents older than the index's TTL (runs left empty dropped), a run's total the
-    documents left."""
-
-    def run(batches):
-        import pyarrow as pa
-
-        index = stages.index_of(url)
-        for batch in batches:
-            queries, simhashes, distances, ids = (batch.column(n).to_pylist()
-                                                  for n in ("query", "simhash", "distance", "ids"))
-            found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
-                                   index.ttl)
-            kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
-            cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
-            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids"])
-    return run
 
 
 def merge_runs(max_matches: int | None):

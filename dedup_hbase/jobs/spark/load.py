@@ -86,7 +86,8 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
 def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, loaded: int) -> None:
     """The embedded store: ``Index.write`` in input order, batch by batch, as the local load
     does (so repeated ids, replaced fingerprints and ``new`` behave the same)."""
-    rows = good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more").orderBy("ordinal", "line")
+    rows = (good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more")
+            .orderBy("ordinal", "line"))
     docs: list[Document] = []
 
     def flush() -> None:

@@ -28,7 +28,6 @@ import heapq
 from itertools import groupby, repeat
 from operator import itemgetter
 
-from ...index.retention import unexpired_runs
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
 from . import hadoop, rows, stages
@@ -69,41 +68,20 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
             for f in range(1, len(scheme.flags) + 1)]))
         probes = queries.select("query", prefix.alias("prefix"))
         tasks = max(2 * spark.sparkContext.defaultParallelism, -(-probes.count() // per_task))
-        # flags: BulkLoad's neighbour test; 255 for a signature whose flags do not start at 1 (no merge across segments)
+        # flags: IndexLookup's test of neighbouring prefixes; 255 where the flags do not start at 1
+        # (then no scan range spans two segments)
         runs = hadoop.index_runs(spark, zk, target.tables["index"], load_schema()["family"],
                                  probes.repartitionByRange(tasks, "prefix").sortWithinPartitions("prefix"),
                                  len(scheme.flags) if scheme.first_flag == 1 else 255, k, None, scan_probes)
         if index.ttl:
-            runs = runs.mapInArrow(expire_runs(index.store.url, 8 * len(index.schemes)), hadoop.RUNS_SCHEMA)
+            runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
+        distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
         joined = lookups.join(runs.select("query", "simhash", "ids"), "query").select(
-            "key", F.lit(j).alias("j"), "simhash", F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance"),
-            "ids")
+            "key", F.lit(j).alias("j"), "simhash", distance, "ids")
         found = joined if found is None else found.unionByName(joined)
     names = list(index.signatures.names) if len(index.schemes) > 1 else [None]
     return (found.repartition("key").sortWithinPartitions("key")
             .mapInArrow(merge_signed(names, max_matches), SIGNED_SCHEMA))
-
-
-def expire_runs(url: str, head: int):
-    """check.expire_runs for an index whose document rows open with ``head`` simhash bytes."""
-    def run(batches):
-        import pyarrow as pa
-
-        from ...index.candidates import Run
-
-        index = stages.index_of(url)
-        for batch in batches:
-            queries, simhashes, distances, ids = (batch.column(n).to_pylist()
-                                                  for n in ("query", "simhash", "distance", "ids"))
-            found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
-                                   index.ttl, head=head)
-            kept = [(q, r[0]) for q, r in zip(queries, found) if r]
-            cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
-            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids"])
-    return run
 
 
 def merge_signed(names: list, max_matches: int | None):

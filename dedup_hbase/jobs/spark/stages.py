@@ -1,5 +1,5 @@
 """The work done in Spark's Python workers, batch by batch (``mapInArrow``): fingerprinting
-texts, and the old fingerprints of ids the index holds already.
+texts, the old fingerprints of ids the index holds already, and the expiry of found runs.
 
 Each worker process keeps one Fingerprinter per fingerprint spec (built, and jieba's
 dictionary loaded, on the first batch with texts it sees; Spark reuses its Python workers
@@ -16,7 +16,9 @@ import json
 import numpy as np
 
 from ...index.arrays import as_unsigned, signed64
+from ...index.candidates import Run
 from ...index.index import Index
+from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.signatures import Signatures
 from ..batches import fingerprint_batch
@@ -128,4 +130,27 @@ def old_fingerprints(url: str, chunk: int = 1000):
                 replaced += written.replaced
             yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64()), pa.array([replaced], pa.int64())],
                                              names=["known", "replaced"])
+    return run
+
+
+def expire_runs(url: str):
+    """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
+    documents older than the index's TTL (runs left empty dropped), a run's total the
+    documents left (``check --engine spark``'s runs, and signed.py's)."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        index = index_of(url)
+        for batch in batches:
+            queries, simhashes, distances, ids = (batch.column(n).to_pylist()
+                                                  for n in ("query", "simhash", "distance", "ids"))
+            found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
+                                   index.ttl, head=8 * len(index.signatures))
+            kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
+            cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
+                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
+                                             names=["query", "simhash", "distance", "total", "ids"])
     return run
