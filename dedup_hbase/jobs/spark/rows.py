@@ -8,8 +8,8 @@ combinations), so any scheme gets its keys and there is one description of the l
 In an index of several signatures (text/signatures.py) each signature's simhash (``more``
 after the body's) gets the rows of its own scheme (``Index.schemes``: the same blocks, flags
 of its own). A document row's value is ``index.document_value`` of ``index.document_meta``:
-the 8-byte simhash of each signature, then the metadata as compact JSON with non-ASCII kept (``json.dumps(...,
-ensure_ascii=False, separators=(",", ":"))``, its escapes reproduced here).
+the 8-byte simhash of each signature, then the metadata as compact JSON with non-ASCII kept
+(``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, its escapes reproduced here).
 tests/test_spark.py proves both bit-identical to the Python reference.
 
 Every row also gets ``part``: the Spark partition meant for it (its HBase region's, see
