@@ -188,3 +188,34 @@ def test_a_spark_check_of_signatures_leaves_expired_documents_out(spark, hbase_u
     finally:
         with open_store(url) as store:
             store.drop()
+
+
+@pytest.mark.hbase
+def test_a_spark_check_of_signatures_reads_many_copies_once_per_key(spark, hbase_url, tmp_path, xwlb_path):
+    """Skew: 5,000 copies of one news text (both signatures' runs 5,000 ids long) and 200 records
+    checked, most of them that text again: the local check's records, every copy counted once
+    (match_count 5,000, not 10,000 for the two signatures), at most --max-matches listed."""
+    from test_spark_check import local_records, same_records, spark_check
+
+    from dedup_hbase import Document
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(20), f)]
+    url = with_zk(hbase_store_url(hbase_url))
+    index = Index.create(open_store(url), 4, 3, signatures="body,lead150", probes="8,1")
+    try:
+        simhash = index.fingerprint(texts[0])
+        more = index.more_signatures(texts[0], simhash)
+        index.write([Document(f"copy{i:05}", simhash, {}, more) for i in range(5000)])
+        checked = tmp_path / "checked.jsonl"
+        checked.write_text("".join(json.dumps({"id": f"q{i}", "text": texts[0] if i % 10 else texts[i % 20]},
+                                              ensure_ascii=False) + "\n" for i in range(200)), encoding="utf-8")
+        spark_check(url, spark, [checked], tmp_path / "out", max_matches=3)
+        got = json_lines(tmp_path / "out")
+        same_records(got, local_records(url, checked, fingerprints=False, max_matches=3))
+        copies = [r for r in got if r["matches"] and r["matches"][0]["id"] == "copy00000"]
+        assert len(copies) >= 180 and {r["match_count"] for r in copies} == {5000}
+        assert all(len(r["matches"]) == 3 for r in copies)
+    finally:
+        with open_store(url) as store:
+            store.drop()
