@@ -37,7 +37,7 @@ ORDER = {
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
-    "cli": ["", "command", "environment", "views", "commands"],
+    "cli": ["", "command", "environment", "views", "service", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)
 IMPORT_NOTHING = {"jobs", "jobs.spark_daemon"}

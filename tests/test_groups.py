@@ -334,7 +334,7 @@ def test_via_of_a_hundred_thousand_copies_costs_memory_in_proportion():
     fps = np.array([page] * n + chain, dtype=np.uint64)
     tracemalloc.start()
     try:
-        group, via, distance = assign(fps, Scheme.parse("4"), K)
+        group, via, distance, _ = assign(fps, Scheme.parse("4"), K)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

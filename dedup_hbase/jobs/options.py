@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from ..errors import InvalidInput
 from ..index.layout import Scheme
 from ..index.plan import best_scheme
+from ..text.signatures import Signatures
 from .corpus import FORMATS, Fields, check_columns, input_identity
 
 DEFAULT_K = 3
@@ -136,14 +137,19 @@ class CheckOptions(InputOptions):
 @dataclass(frozen=True)
 class GroupsOptions(InputOptions):
     """The options of ``dedup-hbase groups``: ``k``, the ``scheme`` of the pair search (None: by
-    corpus size, ``scheme_for``), ``rejects`` (a JSONL file of every rejected record)."""
+    corpus size, ``scheme_for``), ``rejects`` (a JSONL file of every rejected record),
+    ``signatures`` (two documents are near under any one of them: outputs.py)."""
 
     k: int = DEFAULT_K
     scheme: str | None = None
     rejects: str | None = None
+    signatures: Signatures = Signatures()
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.fingerprints and len(self.signatures) > 1:
+            raise InvalidInput(f"--signatures {self.signatures.label} fingerprints the texts themselves: "
+                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
 

@@ -13,7 +13,7 @@ local engine hands them to its caller; the Spark engine writes them under ``OUT/
 ``{"group": n, "size": s, "ids": [...]}``, numbered from 1 in the order of their first member,
 ids in input order (also the format of ``load --groups``, so it carries nothing more);
 ``dropped.jsonl``, one line per document not kept, in input order: ``{"id", "group", "via",
-"distance"}``; ``summary.json``, the job's report (the JSON summary of ``groups --json``, its
+"distance"}`` (``groups --signatures``: and ``"signature"``, also a Parquet column); ``summary.json``, the job's report (the JSON summary of ``groups --json``, its
 ``elapsed_s`` as the job's end came). Parquet sits in its own folder so that it reads as one
 data set.
 
@@ -26,6 +26,15 @@ document's: among its neighbours one hop nearer the kept one, the one of least (
 first position). So a chain a - b - c (a kept, c more than k from a) drops c via b and b via a;
 following via from any document reaches the kept one. The tree has one node per distinct
 fingerprint: 100,000 copies of one page cost 100,000 vias of distance 0, no pairs.
+
+With several signatures (``groups --signatures body,lead150``: text/signatures.py) two documents
+are near when they are within k bits under any one signature; a group is a component of that. The
+tree's nodes are the distinct tuples of the signatures' fingerprints, and its edges, per
+signature, join each node to the first node of its fingerprint (distance 0) and the first nodes
+of near fingerprints to each other (so 100,000 copies of a lead under different bodies cost
+100,000 edges, not their square); an edge's distance and ``signature`` are the least (distance,
+signature place, body first) of the signatures joining its two nodes, and the dropped document's
+``signature`` names it. Both engines order the edges by the one integer ``via_weight``.
 
 Input order, for both engines: the files in the order ``corpus.read_records`` walks them (the
 arguments in turn, a folder in name order), then the records of a file in its order (the Spark
@@ -51,11 +60,18 @@ GROUPS_FILE = "groups.jsonl"
 DROPPED_FILE = "dropped.jsonl"
 SUMMARY_FILE = "summary.json"
 DROPPED_FIELDS = ("id", "group", "via", "distance")  # a line of dropped.jsonl, in this order
+SIGNATURE = "signature"  # the field and column added with several signatures
+SIGNATURE_BITS = 3       # via_weight: distance << 3 | signature (at most 4 signatures)
 # the Parquet columns of groups: (name, Arrow type, nullable), as both engines write them
 # (Spark's count is not null)
 PARQUET_COLUMNS = (("id", "string", True), ("simhash", "string", True), ("group", "string", True),
                    ("size", "int64", False), ("keep", "bool", True), ("via", "string", True),
                    ("distance", "int32", True))
+
+
+def parquet_columns(signed: bool) -> tuple[tuple[str, str, bool], ...]:
+    """The Parquet columns of groups (``signed``: several signatures, a ``signature`` column)."""
+    return (*PARQUET_COLUMNS, (SIGNATURE, "string", True)) if signed else PARQUET_COLUMNS
 
 
 def check_record(record: Record, matches: list[dict[str, Any]], total: int) -> dict[str, Any]:
@@ -100,13 +116,34 @@ def write_group_lines(groups: Iterable[list[str]], out: Path | str) -> int:
     return count
 
 
-def dropped_line(doc_id: str, group: str, via: str, distance: int) -> str:
-    """One line of ``dropped.jsonl`` (newline included)."""
-    return json.dumps(dict(zip(DROPPED_FIELDS, (doc_id, group, via, distance))), ensure_ascii=False) + "\n"
+def via_weight(distance, signature):
+    """The one integer ordering a groups edge (ints, numpy arrays or Spark columns): its
+    distance, then its signature's place (0: body); ``via_parts`` takes it apart."""
+    return distance * (1 << SIGNATURE_BITS) + signature
 
 
-def write_dropped_lines(rows: Iterable[tuple[str, str, str, int]], out: Path | str) -> None:
-    """``dropped.jsonl`` from ``(id, group, via, distance)`` rows, in their order."""
+def via_parts(weight, shift_right=None):
+    """``via_weight``'s (distance, signature place) of ints or numpy arrays; of a Spark column
+    with ``shift_right`` (``pyspark.sql.functions.shiftright``)."""
+    mask = (1 << SIGNATURE_BITS) - 1
+    if shift_right is not None:
+        return shift_right(weight, SIGNATURE_BITS), weight.bitwiseAND(mask)
+    return weight >> SIGNATURE_BITS, weight & mask
+
+
+def dropped_fields(signed: bool) -> tuple[str, ...]:
+    """The fields of a ``dropped.jsonl`` line, in order (``signed``: several signatures)."""
+    return (*DROPPED_FIELDS, SIGNATURE) if signed else DROPPED_FIELDS
+
+
+def dropped_line(doc_id: str, group: str, via: str, distance: int, signature: str | None = None) -> str:
+    """One line of ``dropped.jsonl`` (newline included); ``signature`` with several signatures."""
+    values = (doc_id, group, via, distance) if signature is None else (doc_id, group, via, distance, signature)
+    return json.dumps(dict(zip(dropped_fields(signature is not None), values)), ensure_ascii=False) + "\n"
+
+
+def write_dropped_lines(rows: Iterable[tuple], out: Path | str) -> None:
+    """``dropped.jsonl`` from ``(id, group, via, distance[, signature])`` rows, in their order."""
     with open(out, "w", encoding="utf-8") as f:
         f.writelines(dropped_line(*row) for row in rows)
 

@@ -216,6 +216,7 @@ class GroupsReport(JobReport):
     scheme: str = ""
     k: int = DEFAULT_K
     engine: str = "local"
+    signatures: str = "body"    # groups --signatures: the signatures' names, comma-separated
 
     @property
     def to_drop(self) -> int:
@@ -225,13 +226,15 @@ class GroupsReport(JobReport):
         return {"read": self.read, "documents": self.documents, "groups": self.groups,
                 "multi_groups": self.multi_groups, "to_drop": self.to_drop, "rejected": self.rejected,
                 "rejected_by_reason": dict(self.rejected_by_reason), "scheme": self.scheme, "k": self.k,
-                "engine": self.engine, "elapsed_s": round(self.elapsed_s, 3)}
+                "engine": self.engine, **({"signatures": self.signatures} if self.signatures != "body" else {}),
+                "elapsed_s": round(self.elapsed_s, 3)}
 
     def summary(self) -> str:
         reasons = self.reasons()
         return (f"{self.documents} documents in {self.groups} groups ({self.multi_groups} of two or more): "
                 f"keep {self.groups}, drop {self.to_drop}; read {self.read}, rejected {self.rejected}"
-                f"{f' ({reasons})' if reasons else ''}; k={self.k}, scheme {self.scheme}, {self.engine} engine, "
+                f"{f' ({reasons})' if reasons else ''}; k={self.k}, scheme {self.scheme}, "
+                f"{f'signatures {self.signatures}, ' if self.signatures != 'body' else ''}{self.engine} engine, "
                 f"{self.elapsed_s:.1f} s")
 
 

@@ -21,18 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from ...index.layout import Scheme
-from ...index.neardup import near_pairs
+from ...index.neardup import NearPairs, near_pairs
 from ...text.fingerprint import Fingerprinter
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
 from ..options import GroupsOptions
 from ..outputs import (
     DOCUMENTS,
-    DROPPED_FIELDS,
     DROPPED_FILE,
     GROUPS_FILE,
-    PARQUET_COLUMNS,
+    dropped_fields,
+    parquet_columns,
     prepare_out,
+    via_parts,
+    via_weight,
     write_dropped_lines,
     write_group_lines,
     write_summary,
@@ -42,26 +44,69 @@ from ..workers import FingerprintPool
 from .components import groups_of, roots, tree_parents
 
 
-def assign(simhashes: np.ndarray, scheme: Scheme, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def assign(simhashes: np.ndarray, scheme: Scheme, k: int,
+           more: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per position (input order): the position of its group's first member, the position
-    of its ``via`` (-1 for a kept document) and their distance (-1 likewise)."""
-    found = near_pairs(simhashes, scheme, k)
-    # distinct fingerprints ranked by their first position: the smallest rank of a component
-    # is its earliest document, and ranks order ties as first positions do
-    order = np.argsort(found.first, kind="stable")
+    of its ``via`` (-1 for a kept document), their distance and the place of the signature
+    that found them (0: the body; both -1 likewise). ``more``: (n, s) the simhashes of the
+    signatures after the body (``Record.more``), None for the body alone.
+
+    The nodes are the distinct fingerprints (with several signatures, the distinct tuples of
+    them: every document of a node has its first document's simhashes, so an edge's distance
+    between two nodes' first documents is exact); each signature's near pairs join the nodes of
+    their first copies, and its copies join each node to the node of its fingerprint's first."""
+    columns = [simhashes, *(() if more is None else np.asarray(more, np.uint64).T)]
+    found = [near_pairs(np.ascontiguousarray(column), scheme, k) for column in columns]
+    if len(columns) == 1:
+        first, inverse = found[0].first, found[0].inverse
+    else:
+        _, first, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.ravel()
+    # nodes ranked by their first position: the smallest rank of a component is its earliest
+    # document, and ranks order ties as first positions do
+    order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    edges = rank[found.pairs] if len(found.pairs) else np.empty((0, 2), np.int64)
+    node = rank[inverse]  # position -> its node
+    first_of = first[order]  # node -> its first position
+    parts = [_edges(f, node, place, first_of if len(columns) > 1 else None) for place, f in enumerate(found)]
+    edges, weights = parts[0] if len(parts) == 1 else _nearest(np.concatenate([e for e, _ in parts]),
+                                                               np.concatenate([w for _, w in parts]))
     component = roots(len(order), edges)
-    weights = np.bitwise_count(found.unique[found.pairs[:, 0]] ^ found.unique[found.pairs[:, 1]]) if len(edges) else []
-    parent, weight = tree_parents(len(order), edges, np.asarray(weights, np.int64), component == np.arange(len(order)))
-    first_of = found.first[order]  # rank -> first position
+    parent, weight = tree_parents(len(order), edges, weights, component == np.arange(len(order)))
     positions = np.arange(len(simhashes))
-    own = found.first[found.inverse]
-    tree = parent[rank[found.inverse]]
+    own = first[inverse]
+    tree = parent[node]
     via = np.where(own != positions, own, np.where(tree >= 0, first_of[np.maximum(tree, 0)], -1))
-    distance = np.where(own != positions, 0, weight[rank[found.inverse]])
-    return first_of[component[rank]][found.inverse], via, distance
+    distance, place = via_parts(np.where(own != positions, 0, weight[node]))
+    return first_of[component[node]], via, np.where(via < 0, -1, distance), np.where(via < 0, -1, place)
+
+
+def _edges(found: NearPairs, node: np.ndarray, place: int,
+           first_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One signature's edges between nodes (``node``: position -> node) and their
+    ``via_weight``: its near pairs, between the nodes of their first copies; with ``first_of``
+    (node -> its first position; several signatures) each node to the node of its
+    fingerprint's first copy, at distance 0. Self-loops left out."""
+    pairs = node[found.first[found.pairs]] if len(found.pairs) else np.empty((0, 2), np.int64)
+    distance = np.bitwise_count(found.unique[found.pairs[:, 0]] ^ found.unique[found.pairs[:, 1]]) \
+        if len(found.pairs) else np.empty(0, np.int64)
+    if first_of is not None:
+        copies = np.stack([np.arange(len(first_of)), node[found.first[found.inverse[first_of]]]], axis=1)
+        pairs, distance = np.concatenate([pairs, copies]), np.concatenate([distance, np.zeros(len(copies), np.int64)])
+    keep = pairs[:, 0] != pairs[:, 1]
+    return pairs[keep].astype(np.int64), via_weight(distance[keep].astype(np.int64), place)
+
+
+def _nearest(edges: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One edge per pair of nodes (a < b): the least weight of the signatures joining them."""
+    if not len(edges):
+        return edges.reshape(0, 2), weights
+    edges = np.sort(edges, axis=1)
+    order = np.lexsort((weights, edges[:, 1], edges[:, 0]))
+    edges, weights = edges[order], weights[order]
+    first = np.r_[True, (edges[1:] != edges[:-1]).any(axis=1)]
+    return edges[first], weights[first]
 
 
 def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinter: Fingerprinter) -> GroupsReport:
@@ -72,21 +117,28 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     options.check_inputs(paths)
     folder = prepare_out(out)
     started = time.perf_counter()
-    report = GroupsReport(k=options.k)
+    report = GroupsReport(k=options.k, signatures=options.signatures.label)
     ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
     chunks: list[np.ndarray] = []
+    leads: list[np.ndarray] = []  # several signatures: (n, s - 1) per batch, Record.more
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers) as pool:
         records = read_records(paths, options.fmt, options.fields)
-        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool):
+        signatures = options.signatures
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
             good = report.count(batch, rejects)
             if options.fingerprints:
                 check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
             ids.append(pa.array([r.id for r in good], pa.string()))
             chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
+            if len(signatures) > 1:
+                leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
     simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
+    more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
     scheme = options.scheme_for(len(simhashes))
     report.documents, report.scheme = len(simhashes), scheme.name
-    write(folder, pa.chunked_array(ids, pa.string()), simhashes, *assign(simhashes, scheme, options.k), report)
+    group, via, distance, place = assign(simhashes, scheme, options.k, more)
+    names = signatures.names if len(signatures) > 1 else None
+    write(folder, pa.chunked_array(ids, pa.string()), simhashes, group, via, distance, report, place, names)
     report.elapsed_s = time.perf_counter() - started
     write_summary(folder, report.to_dict())
     return report
@@ -99,10 +151,11 @@ def hex_digits(simhashes: np.ndarray) -> np.ndarray:
 
 
 def write(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, via: np.ndarray, distance: np.ndarray,
-          report: GroupsReport) -> None:
+          report: GroupsReport, place: np.ndarray | None = None, names: tuple[str, ...] | None = None) -> None:
     """``documents/part-00000.parquet``, ``groups.jsonl`` and ``dropped.jsonl`` (``ids``: a
     pyarrow chunked string array in input order; ``group``: each position's group's first
-    position; ``via`` and ``distance`` as ``assign`` gives them); counts the groups."""
+    position; ``via``, ``distance`` and the signature's ``place`` as ``assign`` gives them;
+    ``names``: the signatures' names, None for the body alone); counts the groups."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -112,18 +165,20 @@ def write(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, via: np.n
     keep = group == np.arange(n)
     report.groups = int(keep.sum())
     report.multi_groups = int((keep & (sizes > 1)).sum())
-    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in PARQUET_COLUMNS])
+    columns = parquet_columns(names is not None)
+    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in columns])
     group_ids = ids.take(pa.array(group, pa.int64()))
     via_ids = ids.take(pa.array(via, pa.int64(), mask=via < 0))
+    signature = [pa.array(names, pa.string()).take(pa.array(place, pa.int64(), mask=via < 0))] if names else []
     table = pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), group_ids,
                       pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_()), via_ids,
-                      pa.array(distance, pa.int32(), mask=via < 0)], schema=schema)
+                      pa.array(distance, pa.int32(), mask=via < 0), *signature], schema=schema)
     shutil.rmtree(folder / DOCUMENTS, ignore_errors=True)  # an earlier output's files (Spark's: several)
     (folder / DOCUMENTS).mkdir()
     pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
     members, cuts = groups_of(group)
     listed = ids.take(pa.array(members, pa.int64())).to_pylist()
     write_group_lines((listed[cuts[g]:cuts[g + 1]] for g in range(len(cuts) - 1)), folder / GROUPS_FILE)
-    dropped = table.filter(pc.invert(table["keep"])).select(list(DROPPED_FIELDS))
+    dropped = table.filter(pc.invert(table["keep"])).select(list(dropped_fields(names is not None)))
     write_dropped_lines((row for batch in dropped.to_batches(65_536)
                          for row in zip(*(column.to_pylist() for column in batch.columns))), folder / DROPPED_FILE)

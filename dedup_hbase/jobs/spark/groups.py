@@ -27,13 +27,25 @@ Only the counts of the summary come to the driver. ``pos``: records.position, th
 from __future__ import annotations
 
 import json
+from functools import reduce
 
 from ...errors import InvalidInput
 from ...text.fingerprint import Fingerprinter
 from ..options import GroupsOptions, SparkOptions, is_uri
-from ..outputs import DOCUMENTS, DROPPED_FIELDS, DROPPED_FILE, GROUPS_FILE, SUMMARY_FILE, prepare_out, write_summary
+from ..outputs import (
+    DOCUMENTS,
+    DROPPED_FILE,
+    GROUPS_FILE,
+    SIGNATURE,
+    SUMMARY_FILE,
+    dropped_fields,
+    prepare_out,
+    via_parts,
+    via_weight,
+    write_summary,
+)
 from ..reports import GroupsReport, rejects_file
-from . import components, hadoop, pairs, records
+from . import components, hadoop, pairs, records, stages
 from .harness import SparkJob, spark_job
 from .rows import json_string
 
@@ -62,42 +74,53 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    fingerprinted, helpers = records.fingerprinted(job, paths, options, fingerprinter.spec)
-    report = GroupsReport(k=options.k, engine="spark")
+    fingerprinted, helpers = records.fingerprinted(job, paths, options,
+                                                   stages.signed_spec(fingerprinter, options.signatures))
+    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label)
     with rejects_file(options.rejects) as rejects:
         records.account(fingerprinted, report, rejects, fingerprinter.label, options.fingerprints)
     report.documents = report.read - report.rejected
     scheme = options.scheme_for(report.documents)
     report.scheme = scheme.name
-    docs = job.persist(records.good(fingerprinted).select(records.position().alias("pos"), "id", "simhash"))
+    signatures = options.signatures
+    keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
+    docs = job.persist(records.good(fingerprinted).select(
+        records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys)))))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
-    # components of the distinct fingerprints only: a copy joins its group through its first copy
-    firsts = job.persist(pairs.distinct(docs.select("pos", "simhash")))
-    edges = job.persist(pairs.distinct_pairs(firsts, scheme, options.k))
+    # components of the nodes only (the distinct fingerprints; several signatures: the distinct
+    # tuples of them): a copy joins its group through its node's first document
+    firsts = job.persist(docs.groupBy(*keys).agg(F.min("pos").alias("first")))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k))
     found = components.roots(edges)
-    tree = components.tree_parents(edges, found.select(F.col("root").alias("node")))
+    tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
-    labeled = (docs.join(firsts, "simhash").join(found, F.col("first") == F.col("node"), "left")
+    weight = F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight"))
+    distance, place = via_parts(weight, F.shiftright)
+    # (when: Spark 4's element_at gave a name for a null place)
+    signature = ([F.when(weight.isNotNull(), F.element_at(F.array(*map(F.lit, signatures.names)),
+                                                          (place + 1).cast("int"))).alias(SIGNATURE)]
+                 if len(keys) > 1 else [])
+    labeled = (docs.join(firsts, keys).join(found, F.col("first") == F.col("node"), "left")
                .join(tree.withColumnRenamed("node", "first"), "first", "left")
                .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos"),
                        F.when(F.col("pos") != F.col("first"), F.col("first")).otherwise(F.col("parent")).alias("via_pos"),
-                       F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight")).alias("distance"))
+                       distance.cast("int").alias("distance"), *signature)
                .join(docs.select(F.col("pos").alias("via_pos"), F.col("id").alias("via")), "via_pos", "left"))
     group = Window.partitionBy("group_pos")  # a group's rows: its size and its first member's id, no join
     keep = F.col("pos") == F.col("group_pos")
     rows = job.persist(labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
                                       F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
                                       F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "via",
-                                      "distance", "group_pos"))
+                                      "distance", *([SIGNATURE] if len(keys) > 1 else []), "group_pos"))
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
                                            F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
     report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
     _write_groups_file(job.session, rows.where(F.col("size") > 1), out)
-    _write_dropped_file(job.session, rows.where(~F.col("keep")), out)
+    _write_dropped_file(job.session, rows.where(~F.col("keep")), out, len(keys) > 1)
     job.clock("groups.jsonl, dropped.jsonl")
     job.unpersist(rows, edges, firsts, docs)
     report.elapsed_s = job.elapsed()
@@ -105,13 +128,42 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     return report
 
 
-def _write_dropped_file(session, dropped, out: str) -> None:
+def _edges(docs, firsts, keys: list[str], scheme, k: int):
+    """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys``, named by its
+    first position) joined by any signature, a < b, once, at the least ``via_weight`` of the
+    signatures joining them: each signature's near pairs between the nodes of their first
+    copies and (several signatures) each node to the node of its fingerprint's first copy;
+    local/groups.py's ``assign`` as DataFrames."""
+    from pyspark.sql import functions as F
+
+    if len(keys) == 1:  # the nodes are the distinct fingerprints: their pairs, no mapping
+        near = pairs.distinct_pairs(firsts, scheme, k)
+        return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
+    node_of = docs.join(firsts, keys).select("pos", F.col("first").alias("node"))  # position -> node
+    parts = []
+    for place, key in enumerate(keys):
+        own = pairs.distinct(docs.select("pos", F.col(key).alias("simhash")))  # (simhash, first)
+        near = pairs.distinct_pairs(own, scheme, k)
+        parts.append(near.join(node_of.withColumnRenamed("pos", "a"), "a")
+                     .select(F.col("node").alias("a"), "b", "distance")
+                     .join(node_of.withColumnRenamed("pos", "b"), "b")
+                     .select("a", F.col("node").alias("b"), via_weight(F.col("distance"), F.lit(place)).alias("weight")))
+        copies = (firsts.select(F.col(key).alias("simhash"), F.col("first").alias("a")).join(own, "simhash")
+                  .join(node_of.withColumnRenamed("pos", "first"), "first"))
+        parts.append(copies.select("a", F.col("node").alias("b"), F.lit(place).cast("long").alias("weight")))
+    both = reduce(lambda x, y: x.unionByName(y), parts)
+    return (both.where(F.col("a") != F.col("b"))
+            .select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"), "weight")
+            .groupBy("a", "b").agg(F.min("weight").alias("weight")))
+
+
+def _write_dropped_file(session, dropped, out: str, signed: bool) -> None:
     """``OUT/dropped.jsonl``: the documents not kept, in input order, written by one task,
     byte for byte ``outputs.dropped_line``."""
     from pyspark.sql import functions as F
 
     pieces = []
-    for name in DROPPED_FIELDS:
+    for name in dropped_fields(signed):
         value = F.col(name).cast("string") if name == "distance" else json_string(F.col(name))
         pieces += [F.lit(('{' if not pieces else ', ') + f'"{name}": '), value]
     folder = f"{out}/_{DROPPED_FILE}.parts"

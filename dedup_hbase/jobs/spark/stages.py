@@ -41,11 +41,16 @@ def job_spec(index: Index, lookups: bool = False) -> dict:
     """What the workers need to fingerprint for ``index``: its fingerprinter's spec, in an
     index of several signatures their names (``signatures``), and for ``lookups`` with probes
     how many per signature (``probes``)."""
-    spec = dict(index.fingerprinter.spec)
-    if len(index.signatures) > 1:
-        spec["signatures"] = index.signatures.spec
-    if lookups and any(index.probes):
-        spec["probes"] = list(index.probes)
+    return signed_spec(index.fingerprinter, index.signatures, index.probes if lookups else ())
+
+
+def signed_spec(fingerprinter: Fingerprinter, signatures: Signatures, probes: tuple[int, ...] = ()) -> dict:
+    """``fingerprinter``'s spec with ``signatures`` (several) and ``probes`` (any), as ``job_spec``."""
+    spec = dict(fingerprinter.spec)
+    if len(signatures) > 1:
+        spec["signatures"] = signatures.spec
+    if any(probes):
+        spec["probes"] = list(probes)
     return spec
 
 
