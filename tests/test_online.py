@@ -12,14 +12,18 @@ from dedup_hbase.service.online import OnlineIndex
 
 
 @pytest.mark.parametrize("scheme", ["4", "5"])
-def test_few_simhashes_get_the_stripes_of_the_numpy_formula(tmp_path, scheme):
+@pytest.mark.parametrize("signatures", ["body", "body,lead150"])
+def test_few_simhashes_get_the_stripes_of_the_numpy_formula(tmp_path, scheme, signatures):
     rnd = random.Random(4)
     with open_store(str(tmp_path / "s"), create=True) as store:
-        online = OnlineIndex(Index.create(store, 4 if scheme == "4" else 5, 3))
-        for n in (1, 2, 7, online_module._FEW):
-            simhashes = [rnd.getrandbits(64) for _ in range(n)]
-            simhashes[:2] = [0, (1 << 64) - 1][:n]  # the extremes among them
-            pids = online.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+        online = OnlineIndex(Index.create(store, 4 if scheme == "4" else 5, 3, signatures=signatures))
+        for n in (1, 2, 7, online_module._FEW // len(online.index.schemes)):
+            locked = []
+            for scheme_of in online.index.schemes:  # each signature's own flags: its own stripes
+                simhashes = [rnd.getrandbits(64) for _ in range(n)]
+                simhashes[:2] = [0, (1 << 64) - 1][:n]  # the extremes among them
+                locked.append((scheme_of, simhashes))
+            pids = np.concatenate([s.prefix_ids(np.asarray(h, dtype=np.uint64)).ravel() for s, h in locked])
             expected = np.unique((pids * online_module._FIBONACCI) >> np.uint64(52)).tolist()
-            assert online._stripes_of(simhashes) == expected
+            assert online._stripes_of(locked) == expected
             assert all(0 <= s < online_module.STRIPES for s in expected)

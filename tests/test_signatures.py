@@ -380,8 +380,7 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
              "an index with signatures body,lead150 fingerprints the texts themselves: precomputed fingerprints "
              "(--fingerprints) carry the body's simhash alone"),
             (("load", str(data), "--engine", "spark", "--fingerprints"),
-             "an index with signatures body,lead150 fingerprints the texts themselves"),
-            (("serve", "--port", "0"), "serve does not take an index of several signatures (body,lead150) yet")):
+             "an index with signatures body,lead150 fingerprints the texts themselves")):
         done = run("--store", store, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
     assert json.loads(run("--store", store, "stats", "--json").stdout)["documents"] == 0
@@ -390,8 +389,7 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
     for args, message in (
             (("check", str(data), "--fingerprints"), "an index with probes fingerprints the texts themselves"),
             (("load", str(data), "--groups", str(tmp_path / "g.jsonl")),
-             "--skip-near-dups and --groups do not take an index of probes yet"),
-            (("serve", "--port", "0"), "serve does not take an index of probes yet")):
+             "--skip-near-dups and --groups do not take an index of probes yet")):
         done = run("--store", probed, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
 

@@ -18,7 +18,7 @@ pairs into groups.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -172,3 +172,31 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
         out.setdefault(j, []).append((i, (int(simhashes[i]) ^ int(simhashes[j])).bit_count()))
     return out
 
+
+
+def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
+                   k: int) -> dict[int, list[tuple[int, int, int]]]:
+    """``earlier_matches`` of an index of several signatures or with probes: position ``j`` ->
+    ``[(i, distance, signature place), ...]``, every earlier ``i`` that a lookup of ``j`` would
+    find if ``i`` were indexed (under signature ``p``: ``columns[p][i]`` within ``k`` bits of
+    ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one at a time), once, at
+    its nearest signature (the first on a tie), at its distance from ``j``'s own simhash; ``i``
+    ascending. Quadratic: for bounded batches (a service request)."""
+    n = len(columns[0])
+    out: dict[int, list[tuple[int, int, int]]] = {}
+    if n < 2:
+        return out
+    bases = [np.asarray(column, dtype=np.uint64) for column in columns]
+    for j in range(1, n):
+        best: dict[int, tuple[int, int]] = {}
+        for place, base in enumerate(bases):
+            flips = masks[j][place] if masks is not None and place < len(masks[j]) else ()
+            queries = np.array([int(base[j]), *(int(base[j]) ^ m for m in flips)], dtype=np.uint64)
+            near = (np.bitwise_count(base[:j, None] ^ queries[None, :]) <= k).any(axis=1)
+            for i in np.flatnonzero(near).tolist():
+                found = ((int(base[i]) ^ int(base[j])).bit_count(), place)
+                if found < best.get(i, (65, 0)):
+                    best[i] = found
+        if best:
+            out[j] = [(i, d, place) for i, (d, place) in sorted(best.items())]
+    return out

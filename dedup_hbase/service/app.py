@@ -55,7 +55,15 @@ from urllib.parse import parse_qsl
 
 from .access import CHALLENGE, Access
 from .batcher import Then
-from .documents import RequestDoc, RequestError, decoded_body, parse_documents, render, render_documents
+from .documents import (
+    RequestDoc,
+    RequestError,
+    decoded_body,
+    needs_texts,
+    parse_documents,
+    render,
+    render_documents,
+)
 from .handlers import DedupService
 from .metrics import CONTENT_TYPE, AccessLog, Exposition
 
@@ -157,13 +165,14 @@ class Dispatch:
 
 def endpoints(service: DedupService) -> tuple[dict[str, Route], Route]:
     """The routes of the exact paths, and the route of the paths under ``DOCS_PREFIX``."""
-    limits = service.limits
+    limits, texts_for = service.limits, service.online.index.lookup_options
 
     def documents(exchange: Exchange) -> list[RequestDoc]:
         if exchange.refused is not None:
             raise exchange.refused
         docs = parse_documents(decoded_body(exchange.headers, exchange.body, limits), limits)
         exchange.documents = len(docs)
+        needs_texts(docs, texts_for)
         return docs
 
     def check(exchange: Exchange, rest: str, then: Then) -> None:

@@ -68,6 +68,8 @@ class RequestDoc:
     text: str | None
     simhash: int | None
     error: str | None = None
+    more: tuple[int, ...] = ()        # an index of several signatures: the others' simhashes
+    masks: tuple[tuple[int, ...], ...] = ()  # an index with probes: per signature, the bits flipped
 
 
 def json_type(value: Any) -> str:
@@ -162,6 +164,16 @@ def parse_document(position: int, item: Any, limits: Limits) -> RequestDoc:
             raise bad(position, f"the text is {size:,} bytes, over the limit of {limits.max_text_bytes:,}", 413,
                       doc_id=doc_id)
     return RequestDoc(position, doc_id, text, None)
+
+
+def needs_texts(docs: list[RequestDoc], what: str | None) -> None:
+    """Refuse (400) a document given by its simhash to an index that looks up ``what`` (several
+    signatures or probes: ``Index.lookup_options``), whose lead and least sure bits need the text."""
+    if what is not None:
+        for doc in docs:
+            if doc.text is None:
+                raise bad(doc.position, f"this index looks up {what}: give the document's text, not its simhash",
+                          doc_id=doc.id)
 
 
 def bad(position: int, message: str, status: int = 400, doc_id: Any = None) -> RequestError:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
-from ..index.index import Document, Matches, document_meta
+from ..index.index import Document, Index, Matches, document_meta
 from ..index.retention import describe, meta_expires_at, parse_duration
 from ..text.fingerprint import parse_hex, to_hex
 from ..text.terms import TOP, differing_bits, weighted_terms, weightiest
@@ -91,8 +91,14 @@ class DedupService:
     def fingerprint(self, docs: list[RequestDoc]) -> None:
         """Set each text document's simhash, or its error (a text without features): one
         batch call; on an in-process store, a batch small enough for the event loop one call
-        per text (no arrays to make and read)."""
+        per text (no arrays to make and read). In an index of several signatures or with
+        probes, also each text's other simhashes and probes (``signed``)."""
         texts = [d for d in docs if d.text is not None]
+        self._simhashes(texts)
+        if self.online.index.lookup_options:
+            signed(self.online.index, docs)
+
+    def _simhashes(self, texts: list[RequestDoc]) -> None:
         if self.inline and len(texts) <= INLINE_DOCS:
             fingerprint = self.online.index.fingerprinter.fingerprint
             for doc in texts:
@@ -112,7 +118,8 @@ class DedupService:
         """``POST /v1/check``: each document's matches (a batch of joined requests' documents)."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches))
+        more, probes = lookup_parts(self.online.index, good)
+        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches, more, probes))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else checked(d, next(found)) for d in docs]
 
@@ -124,12 +131,13 @@ class DedupService:
         so a match's own terms, and which terms the two share, are not known here: the
         ``explain`` command shows them from the inputs. A check without ``explain`` does not
         come here (app.py)."""
-        features = self.online.index.fingerprinter
+        features, names = self.online.index.fingerprinter, self.online.index.signatures.names
         for doc, answer in zip(docs, answers):
             if doc.error is not None:
                 continue
+            own = dict(zip(names, (doc.simhash, *doc.more)))  # a match's bits against its signature's
             for match in answer["matches"]:
-                match["differing_bits"] = differing_bits(doc.simhash, parse_hex(match["simhash"]))
+                match["differing_bits"] = differing_bits(own[match.get("signature", "body")], parse_hex(match["simhash"]))
             if doc.text is not None:
                 terms, _ = weightiest(weighted_terms(features, doc.text), {}, TOP)
                 answer["terms"] = [[t.term, t.weight] for t in terms]
@@ -163,9 +171,10 @@ class DedupService:
         if if_new:
             one_version(good)
         now = int(time.time())
-        written = [Document(d.id, d.simhash, document_meta(now, length=None if d.text is None else len(d.text), ttl=ttl))
-                   for d in good]
-        decisions = iter(self.online.add(written, if_new=if_new, max_matches=self.limits.max_matches))
+        written = [Document(d.id, d.simhash, document_meta(now, length=None if d.text is None else len(d.text), ttl=ttl),
+                            d.more) for d in good]
+        _, probes = lookup_parts(self.online.index, good)
+        decisions = iter(self.online.add(written, if_new=if_new, max_matches=self.limits.max_matches, probes=probes))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
         added = sum(1 for a in out if a["added"])
         self.count(documents_added=added, documents_offered=len(docs), documents_refused=len(good) - added)
@@ -230,6 +239,24 @@ class DedupService:
         self.count(internal_errors=1)
         logger.error("internal error on %s %s", method, path, exc_info=e)
         return 500, {"error": "internal error (logged by the service)"}
+
+
+def signed(index: Index, docs: list[RequestDoc]) -> None:
+    """For an index of several signatures or with probes (whose requests hold texts alone:
+    documents.needs_texts): each fingerprinted text's other simhashes (``more``) and probes
+    (``masks``), as ``Index.query_text`` makes them."""
+    for doc in docs:
+        if doc.error is None:
+            if len(index.signatures) > 1:
+                doc.more = index.more_signatures(doc.text, doc.simhash)
+            if any(index.probes):
+                doc.masks = index.probe_masks(doc.text)
+
+
+def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None]:
+    """``docs``' ``more`` and ``probes`` as ``Index.query_many`` takes them (None: not kept)."""
+    return ([d.more for d in docs] if len(index.signatures) > 1 else None,
+            [d.masks for d in docs] if any(index.probes) else None)
 
 
 def one_version(docs: list[RequestDoc]) -> None:

@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInput
 from ..index.ids import encode_id
 from ..index.index import Document, Index, Match, Matches
-from ..index.neardup import earlier_matches
+from ..index.layout import Scheme
+from ..index.neardup import earlier_matches, earlier_probed
 from ..index.retention import expired_ids, expires_at
 from ..text.fingerprint import to_hex
 
@@ -80,9 +80,6 @@ class OnlineIndex:
     process (see the module docstring for several)."""
 
     def __init__(self, index: Index) -> None:
-        if what := index.lookup_options:
-            raise InvalidInput(f"serve does not take an index of {what} yet: its lookups and adds keep the "
-                               "body's simhash alone, without probes")
         self.index = index
         self._stripes = [threading.Lock() for _ in range(STRIPES)]
         # a store that is not thread-safe is used by one call at a time
@@ -117,25 +114,30 @@ class OnlineIndex:
                 return total
             start = items[-1][0] + b"\x00"
 
-    def query_many(self, simhashes: Sequence[int], k: int | None = None,
-                   max_matches: int | None = None) -> list[Matches]:
-        """``Index.query_many``: per query at most ``max_matches`` matches and (``.total``) the count."""
+    def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
+                   more: Sequence[tuple[int, ...]] | None = None,
+                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[Matches]:
+        """``Index.query_many``: per query at most ``max_matches`` matches and (``.total``) the
+        count; ``more`` and ``probes`` as it takes them (an index of several signatures, probes)."""
         with self._store_lock:
-            return self.index.query_many(simhashes, k, max_matches)
+            return self.index.query_many(simhashes, k, max_matches, more, probes)
 
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         with self._store_lock:
             return self.index.get(doc_ids)
 
     def delete(self, doc_ids: Sequence[str]) -> list[str]:
-        with self._held(self._simhashes_of(doc_ids)), self._store_lock:
+        with self._held(self._locked(self._stored(doc_ids))), self._store_lock:
             return self.index.delete(doc_ids)
 
-    def add(self, docs: Sequence[Document], *, if_new: bool = True, max_matches: int | None = None) -> list[Decision]:
+    def add(self, docs: Sequence[Document], *, if_new: bool = True, max_matches: int | None = None,
+            probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[Decision]:
         """Index ``docs`` (all of them, or with ``if_new`` only those with no near-duplicate
         indexed or earlier in ``docs``) and say, per document in order, what was done, with
         at most ``max_matches`` of its near-duplicates (the first by (distance, id)) and,
-        when there are more, how many.
+        when there are more, how many. In an index of several signatures each document
+        carries its others (``Document.more``); with probes, ``probes`` gives each document's
+        (``Index.probe_masks``): a near-duplicate is what a lookup of the document finds.
 
         Checks every document before writing any (``Index.add_many``). A store error part
         way leaves some of the chosen documents written and others not; the same call again
@@ -143,9 +145,11 @@ class OnlineIndex:
         if not docs:
             return []
         simhashes = [d.simhash for d in docs]
-        with self._held(simhashes), self._store_lock, self._fleet_held(simhashes if if_new else []) as lease:
-            found = self.index.query_many(simhashes, None, max_matches)
-            earlier = self._earlier_matches(docs)
+        more = [d.more for d in docs] if len(self.index.signatures) > 1 else None
+        locked = self._locked(docs, probes)
+        with self._held(locked), self._store_lock, self._fleet_held(locked if if_new else []) as lease:
+            found = self.index.query_many(simhashes, None, max_matches, more, probes)
+            earlier = self._earlier_matches(docs, probes)
             decisions = []
             for i, (doc, matches) in enumerate(zip(docs, found)):
                 near = sorted(matches + earlier.get(i, []), key=lambda m: (m.distance, m.id))[:max_matches]
@@ -167,52 +171,72 @@ class OnlineIndex:
             doomed = expired_ids(self.index.store, ttl)
         for start in range(0, len(doomed), chunk):
             ids = doomed[start:start + chunk]
-            with self._held(self._simhashes_of(ids)), self._store_lock:
+            with self._held(self._locked(self._stored(ids))), self._store_lock:
                 now = time.time()
                 values = self.index.store.get("docs", [encode_id(i) for i in ids])
                 removed += len(self.index.delete([i for i, v in zip(ids, values)
                                                   if (end := expires_at(v, ttl)) is not None and end <= now]))
         return removed
 
-    def _earlier_matches(self, docs: Sequence[Document]) -> dict[int, list[Match]]:
-        """Position -> the earlier documents of ``docs`` within k bits."""
-        simhashes = np.array([d.simhash for d in docs], dtype=np.uint64)
-        return {j: [Match(docs[i].id, docs[i].simhash, distance) for i, distance in found]
-                for j, found in earlier_matches(simhashes, self.index.scheme, self.index.k).items()}
+    def _earlier_matches(self, docs: Sequence[Document],
+                         probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> dict[int, list[Match]]:
+        """Position -> the earlier documents of ``docs`` a lookup of it would find if indexed."""
+        index = self.index
+        if not (index.lookup_options or probes):
+            simhashes = np.array([d.simhash for d in docs], dtype=np.uint64)
+            return {j: [Match(docs[i].id, docs[i].simhash, distance) for i, distance in found]
+                    for j, found in earlier_matches(simhashes, index.scheme, index.k).items()}
+        columns = [[d.simhash for d in docs], *map(list, zip(*(d.more for d in docs)))][:len(index.signatures)]
+        names = index.signatures.names
+        return {j: [Match(docs[i].id, columns[place][i], distance, names[place]) for i, distance, place in found]
+                for j, found in earlier_probed(columns, probes, index.k).items()}
 
-    def _simhashes_of(self, doc_ids: Sequence[str]) -> list[int]:
+    def _stored(self, doc_ids: Sequence[str]) -> list[Document]:
         with self._store_lock:
-            return [d.simhash for d in self.index.get(doc_ids) if d is not None]
+            return [d for d in self.index.get(doc_ids) if d is not None]
 
-    def _scan_prefixes(self, simhashes: Sequence[int]) -> np.ndarray:
-        return self.index.scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+    def _locked(self, docs: Sequence[Document],
+                probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[tuple[Scheme, list[int]]]:
+        """What a call about ``docs`` locks: per signature, its scheme and the fingerprints whose
+        scan prefixes it holds (each document's simhash of that signature and, with ``probes``,
+        each of its probes). Two documents a lookup of either would find share a prefix."""
+        out = []
+        for place, scheme in enumerate(self.index.schemes):
+            own = [d.simhash if place == 0 else d.more[place - 1] for d in docs]
+            flipped = [s ^ m for s, masks in zip(own, probes or ()) if place < len(masks) for m in masks[place]]
+            out.append((scheme, own + flipped))
+        return out
+
+    @staticmethod
+    def _prefix_ids(locked: Sequence[tuple[Scheme, Sequence[int]]]) -> np.ndarray:
+        return np.concatenate([scheme.prefix_ids(np.asarray(simhashes, dtype=np.uint64)).ravel()
+                               for scheme, simhashes in locked])
 
     @contextmanager
-    def _fleet_held(self, simhashes: Sequence[int]) -> Iterator[Any]:
-        """The fleet locks of every scan prefix of ``simhashes`` (their 5-byte keys); yields
-        the lease, or None without fleet locks or simhashes."""
-        if self.fleet is None or not simhashes:
+    def _fleet_held(self, locked: Sequence[tuple[Scheme, Sequence[int]]]) -> Iterator[Any]:
+        """The fleet locks of every scan prefix of ``locked`` (``_locked``; their 5-byte keys);
+        yields the lease, or None without fleet locks or fingerprints."""
+        if self.fleet is None or not any(simhashes for _, simhashes in locked):
             yield None
             return
-        keys = [int(p).to_bytes(5, "big") for p in np.unique(self._scan_prefixes(simhashes)).tolist()]
+        keys = [int(p).to_bytes(5, "big") for p in np.unique(self._prefix_ids(locked)).tolist()]
         with self.fleet.held(keys) as lease:
             yield lease
 
-    def _stripes_of(self, simhashes: Sequence[int]) -> list[int]:
-        """The stripes of every scan prefix of ``simhashes``, sorted (the order locks are taken in)."""
-        if len(simhashes) <= _FEW:  # a service's add: Python ints cost less than numpy's calls
-            prefixes = self.index.scheme.prefixes
+    def _stripes_of(self, locked: Sequence[tuple[Scheme, Sequence[int]]]) -> list[int]:
+        """The stripes of every scan prefix of ``locked``, sorted (the order locks are taken in)."""
+        if sum(len(simhashes) for _, simhashes in locked) <= _FEW:  # a service's add: Python ints cost less
             return sorted({(int.from_bytes(p, "big") * _FIB_INT & _U64) >> (64 - 12)
-                           for s in simhashes for p in prefixes(s)})
-        return np.unique((self._scan_prefixes(simhashes) * _FIBONACCI) >> np.uint64(64 - 12)).tolist()
+                           for scheme, simhashes in locked for s in simhashes for p in scheme.prefixes(s)})
+        return np.unique((self._prefix_ids(locked) * _FIBONACCI) >> np.uint64(64 - 12)).tolist()
 
     @contextmanager
-    def _held(self, simhashes: Sequence[int]) -> Iterator[None]:
-        """Hold the stripe locks of every scan prefix of ``simhashes``, taken in order."""
-        if not simhashes:
+    def _held(self, locked: Sequence[tuple[Scheme, Sequence[int]]]) -> Iterator[None]:
+        """Hold the stripe locks of every scan prefix of ``locked`` (``_locked``), taken in order."""
+        if not any(simhashes for _, simhashes in locked):
             yield
             return
-        locks = [self._stripes[i] for i in self._stripes_of(simhashes)]
+        locks = [self._stripes[i] for i in self._stripes_of(locked)]
         for lock in locks:
             lock.acquire()
         try:
