@@ -374,8 +374,8 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
     data.write_text(json.dumps({"id": "a", "text": news[0][0], "simhash": "00000000000000ff"}) + "\n")
     run("--store", store, "init", "--signatures", "body,lead150")
     for args, message in (
-            (("load", str(data), "--skip-near-dups"), "--skip-near-dups and --groups do not take an index of several "
-                                                      "signatures (body,lead150) yet"),
+            (("load", str(data), "--groups", str(tmp_path / "g.jsonl")),
+             "--groups does not take an index of several signatures (body,lead150) yet"),
             (("load", str(data), "--fingerprints"),
              "an index with signatures body,lead150 fingerprints the texts themselves: precomputed fingerprints "
              "(--fingerprints) carry the body's simhash alone"),
@@ -389,7 +389,7 @@ def test_what_does_not_take_several_signatures_yet_says_so_before_it_starts(tmp_
     for args, message in (
             (("check", str(data), "--fingerprints"), "an index with probes fingerprints the texts themselves"),
             (("load", str(data), "--groups", str(tmp_path / "g.jsonl")),
-             "--skip-near-dups and --groups do not take an index of probes yet")):
+             "--groups does not take an index of probes yet")):
         done = run("--store", probed, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
 

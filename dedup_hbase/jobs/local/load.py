@@ -27,7 +27,7 @@ import numpy as np
 
 from ...errors import InvalidInput
 from ...index.index import Document, Index, document_meta
-from ...index.neardup import near_pairs
+from ...index.neardup import earlier_probed, near_pairs
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import Record, read_records
 from ..interrupts import STOPS, Interrupted
@@ -52,9 +52,9 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
-    if (what := index.lookup_options) and (options.skip_near_dups or options.groups):
-        raise InvalidInput(f"--skip-near-dups and --groups do not take an index of {what} yet: "
-                           "load it without them, then run check or groups")
+    if (what := index.lookup_options) and options.groups:
+        raise InvalidInput(f"--groups does not take an index of {what} yet: load it without it, "
+                           "then run groups --signatures")
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -151,6 +151,8 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
+    if index.lookup_options:  # several signatures or probes: no edges (--groups is refused)
+        return signed_near_duplicates(index, batch)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
         runs = matches.runs
         others = [(run.distance, other) for run in runs
@@ -176,4 +178,26 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     if edges is not None:
         pairs.extend((batch[i].id, batch[j].id) for i, j in near.edges().tolist() if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    return found
+
+
+def signed_near_duplicates(index: Index, batch: list[Record]) -> dict[int, str]:
+    """``near_duplicates`` of an index of several signatures or with probes, without edges:
+    what a lookup of each record finds (``Index.query_many`` over every signature and probe),
+    indexed (the first by (distance, id)) or else earlier in the batch (``earlier_probed``: the
+    earliest with another id)."""
+    more = [r.more for r in batch] if len(index.signatures) > 1 else None
+    masks = [index.probe_masks(r.text) for r in batch] if any(index.probes) else None
+    found: dict[int, str] = {}
+    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
+                                                                              more, masks))):
+        others = [(run.distance, other) for run in matches.runs
+                  if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
+        if others:
+            found[position] = min(others)[1]
+    columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
+    for j, earlier in earlier_probed(columns, masks, index.k).items():
+        other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
+        if other is not None:
+            found.setdefault(j, other)
     return found
