@@ -138,15 +138,55 @@ def test_a_spark_check_of_signatures_and_probes_is_brute_force(spark, hbase_url,
         spark_check(url, spark, [checked], tmp_path / "one", max_matches=1)
         same_records(json_lines(tmp_path / "one"), local_records(url, checked, fingerprints=False, max_matches=1))
         with open_store(url) as store:
-            for options, message in ((CheckOptions(out=str(tmp_path / "x"), add_new=True),
-                                      "--add-new does not take an index of several signatures (body,lead150) yet"),
-                                     (CheckOptions(out=str(tmp_path / "x"), fingerprints=True),
-                                      "an index with signatures body,lead150 fingerprints the texts themselves")):
+            for options, message in ((CheckOptions(out=str(tmp_path / "x"), fingerprints=True),
+                                      "an index with signatures body,lead150 fingerprints the texts themselves"),):
                 with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):
                     spark_check_files(Index.open(store), [str(checked)], options, SparkOptions(), session=None)
     finally:
         with open_store(url) as store:
             store.drop()
+
+
+@pytest.mark.hbase
+def test_add_new_of_signatures_and_probes_leaves_the_index_as_load_skip_near_dups(spark, hbase_url, tmp_path,
+                                                                                   xwlb_path):
+    """``check --engine spark --add-new`` into an index of body,lead150 with probes 8,1: the
+    index (every signature's cells, the document rows) is what a local ``load --skip-near-dups``
+    of the input in one batch leaves, and the counts its counts: copies of indexed texts (halves,
+    exact copies, an indexed id again) and near pairs inside the input (a text, then its half and
+    its quarter, under other ids) left out, new texts added."""
+    from test_spark_check import spark_check
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(500), f)]
+    rnd = random.Random(12)
+    indexed, fresh = texts[:200], texts[200:]
+    lines = ([{"id": f"h{i}", "text": t[:len(t) // 2]} for i, t in enumerate(indexed[:80])]
+             + [{"id": f"x{i}", "text": t} for i, t in enumerate(indexed[80:120])]
+             + [{"id": f"o{i}", "text": t} for i, t in enumerate(indexed[120:140], 120)]
+             + [{"id": f"n{i}", "text": t} for i, t in enumerate(fresh)]
+             + [{"id": f"nh{i}", "text": t[:len(t) // 2]} for i, t in enumerate(fresh[:100])]
+             + [{"id": f"nq{i}", "text": t[:len(t) // 4]} for i, t in enumerate(fresh[:100])])
+    rnd.shuffle(lines)
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    base.write_text("".join(json.dumps({"id": f"o{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(indexed)), encoding="utf-8")
+    new.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    urls = [with_zk(hbase_store_url(hbase_url)) for _ in range(2)]
+    try:
+        for url in urls:
+            Index.create(open_store(url), 4, 3, signatures="body,lead150", probes="8,1")
+            local_load_to(url, [base])
+        local = local_load_to(urls[0], [new], skip_near_dups=True, batch_size=5000)
+        report = spark_check(urls[1], spark, [new], tmp_path / "out", add_new=True)
+        assert local["near_duplicates_skipped"] >= 150 and local["indexed"] >= 250  # 178 and 462
+        assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
+        assert index_keys(urls[1]) == index_keys(urls[0])
+        assert documents(urls[1]) == documents(urls[0])
+    finally:
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()
 
 
 def json_lines(out) -> list[dict]:

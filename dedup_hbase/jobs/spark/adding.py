@@ -12,15 +12,21 @@ over ``u`` and its near fingerprints (spark/pairs.py: the join on (flag, segment
 of the p1 (A), the first p1 whose id1 differs from A's (B) and the first p2 (P2). A document
 at position ``pos`` with ``id`` has an earlier near document with another id exactly when
 ``A.p1 < pos and A.id != id``, or ``B < pos``, or ``P2 < pos``.
+
+An index of several signatures or with probes (``earlier_found``): the same firsts per signature,
+over the fingerprints each of a document's lookups (its simhash of that signature and each probe)
+finds among the input's, not over near fingerprints; a document has an earlier near one when any
+of its lookups does.
 """
 
 from __future__ import annotations
 
 import time
+from functools import reduce
 
 from ...index.index import Index
 from ..reports import LoadReport
-from . import bulk, pairs, records
+from . import bulk, pairs, records, rows
 from .harness import SparkJob
 
 
@@ -34,7 +40,8 @@ def add_new(job: SparkJob, index: Index, fingerprinted, answers, staging: str | 
     in_index = answers.where(F.col("error").isNull()).select(
         "ordinal", "line", (F.exists("matches", lambda m: m["id"] != F.col("id")) | F.col("match_count").isNotNull())
         .alias("in_index"))
-    flagged = good.join(in_index, ["ordinal", "line"]).join(earlier_near(good, index), "pos", "left")
+    earlier = earlier_found(good, index) if index.lookup_options else earlier_near(good, index)
+    flagged = good.join(in_index, ["ordinal", "line"]).join(earlier, "pos", "left")
     flagged = flagged.withColumn("skip", F.col("in_index") | F.coalesce(F.col("earlier"), F.lit(False)))
     flagged = job.persist(flagged)
     counts = flagged.agg(F.sum(F.when(F.col("skip"), 0).otherwise(1)), F.sum(F.when(F.col("skip"), 1).otherwise(0)))
@@ -73,3 +80,46 @@ def earlier_near(good, index: Index):
                | (F.col("p2") < pos))
     return (docs.join(per_fingerprint, "simhash").select("pos", earlier.alias("earlier"))
             .where(F.col("earlier")))
+
+
+def earlier_found(good, index: Index):
+    """``earlier_near`` of an index of several signatures or with probes: whether a lookup of a
+    document (every signature's simhash and probe: lookup.py) finds an earlier document of
+    ``good`` with another id, for the documents where one does. Per signature, the same three
+    firsts as ``earlier_near``, over the fingerprints each query finds (pairs.query_pairs)."""
+    from pyspark.sql import functions as F
+
+    docs = good.select("pos", "id", "simhash", "more", "masks")
+    parts = []
+    for place, scheme in enumerate(index.schemes):
+        own = rows.signature_simhash(place)
+        bases = docs.select("pos", "id", own.alias("simhash"))
+        first = bases.groupBy("simhash").agg(F.min(F.struct("pos", "id")).alias("f"))
+        second = (bases.join(first, "simhash").where(F.col("id") != F.col("f.id"))
+                  .groupBy("simhash").agg(F.min("pos").alias("p2")))
+        stats = first.select("simhash", F.col("f.pos").alias("p1"), F.col("f.id").alias("id1")).join(
+            second, "simhash", "left")
+        probed = place < len(index.probes) and index.probes[place]
+        queries = docs.select("pos", "id", F.explode(_queries(own, F.element_at("masks", place + 1) if probed else None))
+                              .alias("q"))
+        near = pairs.query_pairs(queries.select("q").distinct(), stats.select("simhash"), scheme, index.k)
+        around = near.join(stats, "simhash")
+        a = around.groupBy("q").agg(F.min(F.struct("p1", "id1")).alias("a"), F.min("p2").alias("p2"))
+        b = (around.join(a.select("q", F.col("a.id1").alias("a_id")), "q").where(F.col("id1") != F.col("a_id"))
+             .groupBy("q").agg(F.min("p1").alias("b")))
+        pos = F.col("pos")
+        earlier = (((F.col("a.p1") < pos) & (F.col("a.id1") != F.col("id"))) | (F.col("b") < pos)
+                   | (F.col("p2") < pos))
+        parts.append(queries.join(a.join(b, "q", "left"), "q").where(earlier).select("pos"))
+    return reduce(lambda x, y: x.unionByName(y), parts).distinct().select("pos", F.lit(True).alias("earlier"))
+
+
+def _queries(own, masks):
+    """A document's lookups of one signature: ``own`` (its simhash), and it with each of
+    ``masks`` (an array column, or None without probes) flipped."""
+    from pyspark.sql import functions as F
+
+    if masks is None:
+        return F.array(own)
+    return F.concat(F.array(own), F.transform(F.coalesce(masks, F.array().cast("array<bigint>")),
+                                              lambda m: own.bitwiseXOR(m)))

@@ -71,9 +71,6 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
-    if options.add_new and (what := index.lookup_options):
-        raise InvalidInput(f"--add-new does not take an index of {what} yet: its new documents are found by the "
-                           "body's simhash alone")
     if options.fingerprints:
         check_precomputed(index.signatures, any(index.probes))
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts

@@ -52,3 +52,24 @@ def distinct_pairs(firsts, scheme: Scheme, k: int):
     kept = joined.where(shared == F.col("l.flag"))
     return kept.select(F.least("l.first", "r.first").alias("a"), F.greatest("l.first", "r.first").alias("b"),
                        F.bit_count(ls.bitwiseXOR(rs)).alias("distance"))
+
+
+def query_pairs(queries, fingerprints, scheme: Scheme, k: int):
+    """``(q)`` query fingerprints and ``(simhash)`` distinct fingerprints -> ``(q, simhash)``:
+    every query and fingerprint within ``k`` bits, each pair once (kept under the first flag
+    whose segments the two share): what a lookup of each query finds among them."""
+    from pyspark.sql import functions as F
+
+    scheme.check_k(k)
+    flags = range(1, len(scheme.flags) + 1)
+
+    def keyed(frame, column: str):
+        return frame.select(column, F.explode(F.array(*[
+            F.struct(F.lit(flag).alias("flag"), segment(scheme, flag, F.col(column)).alias("segment"))
+            for flag in flags])).alias("key")).select(column, "key.flag", "key.segment")
+
+    q, u = F.col("q"), F.col("simhash")
+    joined = keyed(queries, "q").join(keyed(fingerprints, "simhash"), ["flag", "segment"]).where(
+        F.bit_count(q.bitwiseXOR(u)) <= F.lit(k))
+    shared = F.coalesce(*[F.when(segment(scheme, flag, q) == segment(scheme, flag, u), F.lit(flag)) for flag in flags])
+    return joined.where(shared == F.col("flag")).select("q", "simhash")
