@@ -57,15 +57,18 @@ class Matches(list):
     candidates.py); more than ``len(self)`` exactly when some are not listed. ``runs``: the
     indexed fingerprints within k bits with every one of their documents (``candidates.Run``,
     by (distance, simhash); ids read when asked for), for a caller that must reach every copy
-    of a fingerprint without listing them (``load --skip-near-dups`` and ``--groups``)."""
+    of a fingerprint without listing them (``load --skip-near-dups`` and ``--groups``);
+    ``run_signatures``: in an index of several signatures, the name of each run's signature
+    (a run is the documents of one fingerprint under it), else None."""
 
-    __slots__ = ("total", "runs")
+    __slots__ = ("total", "runs", "run_signatures")
 
     def __init__(self, matches: Sequence[Match] = (), total: int | None = None,
-                 runs: Sequence[Run] = ()) -> None:
+                 runs: Sequence[Run] = (), run_signatures: Sequence[str] | None = None) -> None:
         super().__init__(matches)
         self.total = len(self) if total is None else total
         self.runs = runs
+        self.run_signatures = run_signatures
 
 
 def check_queries(simhashes: Sequence[int], max_matches: int | None) -> None:
@@ -122,7 +125,8 @@ def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_match
             if key not in counted:
                 counted[key] = len({i for m in hit for run in m.runs for i in run.ids})
             total = counted[key]
-        out.append(Matches(listed, total, [run for m in per_query for run in m.runs]))
+        out.append(Matches(listed, total, [run for m in per_query for run in m.runs],
+                           [name for name, m in zip(names, per_query) for _ in m.runs]))
     return out
 
 

@@ -200,3 +200,38 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
         if best:
             out[j] = [(i, d, place) for i, (d, place) in sorted(best.items())]
     return out
+
+
+def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
+                schemes: Sequence[Scheme], k: int) -> np.ndarray:
+    """(m, 2) positions (i, j), i < j, spanning the components of "a lookup of ``j`` finds
+    ``i``" over every signature and probe (``earlier_probed``'s relation), linear in copies: per
+    signature, each copy of a fingerprint to its first copy, and each lookup of ``j`` (its
+    simhash and probes) to the first copy of every fingerprint it finds that came before ``j``."""
+    n = len(columns[0])
+    out = [np.empty((0, 2), np.int64)]
+    for place, (column, scheme) in enumerate(zip(columns, schemes)):
+        base = np.asarray(column, dtype=np.uint64)
+        flips = [masks[j][place] if masks is not None and place < len(masks[j]) else () for j in range(n)]
+        owner = np.repeat(np.arange(n), [1 + len(f) for f in flips])
+        lookups = np.array([q for j in range(n) for q in (int(base[j]), *(int(base[j]) ^ m for m in flips[j]))],
+                           dtype=np.uint64)
+        found = near_pairs(np.concatenate([base, lookups]), scheme, k)
+        first = np.full(len(found.unique), n, dtype=np.int64)  # per fingerprint its first copy (n: none)
+        np.minimum.at(first, found.inverse[:n], np.arange(n))
+        own = first[found.inverse[:n]]
+        copies = np.flatnonzero(own != np.arange(n))
+        out.append(np.stack([own[copies], copies], axis=1))
+        # each lookup's fingerprint to itself and to its near fingerprints, both ways
+        src = np.concatenate([np.arange(len(found.unique)), found.pairs[:, 0], found.pairs[:, 1]])
+        dst = np.concatenate([np.arange(len(found.unique)), found.pairs[:, 1], found.pairs[:, 0]])
+        order = np.argsort(src, kind="stable")
+        src, dst = src[order], dst[order]
+        asked = found.inverse[n:]
+        starts, ends = np.searchsorted(src, asked, "left"), np.searchsorted(src, asked, "right")
+        counts = ends - starts
+        at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        j, i = np.repeat(owner, counts), first[dst[at]]
+        keep = i < j
+        out.append(np.stack([i[keep], j[keep]], axis=1))
+    return np.unique(np.concatenate(out).astype(np.int64), axis=0)

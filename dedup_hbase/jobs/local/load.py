@@ -25,9 +25,8 @@ from typing import IO
 
 import numpy as np
 
-from ...errors import InvalidInput
 from ...index.index import Document, Index, document_meta
-from ...index.neardup import earlier_probed, near_pairs
+from ...index.neardup import earlier_probed, found_edges, near_pairs
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import Record, read_records
 from ..interrupts import STOPS, Interrupted
@@ -52,9 +51,6 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
-    if (what := index.lookup_options) and options.groups:
-        raise InvalidInput(f"--groups does not take an index of {what} yet: load it without it, "
-                           "then run groups --signatures")
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -65,7 +61,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges_path = Path(f"{options.groups}.edges") if options.groups else None
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
-    chained: set[int] = set()  # indexed fingerprints whose copies are in the edges
+    chained: set = set()  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several)
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
             remaining = islice(records, report.read, None)
@@ -142,7 +138,7 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 
-def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: set[int]) -> dict[int, str]:
+def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: set) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
     batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
     same groups as every pair found: each document to one document of every indexed
@@ -151,8 +147,8 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
-    if index.lookup_options:  # several signatures or probes: no edges (--groups is refused)
-        return signed_near_duplicates(index, batch)
+    if index.lookup_options:  # several signatures or probes
+        return signed_near_duplicates(index, batch, edges, chained)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
         runs = matches.runs
         others = [(run.distance, other) for run in runs
@@ -181,23 +177,38 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     return found
 
 
-def signed_near_duplicates(index: Index, batch: list[Record]) -> dict[int, str]:
-    """``near_duplicates`` of an index of several signatures or with probes, without edges:
-    what a lookup of each record finds (``Index.query_many`` over every signature and probe),
-    indexed (the first by (distance, id)) or else earlier in the batch (``earlier_probed``: the
-    earliest with another id)."""
+def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None,
+                           chained: set[tuple[str | None, int]]) -> dict[int, str]:
+    """``near_duplicates`` of an index of several signatures or with probes: what a lookup of
+    each record finds (``Index.query_many`` over every signature and probe), indexed (the first
+    by (distance, id)) or else earlier in the batch (``earlier_probed``: the earliest with
+    another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
+    once per signature and fingerprint (``chained``), and inside the batch the pairs of
+    ``neardup.found_edges``: linear in the copies."""
     more = [r.more for r in batch] if len(index.signatures) > 1 else None
     masks = [index.probe_masks(r.text) for r in batch] if any(index.probes) else None
     found: dict[int, str] = {}
+    pairs: list[tuple[str, str]] = []
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
                                                                               more, masks))):
         others = [(run.distance, other) for run in matches.runs
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
             found[position] = min(others)[1]
+        for run, signature in zip(matches.runs, matches.run_signatures) if edges is not None else ():
+            other = next((i for i in run.ids[:2] if i != record.id), None)
+            if other is not None:
+                pairs.append((other, record.id))
+            if (signature, run.simhash) not in chained:
+                chained.add((signature, run.simhash))
+                pairs.extend((run.ids[0], i) for i in run.ids[1:])
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
     for j, earlier in earlier_probed(columns, masks, index.k).items():
         other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
         if other is not None:
             found.setdefault(j, other)
+    if edges is not None:
+        pairs.extend((batch[i].id, batch[j].id) for i, j in found_edges(columns, masks, index.schemes, index.k).tolist()
+                     if batch[i].id != batch[j].id)
+        edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     return found
