@@ -12,7 +12,10 @@ its documents while it looks up and writes: two calls whose documents could be n
 of each other never interleave, and the second one sees the first one's documents. The locks
 are striped (4,096 of them, taken in order, so two calls never deadlock); calls about unrelated
 documents run side by side. A store that is not thread-safe (the embedded one) gets one lock
-for every call instead.
+for every call instead. In an index of several signatures or with probes a document's lookup
+also reads its other signatures' flags and its probes' prefixes, so a call holds the scan
+prefixes of each signature's simhash (under that signature's flags) and of each probe: a
+document that one lookup would find shares one of them with it.
 
 Across processes (several servers on one HBase) the store's fleet locks do the same
 (``Store.fleet_locks``; on HBase, leases in its locks table: stores/hbase/locks.py, which argues

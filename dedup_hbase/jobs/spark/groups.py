@@ -6,8 +6,10 @@ Data flow (D = the driver, E = the executors)::
     E  parse and fingerprint the inputs (records.py)                       [persisted]
     D  accounting and rejects in input order, as a Spark load (records.account)
     E  documents: pos (the input order, records.position), id, simhash
-    E  the distinct fingerprints and their first positions (pairs.py)      [persisted]
-    E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py)
+    E  the nodes: the distinct fingerprints (--signatures: the distinct tuples of every
+       signature's) and their first positions                             [persisted]
+    E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py); with several
+       signatures each one's pairs and copies mapped onto the nodes (``_edges``)
     E  components of the distinct fingerprints: large-star / small-star rounds
        (components.py; copies are not in them: a copy joins its first copy's group)
     E  the spanning tree of each component from its smallest node, one round per hop
