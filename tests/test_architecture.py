@@ -23,7 +23,7 @@ LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"
           ("__main__",)]
 ORDER = {
     "text": ["", "boilerplate", "features", "native", "fingerprint", "signatures", "terms"],
-    "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "neardup", "candidates", "retention",
+    "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
               "documents", "lookup", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],

@@ -94,11 +94,12 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          ttl: Annotated[str | None, typer.Option(help="Retention: documents older than this (90s, 12h, 30d) stop matching and are removed.")] = None,
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
          probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
+         confirm: Annotated[int | None, typer.Option(help="With --k above 3: a match beyond 3 bits also needs a second SimHash of the text (another seed) within this many bits, such as --k 8 --confirm 14 (8 more bytes a document row; docs/quality.md).")] = None,
          json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k, featurizer and signatures."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
-                         signatures, probes)
+                         signatures, probes, confirm)
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
@@ -106,6 +107,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
                    f"k={k}, featurizer {fingerprinter.featurizer.name}"
                    f"{f', signatures {index.signatures.label}' if len(index.signatures) > 1 else ''}"
                    f"{f', probes {list(index.probes)}' if any(index.probes) else ''}"
+                   f"{f', matches beyond 3 bits confirmed within {index.confirm} bits' if index.confirm is not None else ''}"
                    f"{f', ttl {describe_duration(index.ttl)} (older documents stop matching and are removed)' if ttl else ''}")
 
 

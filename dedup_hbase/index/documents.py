@@ -3,7 +3,8 @@ table, and a batch of documents checked before any of it is written.
 
 A document row's key is the id (ids.py); its value the 8-byte big-endian simhash, then in an
 index of several signatures (text/signatures.py) the 8-byte simhash of each other signature,
-then the metadata as JSON (none: nothing after the simhashes). Every writer (a load on either engine, the
+in an index with a confirmation (confirm.py) the 8-byte sketch, then the metadata as JSON (none:
+nothing after them). Every writer (a load on either engine, the
 service) builds the metadata with ``document_meta``, so a document reads the same however it
 came in.
 """
@@ -32,12 +33,14 @@ class Written(NamedTuple):
 @dataclass(slots=True)
 class Document:
     """A document as indexed: id, fingerprint and free-form metadata; in an index of several
-    signatures, ``more`` holds the simhashes of the signatures after the body, in order."""
+    signatures, ``more`` holds the simhashes of the signatures after the body, in order; in an
+    index with a confirmation, ``sketch`` its second SimHash (confirm.py)."""
 
     id: str
     simhash: int
     meta: dict[str, Any] = field(default_factory=dict)
     more: tuple[int, ...] = ()
+    sketch: int | None = None
 
 
 def checked_columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
@@ -99,20 +102,33 @@ def more_columns(docs: Sequence[Document], more: int) -> np.ndarray:
     return np.array([d.more for d in docs], dtype=np.uint64).reshape(len(docs), more)
 
 
+def sketch_column(docs: Sequence[Document]) -> np.ndarray:
+    """The sketches of ``docs`` (uint64), after checking each is an unsigned 64-bit int (the
+    first bad one named)."""
+    for d in docs:
+        if type(d.sketch) is not int or not 0 <= d.sketch < 1 << 64:
+            raise InvalidInput(f"document {d.id!r}: this index confirms matches by a sketch of each document "
+                               f"(an unsigned 64-bit int: Index.sketch), not {d.sketch!r}")
+    return np.array([d.sketch for d in docs], dtype=np.uint64)
+
+
 def document_value(doc: Document) -> bytes:
-    """A document row's value: the 8-byte big-endian simhash and those of ``more``, then the
-    metadata as JSON."""
+    """A document row's value: the 8-byte big-endian simhash, those of ``more`` and the sketch
+    (if any), then the metadata as JSON."""
     meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
-    return b"".join(s.to_bytes(8, "big") for s in (doc.simhash, *doc.more)) + meta.encode("utf-8")
+    sketch = () if doc.sketch is None else (doc.sketch,)
+    return b"".join(s.to_bytes(8, "big") for s in (doc.simhash, *doc.more, *sketch)) + meta.encode("utf-8")
 
 
-def parse_document(doc_id: str, value: bytes, more: int = 0) -> Document:
+def parse_document(doc_id: str, value: bytes, more: int = 0, sketch: bool = False) -> Document:
     """The document of a document row (``document_value``'s inverse) of an index that keeps
-    ``more`` signatures after the body."""
+    ``more`` signatures after the body, and with ``sketch`` a sketch after them."""
     end = 8 * (1 + more)
-    meta = json.loads(value[end:]) if len(value) > end else {}
+    meta_at = end + 8 * sketch
+    meta = json.loads(value[meta_at:]) if len(value) > meta_at else {}
     return Document(doc_id, int.from_bytes(value[:8], "big"), meta,
-                    tuple(int.from_bytes(value[i:i + 8], "big") for i in range(8, end, 8)))
+                    tuple(int.from_bytes(value[i:i + 8], "big") for i in range(8, end, 8)),
+                    int.from_bytes(value[end:end + 8], "big") if sketch else None)
 
 
 def stored_simhashes(value: bytes, count: int) -> tuple[int, ...]:

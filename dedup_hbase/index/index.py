@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
+from .confirm import CONFIRMED_BEYOND, check_confirm, sketch_spec
 from .documents import (
     Document,
     Written,
@@ -37,11 +38,12 @@ from .documents import (
     document_value,
     more_columns,
     parse_document,
+    sketch_column,
     stored_simhashes,
 )
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme
-from .lookup import Match, Matches, check_probes, check_queries, parse_probes, signed_lookup
+from .lookup import Confirm, Match, Matches, check_probes, check_queries, parse_probes, signed_lookup
 from .plan import choose_scheme
 from .schema import load_schema
 from .store import Store
@@ -63,7 +65,7 @@ class Index:
     """
 
     def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None,
-                 signatures: Signatures = Signatures(), probes: Sequence[int] = ()):
+                 signatures: Signatures = Signatures(), probes: Sequence[int] = (), confirm: int | None = None):
         self.store, self.ttl = store, ttl  # ttl: seconds a document counts (retention.py), None: always
         self.scheme = scheme
         self.k = scheme.check_k(k)
@@ -71,6 +73,10 @@ class Index:
         self.signatures = signatures
         self.probes = check_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
         self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
+        self.confirm = check_confirm(confirm, self.k)  # sketch bits allowed beyond 3 bits (confirm.py), None: off
+        self.sketcher = fingerprinter_from_spec(sketch_spec(fingerprinter.spec)) if self.confirm is not None else None
+        # the bytes of a document row before its metadata: every signature's simhash, the sketch
+        self.head = 8 * (len(signatures) + (self.confirm is not None))
 
     # -- opening -------------------------------------------------------------
 
@@ -78,17 +84,18 @@ class Index:
     def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
                ttl: int | None = None, signatures: Signatures | str | None = None,
-               probes: Sequence[int] | str | None = None) -> "Index":
+               probes: Sequence[int] | str | None = None, confirm: int | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
         ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py). ``probes``
         (``"8"`` or ``"8,4"``: per signature, how many of a query's least sure bits a lookup
-        flips, one at a time; lookup.py): none."""
+        flips, one at a time; lookup.py): none. ``confirm`` (T: matches beyond 3 bits need their
+        sketches within T bits; confirm.py, k above 3): none."""
         scheme = choose_scheme(k, scheme)
         fingerprinter = fingerprinter or make_fingerprinter()
         signatures = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
-        index = cls(store, scheme, k, fingerprinter, ttl, signatures, parse_probes(probes))
+        index = cls(store, scheme, k, fingerprinter, ttl, signatures, parse_probes(probes), confirm)
         if not store.exists():
             schema = load_schema(regions)
             for table in ("index", "docs") if ttl else ():
@@ -101,7 +108,8 @@ class Index:
                   "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   **({"ttl_s": ttl} if ttl else {}),
                   **({"signatures": signatures.spec} if len(signatures) > 1 else {}),
-                  **({"probes": list(index.probes)} if any(index.probes) else {})}
+                  **({"probes": list(index.probes)} if any(index.probes) else {}),
+                  **({"confirm": index.confirm} if index.confirm is not None else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -131,7 +139,7 @@ class Index:
                 raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
                                     "its rows hold no other signature; make a new index for those")
         return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own,
-                   config.get("probes", ()))
+                   config.get("probes", ()), config.get("confirm"))
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
@@ -149,7 +157,9 @@ class Index:
         not take it yet say it ("several signatures (body,lead150)", "probes"); None: nothing."""
         if len(self.signatures) > 1:
             return f"several signatures ({self.signatures.label})"
-        return "probes" if any(self.probes) else None
+        if any(self.probes):
+            return "probes"
+        return f"a confirmation (--confirm {self.confirm})" if self.confirm is not None else None
 
     # -- small states kept with the index -------------------------------------------
 
@@ -179,16 +189,21 @@ class Index:
         A lead without a feature probes the body's bits, as its simhash is the body's."""
         return self.signatures.probe_masks(self.fingerprinter, text, self.probes)
 
+    def sketch(self, text: str) -> int | None:
+        """``text``'s sketch in an index with a confirmation (confirm.py), else None."""
+        return None if self.sketcher is None else self.sketcher.fingerprint(text)
+
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
-            meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = ()) -> int:
+            meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = (), sketch: int | None = None) -> int:
         """Index one document from its text, or its simhash (and in an index of several
-        signatures, ``more``: the other signatures' simhashes); returns the simhash."""
+        signatures, ``more``: the other signatures' simhashes; with a confirmation, its
+        ``sketch``); returns the simhash."""
         if (text is None) == (simhash is None):
             raise TypeError("give exactly one of text and simhash")
         if simhash is None:
             simhash = self.fingerprint(text)
-            more = self.more_signatures(text, simhash)
-        self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more))])
+            more, sketch = self.more_signatures(text, simhash), self.sketch(text)
+        self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more), sketch)])
         return simhash
 
     def add_many(self, docs: Sequence[Document]) -> int:
@@ -207,10 +222,13 @@ class Index:
         written = self.retire_old_fingerprints(ids, simhashes, columns)
         self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)), ids,
                              repeat=sum(len(s.flags) for s in self.schemes))
-        values = np.stack(columns, axis=1).astype(">u8").view(f"V{8 * len(columns)}").ravel().tolist()
+        if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
+        stored = columns + ([sketch_column(chosen)] if self.confirm is not None else [])
+        values = np.stack(stored, axis=1).astype(">u8").view(f"V{8 * len(stored)}").ravel().tolist()
         for i, d in enumerate(chosen):
             if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
-                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())}, d.more)
+                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())}, d.more, d.sketch)
             if d.meta:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
@@ -262,11 +280,12 @@ class Index:
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         """The stored documents (fingerprint and metadata), None for unknown ids."""
         values = self.store.get("docs", [encode_id(i) for i in doc_ids])
-        more = len(self.signatures) - 1
-        return [None if v is None else parse_document(i, v, more) for i, v in zip(doc_ids, values)]
+        more, sketch = len(self.signatures) - 1, self.confirm is not None
+        return [None if v is None else parse_document(i, v, more, sketch) for i, v in zip(doc_ids, values)]
 
     def query(self, simhash: int, k: int | None = None, max_matches: int | None = None,
-              more: tuple[int, ...] | None = None, probes: tuple[tuple[int, ...], ...] | None = None) -> Matches:
+              more: tuple[int, ...] | None = None, probes: tuple[tuple[int, ...], ...] | None = None,
+              sketch: int | None = None) -> Matches:
         """The indexed documents within ``k`` bits of ``simhash`` (default: the index's k), by
         distance, then id, at most ``max_matches`` of them (None: all): a list of ``Match``es
         that also says how many there are in all (``.total``) and holds the indexed
@@ -274,9 +293,11 @@ class Index:
         In an index of several signatures, ``more`` (``more_signatures``) looks up the others
         too: a document within k under any of them matches (without ``more``: the body's).
         ``probes`` (``probe_masks``) also looks up the query with each of those bits flipped:
-        a document within k of a probe matches, at its distance from the query (lookup.py)."""
+        a document within k of a probe matches, at its distance from the query (lookup.py). In an
+        index with a confirmation, ``sketch`` (``Index.sketch``) confirms the matches beyond 3 bits
+        (confirm.py)."""
         return self.query_many([simhash], k, max_matches, None if more is None else [more],
-                               None if probes is None else [probes])[0]
+                               None if probes is None else [probes], None if sketch is None else [sketch])[0]
 
     def query_text(self, text: str, k: int | None = None, max_matches: int | None = None,
                    simhash: int | None = None) -> Matches:
@@ -284,19 +305,23 @@ class Index:
         already), its other signatures' and its probes, as this index keeps and looks them up."""
         simhash = self.fingerprint(text) if simhash is None else simhash
         more = self.more_signatures(text, simhash) if len(self.signatures) > 1 else None
-        return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None)
+        return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None,
+                          self.sketch(text))
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
                    more: Sequence[tuple[int, ...]] | None = None,
-                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[Matches]:
+                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None,
+                   sketches: Sequence[int] | None = None) -> list[Matches]:
         """``query`` for many fingerprints at once, in order: the scan prefixes of each batch
         of them deduplicated and scanned in key order, one store call per batch (lookup.py),
         each indexed fingerprint compared once however many documents it holds; with ``more``
         (per query, its other signatures' simhashes) each signature so, and with ``probes`` (per
-        query, per signature, its bits to flip) each probe so, merged per query."""
+        query, per signature, its bits to flip) each probe so, merged per query; ``sketches`` (per
+        query) confirm the matches beyond 3 bits in an index with a confirmation (a k above 3
+        needs them there; confirm.py)."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
-        head = 8 * len(self.signatures)
+        confirm = self._confirm(simhashes, k, sketches)
         columns = [list(simhashes)]
         if more is not None:
             if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
@@ -308,7 +333,22 @@ class Index:
         if probes is not None and len(probes) != len(simhashes):
             raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
         names = list(self.signatures.names[:len(columns)]) if len(self.signatures) > 1 else [None]
-        return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, head)
+        return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, self.head,
+                             confirm)
+
+    def _confirm(self, simhashes: Sequence[int], k: int, sketches: Sequence[int] | None) -> Confirm | None:
+        """A lookup's confirmation: None where none applies (no confirmation, or k within 3 bits)."""
+        if self.confirm is None:
+            if sketches is not None:
+                raise InvalidInput("this index keeps no sketch (made without --confirm): give no sketches")
+            return None
+        if k <= CONFIRMED_BEYOND:
+            return None
+        if sketches is None or len(sketches) != len(simhashes):
+            raise InvalidInput(f"this index confirms matches beyond {CONFIRMED_BEYOND} bits by a sketch of the "
+                               "text (--confirm): look a text up (query TEXT, check; Index.query_text), or give each query's sketch")
+        check_queries(sketches, None)
+        return Confirm(sketches, self.confirm, 8 * len(self.signatures))
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""
@@ -328,6 +368,7 @@ class Index:
                 **({"ttl_s": self.ttl} if self.ttl else {}),
                 **({"signatures": self.signatures.spec} if len(self.signatures) > 1 else {}),
                 **({"probes": list(self.probes)} if any(self.probes) else {}),
+                **({"confirm": self.confirm} if self.confirm is not None else {}),
                 "rows_per_flag": {str(f): per_flag[f] for s in self.schemes for f in s.flag_bytes}}
 
 

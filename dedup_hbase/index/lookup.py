@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidInput
 from ..text.fingerprint import hamming, to_hex
 from .candidates import Run, bounded, plan, runs
+from .confirm import confirmed_runs
 from .layout import Scheme
 from .retention import unexpired_runs
 from .store import Store
@@ -82,12 +83,22 @@ def check_queries(simhashes: Sequence[int], max_matches: int | None) -> None:
             raise InvalidInput(f"a simhash is an unsigned 64-bit int, not {s!r}")
 
 
+class Confirm(NamedTuple):
+    """A lookup's confirmation (confirm.py): per query its sketch, the sketch bits allowed, and
+    where a document row keeps its sketch."""
+
+    sketches: Sequence[int]
+    allowed: int
+    at: int
+
+
 def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_matches: int | None,
-           ttl: int | None = None, head: int = 8) -> list[Matches]:
+           ttl: int | None = None, head: int = 8, confirm: Confirm | None = None) -> list[Matches]:
     """Per simhash (checked: ``check_queries``; ``k`` checked by the caller), its ``Matches``
     in ``store``'s index: at most ``max_matches`` (None: all) and the count; with ``ttl``
-    (seconds), only documents younger than it (retention.py; ``head``: the simhash bytes that
-    open a document row)."""
+    (seconds), only documents younger than it (retention.py; ``head``: the bytes that open a
+    document row before its metadata); with ``confirm``, beyond 3 bits only the documents whose
+    sketch it confirms (confirm.py)."""
     out: list[Matches] = []
     for start in range(0, len(simhashes), BATCH):
         queries = simhashes[start:start + BATCH]
@@ -95,6 +106,8 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
         found = runs(queries, store.scan_cells("index", prefixes), inverse, k)
         if ttl:
             found = unexpired_runs(store, found, ttl, head=head)
+        if confirm is not None:
+            found = confirmed_runs(store, found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.at)
         for query_runs in found:
             listed, total = bounded(query_runs, max_matches)
             out.append(Matches(list(starmap(Match, listed)), total, query_runs))
@@ -131,11 +144,13 @@ def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_match
 
 
 def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequence[Sequence[int]], k: int,
-           max_matches: int | None, ttl: int | None = None, head: int = 8) -> list[Matches]:
+           max_matches: int | None, ttl: int | None = None, head: int = 8,
+           confirm: Confirm | None = None) -> list[Matches]:
     """Per simhash, the documents within ``k`` bits of one of its probes (the simhash with the
     bits of one of its ``masks`` flipped), at their distance from the simhash itself (more than
     k where only a probe reached them): ``lookup``'s answer with the runs every probe found, each
-    fingerprint once, at that distance. Skew-proof as a lookup: a run's ids are read when listed."""
+    fingerprint once, at that distance (``confirm``: beyond 3 bits of it, confirmed). Skew-proof
+    as a lookup: a run's ids are read when listed."""
     flat = [(i, q ^ m) for i, (q, ms) in enumerate(zip(simhashes, masks)) for m in ms]
     found = lookup(store, scheme, [p for _, p in flat], k, 1, ttl, head)
     near: list[dict[int, Run]] = [{} for _ in simhashes]
@@ -143,9 +158,12 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
         for run in matches.runs:
             if run.simhash not in near[i]:
                 near[i][run.simhash] = Run(hamming(run.simhash, simhashes[i]), run.simhash, run.ids)
+    joined: list[list[Run]] = [list(runs_of.values()) for runs_of in near]
+    if confirm is not None:
+        joined = confirmed_runs(store, joined, confirm.sketches, confirm.allowed, confirm.at)
     out = []
-    for runs_of in near:
-        query_runs = sorted(runs_of.values(), key=lambda r: (r.distance, r.simhash))
+    for runs_of in joined:
+        query_runs = sorted(runs_of, key=lambda r: (r.distance, r.simhash))
         listed, total = bounded(query_runs, max_matches)
         out.append(Matches(list(starmap(Match, listed)), total, query_runs))
     return out
@@ -153,16 +171,18 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
 
 def signed_lookup(store: Store, schemes: Sequence[Scheme], names: list, columns: Sequence[Sequence[int]],
                   probes: Sequence[Sequence[Sequence[int]]] | None, k: int, max_matches: int | None,
-                  ttl: int | None, head: int) -> list[Matches]:
+                  ttl: int | None, head: int, confirm: Confirm | None = None) -> list[Matches]:
     """The lookup of an index's queries: per signature j (``schemes[j]``, named ``names[j]``:
     None for an index of one signature) the queries' ``columns[j]``, and with ``probes`` (per
-    query, per signature, the bits to flip) each probe; merged per query (``merged``)."""
-    answers = [lookup(store, scheme, column, k, max_matches, ttl, head) for scheme, column in zip(schemes, columns)]
+    query, per signature, the bits to flip) each probe; merged per query (``merged``); each
+    answer beyond 3 bits ``confirm``ed."""
+    answers = [lookup(store, scheme, column, k, max_matches, ttl, head, confirm)
+               for scheme, column in zip(schemes, columns)]
     signature = list(range(len(columns)))
     for j, (scheme, column) in enumerate(zip(schemes, columns)):
         masks = [p[j] if j < len(p) else () for p in probes or ()]
         if any(masks):
-            answers.append(probed(store, scheme, column, masks, k, max_matches, ttl, head))
+            answers.append(probed(store, scheme, column, masks, k, max_matches, ttl, head, confirm))
             signature.append(j)
     if len(answers) == 1 and names == [None]:
         return answers[0]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .confirm import CONFIRMED_BEYOND
 from .layout import Scheme
 
 _BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
@@ -175,13 +176,15 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
 
 
 def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                   k: int) -> dict[int, list[tuple[int, int, int]]]:
-    """``earlier_matches`` of an index of several signatures or with probes: position ``j`` ->
-    ``[(i, distance, signature place), ...]``, every earlier ``i`` that a lookup of ``j`` would
-    find if ``i`` were indexed (under signature ``p``: ``columns[p][i]`` within ``k`` bits of
-    ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one at a time), once, at
-    its nearest signature (the first on a tie), at its distance from ``j``'s own simhash; ``i``
-    ascending. Quadratic: for bounded batches (a service request)."""
+                   k: int, confirm: tuple[Sequence[int], int] | None = None) -> dict[int, list[tuple[int, int, int]]]:
+    """``earlier_matches`` of an index of several signatures, with probes or a confirmation:
+    position ``j`` -> ``[(i, distance, signature place), ...]``, every earlier ``i`` that a
+    lookup of ``j`` would find if ``i`` were indexed (under signature ``p``: ``columns[p][i]``
+    within ``k`` bits of ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one
+    at a time; with ``confirm`` (the sketches, the bits allowed) beyond 3 bits only with their
+    sketches within the bits allowed: confirm.py), once, at its nearest signature (the first on
+    a tie), at its distance from ``j``'s own simhash; ``i`` ascending. Quadratic: for bounded
+    batches (a service request)."""
     n = len(columns[0])
     out: dict[int, list[tuple[int, int, int]]] = {}
     if n < 2:
@@ -195,6 +198,9 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
             near = (np.bitwise_count(base[:j, None] ^ queries[None, :]) <= k).any(axis=1)
             for i in np.flatnonzero(near).tolist():
                 found = ((int(base[i]) ^ int(base[j])).bit_count(), place)
+                if confirm is not None and found[0] > CONFIRMED_BEYOND and \
+                        (confirm[0][i] ^ confirm[0][j]).bit_count() > confirm[1]:
+                    continue
                 if found < best.get(i, (65, 0)):
                     best[i] = found
         if best:

@@ -91,7 +91,7 @@ def remove_expired(index: Any, chunk: int = 10_000) -> int:
     """Delete the documents of ``index`` older than its TTL, and their index cells; how many."""
     if not index.ttl:
         return 0
-    doomed: Sequence[str] = expired_ids(index.store, index.ttl, head=8 * len(index.signatures))
+    doomed: Sequence[str] = expired_ids(index.store, index.ttl, head=index.head)
     for start in range(0, len(doomed), chunk):
         index.delete(doomed[start:start + chunk])
     return len(doomed)

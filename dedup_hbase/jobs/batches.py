@@ -73,13 +73,14 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                   pool: FingerprintPool, signatures: Signatures = Signatures(),
-                  probes: bool = False) -> Iterator[list[Record]]:
+                  probes: bool = False, sketcher: Fingerprinter | None = None) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
-    ``more`` too (its text needed: ``use_simhash`` is refused, as it is for an index whose
+    ``more`` too, and with a ``sketcher`` (an index with a confirmation) its ``sketch``, made
+    in this thread (their texts needed: ``use_simhash`` is refused, as it is for an index whose
     lookups ``probes`` the texts' unsure bits)."""
     if use_simhash:
-        check_precomputed(signatures, probes)
+        check_precomputed(signatures, probes, sketcher is not None)
 
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
@@ -88,14 +89,20 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
 
     for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures)):
         _set_results(todo, results, signatures)
+        if sketcher is not None:
+            done = [r for r in todo if not r.error]
+            for record, sketch in zip(done, fingerprint_texts(sketcher, [r.text for r in done])):
+                record.sketch = sketch if isinstance(sketch, int) else None
         yield batch
 
 
-def check_precomputed(signatures: Signatures, probes: bool = False) -> None:
-    """Refuse precomputed fingerprints (``--fingerprints``) for an index of several signatures
-    or (``probes``) a lookup with probes: both need the texts."""
-    if len(signatures) > 1 or probes:
-        what = f"signatures {signatures.label}" if len(signatures) > 1 else "probes"
+def check_precomputed(signatures: Signatures, probes: bool = False, confirm: bool = False) -> None:
+    """Refuse precomputed fingerprints (``--fingerprints``) for an index of several signatures,
+    (``probes``) a lookup with probes or (``confirm``) an index with a confirmation: all need
+    the texts."""
+    if len(signatures) > 1 or probes or confirm:
+        what = (f"signatures {signatures.label}" if len(signatures) > 1 else "probes" if probes
+                else "a confirmation (--confirm)")
         raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
                            "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
 

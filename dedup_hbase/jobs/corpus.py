@@ -52,6 +52,7 @@ class Record:
     error: str | None = None
     featurizer: str | None = None  # which featurizer made ``simhash`` (fingerprint records say)
     more: tuple[int, ...] = ()  # an index of several signatures: the simhashes after the body's
+    sketch: int | None = None   # an index with a confirmation: the body's second SimHash (index/confirm.py)
 
     @property
     def where(self) -> str:

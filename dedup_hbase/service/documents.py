@@ -70,6 +70,7 @@ class RequestDoc:
     error: str | None = None
     more: tuple[int, ...] = ()        # an index of several signatures: the others' simhashes
     masks: tuple[tuple[int, ...], ...] = ()  # an index with probes: per signature, the bits flipped
+    sketch: int | None = None         # an index with a confirmation: the text's sketch
 
 
 def json_type(value: Any) -> str:

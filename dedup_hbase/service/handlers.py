@@ -118,8 +118,9 @@ class DedupService:
         """``POST /v1/check``: each document's matches (a batch of joined requests' documents)."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        more, probes = lookup_parts(self.online.index, good)
-        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches, more, probes))
+        more, probes, sketches = lookup_parts(self.online.index, good)
+        found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches, more, probes,
+                                            sketches))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else checked(d, next(found)) for d in docs]
 
@@ -172,8 +173,8 @@ class DedupService:
             one_version(good)
         now = int(time.time())
         written = [Document(d.id, d.simhash, document_meta(now, length=None if d.text is None else len(d.text), ttl=ttl),
-                            d.more) for d in good]
-        _, probes = lookup_parts(self.online.index, good)
+                            d.more, d.sketch) for d in good]
+        _, probes, _ = lookup_parts(self.online.index, good)
         decisions = iter(self.online.add(written, if_new=if_new, max_matches=self.limits.max_matches, probes=probes))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
         added = sum(1 for a in out if a["added"])
@@ -242,21 +243,23 @@ class DedupService:
 
 
 def signed(index: Index, docs: list[RequestDoc]) -> None:
-    """For an index of several signatures or with probes (whose requests hold texts alone:
-    documents.needs_texts): each fingerprinted text's other simhashes (``more``) and probes
-    (``masks``), as ``Index.query_text`` makes them."""
+    """For an index of several signatures, with probes or a confirmation (whose requests hold
+    texts alone: documents.needs_texts): each fingerprinted text's other simhashes (``more``),
+    probes (``masks``) and sketch, as ``Index.query_text`` makes them."""
     for doc in docs:
         if doc.error is None:
             if len(index.signatures) > 1:
                 doc.more = index.more_signatures(doc.text, doc.simhash)
             if any(index.probes):
                 doc.masks = index.probe_masks(doc.text)
+            doc.sketch = index.sketch(doc.text)
 
 
-def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None]:
-    """``docs``' ``more`` and ``probes`` as ``Index.query_many`` takes them (None: not kept)."""
+def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None, list | None]:
+    """``docs``' ``more``, ``probes`` and sketches as ``Index.query_many`` takes them (None: not kept)."""
     return ([d.more for d in docs] if len(index.signatures) > 1 else None,
-            [d.masks for d in docs] if any(index.probes) else None)
+            [d.masks for d in docs] if any(index.probes) else None,
+            [d.sketch for d in docs] if index.confirm is not None else None)
 
 
 def one_version(docs: list[RequestDoc]) -> None:

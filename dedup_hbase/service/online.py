@@ -119,11 +119,13 @@ class OnlineIndex:
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
                    more: Sequence[tuple[int, ...]] | None = None,
-                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None) -> list[Matches]:
+                   probes: Sequence[tuple[tuple[int, ...], ...]] | None = None,
+                   sketches: Sequence[int] | None = None) -> list[Matches]:
         """``Index.query_many``: per query at most ``max_matches`` matches and (``.total``) the
-        count; ``more`` and ``probes`` as it takes them (an index of several signatures, probes)."""
+        count; ``more``, ``probes`` and ``sketches`` as it takes them (an index of several
+        signatures, probes, a confirmation)."""
         with self._store_lock:
-            return self.index.query_many(simhashes, k, max_matches, more, probes)
+            return self.index.query_many(simhashes, k, max_matches, more, probes, sketches)
 
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         with self._store_lock:
@@ -149,9 +151,10 @@ class OnlineIndex:
             return []
         simhashes = [d.simhash for d in docs]
         more = [d.more for d in docs] if len(self.index.signatures) > 1 else None
+        sketches = [d.sketch for d in docs] if self.index.confirm is not None else None
         locked = self._locked(docs, probes)
         with self._held(locked), self._store_lock, self._fleet_held(locked if if_new else []) as lease:
-            found = self.index.query_many(simhashes, None, max_matches, more, probes)
+            found = self.index.query_many(simhashes, None, max_matches, more, probes, sketches)
             earlier = self._earlier_matches(docs, probes)
             decisions = []
             for i, (doc, matches) in enumerate(zip(docs, found)):
@@ -171,14 +174,15 @@ class OnlineIndex:
         if not ttl:
             return 0
         with self._store_lock:
-            doomed = expired_ids(self.index.store, ttl)
+            doomed = expired_ids(self.index.store, ttl, head=self.index.head)
         for start in range(0, len(doomed), chunk):
             ids = doomed[start:start + chunk]
             with self._held(self._locked(self._stored(ids))), self._store_lock:
                 now = time.time()
                 values = self.index.store.get("docs", [encode_id(i) for i in ids])
                 removed += len(self.index.delete([i for i, v in zip(ids, values)
-                                                  if (end := expires_at(v, ttl)) is not None and end <= now]))
+                                                  if (end := expires_at(v, ttl, self.index.head)) is not None
+                                                  and end <= now]))
         return removed
 
     def _earlier_matches(self, docs: Sequence[Document],
@@ -190,9 +194,10 @@ class OnlineIndex:
             return {j: [Match(docs[i].id, docs[i].simhash, distance) for i, distance in found]
                     for j, found in earlier_matches(simhashes, index.scheme, index.k).items()}
         columns = [[d.simhash for d in docs], *map(list, zip(*(d.more for d in docs)))][:len(index.signatures)]
-        names = index.signatures.names
+        names = index.signatures.names if len(index.signatures) > 1 else (None,)
+        confirm = None if index.confirm is None else ([d.sketch for d in docs], index.confirm)
         return {j: [Match(docs[i].id, columns[place][i], distance, names[place]) for i, distance, place in found]
-                for j, found in earlier_probed(columns, probes, index.k).items()}
+                for j, found in earlier_probed(columns, probes, index.k, confirm).items()}
 
     def _stored(self, doc_ids: Sequence[str]) -> list[Document]:
         with self._store_lock:

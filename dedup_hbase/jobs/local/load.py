@@ -25,6 +25,7 @@ from typing import IO
 
 import numpy as np
 
+from ...errors import InvalidInput
 from ...index.index import Document, Index, document_meta
 from ...index.neardup import earlier_probed, found_edges, near_pairs
 from ..batches import check_featurizers, fingerprinted
@@ -51,6 +52,9 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
+    if index.confirm is not None and options.groups:
+        raise InvalidInput("--groups does not take an index with a confirmation (--confirm) yet: load it without "
+                           "--groups, then run groups")
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -65,7 +69,8 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
             remaining = islice(records, report.read, None)
-            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures):
+            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures,
+                                       sketcher=index.sketcher):
                 good = report.count(batch, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
@@ -101,7 +106,7 @@ def _write(index: Index, good: list[Record], skipped: dict[int, str], report: Lo
             continue
         length = None if record.text is None else len(record.text)
         docs.append(Document(record.id, record.simhash, document_meta(now, record.source, record.line, record.title,
-                                                                      length), record.more))
+                                                                      length), record.more, record.sketch))
     if docs:
         written = index.write(docs)
         report.new += written.new
@@ -187,10 +192,11 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     ``neardup.found_edges``: linear in the copies."""
     more = [r.more for r in batch] if len(index.signatures) > 1 else None
     masks = [index.probe_masks(r.text) for r in batch] if any(index.probes) else None
+    sketches = [r.sketch for r in batch] if index.confirm is not None else None
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
-                                                                              more, masks))):
+                                                                              more, masks, sketches))):
         others = [(run.distance, other) for run in matches.runs
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
@@ -203,11 +209,12 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                 chained.add((signature, run.simhash))
                 pairs.extend((run.ids[0], i) for i in run.ids[1:])
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
-    for j, earlier in earlier_probed(columns, masks, index.k).items():
+    confirm = None if sketches is None else (sketches, index.confirm)
+    for j, earlier in earlier_probed(columns, masks, index.k, confirm).items():
         other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
         if other is not None:
             found.setdefault(j, other)
-    if edges is not None:
+    if edges is not None:  # (an index with a confirmation takes no --groups: load refuses it)
         pairs.extend((batch[i].id, batch[j].id) for i, j in found_edges(columns, masks, index.schemes, index.k).tolist()
                      if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)

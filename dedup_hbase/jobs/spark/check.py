@@ -71,6 +71,7 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
+    stages.refuse_confirmation(index)
     if options.fingerprints:
         check_precomputed(index.signatures, any(index.probes))
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts

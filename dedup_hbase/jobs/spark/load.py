@@ -47,6 +47,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
                            "look up each batch in the index as it grows")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
+    stages.refuse_confirmation(index)
     if options.fingerprints:
         check_precomputed(index.signatures)
     options.check_inputs(paths)

@@ -15,6 +15,7 @@ import json
 
 import numpy as np
 
+from ...errors import InvalidInput
 from ...index.arrays import as_unsigned, signed64
 from ...index.candidates import Run
 from ...index.index import Index
@@ -52,6 +53,13 @@ def signed_spec(fingerprinter: Fingerprinter, signatures: Signatures, probes: tu
     if any(probes):
         spec["probes"] = list(probes)
     return spec
+
+
+def refuse_confirmation(index: Index) -> None:
+    """The Spark engine does not write or read an index's sketches (index/confirm.py) yet."""
+    if index.confirm is not None:
+        raise InvalidInput(f"the Spark engine does not take an index with a confirmation (--confirm "
+                           f"{index.confirm}) yet: use --engine local")
 
 
 def signatures_of(spec: dict) -> Signatures:
@@ -151,7 +159,7 @@ def expire_runs(url: str):
             queries, simhashes, distances, ids = (batch.column(n).to_pylist()
                                                   for n in ("query", "simhash", "distance", "ids"))
             found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
-                                   index.ttl, head=8 * len(index.signatures))
+                                   index.ttl, head=index.head)
             kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
             cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
                     [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]

@@ -1,0 +1,235 @@
+"""An index with a confirmation (``init --k 6 --confirm T``): a match beyond 3 bits needs the
+documents' second SimHash (their sketch) within T bits. Exact against a brute force on planted
+structure (bodies at exactly 3, 4, k and k + 1 bits, sketches at exactly T and T + 1) on every
+store, with a TTL, and over every signature and probe of news texts; the sketch in the document
+row; load --skip-near-dups and the service decide as a lookup does; what does not take it says so."""
+
+import gzip
+import json
+import random
+import re
+import subprocess
+
+import pytest
+
+from dedup_hbase import Document, Index, open_store
+from dedup_hbase.errors import InvalidInput
+from dedup_hbase.index.confirm import CONFIRMED_BEYOND
+from dedup_hbase.stores.memory import MemoryStore
+
+K, T = 6, 10
+
+
+def flip(value: int, bits: int, rnd: random.Random) -> int:
+    for bit in rnd.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def planted(seed: int):
+    """Queries (simhash, sketch) and documents around them: per query, bodies at 0 .. k + 1
+    bits, each with a sketch at T and at T + 1 bits from the query's; and random documents."""
+    rnd = random.Random(seed)
+    queries = [(rnd.getrandbits(64), rnd.getrandbits(64)) for _ in range(40)]
+    docs = [Document(f"r{i}", rnd.getrandbits(64), {}, (), rnd.getrandbits(64)) for i in range(300)]
+    for q, (simhash, sketch) in enumerate(queries):
+        for d in range(K + 2):
+            for s in (T, T + 1):
+                docs.append(Document(f"q{q}-d{d}-s{s}", flip(simhash, d, rnd), {}, (), flip(sketch, s, rnd)))
+    rnd.shuffle(docs)
+    return queries, docs
+
+
+def brute(queries, docs, k=K, allowed=T):
+    return [sorted(((doc.simhash ^ simhash).bit_count(), doc.id) for doc in docs
+                   if (doc.simhash ^ simhash).bit_count() <= CONFIRMED_BEYOND
+                   or ((doc.simhash ^ simhash).bit_count() <= k and (doc.sketch ^ sketch).bit_count() <= allowed))
+            for simhash, sketch in queries]
+
+
+def test_lookups_are_the_brute_force_on_every_store(store_url):
+    queries, docs = planted(3)
+    with open_store(store_url, create=True) as store:
+        index = Index.create(store, "7/1", K, confirm=T)
+        index.write(docs)
+        got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
+        expected = brute(queries, docs)
+        assert [sorted((m.distance, m.id) for m in found) for found in got] == expected
+        assert [found.total for found in got] == [len(e) for e in expected]
+        assert all(any(d > CONFIRMED_BEYOND for d, _ in e) for e in expected)  # the confirmed are there
+        one = index.query_many([s for s, _ in queries], max_matches=1, sketches=[c for _, c in queries])
+        assert [(m[0].distance, m[0].id, m.total) for m in one] == [(*e[0], len(e)) for e in expected]
+        within = index.query_many([s for s, _ in queries], k=3)  # no confirmation within 3 bits: no sketch asked
+        assert [sorted((m.distance, m.id) for m in f) for f in within] == \
+            [[(d, i) for d, i in e if d <= 3] for e in expected]
+        (stored,) = index.get([docs[0].id])
+        assert (stored.simhash, stored.sketch) == (docs[0].simhash, docs[0].sketch)
+        assert Index.open(store).confirm == T
+
+
+def test_a_ttl_reads_the_metadata_after_the_sketch():
+    import time
+
+    queries, docs = planted(4)
+    now = int(time.time())
+    aged = [Document(d.id, d.simhash, {"loaded": now - 7200 if i % 2 else now}, (), d.sketch) for i, d in enumerate(docs)]
+    index = Index.create(MemoryStore(), "7/1", K, ttl=3600, confirm=T)
+    index.write(aged)
+    alive = [d for d in aged if d.meta["loaded"] == now]
+    got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
+    assert [sorted((m.distance, m.id) for m in f) for f in got] == brute(queries, alive)
+    assert index.get([aged[1].id])[0].meta == {"loaded": now - 7200}
+
+
+def test_what_a_confirmation_refuses():
+    for kwargs, message in (({"k": 3, "confirm": 8}, "--confirm confirms matches beyond 3 bits: give --k above 3 "
+                                                      "(such as --k 8 --confirm 14), not --k 3"),
+                            ({"k": 6, "confirm": 65}, "--confirm is the bits two sketches may differ in, 0 to 64, not 65")):
+        with pytest.raises(InvalidInput, match=re.escape(message)):
+            Index.create(MemoryStore(), None if kwargs["k"] == 3 else "7/1", **kwargs)
+    index = Index.create(MemoryStore(), "7/1", K, confirm=T)
+    with pytest.raises(InvalidInput, match="this index confirms matches beyond 3 bits by a sketch of the text"):
+        index.query_many([1])
+    with pytest.raises(InvalidInput, match=r"document 'a': this index confirms matches by a sketch of each document"):
+        index.write([Document("a", 1)])
+    plain = Index.create(MemoryStore(), "7/1", K)
+    with pytest.raises(InvalidInput, match=r"document 'a': this index keeps no sketch \(made without --confirm\)"):
+        plain.write([Document("a", 1, sketch=2)])
+    with pytest.raises(InvalidInput, match="this index keeps no sketch"):
+        plain.query_many([1], sketches=[2])
+
+
+@pytest.fixture(scope="module")
+def news(xwlb_path):
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for _, line in zip(range(600), f)]
+    from dedup_hbase.report.copies import Copier, edit_characters
+
+    rnd = random.Random(13)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    copies = ([copier.edit3(rnd, t) for t in texts[:150]] + [t[:len(t) // 2] for t in texts[150:200]]
+              + [copier.edit1(rnd, t) for t in texts[200:250]] + texts[500:600])
+    return texts[:500], copies
+
+
+def parts(index: Index, text: str):
+    body = index.fingerprint(text)
+    return [body, *index.more_signatures(text, body)], index.probe_masks(text), index.sketch(text)
+
+
+def expected_checks(index: Index, originals, copies, names):
+    """Per copy, its matches among the originals, the slow way: per signature the nearest of its
+    simhash and probes within k, kept within 3 bits or when the sketches are within T; the
+    match at its nearest kept signature (the first on a tie), at the distance from the copy's
+    own simhash of that signature."""
+    indexed = [parts(index, t) for t in originals]
+    out = {}
+    for c, copy in enumerate(copies):
+        (simhashes, masks, sketch), found = parts(index, copy), []
+        for o, (others, _, their) in enumerate(indexed):
+            kept = []
+            for place, (s, other) in enumerate(zip(simhashes, others)):
+                flips = masks[place] if place < len(masks) else ()
+                if any((other ^ q).bit_count() <= K for q in (s, *(s ^ m for m in flips))):
+                    d = (other ^ s).bit_count()
+                    if d <= CONFIRMED_BEYOND or (sketch ^ their).bit_count() <= T:
+                        kept.append((d, place))
+            if kept:
+                d, place = min(kept)
+                found.append((d, f"o{o}", names[place]))
+        out[f"c{c}"] = sorted(found)
+    return out
+
+
+@pytest.mark.parametrize("signatures, probes", [("body", None), ("body,lead150", "8,1")])
+def test_a_check_of_texts_is_the_brute_force_over_every_signature_and_probe(tmp_path, news, signatures, probes):
+    originals, copies = news
+    store = str(tmp_path / "index")
+    data, asked = tmp_path / "originals.jsonl", tmp_path / "copies.jsonl"
+    data.write_text("".join(json.dumps({"id": f"o{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(originals)), encoding="utf-8")
+    asked.write_text("".join(json.dumps({"id": f"c{i}", "text": t}, ensure_ascii=False) + "\n"
+                             for i, t in enumerate(copies)), encoding="utf-8")
+    init = ["--signatures", signatures] + (["--probes", probes] if probes else [])
+    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T), *init)
+    run("--store", store, "load", str(data))
+    answers = [json.loads(line) for line in run("--store", store, "check", str(asked), "--json").stdout.splitlines()]
+    with open_store(store) as opened:
+        index = Index.open(opened)
+        names = index.signatures.names
+        expected = expected_checks(index, originals, copies, names)
+    got = {a["id"]: sorted((m["distance"], m["id"], m.get("signature", "body")) for m in a["matches"]) for a in answers}
+    assert got == expected
+    confirmed = sum(d > CONFIRMED_BEYOND for found in expected.values() for d, _, _ in found)
+    assert confirmed >= 30, confirmed  # the confirmation is what the test compares
+
+
+def run(*args, check=True):
+    done = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_skip_near_dups_and_the_service_decide_as_a_lookup(tmp_path, news):
+    """load --skip-near-dups in one batch and the service's insert-if-new leave out exactly the
+    documents a lookup of which finds an earlier one (sketches confirming beyond 3 bits)."""
+    from test_service import serving
+
+    originals, copies = news
+    texts = originals[:200] + copies[:200]
+    random.Random(2).shuffle(texts)
+    index = Index.create(MemoryStore(), "7/1", K, confirm=T)
+    facts = [parts(index, t) for t in texts]
+    expected = []
+    for j, (simhashes, _, sketch) in enumerate(facts):
+        expected.append(not any((other[0] ^ simhashes[0]).bit_count() <= CONFIRMED_BEYOND
+                                or ((other[0] ^ simhashes[0]).bit_count() <= K and (their ^ sketch).bit_count() <= T)
+                                for other, _, their in facts[:j]))
+    assert 20 <= expected.count(False) < len(texts)
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"id": f"d{j}", "text": t}, ensure_ascii=False) + "\n"
+                            for j, t in enumerate(texts)), encoding="utf-8")
+    store = str(tmp_path / "index")
+    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    report = json.loads(run("--store", store, "load", str(data), "--skip-near-dups", "--json").stdout)
+    assert report["near_duplicates_skipped"] == expected.count(False)
+    refused = run("--store", store, "load", str(data), "--groups", str(tmp_path / "g.jsonl"), check=False)
+    assert refused.returncode == 1 and "--groups does not take an index with a confirmation" in refused.stderr
+    served = str(tmp_path / "served")
+    run("--store", served, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    with serving(served) as (client, _):
+        answer = client.post("/v1/add?if_new=true", json=[{"id": f"d{j}", "text": t} for j, t in enumerate(texts)])
+        assert answer.status_code == 200
+        assert [a["added"] for a in answer.json()] == expected
+        simhash = client.post("/v1/check", json=[{"id": "x", "simhash": "00000000000000ff"}])
+        assert simhash.status_code == 400 and simhash.json()["error"] == (
+            "document 0 ('x'): this index looks up a confirmation (--confirm 10): give the document's text, "
+            "not its simhash")
+        checked = client.post("/v1/check", json=[{"id": f"c{j}", "text": t} for j, t in enumerate(copies[:100])])
+    local = [json.loads(line) for line in run("--store", served, "check", str(write_lines(tmp_path, copies[:100])),
+                                                "--json").stdout.splitlines()]
+    assert checked.json() == local
+
+
+def write_lines(tmp_path, texts):
+    path = tmp_path / "copies.jsonl"
+    path.write_text("".join(json.dumps({"id": f"c{j}", "text": t}, ensure_ascii=False) + "\n"
+                            for j, t in enumerate(texts)), encoding="utf-8")
+    return path
+
+
+def test_the_spark_engine_and_precomputed_fingerprints_are_refused(tmp_path):
+    store = str(tmp_path / "index")
+    data = tmp_path / "in.jsonl"
+    data.write_text(json.dumps({"id": "a", "simhash": "00000000000000ff"}) + "\n")
+    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    for args, message in ((("load", str(data), "--engine", "spark"),
+                           "the Spark engine does not take an index with a confirmation (--confirm 10) yet: "
+                           "use --engine local"),
+                          (("load", str(data), "--fingerprints"),
+                           "an index with a confirmation (--confirm) fingerprints the texts themselves"),
+                          (("query", "--simhash", "00000000000000ff"),
+                           "this index confirms matches beyond 3 bits by a sketch of the text")):
+        done = run("--store", store, *args, check=False)
+        assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
