@@ -85,17 +85,24 @@ METHOD_DOC = {
                                            "probe of the lead: its least sure bit flipped",
     "dedup-hbase:jieba+probes8": "`init --probes 8`: the default's one SimHash, each lookup also made with one "
                                  "of the query's 8 least sure bits flipped",
+    "dedup-hbase:jieba+confirm14": "`init --k K --confirm 14`: the default's one SimHash, and a match beyond 3 bits "
+                                   "only when the documents' second SimHash (the seed plus one) is within 14 bits "
+                                   "(index/confirm.py)",
+    "dedup-hbase:jieba+lead150+probes8-1+confirm14": "`init --signatures body,lead150 --probes 8,1 --confirm 14`: "
+                                                     "the lead and the probes, and beyond 3 bits the confirmation",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
                            "characters joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of "
                                "the raw text, punctuation included, as it is commonly done; each occurrence weight 1",
 }
 ALL_METHODS = list(METHOD_DOC)
-# the methods of an index's options: (signatures, probes), made by dedup-hbase's own Index
-INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None),
-           "dedup-hbase:jieba+lead150+probes8-2": ("body,lead150", "8,2"),
-           "dedup-hbase:jieba+lead150+probes8-1": ("body,lead150", "8,1"),
-           "dedup-hbase:jieba+probes8": ("body", "8")}
+# the methods of an index's options: (signatures, probes, confirm), made by dedup-hbase's own Index
+INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None, None),
+           "dedup-hbase:jieba+lead150+probes8-2": ("body,lead150", "8,2", None),
+           "dedup-hbase:jieba+lead150+probes8-1": ("body,lead150", "8,1", None),
+           "dedup-hbase:jieba+probes8": ("body", "8", None),
+           "dedup-hbase:jieba+confirm14": ("body", None, 14),
+           "dedup-hbase:jieba+lead150+probes8-1+confirm14": ("body,lead150", "8,1", 14)}
 
 
 # =====================================================================================
@@ -112,13 +119,15 @@ def _worker_init(methods: list[str]) -> None:
     jieba.setLogLevel(30)
     tokenizer = jieba.Tokenizer()
 
-    def indexed(signatures, probes):
-        """(every signature's simhash, every signature's probe masks) as the index computes them."""
-        index = Index.create(open_store("memory:"), signatures=signatures, probes=probes)
+    def indexed(signatures, probes, confirm):
+        """(every signature's simhash, every signature's probe masks, the sketch or 0) as the index
+        computes them."""
+        index = Index.create(open_store("memory:"), None if confirm is None else "7/1", 3 if confirm is None else 6,
+                             signatures=signatures, probes=probes, confirm=confirm)
 
         def fn(text):
             body = index.fingerprint(text)
-            return (body, *index.more_signatures(text, body)), index.probe_masks(text)
+            return (body, *index.more_signatures(text, body)), index.probe_masks(text), index.sketch(text) or 0
         return fn
 
     fns = {
@@ -144,18 +153,20 @@ def _fingerprint_chunk(texts: list[str]) -> list[list[tuple[tuple[int, ...], tup
                 value = fn(text)
             except (EmptyDocument, ValueError, ZeroDivisionError):
                 value = -1
-            if not isinstance(value, tuple):  # one SimHash, no probes
-                value = ((value if value is not None and value >= 0 else -1,), ())
-            row.append(value)
+            if not isinstance(value, tuple):  # one SimHash, no probes, no sketch
+                value = ((value if value is not None and value >= 0 else -1,), (), 0)
+            row.append(value if len(value) == 3 else (*value, 0))
         out.append(row)
     return out
 
 
-def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fingerprint_all(texts: list[str], methods: list[str],
+                    jobs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(fingerprints uint64 [len(texts), len(methods), signatures], valid bool [len(texts), len(methods)],
-    probe masks uint64 [len(texts), len(methods), signatures, probes]): per method its signatures'
-    SimHashes, padded with the body's (a distance is the least over them), and the bits a lookup of
-    the text flips, one mask a probe (0: none)."""
+    probe masks uint64 [len(texts), len(methods), signatures, probes], sketches uint64 [len(texts),
+    len(methods)]): per method its signatures' SimHashes, padded with the body's (a distance is the
+    least over them), the bits a lookup of the text flips, one mask a probe (0: none), and the
+    sketch of an index with a confirmation (0: none)."""
     chunk = 64
     chunks = [texts[i:i + chunk] for i in range(0, len(texts), chunk)]
     rows: list[list[int]] = []
@@ -176,27 +187,38 @@ def fingerprint_all(texts: list[str], methods: list[str], jobs: int) -> tuple[np
     if sys.stderr.isatty():
         print(file=sys.stderr)
     width = max(len(INDEXED.get(m, ("body",))[0].split(",")) for m in methods)
-    depth = max([len(masks) for row in rows for _, probes in row for masks in probes] or [0])
-    raw = np.array([[sims + sims[:1] * (width - len(sims)) for sims, _ in row] for row in rows],
+    depth = max([len(masks) for row in rows for _, probes, _ in row for masks in probes] or [0])
+    raw = np.array([[sims + sims[:1] * (width - len(sims)) for sims, _, _ in row] for row in rows],
                    dtype=object).reshape(len(texts), len(methods), width)
     valid = raw[:, :, 0] != -1
     fps = np.where(valid[:, :, None], raw, 0).astype(np.uint64)
     masks = np.zeros((len(texts), len(methods), width, depth), dtype=np.uint64)
     for t, row in enumerate(rows):
-        for m, (_, probes) in enumerate(row):
+        for m, (_, probes, _) in enumerate(row):
             for j, bits in enumerate(probes):
                 masks[t, m, j, :len(bits)] = bits
-    return fps, valid, masks
+    sketches = np.array([[sketch for _, _, sketch in row] for row in rows], dtype=np.uint64).reshape(len(texts),
+                                                                                                   len(methods))
+    return fps, valid, masks, sketches
 
 
-def nearest(a: np.ndarray, b: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+def nearest(a: np.ndarray, b: np.ndarray, masks: np.ndarray | None = None, confirm=None) -> np.ndarray:
     """Hamming distances between fingerprints of several signatures, ``a`` (n, S) and ``b`` (m, S):
     (n, m), each the least over the signatures (a document within k under any of them) and, with
-    ``masks`` (n, S, P: a's probes, 0 for none), over a's probes (a with one mask's bits flipped)."""
+    ``masks`` (n, S, P: a's probes, 0 for none), over a's probes (a with one mask's bits flipped).
+    With ``confirm`` (a's sketches (n,), b's (m,), the bits allowed: index/confirm.py) a signature
+    whose own simhashes are more than 3 bits apart counts only when the sketches are within the
+    bits allowed (else 99): an index with a confirmation matches within k exactly where this is."""
     if masks is None or masks.shape[-1] == 0:
-        return np.bitwise_count(a[:, None, :] ^ b[None, :, :]).min(axis=2)
+        masks = np.zeros((*a.shape, 0), dtype=np.uint64)
     probes = np.concatenate([a[:, :, None], a[:, :, None] ^ masks], axis=2)
-    return np.bitwise_count(probes[:, None, :, :] ^ b[None, :, :, None]).min(axis=(2, 3))
+    found = np.bitwise_count(probes[:, None, :, :] ^ b[None, :, :, None]).min(axis=3)  # (n, m, S)
+    if confirm is not None:
+        sa, sb, allowed = confirm
+        own = np.bitwise_count(a[:, None, :] ^ b[None, :, :])
+        sure = (own <= 3) | (np.bitwise_count(sa[:, None] ^ sb[None, :]) <= allowed)[:, :, None]
+        found = np.where(sure, found, 99)
+    return found.min(axis=2)
 
 
 # =====================================================================================
@@ -239,8 +261,14 @@ class Result:
         return max(ok, key=lambda k: (self.overall(k)[0], -k)) if ok else None
 
 
+def confirm_of(method: str, a_sketches: np.ndarray, b_sketches: np.ndarray):
+    """``nearest``'s ``confirm`` for ``method`` (None: it has no confirmation)."""
+    allowed = INDEXED.get(method, (None, None, None))[2]
+    return None if allowed is None else (a_sketches, b_sketches, allowed)
+
+
 def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variants, doc_texts, kmax, cap=2.0,
-             chunk=256):
+             chunk=256, doc_sketches=None, var_sketches=None):
     """Brute-force lookups of every variant in every method's fingerprints.
 
     Matches other than the original are classified (Jaccard) up to the largest k at which
@@ -255,13 +283,20 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         bad_docs = ~doc_valid[:, j]
         q_all, q_masks = var_fps[:, j], var_masks[:, j]
         probes = np.concatenate([q_all[:, :, None], q_all[:, :, None] ^ q_masks], axis=2)
-        dist_own = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=(1, 2)).astype(np.int16)
+        found = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=2)  # (variants, S)
+        confirm = confirm_of(m, var_sketches[:, j], doc_sketches[:, j]) if doc_sketches is not None else None
+        if confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
+            sure = (np.bitwise_count(q_all ^ docs[origin]) <= 3) | (
+                np.bitwise_count(var_sketches[:, j] ^ doc_sketches[origin, j]) <= confirm[2])[:, None]
+            found = np.where(sure, found, 99)
+        dist_own = found.min(axis=1).astype(np.int16)
         dist_own[~var_valid[:, j] | bad_docs[origin]] = 99
         own[m] = dist_own
         vis, dis, ds = [], [], []
         for s in range(0, len(variants), chunk):
             q = q_all[s:s + chunk]
-            d = nearest(q, docs, q_masks[s:s + chunk])
+            part = None if confirm is None else (confirm[0][s:s + chunk], confirm[1], confirm[2])
+            d = nearest(q, docs, q_masks[s:s + chunk], part)
             d[:, bad_docs] = 99
             d[~var_valid[s:s + chunk, j], :] = 99
             d[np.arange(len(q)), origin[s:s + chunk]] = 99          # own original handled above
@@ -314,7 +349,7 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
     return results, sim
 
 
-def background(methods, doc_fps, doc_valid, doc_masks, doc_texts, kmax, cap=1.0, chunk=1024):
+def background(methods, doc_fps, doc_valid, doc_masks, doc_texts, kmax, cap=1.0, chunk=1024, doc_sketches=None):
     """Corpus-wide false-match rate, independent of the variants: for every pair of indexed
     documents within k bits, is it clearly two different documents (4-gram Jaccard < 0.3)?
     Returns {method: [unrelated documents within k per document, k = 0..kmax] (None where
@@ -335,7 +370,8 @@ def background(methods, doc_fps, doc_valid, doc_masks, doc_texts, kmax, cap=1.0,
         pi, pj, pd = [], [], []
         step = chunk // (1 + masks.shape[-1])  # probes: as many distances in memory as without
         for s in range(0, n, step):
-            d = nearest(docs[s:s + step], docs, masks[s:s + step])
+            confirm = None if doc_sketches is None else confirm_of(m, doc_sketches[s:s + step, j], doc_sketches[:, j])
+            d = nearest(docs[s:s + step], docs, masks[s:s + step], confirm)
             d[:, bad] = 99
             d[bad[s:s + step], :] = 99
             a, b = np.nonzero(d <= kmax)
@@ -358,14 +394,17 @@ def background(methods, doc_fps, doc_valid, doc_masks, doc_texts, kmax, cap=1.0,
     return out
 
 
-def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, var_masks, k, sample, seed):
+def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, var_masks, k, sample, seed,
+                 doc_sketches, var_sketches):
     """Check brute force against dedup-hbase's real Index (memory store) for one method."""
-    names, probes = INDEXED.get(method, ("body", None))
+    names, probes, allowed = INDEXED.get(method, ("body", None, None))
     signatures = Signatures.parse(names)
-    ix = Index.create(open_store("memory:"), None, k, signatures=signatures, probes=probes)  # `init --k`'s scheme
+    ix = Index.create(open_store("memory:"), None, k, signatures=signatures, probes=probes,  # `init --k`'s scheme
+                      confirm=allowed if k > 3 else None)
     scheme = ix.scheme.name
     docs, more = doc_fps[:, method_index], len(signatures) - 1
-    ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])))
+    sketch = (lambda i: int(doc_sketches[i, method_index])) if ix.confirm is not None else (lambda i: None)
+    ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])), sketch(i))
                  for i in range(len(docs)) if doc_valid[i, method_index]])
     rnd = random.Random(seed)
     picks = [i for i in range(len(var_fps)) if var_valid[i, method_index]]
@@ -373,10 +412,13 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, v
     masks = var_masks[:, method_index, :1 + more]
     answers = ix.query_many([int(var_fps[i, method_index, 0]) for i in picks], k, None,
                             [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None,
-                            [tuple(tuple(int(b) for b in m if b) for m in masks[i]) for i in picks] if probes else None)
+                            [tuple(tuple(int(b) for b in m if b) for m in masks[i]) for i in picks] if probes else None,
+                            [int(var_sketches[i, method_index]) for i in picks] if ix.confirm is not None else None)
     valid_docs = np.nonzero(doc_valid[:, method_index])[0]
     for i, got in zip(picks, answers):
-        d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more], masks[i:i + 1])[0]
+        confirm = None if ix.confirm is None else (var_sketches[i:i + 1, method_index],
+                                                   doc_sketches[valid_docs, method_index], allowed)
+        d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more], masks[i:i + 1], confirm)[0]
         want = sorted(str(x) for x in valid_docs[d <= k])
         if sorted(m.id for m in got) != want:
             raise SystemExit(f"index and brute force disagree on variant {i}: {sorted(m.id for m in got)} vs {want}")
@@ -504,13 +546,14 @@ def main() -> None:
         show_boilerplate(doc_texts, variants)
 
     t0 = time.time()
-    doc_fps, doc_valid, doc_masks = fingerprint_all(doc_texts, methods, args.jobs)
-    var_fps, var_valid, var_masks = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
+    doc_fps, doc_valid, doc_masks, doc_sketches = fingerprint_all(doc_texts, methods, args.jobs)
+    var_fps, var_valid, var_masks, var_sketches = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
     t_fp = time.time() - t0
     print(f"  fingerprints in {t_fp:.0f} s", file=sys.stderr)
 
     t0 = time.time()
-    results, sim = evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variants, doc_texts, args.kmax)
+    results, sim = evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variants, doc_texts, args.kmax,
+                            doc_sketches=doc_sketches, var_sketches=var_sketches)
     print(f"  lookups + Jaccard of {len(sim):,} matched pairs in {time.time() - t0:.0f} s", file=sys.stderr)
     if args.dump_fp:
         name, _, k = args.dump_fp.rpartition(":")
@@ -519,13 +562,13 @@ def main() -> None:
     bg = None
     if not args.no_background:
         t0 = time.time()
-        bg = background(methods, doc_fps, doc_valid, doc_masks, doc_texts, args.kmax)
+        bg = background(methods, doc_fps, doc_valid, doc_masks, doc_texts, args.kmax, doc_sketches=doc_sketches)
         print(f"  background pairs in {time.time() - t0:.0f} s", file=sys.stderr)
 
     if args.verify_index:
         name, _, k = args.verify_index.rpartition(":")
         scheme, n = verify_index(name, methods.index(name), doc_fps, doc_valid, var_fps, var_valid, var_masks, int(k),
-                                 500, args.seed)
+                                 500, args.seed, doc_sketches, var_sketches)
         print(f"  --verify-index: dedup-hbase Index ({scheme}, k={k}) = brute force on {n} lookups", file=sys.stderr)
 
     main_methods = methods

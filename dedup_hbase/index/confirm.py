@@ -28,15 +28,16 @@ CONFIRMED_BEYOND = 3  # matches within this many bits need no confirmation
 SEED_STEP = 1         # the sketch's mmh3 seed: the index's seed plus this
 
 
-def check_confirm(confirm: int | None, k: int) -> int | None:
-    """``confirm`` (the sketch bits allowed, T) checked against ``k``; None: no confirmation."""
+def check_confirm(confirm: int | None, k: int, probes: bool = False) -> int | None:
+    """``confirm`` (the sketch bits allowed, T) checked against ``k`` (matches beyond 3 bits come
+    from a k above 3, or from ``probes``: k + 1 bits where only a probe reached); None: none."""
     if confirm is None:
         return None
     if isinstance(confirm, bool) or not isinstance(confirm, int) or not 0 <= confirm <= 64:
         raise InvalidInput(f"--confirm is the bits two sketches may differ in, 0 to 64, not {confirm!r}")
-    if k <= CONFIRMED_BEYOND:
+    if k <= CONFIRMED_BEYOND and not probes:
         raise InvalidInput(f"--confirm confirms matches beyond {CONFIRMED_BEYOND} bits: give --k above "
-                           f"{CONFIRMED_BEYOND} (such as --k 8 --confirm 14), not --k {k}")
+                           f"{CONFIRMED_BEYOND} (such as --k 8 --confirm 14) or --probes, not --k {k} alone")
     return confirm
 
 

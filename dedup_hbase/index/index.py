@@ -73,7 +73,7 @@ class Index:
         self.signatures = signatures
         self.probes = check_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
         self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
-        self.confirm = check_confirm(confirm, self.k)  # sketch bits allowed beyond 3 bits (confirm.py), None: off
+        self.confirm = check_confirm(confirm, self.k, any(self.probes))  # sketch bits allowed beyond 3 bits, None: off
         self.sketcher = fingerprinter_from_spec(sketch_spec(fingerprinter.spec)) if self.confirm is not None else None
         # the bytes of a document row before its metadata: every signature's simhash, the sketch
         self.head = 8 * (len(signatures) + (self.confirm is not None))
@@ -342,7 +342,7 @@ class Index:
             if sketches is not None:
                 raise InvalidInput("this index keeps no sketch (made without --confirm): give no sketches")
             return None
-        if k <= CONFIRMED_BEYOND:
+        if k <= CONFIRMED_BEYOND and not any(self.probes):  # no match beyond 3 bits
             return None
         if sketches is None or len(sketches) != len(simhashes):
             raise InvalidInput(f"this index confirms matches beyond {CONFIRMED_BEYOND} bits by a sketch of the "

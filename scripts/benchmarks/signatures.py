@@ -1,5 +1,5 @@
-"""An index of two signatures (`init --signatures body,lead150`, with and without `--probes 8,1`) next to
-the default, in one run.
+"""An index of two signatures (`init --signatures body,lead150`, with and without `--probes 8,1`, and
+with `--confirm 14` too) next to the default, in one run.
 
 Per configuration, on the embedded store: `dedup-hbase load` of the shared news corpus repeated to
 ``--sig-docs`` documents, then `dedup-hbase check --json` of ``--sig-checked`` documents that lost
@@ -25,7 +25,9 @@ from .common import Report, progress
 from .load import CORPUS, texts, write_corpus
 
 CONFIGS = (("default (body)", []), ("--signatures body,lead150", ["--signatures", "body,lead150"]),
-           ("--signatures body,lead150 --probes 8,1", ["--signatures", "body,lead150", "--probes", "8,1"]))
+           ("--signatures body,lead150 --probes 8,1", ["--signatures", "body,lead150", "--probes", "8,1"]),
+           ("--signatures body,lead150 --probes 8,1 --confirm 14",
+            ["--signatures", "body,lead150", "--probes", "8,1", "--confirm", "14"]))
 
 
 def _cli(*args: str) -> tuple[str, float]:
@@ -65,7 +67,7 @@ def run(report: Report, args) -> None:
                 found = sum(bool(a["matches"]) for a in answers)
                 stats = json.loads(_cli("stats", "--store", store, "--json")[0])
                 groups_s, dropped = None, None
-                if "--probes" not in init:
+                if "--probes" not in init:  # groups has neither probes nor a confirmation
                     progress(f"  {name}, round {round_ + 1}: groups ...\n")
                     out, groups_s = _cli("groups", "--json", "--out", str(work / "groups"), str(corpus), str(halves),
                                          *init)
