@@ -91,7 +91,8 @@ def test_what_a_confirmation_refuses():
     with pytest.raises(InvalidInput, match="this index confirms matches beyond 3 bits by a sketch of the text"):
         index.query_many([1])
     with pytest.raises(InvalidInput, match=r"document 'a': this index confirms matches by a sketch of each document"):
-        index.write([Document("a", 1)])
+        index.write([Document("b", 2, sketch=3), Document("a", 1)])
+    assert index.get(["b"]) == [None] and not list(index.store.iterate("index"))  # nothing written
     plain = Index.create(MemoryStore(), "7/1", K)
     with pytest.raises(InvalidInput, match=r"document 'a': this index keeps no sketch \(made without --confirm\)"):
         plain.write([Document("a", 1, sketch=2)])

@@ -219,12 +219,12 @@ class Index:
             return Written(0, 0)
         ids, simhashes, chosen = checked_columns(docs)
         columns = self._columns(simhashes, chosen)
+        if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
+        stored = columns + ([sketch_column(chosen)] if self.confirm is not None else [])  # checked before a write
         written = self.retire_old_fingerprints(ids, simhashes, columns)
         self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)), ids,
                              repeat=sum(len(s.flags) for s in self.schemes))
-        if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
-            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
-        stored = columns + ([sketch_column(chosen)] if self.confirm is not None else [])
         values = np.stack(stored, axis=1).astype(">u8").view(f"V{8 * len(stored)}").ravel().tolist()
         for i, d in enumerate(chosen):
             if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
