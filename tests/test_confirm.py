@@ -235,3 +235,25 @@ def test_the_spark_engine_and_precomputed_fingerprints_are_refused(tmp_path):
                            "this index confirms matches beyond 3 bits by a sketch of the text")):
         done = run("--store", store, *args, check=False)
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_load_makes_the_sketches_on_its_workers(tmp_path, news, native):
+    """Two fingerprinting workers (threads with the compiled core, processes on the Python path):
+    every document row holds the sketch ``Index.sketch`` makes of its text."""
+    from dedup_hbase.jobs.local.load import load_files
+    from dedup_hbase.jobs.options import LoadOptions
+    from dedup_hbase.text.fingerprint import fingerprinter_from_spec, make_fingerprinter
+
+    texts = news[0][:120]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"id": f"d{j}", "text": t}, ensure_ascii=False) + "\n"
+                            for j, t in enumerate(texts)), encoding="utf-8")
+    fingerprinter = fingerprinter_from_spec(make_fingerprinter().spec, native=native)
+    with open_store(str(tmp_path / "index"), create=True) as store:
+        index = Index.create(store, "7/1", K, fingerprinter, confirm=T)
+        report = load_files(index, [str(data)], LoadOptions(workers=2, batch_size=16))
+        stored = index.get([f"d{j}" for j in range(len(texts))])
+    assert report.indexed == len(texts)
+    assert [d.sketch for d in stored] == [index.sketch(t) for t in texts]
+    assert all(d.sketch != d.simhash for d in stored)

@@ -73,12 +73,13 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                   pool: FingerprintPool, signatures: Signatures = Signatures(),
-                  probes: bool = False, sketcher: Fingerprinter | None = None) -> Iterator[list[Record]]:
+                  probes: bool = False) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
-    ``more`` too, and with a ``sketcher`` (an index with a confirmation) its ``sketch``, made
-    in this thread (their texts needed: ``use_simhash`` is refused, as it is for an index whose
+    ``more`` too, and with the pool's sketcher (an index with a confirmation) its ``sketch``
+    (their texts needed: ``use_simhash`` is refused, as it is for an index whose
     lookups ``probes`` the texts' unsure bits)."""
+    sketcher = pool.sketcher
     if use_simhash:
         check_precomputed(signatures, probes, sketcher is not None)
 
@@ -87,12 +88,12 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
         while batch := list(islice(it, batch_size)):
             yield batch, _to_fingerprint(batch, use_simhash)
 
-    for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures)):
-        _set_results(todo, results, signatures)
-        if sketcher is not None:
-            done = [r for r in todo if not r.error]
-            for record, sketch in zip(done, fingerprint_texts(sketcher, [r.text for r in done])):
-                record.sketch = sketch if isinstance(sketch, int) else None
+    sketched = (lambda item: [r.text for r in item[1]]) if sketcher is not None else (lambda item: [])
+    for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures), sketched):
+        n = len(results) - (len(todo) if sketcher is not None else 0)
+        _set_results(todo, results[:n], signatures)
+        for record, sketch in zip(todo, results[n:]):
+            record.sketch = sketch if isinstance(sketch, int) and not record.error else None
         yield batch
 
 

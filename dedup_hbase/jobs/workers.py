@@ -44,6 +44,7 @@ Result = int | str  # a simhash, or why there is none
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 _worker: Fingerprinter | None = None  # set in each worker process by _start
+_sketcher: Fingerprinter | None = None  # likewise, for an index with a confirmation
 
 
 def die_with_parent(parent: int) -> None:
@@ -63,12 +64,13 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _start(spec: dict, parent: int) -> None:
-    global _worker
+def _start(spec: dict, parent: int, sketch_spec: dict | None = None) -> None:
+    global _worker, _sketcher
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker = fingerprinter_from_spec(spec)
     _worker.fingerprint("warm up the tokenizer")
+    _sketcher = fingerprinter_from_spec(sketch_spec) if sketch_spec is not None else None
 
 
 def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Result]:
@@ -77,8 +79,16 @@ def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Re
     return [f"{EmptyDocument.REASON}: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
 
 
-def _work(texts: list[str]) -> list[Result]:
-    return fingerprint_texts(_worker, texts)
+def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: Fingerprinter | None,
+                     sketch_texts: list[str]) -> list[Result]:
+    """``fingerprint_texts`` of ``texts``, then (an index with a confirmation) of ``sketch_texts``
+    by the ``sketcher``, in one list."""
+    done = fingerprint_texts(fingerprinter, texts)
+    return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
+
+
+def _work(texts: list[str], sketch_texts: list[str]) -> list[Result]:
+    return fingerprint_both(_worker, texts, _sketcher, sketch_texts)
 
 
 @contextmanager
@@ -105,11 +115,13 @@ class FingerprintPool:
     With ``workers == 1`` everything runs in the calling thread (no pool is started).
     """
 
-    def __init__(self, fingerprinter: Fingerprinter, workers: int | None = None) -> None:
+    def __init__(self, fingerprinter: Fingerprinter, workers: int | None = None,
+                 sketcher: Fingerprinter | None = None) -> None:
         workers = default_workers() if workers is None else workers
         if workers < 1:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
+        self.sketcher = sketcher  # an index with a confirmation: its texts' second SimHash, on the workers too
         self.workers = workers
         self._processes = None  # the Python path's worker processes
         self._threads: ThreadPoolExecutor | None = None  # the compiled core's worker threads
@@ -127,8 +139,8 @@ class FingerprintPool:
         elif self.kind == "processes":
             context = multiprocessing.get_context("spawn")
             with _sigint_ignored():  # inherited through exec: no Ctrl-C window before _start runs
-                self._processes = context.Pool(self.workers, initializer=_start,
-                                               initargs=(self.fingerprinter.spec, os.getpid()))
+                self._processes = context.Pool(self.workers, initializer=_start, initargs=(
+                    self.fingerprinter.spec, os.getpid(), self.sketcher.spec if self.sketcher is not None else None))
         return self
 
     def __exit__(self, kind, *exc) -> None:
@@ -143,20 +155,22 @@ class FingerprintPool:
                 processes.terminate()  # interrupted or failed: stop them now; they write nothing
             processes.join()
 
-    def _submit(self, texts: list[str]) -> Callable[[], list[Result]]:
-        """Start fingerprinting ``texts``; returns what waits for the results."""
+    def _submit(self, texts: list[str], sketch_texts: list[str]) -> Callable[[], list[Result]]:
+        """Start fingerprinting ``texts`` (and sketching ``sketch_texts``); returns what waits for the results."""
         if self._threads is not None:
-            return self._threads.submit(fingerprint_texts, self.fingerprinter, texts).result
-        return self._processes.apply_async(_work, (texts,)).get
+            return self._threads.submit(fingerprint_both, self.fingerprinter, texts, self.sketcher, sketch_texts).result
+        return self._processes.apply_async(_work, (texts, sketch_texts)).get
 
-    def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]]) -> Iterator[tuple[T, list[Result]]]:
+    def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]],
+            sketch_of: Callable[[T], list[str]] = lambda batch: []) -> Iterator[tuple[T, list[Result]]]:
+        """Per batch, the results of its ``texts_of``, then (with a sketcher) of its ``sketch_of``."""
         if self._threads is None and self._processes is None:
             for batch in batches:
-                yield batch, fingerprint_texts(self.fingerprinter, texts_of(batch))
+                yield batch, fingerprint_both(self.fingerprinter, texts_of(batch), self.sketcher, sketch_of(batch))
             return
         pending: deque = deque()
         for batch in batches:
-            pending.append((batch, self._submit(texts_of(batch))))
+            pending.append((batch, self._submit(texts_of(batch), sketch_of(batch))))
             if len(pending) >= 2 * self.workers:
                 done, result = pending.popleft()
                 yield done, result()

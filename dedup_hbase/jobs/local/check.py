@@ -23,9 +23,9 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     counted into ``report`` if given. Lookups are batched (``Index.query_many``: once per
     distinct fingerprint)."""
     report = CheckReport() if report is None else report
-    with FingerprintPool(index.fingerprinter, options.workers) as pool:
+    with FingerprintPool(index.fingerprinter, options.workers, index.sketcher) as pool:
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures,
-                                   any(index.probes), index.sketcher):
+                                   any(index.probes)):
             good = report.count(batch)
             more = [r.more for r in good] if len(index.signatures) > 1 else None
             probes = [index.probe_masks(r.text) for r in good] if any(index.probes) else None

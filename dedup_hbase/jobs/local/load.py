@@ -67,10 +67,9 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     started = time.perf_counter() - report.elapsed_s
     chained: set = set()  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several)
     try:
-        with FingerprintPool(index.fingerprinter, options.pool_workers) as pool:
+        with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher) as pool:
             remaining = islice(records, report.read, None)
-            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures,
-                                       sketcher=index.sketcher):
+            for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures):
                 good = report.count(batch, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
