@@ -174,7 +174,6 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
     return out
 
 
-
 def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
                    k: int, confirm: tuple[Sequence[int], int] | None = None) -> dict[int, list[tuple[int, int, int]]]:
     """``earlier_matches`` of an index of several signatures, with probes or a confirmation:
