@@ -63,7 +63,9 @@ public final class BulkLoad {
    * not split: the load stops ("... fits into no region. And because
    * hbase.loadincremental.fail.if.need.split.hfile was set to true ...") and this returns -1, as
    * it does when the table's regions are seen mid-change (a region's end key not the next one's
-   * start: a split not yet finished in hbase:meta) or a region server refuses a file for a
+   * start: a split not yet finished in hbase:meta; or the table "not currently available": a
+   * split's parent closed before its daughters are open, LoadIncrementalHFiles' isTableAvailable
+   * check) or a region server refuses a file for a
    * region that split after it was located (WrongRegionException); a rerun cuts the files at the regions of
    * then (loading again a file loaded before the stop is harmless: the same cells, the same
    * timestamps). HBASE-30501: a retried bulk load whose files had been split lost data (fixed in
@@ -88,7 +90,7 @@ public final class BulkLoad {
     } catch (Exception e) {
       String causes = causes(e);
       if (causes.contains(FAIL_IF_NEED_SPLIT) || causes.contains(REGIONS_MID_CHANGE)
-          || causes.contains(WRONG_REGION)) {
+          || causes.contains(REGIONS_OFFLINE) || causes.contains(WRONG_REGION)) {
         return -1;
       }
       throw new IOException("bulk load of " + table + " failed: " + causes, e);
@@ -98,6 +100,9 @@ public final class BulkLoad {
   private static final String FAIL_IF_NEED_SPLIT = "hbase.loadincremental.fail.if.need.split.hfile";
   // BulkLoadHFilesTool.checkRegionIndexValid, while a split or a merge is under way
   private static final String REGIONS_MID_CHANGE = "is not equal to the startkey of the next region";
+  // LoadIncrementalHFiles.doBulkLoad when a region is unassigned (a split under way); a table
+  // that does not exist is "Table '...' does not exist.", an error
+  private static final String REGIONS_OFFLINE = "is not currently available";
   // the region server's refusal of a file sent to a region that split after it was located
   private static final String WRONG_REGION = "WrongRegionException";
 
