@@ -221,14 +221,13 @@ def write_lines(tmp_path, texts):
     return path
 
 
-def test_the_spark_engine_and_precomputed_fingerprints_are_refused(tmp_path):
+def test_precomputed_fingerprints_are_refused_by_both_engines(tmp_path):
     store = str(tmp_path / "index")
     data = tmp_path / "in.jsonl"
     data.write_text(json.dumps({"id": "a", "simhash": "00000000000000ff"}) + "\n")
     run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
-    for args, message in ((("load", str(data), "--engine", "spark"),
-                           "the Spark engine does not take an index with a confirmation (--confirm 10) yet: "
-                           "use --engine local"),
+    for args, message in ((("load", str(data), "--engine", "spark", "--fingerprints"),
+                           "an index with a confirmation (--confirm) fingerprints the texts themselves"),
                           (("load", str(data), "--fingerprints"),
                            "an index with a confirmation (--confirm) fingerprints the texts themselves"),
                           (("query", "--simhash", "00000000000000ff"),

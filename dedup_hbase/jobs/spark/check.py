@@ -71,9 +71,8 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
-    stages.refuse_confirmation(index)
     if options.fingerprints:
-        check_precomputed(index.signatures, any(index.probes))
+        check_precomputed(index.signatures, any(index.probes), index.confirm is not None)
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
     with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:

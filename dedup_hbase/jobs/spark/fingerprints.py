@@ -85,7 +85,7 @@ def read(job, files: list[inputs.InputFile], fields: Fields, finish):
     clean = rows.where(F.col("raw").isNull()).select(
         "ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", none.alias("error"),
         none.alias("reason"), "featurizer", F.lit(None).cast("array<bigint>").alias("more"),
-        F.lit(None).cast("array<array<bigint>>").alias("masks"))
+        F.lit(None).cast("array<array<bigint>>").alias("masks"), F.lit(None).cast("bigint").alias("sketch"))
     bad = (rows.where(F.col("raw").isNotNull()).select("ordinal", "line", "source", "raw")
            .mapInArrow(_read_lines(fields, finish), stages.FINGERPRINTED_SCHEMA))
     return clean.unionByName(bad)

@@ -47,9 +47,8 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
                            "look up each batch in the index as it grows")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    stages.refuse_confirmation(index)
     if options.fingerprints:
-        check_precomputed(index.signatures)
+        check_precomputed(index.signatures, confirm=index.confirm is not None)
     options.check_inputs(paths)
     key = options.checkpoint_key(paths)
     marker = Checkpoint(index, key)
@@ -87,7 +86,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
 def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, loaded: int) -> None:
     """The embedded store: ``Index.write`` in input order, batch by batch, as the local load
     does (so repeated ids, replaced fingerprints and ``new`` behave the same)."""
-    rows = (good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more")
+    rows = (good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more", "sketch")
             .orderBy("ordinal", "line"))
     docs: list[Document] = []
 
@@ -101,7 +100,8 @@ def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, load
     for row in rows.toLocalIterator():
         meta = document_meta(loaded // 1000, row["source"], row["line"], row["title"], row["length"])
         more = tuple(unsigned64(m) for m in row["more"] or ())
-        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta, more))
+        sketch = None if row["sketch"] is None else unsigned64(row["sketch"])
+        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta, more, sketch))
         if len(docs) >= batch_size:
             flush()
     flush()

@@ -8,7 +8,7 @@ combinations), so any scheme gets its keys and there is one description of the l
 In an index of several signatures (text/signatures.py) each signature's simhash (``more``
 after the body's) gets the rows of its own scheme (``Index.schemes``: the same blocks, flags
 of its own). A document row's value is ``index.document_value`` of ``index.document_meta``:
-the 8-byte simhash of each signature, then the metadata as compact JSON with non-ASCII kept
+the 8-byte simhash of each signature, with a confirmation the 8-byte sketch, then the metadata as compact JSON with non-ASCII kept
 (``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``, its escapes reproduced here).
 tests/test_spark.py proves both bit-identical to the Python reference.
 
@@ -153,10 +153,11 @@ def json_string(text):
     return F.concat(F.lit('"'), F.when(text.rlike(_NEEDS_ESCAPE), escaped).otherwise(text), F.lit('"'))
 
 
-def document_value(loaded: int, simhash, source, line, title, length, more: int = 0):
+def document_value(loaded: int, simhash, source, line, title, length, more: int = 0, sketch: bool = False):
     """``index.document_value`` of ``index.document_meta(loaded, source, line, title, length)``
     (source and line given, as a load gives them); ``more``: the signatures after the body (their
-    simhashes in the column ``more``)."""
+    simhashes in the column ``more``); ``sketch``: an index with a confirmation (the column
+    ``sketch``)."""
     from pyspark.sql import functions as F
 
     meta = F.concat(
@@ -167,7 +168,7 @@ def document_value(loaded: int, simhash, source, line, title, length, more: int 
         F.when(length.isNotNull(), F.concat(F.lit(',"length":'), length.cast("string"))).otherwise(F.lit("")),
         F.lit("}"))
     return F.concat(_big_endian(simhash, 8), *[_big_endian(signature_simhash(j), 8) for j in range(1, more + 1)],
-                    meta.cast("binary"))
+                    *([_big_endian(F.col("sketch"), 8)] if sketch else []), meta.cast("binary"))
 
 
 def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
@@ -182,12 +183,12 @@ def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
                     F.lit(b"").alias("qualifier"), value.alias("value"))
 
 
-def _valued(winners, loaded: int, more: int = 0):
+def _valued(winners, loaded: int, more: int = 0, sketch: bool = False):
     """winners with the id's bytes (``_id``) and the document row's value (``_value``)."""
     from pyspark.sql import functions as F
 
     value = document_value(loaded, F.col("simhash"), F.col("source"), F.col("line"), F.col("title"), F.col("length"),
-                           more)
+                           more, sketch)
     return winners.select("*", F.col("id").cast("binary").alias("_id"), value.alias("_value"))
 
 
@@ -196,13 +197,14 @@ def doc_rows(winners, loaded: int, splits: list[bytes], targets: list[int], per_
     return _valued(winners, loaded).select(doc_cell(splits, targets, per_region).alias("c")).select("c.*")
 
 
-def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple):
+def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple, sketch: bool = False):
     """Both tables' rows of the winners in one pass (each winner read once): every signature's
     index rows (``schemes``: the index's, the body's first) and the document rows as one column
-    of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets, per_region) of each table."""
+    of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets, per_region) of each table;
+    ``sketch``: the document rows keep each winner's (an index with a confirmation)."""
     from pyspark.sql import functions as F
 
     structs = index_cells(schemes, *index) + [doc_cell(*docs)]
     prepared = _keyed(winners, schemes).drop("_id")
-    return (_valued(prepared, loaded, len(schemes) - 1).select(F.explode(F.array(*structs)).alias("c"))
+    return (_valued(prepared, loaded, len(schemes) - 1, sketch).select(F.explode(F.array(*structs)).alias("c"))
             .select("c.*"))

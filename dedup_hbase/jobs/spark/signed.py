@@ -1,17 +1,20 @@
-"""``check --engine spark`` of an index of several signatures or with probes (text/signatures.py,
-index/lookup.py): the answers a local lookup gives, from the same bulk read of the index.
+"""``check --engine spark`` of an index of several signatures, with probes or with a confirmation
+(text/signatures.py, index/lookup.py, index/confirm.py): the answers a local lookup gives, from
+the same bulk read of the index.
 
 Data flow, after the records are fingerprinted (each with its signatures' simhashes, ``more``,
 and with probes its ``masks``: stages.py)::
 
-    J  per record its *lookup key* (its simhash, ``more`` and ``masks``; records that share one
-       are looked up once), exploded to one lookup per signature j and per probe: the
+    J  per record its *lookup key* (its simhash, ``more``, ``masks`` and ``sketch``; records that
+       share one are looked up once), exploded to one lookup per signature j and per probe: the
        signature's simhash, and it with each of its masks' bits flipped
     J  per signature, its distinct lookups read as check.py reads the body's (the helper's
        IndexLookup, scans of the signature's own flags): every index row within k bits of a
        lookup, with all its ids
     J  each run joined back to the lookup keys that asked for it, at its distance from the
        signature's simhash itself (k + 1 where only a probe reached it)
+    E  with a confirmation: the documents of the runs beyond 3 bits whose sketches the key's does
+       not confirm left out (one read of their document rows per batch: stages.confirm_runs)
     E  per lookup key (hash-partitioned, sorted): ``merge_signed``, as ``lookup.merged``
        answers: each document once, at its nearest signature (on a tie the first), by
        (distance, id), the first ``max_matches``, named by its signature; the match count the
@@ -39,10 +42,11 @@ _MASK = (1 << 64) - 1
 
 
 def lookup_key():
-    """A record's lookup key: what its answer depends on (simhash, more, masks), as text."""
+    """A record's lookup key: what its answer depends on (simhash, more, masks, sketch), as text
+    (null fields left out: without a confirmation, the key of before)."""
     from pyspark.sql import functions as F
 
-    return F.to_json(F.struct("simhash", "more", "masks"))
+    return F.to_json(F.struct("simhash", "more", "masks", "sketch"))
 
 
 def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None, per_task: int, scan_probes: int):
@@ -51,7 +55,8 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
     least; ``scan_probes``: per scan (check.py's)."""
     from pyspark.sql import functions as F
 
-    keys = (fingerprinted.where(F.col("error").isNull()).select(lookup_key().alias("key"), "simhash", "more", "masks")
+    keys = (fingerprinted.where(F.col("error").isNull()).select(lookup_key().alias("key"), "simhash", "more", "masks",
+                                                                     "sketch")
             .dropDuplicates(["key"]))
     target = index.store.hfile_target()
     zk = hadoop.ZooKeeper.of(target, index.store.url)
@@ -60,8 +65,8 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
         base = rows.signature_simhash(j)
         flips = F.concat(F.array(F.lit(0).cast("bigint")),
                          F.coalesce(F.element_at("masks", j + 1), F.array().cast("array<bigint>")))
-        lookups = (keys.select("key", base.alias("base"), F.explode(flips).alias("flip"))
-                   .select("key", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query")))
+        lookups = (keys.select("key", "sketch", base.alias("base"), F.explode(flips).alias("flip"))
+                   .select("key", "sketch", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query")))
         queries = lookups.select("query").distinct()
         prefix = F.explode(F.array(*[
             F.shiftleft(rows.segment(scheme, f, F.col("query")), 8).bitwiseOR(F.lit(scheme.first_flag + f - 1))
@@ -77,47 +82,50 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
             runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
         joined = lookups.join(runs.select("query", "simhash", "ids"), "query").select(
-            "key", F.lit(j).alias("j"), "simhash", distance, "ids")
+            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketch")
         found = joined if found is None else found.unionByName(joined)
+    if index.confirm is not None:
+        found = found.mapInArrow(stages.confirm_runs(index.store.url), stages.SIGNED_RUNS_SCHEMA)
     names = list(index.signatures.names) if len(index.schemes) > 1 else [None]
     return (found.repartition("key").sortWithinPartitions("key")
             .mapInArrow(merge_signed(names, max_matches), SIGNED_SCHEMA))
 
 
 def merge_signed(names: list, max_matches: int | None):
-    """(key, j, simhash, distance, ids) rows sorted by key -> per key (SIGNED_SCHEMA) its matches:
-    each document at its nearest (distance, signature), by (distance, id), the first
+    """(key, j, simhash, distance, ids, sketch) rows sorted by key -> per key (SIGNED_SCHEMA) its
+    matches: each document at its nearest (distance, signature), by (distance, id), the first
     ``max_matches``; ``match_count`` the distinct documents when more than are listed."""
 
     def run(batches):
         import pyarrow as pa
 
         counted: dict[frozenset, int] = {}  # the distinct documents of a set of runs, once per task
-        current, runs, out = None, {}, []
+        current, runs, out, confirmed = None, {}, [], None
         for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("key", "j", "simhash", "distance", "ids")]
-            for key, j, simhash, distance, ids in zip(*cols):
+            cols = [batch.column(n).to_pylist() for n in ("key", "j", "simhash", "distance", "ids", "sketch")]
+            for key, j, simhash, distance, ids, sketch in zip(*cols):
                 if key != current:
                     if current is not None:
-                        out.append(_answer(current, runs, names, max_matches, counted))
-                    current, runs = key, {}
+                        out.append(_answer(current, runs, names, max_matches, counted, confirmed))
+                    current, runs, confirmed = key, {}, sketch
                 runs.setdefault((j, simhash), (distance, ids))
             if len(out) >= CHUNK:
                 yield _batch(pa, out)
                 out = []
         if current is not None:
-            out.append(_answer(current, runs, names, max_matches, counted))
+            out.append(_answer(current, runs, names, max_matches, counted, confirmed))
         if out:
             yield _batch(pa, out)
     return run
 
 
-def _answer(key: str, runs: dict, names: list, limit: int | None, counted: dict) -> tuple:
+def _answer(key: str, runs: dict, names: list, limit: int | None, counted: dict, sketch: int | None) -> tuple:
     """One key's matches from its runs ((j, simhash) -> (distance, ids sorted)): by distance
     level, the levels' ids merged in order, each document the first time it comes (its
     nearest distance; on a tie the first signature, then the smaller simhash), until
     ``limit``: only the ids listed are read; the distinct documents counted once per set of
-    runs."""
+    runs (with a confirmation, per set of runs at their distances and the key's ``sketch``:
+    what the confirmation kept of them)."""
     ordered = sorted((distance, j, simhash & _MASK, ids) for (j, simhash), (distance, ids) in runs.items())
     found: list[dict] = []
     seen: set[str] = set()
@@ -130,7 +138,8 @@ def _answer(key: str, runs: dict, names: list, limit: int | None, counted: dict)
                     break
         if len(found) == limit:
             break
-    fingerprints = frozenset(runs)
+    fingerprints = frozenset(runs) if sketch is None else (
+        frozenset((j, simhash, distance) for (j, simhash), (distance, _) in runs.items()), sketch)
     if fingerprints not in counted:
         counted[fingerprints] = len({doc_id for _, ids in runs.values() for doc_id in ids})
     total = counted[fingerprints]

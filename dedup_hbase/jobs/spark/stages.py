@@ -1,5 +1,6 @@
 """The work done in Spark's Python workers, batch by batch (``mapInArrow``): fingerprinting
-texts, the old fingerprints of ids the index holds already, and the expiry of found runs.
+texts, the old fingerprints of ids the index holds already, and the expiry and confirmation
+of found runs.
 
 Each worker process keeps one Fingerprinter per fingerprint spec (built, and jieba's
 dictionary loaded, on the first batch with texts it sees; Spark reuses its Python workers
@@ -15,23 +16,27 @@ import json
 
 import numpy as np
 
-from ...errors import InvalidInput
 from ...index.arrays import as_unsigned, signed64
 from ...index.candidates import Run
+from ...index.confirm import confirmed_runs, sketch_spec
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.signatures import Signatures
 from ..batches import fingerprint_batch
 from ..reports import reason_of
+from ..workers import fingerprint_texts
 
 # more: the simhashes of the signatures after the body (an index of several: text/signatures.py), else null;
-# masks: per signature, the bits a lookup with probes flips (Signatures.probe_masks), else null
+# masks: per signature, the bits a lookup with probes flips (Signatures.probe_masks), else null;
+# sketch: an index with a confirmation: the text's second SimHash (index/confirm.py), else null
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
                         "length long, text_bytes long, error string, reason string, featurizer string, "
-                        "more array<bigint>, masks array<array<bigint>>")
+                        "more array<bigint>, masks array<array<bigint>>, sketch long")
 FINGERPRINTED_COLUMNS = ("ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
-                         "reason", "featurizer", "more", "masks")
+                         "reason", "featurizer", "more", "masks", "sketch")
+# a signature's runs of a lookup key (signed.py): at distance from the key's simhash of that signature
+SIGNED_RUNS_SCHEMA = "key string, j int, simhash long, distance int, ids array<string>, sketch long"
 OLD_SCHEMA = "known long, replaced long"
 
 _fingerprinters: dict[str, Fingerprinter] = {}
@@ -40,9 +45,12 @@ _indexes: dict[str, Index] = {}
 
 def job_spec(index: Index, lookups: bool = False) -> dict:
     """What the workers need to fingerprint for ``index``: its fingerprinter's spec, in an
-    index of several signatures their names (``signatures``), and for ``lookups`` with probes
-    how many per signature (``probes``)."""
-    return signed_spec(index.fingerprinter, index.signatures, index.probes if lookups else ())
+    index of several signatures their names (``signatures``), for ``lookups`` with probes
+    how many per signature (``probes``), and with a confirmation the sketches' spec (``sketch``)."""
+    spec = signed_spec(index.fingerprinter, index.signatures, index.probes if lookups else ())
+    if index.confirm is not None:
+        spec["sketch"] = sketch_spec(index.fingerprinter.spec)
+    return spec
 
 
 def signed_spec(fingerprinter: Fingerprinter, signatures: Signatures, probes: tuple[int, ...] = ()) -> dict:
@@ -55,13 +63,6 @@ def signed_spec(fingerprinter: Fingerprinter, signatures: Signatures, probes: tu
     return spec
 
 
-def refuse_confirmation(index: Index) -> None:
-    """The Spark engine does not write or read an index's sketches (index/confirm.py) yet."""
-    if index.confirm is not None:
-        raise InvalidInput(f"the Spark engine does not take an index with a confirmation (--confirm "
-                           f"{index.confirm}) yet: use --engine local")
-
-
 def signatures_of(spec: dict) -> Signatures:
     return Signatures.parse(spec.get("signatures"))
 
@@ -72,7 +73,7 @@ def fingerprinter(spec: dict) -> Fingerprinter:
     fp = _fingerprinters.get(key)
     if fp is None:
         fp = _fingerprinters[key] = fingerprinter_from_spec({k: v for k, v in spec.items()
-                                                              if k not in ("signatures", "probes")})
+                                                              if k not in ("signatures", "probes", "sketch")})
     return fp
 
 
@@ -90,7 +91,7 @@ def fingerprint_records(spec: dict, use_simhash: bool):
     """(file ordinal, Record) lists -> fingerprinted batches (FINGERPRINTED_SCHEMA): the
     parse and the fingerprint in one pass, no batch in between. The Fingerprinter (jieba's
     dictionary) is built only when texts come. ``spec``: a ``job_spec`` (with several
-    signatures, each record's ``more`` too)."""
+    signatures, each record's ``more`` too; with a sketch spec, each record's ``sketch``)."""
     import pyarrow as pa
 
     signatures, probes = signatures_of(spec), spec.get("probes")
@@ -99,6 +100,15 @@ def fingerprint_records(spec: dict, use_simhash: bool):
         if record.error or not probes:
             return None
         return [[signed64(m) for m in ms] for ms in signatures.probe_masks(fingerprinter(spec), record.text, probes)]
+
+    def sketches(records) -> list:
+        out = [None] * len(records)
+        todo = [i for i, r in enumerate(records) if not r.error] if "sketch" in spec else []
+        if todo:
+            made = fingerprint_texts(fingerprinter(spec["sketch"]), [records[i].text for i in todo])
+            for i, sketch in zip(todo, made):
+                out[i] = signed64(sketch) if isinstance(sketch, int) else None
+        return out
 
     def finish(pairs):
         records = [record for _, record in pairs]
@@ -111,9 +121,10 @@ def fingerprint_records(spec: dict, use_simhash: bool):
                 [r.title for r in records], lengths, sizes, [r.error for r in records],
                 [reason_of(r.error) if r.error else None for r in records], [r.featurizer for r in records],
                 [None if r.error or not r.more else [signed64(m) for m in r.more] for r in records],
-                [masks(r) for r in records]]
+                [masks(r) for r in records], sketches(records)]
         types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
-                 pa.string(), pa.string(), pa.string(), pa.list_(pa.int64()), pa.list_(pa.list_(pa.int64()))]
+                 pa.string(), pa.string(), pa.string(), pa.list_(pa.int64()), pa.list_(pa.list_(pa.int64())),
+                 pa.int64()]
         return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
                                           names=list(FINGERPRINTED_COLUMNS))
     return finish
@@ -166,4 +177,27 @@ def expire_runs(url: str):
             types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
                                              names=["query", "simhash", "distance", "total", "ids"])
+    return run
+
+
+def confirm_runs(url: str):
+    """SIGNED_RUNS_SCHEMA batches (a lookup key's runs, signed.py, with its sketch) -> the same
+    without the documents beyond 3 bits whose sketch the key's does not confirm (``confirm.confirmed_runs``: one read of such documents' rows per batch),
+    runs left empty dropped."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        index = index_of(url)
+        for batch in batches:
+            keys, places, simhashes, distances, ids, sketches = (batch.column(n).to_pylist() for n in (
+                "key", "j", "simhash", "distance", "ids", "sketch"))
+            found = confirmed_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
+                                   [s & ((1 << 64) - 1) for s in sketches], index.confirm, 8 * len(index.signatures))
+            kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
+            cols = [[keys[n] for n, _ in kept], [places[n] for n, _ in kept], [r.simhash for _, r in kept],
+                    [r.distance for _, r in kept], [list(r.ids) for _, r in kept], [sketches[n] for n, _ in kept]]
+            types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.list_(pa.string()), pa.int64()]
+            yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
+                                             names=["key", "j", "simhash", "distance", "ids", "sketch"])
     return run

@@ -24,9 +24,10 @@ from . import stages
 
 def usable(spec: dict, fields: Fields, use_simhash: bool) -> bool:
     """Whether a worker may fingerprint Parquet rows of texts a batch at a time (the core is
-    there, the five field names differ, texts are fingerprinted, one signature: the body's, no probes)."""
+    there, the five field names differ, texts are fingerprinted, one signature: the body's, no probes,
+    no sketch)."""
     names = (fields.id, fields.text, fields.simhash, fields.title, fields.featurizer)
-    return (not use_simhash and len(set(names)) == len(names) and "signatures" not in spec and "probes" not in spec
+    return (not use_simhash and len(set(names)) == len(names) and not {"signatures", "probes", "sketch"} & set(spec)
             and stages.fingerprinter(spec).core is not None)
 
 
@@ -101,7 +102,8 @@ def parquet_batch(batch, columns: list[str], fields: Fields, spec: dict, file_of
            pc.utf8_length(body).cast(pa.int64()), pc.binary_length(body).cast(pa.int64()),
            pa.array(messages, pa.string()) if messages else pa.nulls(n, pa.string()),
            pa.array([m and reason_of(m) for m in messages], pa.string()) if messages else pa.nulls(n, pa.string()),
-           pa.nulls(n, pa.string()), pa.nulls(n, pa.list_(pa.int64())), pa.nulls(n, pa.list_(pa.list_(pa.int64())))]
+           pa.nulls(n, pa.string()), pa.nulls(n, pa.list_(pa.int64())), pa.nulls(n, pa.list_(pa.list_(pa.int64()))),
+           pa.nulls(n, pa.int64())]
     return pa.RecordBatch.from_arrays(out, names=list(stages.FINGERPRINTED_COLUMNS)), rest
 
 

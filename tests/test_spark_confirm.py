@@ -1,0 +1,163 @@
+"""The Spark engine and an index with a confirmation (``init --confirm T``, index/confirm.py):
+its load writes each document's sketch in the document row, cell for cell as the local load;
+``check --engine spark`` answers a brute force over every signature and probe with the
+sketches confirming beyond 3 bits (and the local check's records); ``--add-new`` leaves the
+index a local ``load --skip-near-dups`` leaves. Needs a local Spark with the jvm/ helper (and
+HBase for its cases)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+from test_confirm import T, expected_checks
+from test_spark import local_load_to, same_report, spark_load_to, with_zk
+from test_spark_signatures import index_keys, write_corpus
+
+from dedup_hbase import Index, open_store
+from dedup_hbase.index.confirm import CONFIRMED_BEYOND
+from dedup_hbase.index.documents import parse_document
+
+from conftest import hbase_store_url
+
+pytestmark = pytest.mark.spark
+K = 6
+OPTIONS = {"signatures": "body,lead150", "probes": "8,1", "confirm": T}  # the option set of docs/quality.md's bar
+
+
+def documents(url: str) -> dict:
+    """Every document row: its simhashes, sketch and metadata, the load time left out."""
+    with open_store(url) as store:
+        out = {}
+        for key, value in store.iterate("docs"):
+            doc = parse_document(key.decode(), value, 1, sketch=True)
+            doc.meta.pop("loaded", None)
+            out[doc.id] = (doc.simhash, doc.more, doc.sketch, doc.meta)
+        return out
+
+
+def news_texts(xwlb_path, n: int) -> list[str]:
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        return [json.loads(line)["text"] for _, line in zip(range(n), f)]
+
+
+def write_texts(path, prefix: str, texts) -> None:
+    path.write_text("".join(json.dumps({"id": f"{prefix}{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(texts)), encoding="utf-8")
+
+
+@pytest.mark.parametrize("where", ["embedded", pytest.param("hbase", marks=pytest.mark.hbase)])
+def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, request, tmp_path, xwlb_path):
+    corpus, _ = write_corpus(tmp_path, xwlb_path)
+    if where == "hbase":
+        urls = [with_zk(hbase_store_url(request.getfixturevalue("hbase_url"))) for _ in range(2)]
+    else:
+        urls = [str(tmp_path / "spark-index"), str(tmp_path / "local-index")]
+    for url in urls:
+        Index.create(open_store(url, create=True), "7/1", K, **OPTIONS)
+    try:
+        a = spark_load_to(urls[0], spark, [corpus], tmp_path / "rejects-spark.jsonl")
+        b = local_load_to(urls[1], [corpus], tmp_path / "rejects-local.jsonl")
+        same_report(a, b)
+        assert (a["indexed"], a["new"]) == (1151, 1150)
+        assert index_keys(urls[0]) == index_keys(urls[1])
+        docs = documents(urls[0])
+        assert docs == documents(urls[1]) and len(docs) == 1150
+        with open_store(urls[0]) as store:
+            index = Index.open(store)
+            n3 = next(json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines()
+                      if line.startswith('{"id": "n3"'))
+            assert docs["n3"][2] == index.sketch(n3)  # the sketch of the text
+            assert len({sketch for _, _, sketch, _ in docs.values()}) > 1000
+    finally:
+        if where == "hbase":
+            for url in urls:
+                with open_store(url) as store:
+                    store.drop()
+
+
+@pytest.mark.hbase
+@pytest.mark.parametrize("options", [{"confirm": T}, OPTIONS], ids=["body", "lead-probes"])
+def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, tmp_path, xwlb_path, options):
+    """Each copy's matches (edits of 3% of the characters, halves, one edit, texts not
+    indexed) are those of test_confirm.py's brute force: beyond 3 bits only where the sketches
+    are within T; and the local check's records, with every match and with one at most."""
+    from test_spark_check import local_records, same_records, spark_check
+    from test_spark_signatures import json_lines
+
+    from dedup_hbase.report.copies import Copier, edit_characters
+
+    texts = news_texts(xwlb_path, 400)
+    rnd = random.Random(21)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    originals = texts[:300]
+    copies = ([copier.edit3(rnd, t) for t in originals[:120]] + [t[:len(t) // 2] for t in originals[120:160]]
+              + [copier.edit1(rnd, t) for t in originals[160:200]] + texts[300:])
+    indexed, checked = tmp_path / "originals.jsonl", tmp_path / "copies.jsonl"
+    write_texts(indexed, "o", originals)
+    write_texts(checked, "c", copies)
+    url = with_zk(hbase_store_url(hbase_url))
+    Index.create(open_store(url), "7/1", K, **options)
+    try:
+        local_load_to(url, [indexed])
+        spark_check(url, spark, [checked], tmp_path / "out")
+        got = json_lines(tmp_path / "out")
+        answers = {r["id"]: sorted((m["distance"], m["id"], m.get("signature", "body")) for m in r["matches"])
+                   for r in got}
+        with open_store(url) as store:
+            index = Index.open(store)
+            expected = expected_checks(index, originals, copies, index.signatures.names)
+        assert answers == expected
+        confirmed = sum(d > CONFIRMED_BEYOND for found in expected.values() for d, _, _ in found)
+        assert confirmed >= 30, confirmed  # the confirmation is what the test compares
+        same_records(got, local_records(url, checked, fingerprints=False))
+        spark_check(url, spark, [checked], tmp_path / "one", max_matches=1)
+        same_records(json_lines(tmp_path / "one"), local_records(url, checked, fingerprints=False, max_matches=1))
+    finally:
+        with open_store(url) as store:
+            store.drop()
+
+
+@pytest.mark.hbase
+def test_add_new_with_a_confirmation_leaves_the_index_as_load_skip_near_dups(spark, hbase_url, tmp_path, xwlb_path):
+    """``check --engine spark --add-new`` into an index with signatures, probes and a
+    confirmation: the index and counts of a local ``load --skip-near-dups`` of the input in one
+    batch. The input holds near pairs inside it beyond 3 bits (edits of 3% of the characters
+    of a new text, under other ids, and 50 copies of one of them) and copies of indexed texts; a
+    load without the confirmation leaves out more of them (the confirmation is what decides)."""
+    from test_spark_check import spark_check
+
+    from dedup_hbase.report.copies import Copier, edit_characters
+
+    texts = news_texts(xwlb_path, 500)
+    rnd = random.Random(22)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    indexed, fresh = texts[:200], texts[200:]
+    lines = ([{"id": f"e{i}", "text": copier.edit3(rnd, t)} for i, t in enumerate(indexed[:100])]
+             + [{"id": f"o{i}", "text": t} for i, t in enumerate(indexed[100:120], 100)]
+             + [{"id": f"n{i}", "text": t} for i, t in enumerate(fresh)]
+             + [{"id": f"ne{i}", "text": copier.edit3(rnd, t)} for i, t in enumerate(fresh[:150])]
+             + [{"id": f"nh{i}", "text": t[:len(t) // 2]} for i, t in enumerate(fresh[150:200])])
+    rnd.shuffle(lines)
+    lines += [{"id": f"same{i}", "text": lines[0]["text"]} for i in range(50)]
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    write_texts(base, "o", indexed)
+    new.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    urls = [with_zk(hbase_store_url(hbase_url)) for _ in range(3)]
+    try:
+        for url, options in zip(urls, (OPTIONS, OPTIONS, {**OPTIONS, "confirm": None})):
+            Index.create(open_store(url), "7/1", K, **options)
+            local_load_to(url, [base])
+        local = local_load_to(urls[0], [new], skip_near_dups=True, batch_size=5000)
+        unconfirmed = local_load_to(urls[2], [new], skip_near_dups=True, batch_size=5000)
+        assert unconfirmed["near_duplicates_skipped"] > local["near_duplicates_skipped"] >= 100
+        report = spark_check(urls[1], spark, [new], tmp_path / "out", add_new=True)
+        assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
+        assert index_keys(urls[1]) == index_keys(urls[0])
+        assert documents(urls[1]) == documents(urls[0])
+    finally:
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()
