@@ -196,8 +196,12 @@ def test_skip_near_dups_and_the_service_decide_as_a_lookup(tmp_path, news):
     run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
     report = json.loads(run("--store", store, "load", str(data), "--skip-near-dups", "--json").stdout)
     assert report["near_duplicates_skipped"] == expected.count(False)
-    refused = run("--store", store, "load", str(data), "--groups", str(tmp_path / "g.jsonl"), check=False)
-    assert refused.returncode == 1 and "--groups does not take an index with a confirmation" in refused.stderr
+    groups = tmp_path / "g.jsonl"
+    run("--store", str(tmp_path / "grouped"), "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    run("--store", str(tmp_path / "grouped"), "load", str(data), "--groups", str(groups))
+    got = {frozenset(json.loads(line)["ids"]) for line in groups.read_text(encoding="utf-8").splitlines()}
+    assert got == components([(simhashes[0], sketch) for simhashes, _, sketch in facts], [f"d{j}" for j in
+                                                                                          range(len(texts))])
     served = str(tmp_path / "served")
     run("--store", served, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
     with serving(served) as (client, _):
@@ -256,3 +260,70 @@ def test_a_load_makes_the_sketches_on_its_workers(tmp_path, news, native):
     assert report.indexed == len(texts)
     assert [d.sketch for d in stored] == [index.sketch(t) for t in texts]
     assert all(d.sketch != d.simhash for d in stored)
+
+
+def finds(query: tuple[int, int], found: tuple[int, int], k: int = K) -> bool:
+    """Whether a lookup of (simhash, sketch) ``query`` finds ``found``: within 3 bits, or within
+    k bits with the sketches within T."""
+    d = (query[0] ^ found[0]).bit_count()
+    return d <= CONFIRMED_BEYOND or (d <= k and (query[1] ^ found[1]).bit_count() <= T)
+
+
+def components(facts: list[tuple[int, int]], ids: list[str], indexed: int = 0) -> set[frozenset]:
+    """The groups of a load of ``facts`` (simhash, sketch) after the first ``indexed`` of them
+    were indexed before: the components (of more than one id) of "a lookup of j finds i", i
+    indexed before or earlier in the load, by brute force."""
+    root = list(range(len(facts)))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for j in range(indexed, len(facts)):
+        for i in range(j):
+            if finds(facts[j], facts[i]):
+                root[find(i)] = find(j)
+    members: dict[int, set] = {}
+    for j, doc_id in enumerate(ids):
+        members.setdefault(find(j), set()).add(doc_id)
+    return {frozenset(m) for m in members.values() if len(m) > 1}
+
+
+@pytest.mark.parametrize("batch_size", [7, 1000])
+def test_groups_of_a_load_are_the_components_of_what_the_confirmed_lookups_find(batch_size):
+    """load --groups into an index with a confirmation, on planted structure: an indexed
+    fingerprint 5 bits from a query's with four documents, two of whose sketches the query's
+    confirms and two another query's (of the same simhash): each query's run is cut to its two
+    (the groups still hold all four, chained as they are found); later documents at 5 bits with
+    sketches inside and outside T. The groups are the brute force's components."""
+    import io
+
+    from dedup_hbase.jobs.corpus import Record
+    from dedup_hbase.jobs.local.load import near_duplicates
+
+    rnd = random.Random(17)
+    indexed, batch = [], []
+    for f in range(25):
+        simhash, sketch = rnd.getrandbits(64), rnd.getrandbits(64)
+        near, other = flip(simhash, 5, rnd), flip(sketch, 30, rnd)
+        indexed += [(f"a{f}-{m}", near, flip(sketch if m < 2 else other, T if m % 2 else 1, rnd)) for m in range(4)]
+        batch += [(f"q{f}", simhash, sketch), (f"r{f}", simhash, other)]
+        batch += [(f"s{f}-{m}", flip(simhash, rnd.choice((4, 5, 6, 7)), rnd), flip(sketch, rnd.choice((T, T + 1)), rnd))
+                  for m in range(3)]
+    batch += [(f"x{i}", rnd.getrandbits(64), rnd.getrandbits(64)) for i in range(40)]
+    rnd.shuffle(batch)
+    index = Index.create(MemoryStore(), "7/1", K, confirm=T)
+    index.write([Document(i, s, {}, (), sk) for i, s, sk in indexed])
+    edges, chained = io.StringIO(), {}
+    for start in range(0, len(batch), batch_size):
+        records = [Record("in", n, i, "text", s, sketch=sk) for n, (i, s, sk) in enumerate(batch[start:start + batch_size])]
+        near_duplicates(index, records, edges, chained)
+        index.write([Document(r.id, r.simhash, {}, (), r.sketch) for r in records])
+    from dedup_hbase.jobs.local.components import id_groups
+
+    got = {frozenset(g) for g in id_groups(tuple(json.loads(line)) for line in edges.getvalue().splitlines())}
+    everything = indexed + batch
+    expected = components([(s, sk) for _, s, sk in everything], [i for i, _, _ in everything], len(indexed))
+    assert got == expected
+    assert sum(any(i.startswith("a") for i in g) for g in expected) == 25 and len(expected) >= 25

@@ -208,12 +208,15 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
 
 
 def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                schemes: Sequence[Scheme], k: int) -> np.ndarray:
+                schemes: Sequence[Scheme], k: int, confirm: tuple[Sequence[int], int] | None = None) -> np.ndarray:
     """(m, 2) positions (i, j), i < j, spanning the components of "a lookup of ``j`` finds
     ``i``" over every signature and probe (``earlier_probed``'s relation), linear in copies: per
     signature, each copy of a fingerprint to its first copy, and each lookup of ``j`` (its
-    simhash and probes) to the first copy of every fingerprint it finds that came before ``j``."""
+    simhash and probes) to the first copy of every fingerprint it finds that came before ``j``;
+    with ``confirm`` (the sketches, the bits allowed), a fingerprint beyond 3 bits of ``j``'s own
+    to the first copy of each of its sketches within the bits allowed of ``j``'s."""
     n = len(columns[0])
+    sketches = None if confirm is None else np.asarray(confirm[0], dtype=np.uint64)
     out = [np.empty((0, 2), np.int64)]
     for place, (column, scheme) in enumerate(zip(columns, schemes)):
         base = np.asarray(column, dtype=np.uint64)
@@ -236,7 +239,28 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
         starts, ends = np.searchsorted(src, asked, "left"), np.searchsorted(src, asked, "right")
         counts = ends - starts
         at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        j, i = np.repeat(owner, counts), first[dst[at]]
+        j, u = np.repeat(owner, counts), dst[at]
+        if sketches is not None:
+            far = np.bitwise_count(base[j] ^ found.unique[u]) > CONFIRMED_BEYOND
+            out.append(_confirmed(found.inverse[:n], sketches, confirm[1], j[far], u[far]))
+            j, u = j[~far], u[~far]
+        i = first[u]
         keep = i < j
         out.append(np.stack([i[keep], j[keep]], axis=1))
     return np.unique(np.concatenate(out).astype(np.int64), axis=0)
+
+
+def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, allowed: int, j: np.ndarray,
+               u: np.ndarray) -> np.ndarray:
+    """(m, 2) positions (i, j), i < j: for each found pair (``j``, fingerprint ``u``), the first
+    copy ``i`` of each sketch among ``u``'s copies (``fingerprint``: position -> its fingerprint)
+    within ``allowed`` bits of ``j``'s sketch."""
+    groups = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
+    groups = groups[np.lexsort((groups, fingerprint[groups]))]  # by fingerprint, then first position
+    of = fingerprint[groups]
+    starts, ends = np.searchsorted(of, u, "left"), np.searchsorted(of, u, "right")
+    counts = ends - starts
+    at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+    i, j = groups[at], np.repeat(j, counts)
+    keep = (i < j) & (np.bitwise_count(sketches[i] ^ sketches[j]) <= allowed)
+    return np.stack([i[keep], j[keep]], axis=1)

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from itertools import islice
+from itertools import islice, repeat
 from pathlib import Path
 from typing import IO
 
 import numpy as np
 
-from ...errors import InvalidInput
+from ...index.confirm import CONFIRMED_BEYOND
 from ...index.index import Document, Index, document_meta
 from ...index.neardup import earlier_probed, found_edges, near_pairs
 from ..batches import check_featurizers, fingerprinted
@@ -52,9 +52,6 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
-    if index.confirm is not None and options.groups:
-        raise InvalidInput("--groups does not take an index with a confirmation (--confirm) yet: load it without "
-                           "--groups, then run groups")
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -65,7 +62,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges_path = Path(f"{options.groups}.edges") if options.groups else None
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
-    chained: set = set()  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several)
+    chained: dict = {}  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several): _chain
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher) as pool:
             remaining = islice(records, report.read, None)
@@ -142,16 +139,15 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 
-def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: set) -> dict[int, str]:
+def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
     batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
     same groups as every pair found: each document to one document of every indexed
-    fingerprint it matches, each indexed fingerprint's copies once per load (``chained``:
-    the fingerprints done), each copy to its first copy in the batch and the first copies
+    fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each copy to its first copy in the batch and the first copies
     of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
-    if index.lookup_options:  # several signatures or probes
+    if index.lookup_options:  # several signatures, probes or a confirmation
         return signed_near_duplicates(index, batch, edges, chained)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
         runs = matches.runs
@@ -163,9 +159,7 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
             other = next((i for i in run.ids[:2] if i != record.id), None)
             if other is not None:
                 pairs.append((other, record.id))
-            if run.simhash not in chained:
-                chained.add(run.simhash)
-                pairs.extend((run.ids[0], i) for i in run.ids[1:])
+            pairs.extend(_chain(chained, run.simhash, run.ids, False))
     simhashes = np.array([r.simhash for r in batch], dtype=np.uint64)
     near = near_pairs(simhashes, index.scheme, index.k)
     earliest = near.earliest_earlier()
@@ -182,7 +176,7 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
 
 
 def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None,
-                           chained: set[tuple[str | None, int]]) -> dict[int, str]:
+                           chained: dict) -> dict[int, str]:
     """``near_duplicates`` of an index of several signatures or with probes: what a lookup of
     each record finds (``Index.query_many`` over every signature and probe), indexed (the first
     by (distance, id)) or else earlier in the batch (``earlier_probed``: the earliest with
@@ -200,21 +194,38 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
             found[position] = min(others)[1]
-        for run, signature in zip(matches.runs, matches.run_signatures) if edges is not None else ():
+        for run, signature in zip(matches.runs, matches.run_signatures or repeat(None)) if edges is not None else ():
             other = next((i for i in run.ids[:2] if i != record.id), None)
             if other is not None:
                 pairs.append((other, record.id))
-            if (signature, run.simhash) not in chained:
-                chained.add((signature, run.simhash))
-                pairs.extend((run.ids[0], i) for i in run.ids[1:])
+            pairs.extend(_chain(chained, (signature, run.simhash), run.ids, run.distance > CONFIRMED_BEYOND
+                                and sketches is not None))
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
     confirm = None if sketches is None else (sketches, index.confirm)
     for j, earlier in earlier_probed(columns, masks, index.k, confirm).items():
         other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
         if other is not None:
             found.setdefault(j, other)
-    if edges is not None:  # (an index with a confirmation takes no --groups: load refuses it)
-        pairs.extend((batch[i].id, batch[j].id) for i, j in found_edges(columns, masks, index.schemes, index.k).tolist()
+    if edges is not None:
+        pairs.extend((batch[i].id, batch[j].id) for i, j in found_edges(columns, masks, index.schemes, index.k,
+                                                                         confirm).tolist()
                      if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
     return found
+
+
+def _chain(chained: dict, key: tuple, ids: list[str], part: bool) -> list[tuple[str, str]]:
+    """The edges chaining the documents of an indexed fingerprint (``key``: its signature and
+    simhash; ``ids``: its documents a lookup found) once: all of them the first time, or with
+    ``part`` (a run beyond 3 bits that a confirmation cut to the documents whose sketches it
+    confirmed) those not chained before, to the first one chained (``chained``: key -> None once
+    every document is, else the first id and the ids chained)."""
+    if key in chained and chained[key] is None:
+        return []
+    if not part:
+        chained[key] = None
+        return [(ids[0], i) for i in ids[1:]]
+    first, seen = chained.setdefault(key, (ids[0], set()))
+    fresh = [i for i in ids if i not in seen and i != first]
+    seen.update(fresh)
+    return [(first, i) for i in fresh]
