@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from ..errors import InvalidInput
+from ..index.confirm import check_confirm
 from ..index.layout import Scheme
 from ..index.plan import best_scheme
 from ..text.signatures import Signatures
@@ -138,17 +139,24 @@ class CheckOptions(InputOptions):
 class GroupsOptions(InputOptions):
     """The options of ``dedup-hbase groups``: ``k``, the ``scheme`` of the pair search (None: by
     corpus size, ``scheme_for``), ``rejects`` (a JSONL file of every rejected record),
-    ``signatures`` (two documents are near under any one of them: outputs.py)."""
+    ``signatures`` (two documents are near under any one of them: outputs.py), ``confirm`` (T:
+    beyond 3 bits two documents are near only when their sketches are within T bits, as in an
+    index with a confirmation: index/confirm.py; None: no confirmation)."""
 
     k: int = DEFAULT_K
     scheme: str | None = None
     rejects: str | None = None
     signatures: Signatures = Signatures()
+    confirm: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_confirm(self.confirm, self.k)
         if self.fingerprints and len(self.signatures) > 1:
             raise InvalidInput(f"--signatures {self.signatures.label} fingerprints the texts themselves: "
+                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+        if self.fingerprints and self.confirm is not None:
+            raise InvalidInput("--confirm fingerprints the texts themselves (a second SimHash of each): "
                                "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ...index.confirm import CONFIRMED_BEYOND, sketch_spec
 from ...index.layout import Scheme
 from ...index.neardup import NearPairs, near_pairs
-from ...text.fingerprint import Fingerprinter
+from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
 from ..options import GroupsOptions
@@ -44,23 +45,29 @@ from ..workers import FingerprintPool
 from .components import groups_of, roots, tree_parents
 
 
-def assign(simhashes: np.ndarray, scheme: Scheme, k: int,
-           more: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | None = None,
+           confirm: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per position (input order): the position of its group's first member, the position
     of its ``via`` (-1 for a kept document), their distance and the place of the signature
     that found them (0: the body; both -1 likewise). ``more``: (n, s) the simhashes of the
-    signatures after the body (``Record.more``), None for the body alone.
+    signatures after the body (``Record.more``), None for the body alone; ``confirm``: (each
+    position's sketch, the bits allowed): beyond 3 bits two documents are near only when their
+    sketches are within the bits allowed (index/confirm.py).
 
-    The nodes are the distinct fingerprints (with several signatures, the distinct tuples of
-    them: every document of a node has its first document's simhashes, so an edge's distance
-    between two nodes' first documents is exact); each signature's near pairs join the nodes of
-    their first copies, and its copies join each node to the node of its fingerprint's first."""
+    The nodes are the distinct fingerprints (with several signatures or a confirmation, the
+    distinct tuples of them and the sketch: every document of a node has its first document's
+    simhashes, so an edge's distance between two nodes' first documents is exact); each
+    signature's near pairs join the nodes of their first copies (beyond 3 bits with a
+    confirmation, the first node of each sketch of one to that of each sketch of the other
+    within the bits allowed), and its copies join each node to the node of its fingerprint's
+    first."""
     columns = [simhashes, *(() if more is None else np.asarray(more, np.uint64).T)]
     found = [near_pairs(np.ascontiguousarray(column), scheme, k) for column in columns]
-    if len(columns) == 1:
+    keys = columns + ([np.asarray(confirm[0], np.uint64)] if confirm is not None else [])
+    if len(keys) == 1:
         first, inverse = found[0].first, found[0].inverse
     else:
-        _, first, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
         inverse = inverse.ravel()
     # nodes ranked by their first position: the smallest rank of a component is its earliest
     # document, and ranks order ties as first positions do
@@ -69,7 +76,8 @@ def assign(simhashes: np.ndarray, scheme: Scheme, k: int,
     rank[order] = np.arange(len(order))
     node = rank[inverse]  # position -> its node
     first_of = first[order]  # node -> its first position
-    parts = [_edges(f, node, place, first_of if len(columns) > 1 else None) for place, f in enumerate(found)]
+    sketched = None if confirm is None else (keys[-1][first_of], confirm[1])  # node -> its sketch
+    parts = [_edges(f, node, place, first_of if len(keys) > 1 else None, sketched) for place, f in enumerate(found)]
     edges, weights = parts[0] if len(parts) == 1 else _nearest(np.concatenate([e for e, _ in parts]),
                                                                np.concatenate([w for _, w in parts]))
     component = roots(len(order), edges)
@@ -82,20 +90,56 @@ def assign(simhashes: np.ndarray, scheme: Scheme, k: int,
     return first_of[component[node]], via, np.where(via < 0, -1, distance), np.where(via < 0, -1, place)
 
 
-def _edges(found: NearPairs, node: np.ndarray, place: int,
-           first_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _edges(found: NearPairs, node: np.ndarray, place: int, first_of: np.ndarray | None = None,
+           confirm: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One signature's edges between nodes (``node``: position -> node) and their
-    ``via_weight``: its near pairs, between the nodes of their first copies; with ``first_of``
-    (node -> its first position; several signatures) each node to the node of its
+    ``via_weight``: its near pairs, between the nodes of their first copies (with ``confirm``,
+    node -> its sketch and the bits allowed, those beyond 3 bits between the first nodes of
+    their sketches within the bits allowed: ``_confirmed_pairs``); with ``first_of`` (node ->
+    its first position; several signatures or a confirmation) each node to the node of its
     fingerprint's first copy, at distance 0. Self-loops left out."""
     pairs = node[found.first[found.pairs]] if len(found.pairs) else np.empty((0, 2), np.int64)
     distance = np.bitwise_count(found.unique[found.pairs[:, 0]] ^ found.unique[found.pairs[:, 1]]) \
         if len(found.pairs) else np.empty(0, np.int64)
+    if confirm is not None:
+        far = distance > CONFIRMED_BEYOND
+        confirmed, confirmed_distance = _confirmed_pairs(found, node, first_of, confirm, far)
+        pairs = np.concatenate([pairs[~far], confirmed])
+        distance = np.concatenate([distance[~far], confirmed_distance])
     if first_of is not None:
         copies = np.stack([np.arange(len(first_of)), node[found.first[found.inverse[first_of]]]], axis=1)
         pairs, distance = np.concatenate([pairs, copies]), np.concatenate([distance, np.zeros(len(copies), np.int64)])
     keep = pairs[:, 0] != pairs[:, 1]
     return pairs[keep].astype(np.int64), via_weight(distance[keep].astype(np.int64), place)
+
+
+def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, confirm: tuple[np.ndarray, int],
+                     far: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The near pairs of distinct fingerprints marked ``far`` (beyond 3 bits) as edges between
+    nodes: per pair, the first node of each sketch among the nodes of one fingerprint to the
+    first node of each sketch of the other's within the bits allowed (every node of a
+    fingerprint is joined to its first copy's, so one node per sketch stands for them); and
+    their distances."""
+    sketches, allowed = confirm
+    fingerprint = found.inverse[first_of]  # node -> its fingerprint under this signature
+    rows = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
+    rows = rows[np.lexsort((rows, fingerprint[rows]))]  # a node per (fingerprint, sketch), by fingerprint
+    of = fingerprint[rows]
+
+    def spread(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the index of each pair repeated per node of its fingerprint ``us``, those nodes)."""
+        starts, ends = np.searchsorted(of, us, "left"), np.searchsorted(of, us, "right")
+        counts = ends - starts
+        at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        return np.repeat(np.arange(len(us)), counts), rows[at]
+
+    near = found.pairs[far]
+    which, a = spread(near[:, 0])
+    again, b = spread(near[which, 1])
+    a, which = a[again], which[again]
+    keep = np.bitwise_count(sketches[a] ^ sketches[b]) <= allowed
+    distance = np.bitwise_count(found.unique[near[which, 0]] ^ found.unique[near[which, 1]])
+    return np.stack([a[keep], b[keep]], axis=1).astype(np.int64), distance[keep]
 
 
 def _nearest(edges: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,11 +161,14 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     options.check_inputs(paths)
     folder = prepare_out(out)
     started = time.perf_counter()
-    report = GroupsReport(k=options.k, signatures=options.signatures.label)
+    report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm)
     ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
     chunks: list[np.ndarray] = []
     leads: list[np.ndarray] = []  # several signatures: (n, s - 1) per batch, Record.more
-    with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers) as pool:
+    sketches: list[np.ndarray] = []  # a confirmation: Record.sketch per batch
+    sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
+    with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
+                                                                   sketcher) as pool:
         records = read_records(paths, options.fmt, options.fields)
         signatures = options.signatures
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
@@ -132,11 +179,15 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
             chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
             if len(signatures) > 1:
                 leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
+            if sketcher is not None:
+                sketches.append(np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
     simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
     more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
     scheme = options.scheme_for(len(simhashes))
     report.documents, report.scheme = len(simhashes), scheme.name
-    group, via, distance, place = assign(simhashes, scheme, options.k, more)
+    confirm = None if sketcher is None else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
+                                             options.confirm)
+    group, via, distance, place = assign(simhashes, scheme, options.k, more, confirm)
     names = signatures.names if len(signatures) > 1 else None
     write(folder, pa.chunked_array(ids, pa.string()), simhashes, group, via, distance, report, place, names)
     report.elapsed_s = time.perf_counter() - started

@@ -6,10 +6,12 @@ Data flow (D = the driver, E = the executors)::
     E  parse and fingerprint the inputs (records.py)                       [persisted]
     D  accounting and rejects in input order, as a Spark load (records.account)
     E  documents: pos (the input order, records.position), id, simhash
-    E  the nodes: the distinct fingerprints (--signatures: the distinct tuples of every
-       signature's) and their first positions                             [persisted]
+    E  the nodes: the distinct fingerprints (--signatures, --confirm: the distinct tuples of
+       every signature's and the sketch) and their first positions         [persisted]
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py); with several
-       signatures each one's pairs and copies mapped onto the nodes (``_edges``)
+       signatures or a confirmation each one's pairs and copies mapped onto the nodes
+       (``_edges``; beyond 3 bits with a confirmation, between the first nodes of each
+       fingerprint's sketches within T bits)
     E  components of the distinct fingerprints: large-star / small-star rounds
        (components.py; copies are not in them: a copy joins its first copy's group)
     E  the spanning tree of each component from its smallest node, one round per hop
@@ -32,6 +34,7 @@ import json
 from functools import reduce
 
 from ...errors import InvalidInput
+from ...index.confirm import CONFIRMED_BEYOND, sketch_spec
 from ...text.fingerprint import Fingerprinter
 from ..options import GroupsOptions, SparkOptions, is_uri
 from ..outputs import (
@@ -76,9 +79,11 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    fingerprinted, helpers = records.fingerprinted(job, paths, options,
-                                                   stages.signed_spec(fingerprinter, options.signatures))
-    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label)
+    spec = stages.signed_spec(fingerprinter, options.signatures)
+    if options.confirm is not None:
+        spec["sketch"] = sketch_spec(fingerprinter.spec)
+    fingerprinted, helpers = records.fingerprinted(job, paths, options, spec)
+    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm)
     with rejects_file(options.rejects) as rejects:
         records.account(fingerprinted, report, rejects, fingerprinter.label, options.fingerprints)
     report.documents = report.read - report.rejected
@@ -86,15 +91,17 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     report.scheme = scheme.name
     signatures = options.signatures
     keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
+    nodes = keys + (["sketch"] if options.confirm is not None else [])  # what a node is the distinct tuples of
     docs = job.persist(records.good(fingerprinted).select(
-        records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys)))))
+        records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
+        *(["sketch"] if options.confirm is not None else [])))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
-    firsts = job.persist(docs.groupBy(*keys).agg(F.min("pos").alias("first")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k))
+    firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first")))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k, options.confirm))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
@@ -104,7 +111,7 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     signature = ([F.when(weight.isNotNull(), F.element_at(F.array(*map(F.lit, signatures.names)),
                                                           (place + 1).cast("int"))).alias(SIGNATURE)]
                  if len(keys) > 1 else [])
-    labeled = (docs.join(firsts, keys).join(found, F.col("first") == F.col("node"), "left")
+    labeled = (docs.join(firsts, nodes).join(found, F.col("first") == F.col("node"), "left")
                .join(tree.withColumnRenamed("node", "first"), "first", "left")
                .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos"),
                        F.when(F.col("pos") != F.col("first"), F.col("first")).otherwise(F.col("parent")).alias("via_pos"),
@@ -130,22 +137,27 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     return report
 
 
-def _edges(docs, firsts, keys: list[str], scheme, k: int):
-    """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys``, named by its
-    first position) joined by any signature, a < b, once, at the least ``via_weight`` of the
-    signatures joining them: each signature's near pairs between the nodes of their first
-    copies and (several signatures) each node to the node of its fingerprint's first copy;
-    local/groups.py's ``assign`` as DataFrames."""
+def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None):
+    """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
+    ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
+    the least ``via_weight`` of the signatures joining them: each signature's near pairs
+    between the nodes of their first copies (beyond 3 bits with ``confirm``: ``_confirmed``) and
+    (several signatures or a confirmation) each node to the node of its fingerprint's first
+    copy; local/groups.py's ``assign`` as DataFrames."""
     from pyspark.sql import functions as F
 
-    if len(keys) == 1:  # the nodes are the distinct fingerprints: their pairs, no mapping
+    if len(keys) == 1 and confirm is None:  # the nodes are the distinct fingerprints: their pairs, no mapping
         near = pairs.distinct_pairs(firsts, scheme, k)
         return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
-    node_of = docs.join(firsts, keys).select("pos", F.col("first").alias("node"))  # position -> node
+    nodes = keys + (["sketch"] if confirm is not None else [])
+    node_of = docs.join(firsts, nodes).select("pos", F.col("first").alias("node"))  # position -> node
     parts = []
     for place, key in enumerate(keys):
         own = pairs.distinct(docs.select("pos", F.col(key).alias("simhash")))  # (simhash, first)
         near = pairs.distinct_pairs(own, scheme, k)
+        if confirm is not None:
+            parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), firsts, own, key, place, confirm))
+            near = near.where(F.col("distance") <= CONFIRMED_BEYOND)
         parts.append(near.join(node_of.withColumnRenamed("pos", "a"), "a")
                      .select(F.col("node").alias("a"), "b", "distance")
                      .join(node_of.withColumnRenamed("pos", "b"), "b")
@@ -157,6 +169,24 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int):
     return (both.where(F.col("a") != F.col("b"))
             .select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"), "weight")
             .groupBy("a", "b").agg(F.min("weight").alias("weight")))
+
+
+def _confirmed(far, firsts, own, key: str, place: int, allowed: int):
+    """``(a, b, weight)`` of one signature's near pairs beyond 3 bits (``far``: the first
+    positions ``a``, ``b`` of two fingerprints, their distance): the first node of each sketch
+    among one fingerprint's nodes to that of each sketch of the other's within ``allowed`` bits
+    (local/groups.py's ``_confirmed_pairs``)."""
+    from pyspark.sql import functions as F
+
+    # per fingerprint (named by its first position) and sketch, its first node
+    sketches = (firsts.groupBy(F.col(key).alias("simhash"), "sketch").agg(F.min("first").alias("node"))
+                .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
+    left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"))
+    right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"))
+    return (far.join(left, "a").join(right, "b")
+            .where(F.bit_count(F.col("sa").bitwiseXOR(F.col("sb"))) <= F.lit(allowed))
+            .select(F.col("na").alias("a"), F.col("nb").alias("b"),
+                    via_weight(F.col("distance"), F.lit(place)).alias("weight")))
 
 
 def _write_dropped_file(session, dropped, out: str, signed: bool) -> None:
