@@ -76,8 +76,11 @@ def test_a_ttl_reads_the_metadata_after_the_sketch():
     index = Index.create(MemoryStore(), "7/1", K, ttl=3600, confirm=T)
     index.write(aged)
     alive = [d for d in aged if d.meta["loaded"] == now]
+    reads = []
+    index.store.get = lambda table, keys, get=index.store.get: reads.append(table) or get(table, keys)
     got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
     assert [sorted((m.distance, m.id) for m in f) for f in got] == brute(queries, alive)
+    assert reads == ["docs"]  # one read of the document rows serves the expiry and the confirmation
     assert index.get([aged[1].id])[0].meta == {"loaded": now - 7200}
 
 

@@ -12,7 +12,8 @@ docs/quality.md's harness: at k = 8 and T = 14 the false matches go from 0.0020 
 recall from 0.897 to 0.895.
 
 The sketches of the candidates beyond 3 bits are read from their document rows: one read of the
-rows of a lookup batch's such candidates (none when every candidate is within 3 bits). This
+rows of a lookup batch's such candidates (none when every candidate is within 3 bits; in an index
+with a TTL too, the expiry's read of the batch's rows serves it: lookup.py). This
 module does no fingerprinting; ``Index.sketch`` makes a text's sketch.
 """
 

@@ -104,14 +104,29 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
         queries = simhashes[start:start + BATCH]
         prefixes, inverse = plan(scheme, queries)
         found = runs(queries, store.scan_cells("index", prefixes), inverse, k)
+        rows = _RowsReadOnce(store) if ttl and confirm is not None else store
         if ttl:
-            found = unexpired_runs(store, found, ttl, head=head)
+            found = unexpired_runs(rows, found, ttl, head=head)
         if confirm is not None:
-            found = confirmed_runs(store, found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.at)
+            found = confirmed_runs(rows, found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.at)
         for query_runs in found:
             listed, total = bounded(query_runs, max_matches)
             out.append(Matches(list(starmap(Match, listed)), total, query_runs))
     return out
+
+
+class _RowsReadOnce:
+    """A store's ``get`` that reads each key at most once: in a lookup batch with a TTL and a
+    confirmation, the expiry's read of the rows of every id found serves the confirmation's."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.read = store, {}
+
+    def get(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
+        missing = [key for key in keys if (table, key) not in self.read]
+        if missing:
+            self.read.update(((table, key), value) for key, value in zip(missing, self.store.get(table, missing)))
+        return [self.read[table, key] for key in keys]
 
 
 def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_matches: int | None) -> list[Matches]:
