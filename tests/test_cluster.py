@@ -318,10 +318,11 @@ def fingerprint_input(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
     return records, probes
 
 
-def table_cells(url: str, table: str) -> dict[tuple[bytes, bytes], bytes]:
+def table_cells(url: str, table: str, head: int = 8) -> dict[tuple[bytes, bytes], bytes]:
     """Every cell of one of an index's HBase tables (index, docs): (row, column) -> value; a
     document's load time left out of its value, its source file named without its folder (the
-    same file, read from HDFS by one engine and from this machine by the other)."""
+    same file, read from HDFS by one engine and from this machine by the other). ``head``: the
+    bytes of a document row before its metadata (``Index.head``)."""
     import happybase
 
     store = open_store(url)
@@ -330,11 +331,11 @@ def table_cells(url: str, table: str) -> dict[tuple[bytes, bytes], bytes]:
         cells = {}
         for row, columns in connection.table(table_name(store.table_prefix, table)).scan(batch_size=5000):
             for column, value in columns.items():
-                if table == "docs" and len(value) > 8:
-                    meta = json.loads(value[8:])
+                if table == "docs" and len(value) > head:
+                    meta = json.loads(value[head:])
                     meta.pop("loaded", None)
                     meta["source"] = meta["source"].rsplit("/", 1)[-1]
-                    value = value[:8] + json.dumps(meta, sort_keys=True).encode()
+                    value = value[:head] + json.dumps(meta, sort_keys=True).encode()
                 cells[row, column] = value
         return cells
     finally:
@@ -435,6 +436,51 @@ def test_check_add_new_with_a_worker_and_a_region_server_killed_equals_the_local
         str(work / "probes.jsonl"))
     for table in ("index", "docs"):
         assert table_cells(spark_url, table) == table_cells(local_url, table)
+
+
+def test_the_quality_options_on_the_cluster_equal_the_local_engine(cluster, pip_installed, work):
+    """An index made by the pip-installed package with the options of docs/quality.md's bar
+    (``--signatures body,lead150 --probes 8,1 --confirm 14``): a load and a ``check --add-new``
+    on the cluster (texts fingerprinted, leads, probes and sketches made by the shipped Python;
+    HFiles bulk-loaded; lookups and confirmations in the executors) give the local engine's
+    cells and records."""
+    rnd = random.Random(11)
+    texts = news(1500, 3)
+    base = texts[:1000]
+    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 200)]
+           + texts[1000:])
+    for name, records in (("q-base", base), ("q-new", new)):
+        write_jsonl(work / f"{name}.jsonl", records)
+        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+    urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("qs", "ql")]
+    options = ["--signatures", "body,lead150", "--probes", "8,1", "--confirm", "14"]
+    staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
+    try:
+        for url in urls:
+            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", *options)
+        on_cluster(cluster, pip_installed, work, "load", "--store", urls[0], *staging, f"{cluster['HDFS']}/tmp/q-base.jsonl")
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "q-base.jsonl"))
+        for table in ("index", "docs"):  # the document rows: two simhashes and the sketch, then the metadata
+            assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
+        out = f"{cluster['HDFS']}/tmp/qcheck-{os.getpid()}"
+        on_cluster(cluster, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging,
+                   f"{cluster['HDFS']}/tmp/q-new.jsonl")
+        hdfs(cluster, "-get", out, str(work / "qcheck"))
+        spark_records = [json.loads(line) for f in sorted((work / "qcheck" / "json").glob("*.jsonl"))
+                         for line in f.read_text(encoding="utf-8").splitlines()]
+        local = run(cluster, pip_installed, work, "check", "--store", urls[1], "--json", str(work / "q-new.jsonl"))
+        local_records = [json.loads(line) for line in local.stdout.splitlines()]
+        key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
+        assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+        assert sum(any(m.get("signature") == "lead150" for m in r["matches"]) for r in local_records) >= 100
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "--batch-size", "10000", "-q",
+            str(work / "q-new.jsonl"))
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
+    finally:
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()
 
 
 def test_a_region_split_while_the_hfiles_are_written_leaves_the_index_exact(cluster, pip_installed, work, restarts):
