@@ -144,6 +144,14 @@ def test_plan_numbers():
     assert (five["index_rows"], round(five["candidates"])) == (10 * 10**9, round(10**9 * (6 / 2**26 + 4 / 2**25)))
     human = CliRunner().invoke(app, ["plan", "--docs", "1000000"]).stdout
     assert "61.0" in human and "candidates/lookup" in human
+    sketched = [json.loads(x) for x in CliRunner().invoke(app, ["plan", "--docs", "1000000000", "--k", "8", "--confirm",
+                                                                "14", "--json"]).stdout.splitlines()]
+    plain = [json.loads(x) for x in CliRunner().invoke(app, ["plan", "--docs", "1000000000", "--k", "8", "--json"]
+                                                       ).stdout.splitlines()]
+    for a, b in zip(sketched, plain):  # the same rows, each cell 10 bytes more (the escaped id's end and the sketch)
+        assert (a["index_rows"], a["key_bytes"] - b["key_bytes"]) == (b["index_rows"], 10 * b["index_rows"])
+    refused = CliRunner().invoke(app, ["plan", "--docs", "1000", "--confirm", "14"])
+    assert refused.exit_code == 1 and "--confirm confirms matches beyond 3 bits" in refused.stderr
 
 
 def test_schema_ddl():

@@ -13,8 +13,9 @@ import subprocess
 import pytest
 
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.errors import InvalidInput
+from dedup_hbase.errors import IndexMismatch, InvalidInput
 from dedup_hbase.index.confirm import CONFIRMED_BEYOND
+from dedup_hbase.index.layout import cell_qualifier, split_qualifier
 from dedup_hbase.stores.memory import MemoryStore
 
 K, T = 6, 10
@@ -67,6 +68,46 @@ def test_lookups_are_the_brute_force_on_every_store(store_url):
         assert Index.open(store).confirm == T
 
 
+def test_a_cells_column_is_the_escaped_id_and_the_sketch_in_id_order():
+    """Bit-exact qualifiers (an id with a 0x00 byte escaped), their inverse, and qualifiers that
+    sort as their ids do (ids that are prefixes of each other, zero bytes, high bytes)."""
+    assert cell_qualifier(b"a\x00b", 0x0102030405060708) == b"a\x00\xffb\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08"
+    assert cell_qualifier(b"doc1", (1 << 64) - 1) == b"doc1\x00\x00" + b"\xff" * 8
+    rnd = random.Random(6)
+    alphabet = ["a", "b", "\x00", "\x01", "\u00ff", "\u4e2d", "1", "10"]
+    ids = {"".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 5))) for _ in range(3000)}
+    cells = {i: cell_qualifier(i.encode(), rnd.getrandbits(64)) for i in ids}
+    assert sorted(ids, key=str.encode) == sorted(ids, key=cells.get)
+    for i, qualifier in cells.items():
+        raw, sketch = split_qualifier(qualifier)
+        assert raw == i.encode() and cell_qualifier(raw, sketch) == qualifier
+
+
+def test_lookups_read_nothing_but_the_scan_and_a_rewrite_retires_its_old_sketch():
+    """Without a TTL a lookup that confirms reads no document row (the sketches are in the
+    cells); a document written again with the same simhash and another sketch leaves one cell
+    per row key (the old one deleted); an index made before the sketches were in the cells is
+    refused in one line."""
+    queries, docs = planted(5)
+    index = Index.create(MemoryStore(), "7/1", K, confirm=T)
+    index.write(docs)
+    reads = []
+    index.store.get = lambda table, keys, get=index.store.get: reads.append(table) or get(table, keys)
+    got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
+    assert [sorted((m.distance, m.id) for m in f) for f in got] == brute(queries, docs) and reads == []
+    del index.store.get
+    first = docs[0]
+    index.write([Document(first.id, first.simhash, {}, (), first.sketch ^ 0xFFFF)])
+    columns = [key[13:] for key, _ in index.store.iterate("index") if split_qualifier(key[13:])[0] == first.id.encode()]
+    assert columns == [cell_qualifier(first.id.encode(), first.sketch ^ 0xFFFF)] * len(index.scheme.flags)
+    config = json.loads(index.store.get("meta", [b"config"])[0])
+    del config["sketches"]
+    index.store.put("meta", [(b"config", json.dumps(config).encode())])
+    with pytest.raises(IndexMismatch, match=re.escape("keeps its sketches in its document rows alone (made by an "
+                                                      "earlier dedup-hbase): make it again")):
+        Index.open(index.store)
+
+
 def test_a_ttl_reads_the_metadata_after_the_sketch():
     import time
 
@@ -80,7 +121,7 @@ def test_a_ttl_reads_the_metadata_after_the_sketch():
     index.store.get = lambda table, keys, get=index.store.get: reads.append(table) or get(table, keys)
     got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
     assert [sorted((m.distance, m.id) for m in f) for f in got] == brute(queries, alive)
-    assert reads == ["docs"]  # one read of the document rows serves the expiry and the confirmation
+    assert reads == ["docs"]  # the expiry's read of the document rows; the sketches come with the cells
     assert index.get([aged[1].id])[0].meta == {"loaded": now - 7200}
 
 

@@ -19,6 +19,7 @@ from test_spark_signatures import index_keys, write_corpus
 from dedup_hbase import Index, open_store
 from dedup_hbase.index.confirm import CONFIRMED_BEYOND
 from dedup_hbase.index.documents import parse_document
+from dedup_hbase.index.layout import Scheme
 
 from conftest import hbase_store_url
 
@@ -50,7 +51,11 @@ def write_texts(path, prefix: str, texts) -> None:
 
 @pytest.mark.parametrize("where", ["embedded", pytest.param("hbase", marks=pytest.mark.hbase)])
 def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, request, tmp_path, xwlb_path):
+    """Every cell as the local load writes it: the index cells' columns hold the escaped id and
+    the sketch (an id with a 0x00 byte among them), the document rows the sketch too."""
     corpus, _ = write_corpus(tmp_path, xwlb_path)
+    with open(corpus, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": "nul\u0000id", "text": "一个编号里有零字节的文档，它的索引列要转义。" * 5}) + "\n")
     if where == "hbase":
         urls = [with_zk(hbase_store_url(request.getfixturevalue("hbase_url"))) for _ in range(2)]
     else:
@@ -61,10 +66,13 @@ def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, requ
         a = spark_load_to(urls[0], spark, [corpus], tmp_path / "rejects-spark.jsonl")
         b = local_load_to(urls[1], [corpus], tmp_path / "rejects-local.jsonl")
         same_report(a, b)
-        assert (a["indexed"], a["new"]) == (1151, 1150)
-        assert index_keys(urls[0]) == index_keys(urls[1])
+        assert (a["indexed"], a["new"]) == (1152, 1151)
+        keys = index_keys(urls[0])
+        assert keys == index_keys(urls[1])
+        flags = 2 * len(Scheme.parse("7/1").flags)  # two signatures
+        assert sum(key[13:].startswith(b"nul\x00\xffid\x00\x00") for key in keys) == flags
         docs = documents(urls[0])
-        assert docs == documents(urls[1]) and len(docs) == 1150
+        assert docs == documents(urls[1]) and len(docs) == 1151
         with open_store(urls[0]) as store:
             index = Index.open(store)
             n3 = next(json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines()
@@ -97,6 +105,9 @@ def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, 
               + [copier.edit1(rnd, t) for t in originals[160:200]] + texts[300:])
     indexed, checked = tmp_path / "originals.jsonl", tmp_path / "copies.jsonl"
     write_texts(indexed, "o", originals)
+    nul = "o\u0000160"  # an id with a 0x00 byte (of a text edited once): its cells' column escapes it
+    indexed.write_text(indexed.read_text(encoding="utf-8").replace('"id": "o160"', '"id": "o\\u0000160"', 1),
+                       encoding="utf-8")
     write_texts(checked, "c", copies)
     url = with_zk(hbase_store_url(hbase_url))
     Index.create(open_store(url), "7/1", K, **options)
@@ -109,7 +120,8 @@ def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, 
         with open_store(url) as store:
             index = Index.open(store)
             expected = expected_checks(index, originals, copies, index.signatures.names)
-        assert answers == expected
+        expected = {c: sorted((d, nul if i == "o160" else i, s) for d, i, s in found) for c, found in expected.items()}
+        assert answers == expected and any(i == nul for found in expected.values() for _, i, _ in found)
         confirmed = sum(d > CONFIRMED_BEYOND for found in expected.values() for d, _, _ in found)
         assert confirmed >= 30, confirmed  # the confirmation is what the test compares
         same_records(got, local_records(url, checked, fingerprints=False))

@@ -21,6 +21,7 @@ import typer
 from .. import __version__
 from ..errors import InvalidInput
 from ..index import plan as planning
+from ..index.confirm import check_confirm
 from ..index.index import Index, fingerprinter_for
 from ..index.lookup import check_probes, parse_probes
 from ..index.retention import describe as describe_duration
@@ -320,16 +321,18 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
          signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
          probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,1: nine more lookups in all).")] = None,
+         confirm: Annotated[int | None, typer.Option(help="The confirmation of init --confirm (14: a sketch of 10 more bytes in each index cell).")] = None,
          json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
     chosen = Signatures.parse(signatures)
     probed = sum(check_probes(parse_probes(probes), len(chosen)))
-    rows = planning.plans(docs, k, id_bytes, chosen, probed)
+    sketch = check_confirm(confirm, k, bool(probed)) is not None
+    rows = planning.plans(docs, k, id_bytes, chosen, probed, sketch)
     if json_:
         for row in rows:
             out(row.to_dict())
     else:
-        typer.echo(planning.table(docs, k, id_bytes, rows, chosen, probed))
+        typer.echo(planning.table(docs, k, id_bytes, rows, chosen, probed, sketch))
 
 
 @_command

@@ -29,7 +29,7 @@ order, with the same ids (tests/test_candidates.py).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import groupby, repeat
 from operator import attrgetter
 from typing import NamedTuple
@@ -40,18 +40,21 @@ from .arrays import ranges, starts
 from .layout import PREFIX_BYTES, Scheme
 from .store import Cells
 
+Split = Callable[[bytes], tuple[bytes, int]]  # a qualifier -> (the id's bytes, the sketch)
 FEW_QUERIES = 48  # queries up to which a lookup is planned, and may be compared, in Python ints
 FEW_CELLS = 1024  # scanned cells up to which those few queries are compared in Python ints
 
 
 class Ids(Sequence[str]):
     """The document ids of one run of cells, in key order, decoded when read and kept: a run
-    of 200,000 copies costs nothing until its ids are asked for (``ids[:2]`` decodes two)."""
+    of 200,000 copies costs nothing until its ids are asked for (``ids[:2]`` decodes two).
+    ``split``: cells whose qualifier also holds the document's sketch (an index with a
+    confirmation: ``confirm.split_qualifier``), else None (the qualifier is the id)."""
 
-    __slots__ = ("_cells", "_start", "_length", "_decoded")
+    __slots__ = ("_cells", "_start", "_length", "_decoded", "_split")
 
-    def __init__(self, cells: Cells, start: int, length: int) -> None:
-        self._cells, self._start, self._length = cells, start, length
+    def __init__(self, cells: Cells, start: int, length: int, split: Split | None = None) -> None:
+        self._cells, self._start, self._length, self._split = cells, start, length, split
         self._decoded: dict[int, str] = {}
 
     def __len__(self) -> int:
@@ -71,8 +74,13 @@ class Ids(Sequence[str]):
 
     def _one(self, i: int) -> str:
         if i not in self._decoded:
-            self._decoded[i] = self._cells.qualifier(self._start + i).decode("utf-8")
+            qualifier = self._cells.qualifier(self._start + i)
+            self._decoded[i] = (qualifier if self._split is None else self._split(qualifier)[0]).decode("utf-8")
         return self._decoded[i]
+
+    def sketch(self, i: int) -> int:
+        """The sketch of the ``i``-th document (cells with sketches: ``split`` given)."""
+        return self._split(self._cells.qualifier(self._start + i))[1]
 
 
 class Run(NamedTuple):
@@ -98,16 +106,17 @@ def plan(scheme: Scheme, queries: Sequence[int]) -> tuple[list[bytes], Sequence[
 
 
 def runs(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
-         k: int) -> list[list[Run]]:
+         k: int, split: Split | None = None) -> list[list[Run]]:
     """Per query, the runs within ``k`` bits of it by (distance, simhash), each fingerprint once
-    (``scanned``, ``inverse``: ``plan``'s prefixes, scanned): ``compare_few`` for a few queries
-    over a few cells, else ``compare`` (the module docstring says why)."""
+    (``scanned``, ``inverse``: ``plan``'s prefixes, scanned; ``split``: ``Ids``'): ``compare_few``
+    for a few queries over a few cells, else ``compare`` (the module docstring says why)."""
     if len(queries) <= FEW_QUERIES and sum(map(len, scanned)) <= FEW_CELLS:
-        return compare_few(queries, scanned, inverse, k)
-    return compare(np.asarray(queries, dtype=np.uint64), scanned, np.asarray(inverse), k)
+        return compare_few(queries, scanned, inverse, k, split)
+    return compare(np.asarray(queries, dtype=np.uint64), scanned, np.asarray(inverse), k, split)
 
 
-def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, k: int) -> list[list[Run]]:
+def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, k: int,
+            split: Split | None = None) -> list[list[Run]]:
     """Per query (uint64 ``queries``; ``inverse[q, f]``: the index in ``scanned`` of query q's
     prefix of flag f), the runs within ``k`` bits, by (distance, simhash), each fingerprint once."""
     sizes = np.fromiter(map(len, scanned), dtype=np.int64, count=len(scanned))
@@ -135,7 +144,7 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
         if run not in decoded:
             start = int(run_start[run])
             prefix = int(cell_prefix[start])
-            decoded[run] = Ids(scanned[prefix], start - int(cell_offset[prefix]), int(run_length[run]))
+            decoded[run] = Ids(scanned[prefix], start - int(cell_offset[prefix]), int(run_length[run]), split)
         return decoded[run]
 
     found: list[dict[int, Run]] = [{} for _ in range(len(queries))]
@@ -147,7 +156,7 @@ def compare(queries: np.ndarray, scanned: Sequence[Cells], inverse: np.ndarray, 
 
 
 def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Sequence[Sequence[int]],
-                k: int) -> list[list[Run]]:
+                k: int, split: Split | None = None) -> list[list[Run]]:
     """``compare`` in Python ints, for a few queries over a few cells (a service's request:
     numpy's cost per call is most of ``compare``'s there). The same answers: per query the
     runs within ``k`` bits by (distance, simhash), a fingerprint under several of its prefixes
@@ -169,7 +178,7 @@ def compare_few(queries: Sequence[int], scanned: Sequence[Cells], inverse: Seque
                 if distance <= k:
                     ids = decoded.get((prefix, start))
                     if ids is None:
-                        ids = decoded[prefix, start] = Ids(scanned[prefix], start, length)
+                        ids = decoded[prefix, start] = Ids(scanned[prefix], start, length, split)
                     found[value] = Run(distance, value, ids)
         out.append(sorted(found.values(), key=lambda r: (r.distance, r.simhash)) if len(found) > 1
                    else list(found.values()))

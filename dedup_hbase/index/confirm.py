@@ -4,17 +4,17 @@ A 64-bit SimHash within k bits estimates the angle between two texts' weighted f
 two different texts rarely come that close, at k = 8 some do (docs/quality.md: 0.002 false
 matches per lookup on the news corpus). An index with a confirmation keeps, per document, a
 second SimHash of the same features hashed with another seed (the index's seed plus one: an
-independent estimate of the same angle), its *sketch*, in the document's row after the
-signatures' simhashes. A candidate within 3 bits matches as in any index; a candidate beyond 3
-bits (up to k, under any signature or probe) matches only when its sketch is within ``T`` bits of
-the query's (Henzinger, SIGIR 2006: confirm SimHash candidates with a second signal). Measured on
-docs/quality.md's harness: at k = 8 and T = 14 the false matches go from 0.0020 per lookup to none,
-recall from 0.897 to 0.895.
+independent estimate of the same angle), its *sketch*. A candidate within 3 bits matches as in
+any index; a candidate beyond 3 bits (up to k, under any signature or probe) matches only when its
+sketch is within ``T`` bits of the query's (Henzinger, SIGIR 2006: confirm SimHash candidates with
+a second signal). Measured on docs/quality.md's harness: at k = 8 and T = 14 the false matches go
+from 0.0020 per lookup to none, recall from 0.897 to 0.895.
 
-The sketches of the candidates beyond 3 bits are read from their document rows: one read of the
-rows of a lookup batch's such candidates (none when every candidate is within 3 bits; in an index
-with a TTL too, the expiry's read of the batch's rows serves it: lookup.py). This
-module does no fingerprinting; ``Index.sketch`` makes a text's sketch.
+The sketch is kept in each of the document's index cells, beside its id in the cell's column
+(layout.py: ``cell_qualifier``), so a lookup confirms what it scans with no read beyond the scan;
+the document row keeps it too, after the signatures' simhashes (what a rewrite or a delete
+needs to find the old cells). This module does no fingerprinting;
+``Index.sketch`` makes a text's sketch.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 from ..errors import InvalidInput
 from .candidates import Run
-from .ids import encode_id
 
 CONFIRMED_BEYOND = 3  # matches within this many bits need no confirmation
 SEED_STEP = 1         # the sketch's mmh3 seed: the index's seed plus this
@@ -47,21 +46,30 @@ def sketch_spec(spec: dict) -> dict:
     return {**spec, "seed": (spec.get("seed", 0) + SEED_STEP) % (1 << 32)}
 
 
-def confirmed_runs(store, found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int,
-                   at: int) -> list[list[Run]]:
-    """``found`` (per query, its runs, at their distance from the query) without the documents
-    beyond ``CONFIRMED_BEYOND`` bits whose sketch (8 bytes at ``at`` of their document row) is
-    more than ``allowed`` bits from the query's (``sketches``, one per query) or that have no
-    row; runs left empty dropped. One read of the rows of every such document."""
-    ids = sorted({i for runs in found for r in runs if r.distance > CONFIRMED_BEYOND for i in r.ids})
-    if not ids:
-        return [list(runs) for runs in found]
-    values = store.get("docs", [encode_id(i) for i in ids])
-    stored = {i: int.from_bytes(v[at:at + 8], "big") for i, v in zip(ids, values) if v is not None and len(v) >= at + 8}
+class Sketched(list):
+    """Ids with their sketches beside them, read with their cells elsewhere (the Spark check's
+    runs): a run's ids as ``confirmed_runs`` reads them."""
+
+    __slots__ = ("sketches",)
+
+    def __init__(self, ids: Sequence[str], sketches: Sequence[int]) -> None:
+        super().__init__(ids)
+        self.sketches = sketches
+
+    def sketch(self, i: int) -> int:
+        return self.sketches[i]
+
+
+def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int) -> list[list[Run]]:
+    """``found`` (per query, its runs, at their distance from the query; their ids read from
+    cells with sketches: ``candidates.Ids.sketch``) without the documents beyond
+    ``CONFIRMED_BEYOND`` bits whose sketch is more than ``allowed`` bits from the query's
+    (``sketches``, one per query); runs left empty dropped. Reads nothing from the store."""
     out = []
     for runs, query in zip(found, sketches):
         kept = [r if r.distance <= CONFIRMED_BEYOND else
-                Run(r.distance, r.simhash, [i for i in r.ids if i in stored and (stored[i] ^ query).bit_count() <= allowed])
+                Run(r.distance, r.simhash, [r.ids[i] for i in range(len(r.ids))
+                                            if (r.ids.sketch(i) ^ query).bit_count() <= allowed])
                 for r in runs]
         out.append([r for r in kept if r.ids])
     return out

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from .ids import MAX_ID_BYTES, encode_id
+from .layout import Scheme, cell_qualifier
 
 
 class Written(NamedTuple):
@@ -134,5 +135,32 @@ def parse_document(doc_id: str, value: bytes, more: int = 0, sketch: bool = Fals
 def stored_simhashes(value: bytes, count: int) -> tuple[int, ...]:
     """The first ``count`` simhashes of a document row's value (the body's first)."""
     return tuple(int.from_bytes(value[i:i + 8], "big") for i in range(0, 8 * count, 8))
+
+
+def stored_cells(raw_id: bytes, value: bytes, count: int, sketched: bool) -> tuple[bytes, tuple[int, ...]]:
+    """Where a document row's document is in the index: (the column of its index cells, its
+    ``count`` signatures' simhashes); ``sketched``: an index with a confirmation, whose cells'
+    column also holds the sketch (confirm.cell_qualifier)."""
+    simhashes = stored_simhashes(value, count)
+    if not sketched:
+        return raw_id, simhashes
+    return cell_qualifier(raw_id, int.from_bytes(value[8 * count:8 * count + 8], "big")), simhashes
+
+
+def index_keys(schemes: Sequence[Scheme], stored: Sequence[tuple[bytes, tuple[int, ...]]]) -> list[bytes]:
+    """The index keys of documents given as (the column of their cells, the simhash of each
+    signature: ``stored_cells``), under each signature's scheme (``schemes``), sorted: what
+    deleting their index cells needs."""
+    columns = [c for c, _ in stored]
+    return sorted(key for j, scheme in enumerate(schemes)
+                  for key in scheme.index_keys(columns, [sims[j] for _, sims in stored]))
+
+
+def cell_qualifiers(raw_ids: Sequence[bytes], sketches: np.ndarray | None) -> list[bytes]:
+    """The columns of documents' index cells: their ids, or with ``sketches`` (an index with a
+    confirmation) ``confirm.cell_qualifier`` of each."""
+    if sketches is None:
+        return list(raw_ids)
+    return [cell_qualifier(raw, sketch) for raw, sketch in zip(raw_ids, sketches.tolist())]
 
 

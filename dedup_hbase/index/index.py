@@ -2,8 +2,9 @@
 
 Tables (see schema/tables.json):
 
-* ``index``: key = 13-byte row key (layout.py) + document id; empty value. One row per
-  fingerprint and flag, one column per document id.
+* ``index``: key = 13-byte row key (layout.py) + document id (with a confirmation, the id
+  escaped and the sketch: confirm.py); empty value. One row per fingerprint and flag, one
+  column per document.
 * ``docs``: key = document id; value = 8-byte big-endian simhash (one per signature in an
   index of several) + JSON metadata. Lets ``delete`` find a document's index rows and results
   show metadata without fingerprinting the text again.
@@ -29,21 +30,23 @@ import numpy as np
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
-from .confirm import CONFIRMED_BEYOND, check_confirm, sketch_spec
+from .confirm import check_confirm, sketch_spec
 from .documents import (
     Document,
     Written,
+    cell_qualifiers,
     checked_columns,
     document_meta,
     document_value,
+    index_keys,
     more_columns,
     parse_document,
     sketch_column,
-    stored_simhashes,
+    stored_cells,
 )
 from .ids import encode_id
-from .layout import PREFIX_BYTES, Scheme
-from .lookup import Confirm, Match, Matches, check_probes, check_queries, parse_probes, signed_lookup
+from .layout import PREFIX_BYTES, Scheme, split_qualifier
+from .lookup import Match, Matches, check_probes, check_queries, confirmation, parse_probes, signed_lookup
 from .plan import choose_scheme
 from .schema import load_schema
 from .store import Store
@@ -54,6 +57,7 @@ __all__ = ["FORMAT", "Document", "Index", "Match", "Matches", "Written", "docume
            "fingerprinter_for"]
 
 FORMAT = 1
+SKETCHES_IN = "cells"  # an index with a confirmation keeps the sketches in its index cells (confirm.py)
 _CONFIG_KEY = b"config"
 
 
@@ -109,7 +113,7 @@ class Index:
                   **({"ttl_s": ttl} if ttl else {}),
                   **({"signatures": signatures.spec} if len(signatures) > 1 else {}),
                   **({"probes": list(index.probes)} if any(index.probes) else {}),
-                  **({"confirm": index.confirm} if index.confirm is not None else {})}
+                  **({"confirm": index.confirm, "sketches": SKETCHES_IN} if index.confirm is not None else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -138,6 +142,9 @@ class Index:
             if wanted != own:
                 raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
                                     "its rows hold no other signature; make a new index for those")
+        if "confirm" in config and config.get("sketches") != SKETCHES_IN:
+            raise IndexMismatch(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
+                                "dedup-hbase): make it again (init --force with the same options) and load it")
         return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own,
                    config.get("probes", ()), config.get("confirm"))
 
@@ -221,10 +228,11 @@ class Index:
         columns = self._columns(simhashes, chosen)
         if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
             raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
-        stored = columns + ([sketch_column(chosen)] if self.confirm is not None else [])  # checked before a write
-        written = self.retire_old_fingerprints(ids, simhashes, columns)
-        self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)), ids,
-                             repeat=sum(len(s.flags) for s in self.schemes))
+        sketches = sketch_column(chosen) if self.confirm is not None else None  # checked before a write
+        stored = columns + ([sketches] if sketches is not None else [])
+        written = self.retire_old_fingerprints(ids, simhashes, columns, sketches)
+        self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)),
+                             cell_qualifiers(ids, sketches), repeat=sum(len(s.flags) for s in self.schemes))
         values = np.stack(stored, axis=1).astype(">u8").view(f"V{8 * len(stored)}").ravel().tolist()
         for i, d in enumerate(chosen):
             if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
@@ -244,34 +252,35 @@ class Index:
         return [simhashes, *more.T]
 
     def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int],
-                                columns: Sequence[np.ndarray] | None = None) -> Written:
+                                columns: Sequence[np.ndarray] | None = None,
+                                sketches: np.ndarray | None = None) -> Written:
         """Before documents are (re)written: delete the index rows of every id whose stored
-        fingerprints differ from its new ones (``simhashes``, and per signature ``columns``),
-        so no old row keeps matching. Says how many of the ids are new to the index and how
-        many had other fingerprints. Writes no new row."""
+        fingerprints differ from its new ones (``simhashes``, and per signature ``columns``;
+        with a confirmation, or whose sketch differs from ``sketches``), so no old row keeps
+        matching. Says how many of the ids are new to the index and how many had other
+        fingerprints. Writes no new row."""
         columns = [np.asarray(simhashes, dtype=np.uint64)] if columns is None else columns
-        count = len(self.signatures)
+        sketched = self.confirm is not None
+        if sketched and (sketches is None or len(sketches) != len(raw_ids)):
+            raise InvalidInput("this index keeps a sketch of each document (--confirm): give the documents' sketches")
+        new = cell_qualifiers(raw_ids, sketches if sketched else None)
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]
-        replaced = [(raw_ids[i], stored_simhashes(old[i], count)) for i in known
-                    if stored_simhashes(old[i], count) != tuple(int(c[i]) for c in columns)]
+        stored = {i: stored_cells(raw_ids[i], old[i], len(self.signatures), sketched) for i in known}
+        replaced = [stored[i] for i in known if stored[i] != (new[i], tuple(int(c[i]) for c in columns))]
         if replaced:
-            self.store.delete("index", self._index_keys(replaced))
+            self.store.delete("index", index_keys(self.schemes, replaced))
         return Written(len(raw_ids) - len(known), len(replaced))
 
-    def _index_keys(self, stored: Sequence[tuple[bytes, tuple[int, ...]]]) -> list[bytes]:
-        """The index keys of documents given as (raw id, simhash of each signature), sorted."""
-        raw = [r for r, _ in stored]
-        return sorted(key for j, scheme in enumerate(self.schemes)
-                      for key in scheme.index_keys(raw, [sims[j] for _, sims in stored]))
 
     def delete(self, doc_ids: Iterable[str]) -> list[str]:
         """Remove documents and their index rows; returns the ids that were present."""
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        count = len(self.signatures)
-        self.store.delete("index", self._index_keys([(raw, stored_simhashes(v, count)) for raw, v in found]))
+        sketched = self.confirm is not None
+        self.store.delete("index", index_keys(self.schemes, [stored_cells(raw, v, len(self.signatures), sketched)
+                                                             for raw, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
         return [raw.decode() for raw, _ in found]
 
@@ -321,7 +330,7 @@ class Index:
         needs them there; confirm.py)."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
-        confirm = self._confirm(simhashes, k, sketches)
+        confirm = confirmation(self.confirm, k, any(self.probes), simhashes, sketches)
         columns = [list(simhashes)]
         if more is not None:
             if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
@@ -334,21 +343,7 @@ class Index:
             raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
         names = list(self.signatures.names[:len(columns)]) if len(self.signatures) > 1 else [None]
         return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, self.head,
-                             confirm)
-
-    def _confirm(self, simhashes: Sequence[int], k: int, sketches: Sequence[int] | None) -> Confirm | None:
-        """A lookup's confirmation: None where none applies (no confirmation, or k within 3 bits)."""
-        if self.confirm is None:
-            if sketches is not None:
-                raise InvalidInput("this index keeps no sketch (made without --confirm): give no sketches")
-            return None
-        if k <= CONFIRMED_BEYOND and not any(self.probes):  # no match beyond 3 bits
-            return None
-        if sketches is None or len(sketches) != len(simhashes):
-            raise InvalidInput(f"this index confirms matches beyond {CONFIRMED_BEYOND} bits by a sketch of the "
-                               "text (--confirm): look a text up (query TEXT, check; Index.query_text), or give each query's sketch")
-        check_queries(sketches, None)
-        return Confirm(sketches, self.confirm, 8 * len(self.signatures))
+                             confirm, split_qualifier if self.confirm is not None else None)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 
 from ..errors import InvalidInput
 from ..text.fingerprint import hamming, to_hex
-from .candidates import Run, bounded, plan, runs
-from .confirm import confirmed_runs
+from .candidates import Run, Split, bounded, plan, runs
+from .confirm import CONFIRMED_BEYOND, confirmed_runs
 from .layout import Scheme
 from .retention import unexpired_runs
 from .store import Store
@@ -84,49 +84,54 @@ def check_queries(simhashes: Sequence[int], max_matches: int | None) -> None:
 
 
 class Confirm(NamedTuple):
-    """A lookup's confirmation (confirm.py): per query its sketch, the sketch bits allowed, and
-    where a document row keeps its sketch."""
+    """A lookup's confirmation (confirm.py): per query its sketch, and the sketch bits allowed."""
 
     sketches: Sequence[int]
     allowed: int
-    at: int
+
+
+def confirmation(allowed: int | None, k: int, probes: bool, simhashes: Sequence[int],
+                 sketches: Sequence[int] | None) -> Confirm | None:
+    """The confirmation of a lookup of ``simhashes`` within ``k`` bits in an index that allows
+    ``allowed`` sketch bits (None: an index without a confirmation; ``probes``: it probes, so
+    matches reach k + 1): None where none applies (no confirmation, or nothing beyond 3 bits);
+    refuses sketches an index does not take, and a lookup without them that needs them."""
+    if allowed is None:
+        if sketches is not None:
+            raise InvalidInput("this index keeps no sketch (made without --confirm): give no sketches")
+        return None
+    if k <= CONFIRMED_BEYOND and not probes:  # no match beyond 3 bits
+        return None
+    if sketches is None or len(sketches) != len(simhashes):
+        raise InvalidInput(f"this index confirms matches beyond {CONFIRMED_BEYOND} bits by a sketch of the "
+                           "text (--confirm): look a text up (query TEXT, check; Index.query_text), or give each "
+                           "query's sketch")
+    check_queries(sketches, None)
+    return Confirm(sketches, allowed)
 
 
 def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_matches: int | None,
-           ttl: int | None = None, head: int = 8, confirm: Confirm | None = None) -> list[Matches]:
+           ttl: int | None = None, head: int = 8, confirm: Confirm | None = None,
+           split: Split | None = None) -> list[Matches]:
     """Per simhash (checked: ``check_queries``; ``k`` checked by the caller), its ``Matches``
-    in ``store``'s index: at most ``max_matches`` (None: all) and the count; with ``ttl``
-    (seconds), only documents younger than it (retention.py; ``head``: the bytes that open a
-    document row before its metadata); with ``confirm``, beyond 3 bits only the documents whose
-    sketch it confirms (confirm.py)."""
+    in ``store``'s index: at most ``max_matches`` (None: all) and the count; with ``confirm``,
+    beyond 3 bits only the documents whose sketch it confirms (confirm.py: the sketches are in
+    the cells, ``split`` reads them; an index with a confirmation gives ``split`` whether or not
+    a lookup confirms); with ``ttl`` (seconds), only documents younger than it (retention.py;
+    ``head``: the bytes that open a document row before its metadata)."""
     out: list[Matches] = []
     for start in range(0, len(simhashes), BATCH):
         queries = simhashes[start:start + BATCH]
         prefixes, inverse = plan(scheme, queries)
-        found = runs(queries, store.scan_cells("index", prefixes), inverse, k)
-        rows = _RowsReadOnce(store) if ttl and confirm is not None else store
-        if ttl:
-            found = unexpired_runs(rows, found, ttl, head=head)
+        found = runs(queries, store.scan_cells("index", prefixes), inverse, k, split)
         if confirm is not None:
-            found = confirmed_runs(rows, found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.at)
+            found = confirmed_runs(found, confirm.sketches[start:start + BATCH], confirm.allowed)
+        if ttl:
+            found = unexpired_runs(store, found, ttl, head=head)
         for query_runs in found:
             listed, total = bounded(query_runs, max_matches)
             out.append(Matches(list(starmap(Match, listed)), total, query_runs))
     return out
-
-
-class _RowsReadOnce:
-    """A store's ``get`` that reads each key at most once: in a lookup batch with a TTL and a
-    confirmation, the expiry's read of the rows of every id found serves the confirmation's."""
-
-    def __init__(self, store: Store) -> None:
-        self.store, self.read = store, {}
-
-    def get(self, table: str, keys: Sequence[bytes]) -> list[bytes | None]:
-        missing = [key for key in keys if (table, key) not in self.read]
-        if missing:
-            self.read.update(((table, key), value) for key, value in zip(missing, self.store.get(table, missing)))
-        return [self.read[table, key] for key in keys]
 
 
 def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_matches: int | None) -> list[Matches]:
@@ -160,14 +165,14 @@ def merged(names: Sequence[str], answers: Sequence[Sequence[Matches]], max_match
 
 def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequence[Sequence[int]], k: int,
            max_matches: int | None, ttl: int | None = None, head: int = 8,
-           confirm: Confirm | None = None) -> list[Matches]:
+           confirm: Confirm | None = None, split: Split | None = None) -> list[Matches]:
     """Per simhash, the documents within ``k`` bits of one of its probes (the simhash with the
     bits of one of its ``masks`` flipped), at their distance from the simhash itself (more than
     k where only a probe reached them): ``lookup``'s answer with the runs every probe found, each
     fingerprint once, at that distance (``confirm``: beyond 3 bits of it, confirmed). Skew-proof
     as a lookup: a run's ids are read when listed."""
     flat = [(i, q ^ m) for i, (q, ms) in enumerate(zip(simhashes, masks)) for m in ms]
-    found = lookup(store, scheme, [p for _, p in flat], k, 1, ttl, head)
+    found = lookup(store, scheme, [p for _, p in flat], k, 1, split=split)
     near: list[dict[int, Run]] = [{} for _ in simhashes]
     for (i, _), matches in zip(flat, found):
         for run in matches.runs:
@@ -175,7 +180,9 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
                 near[i][run.simhash] = Run(hamming(run.simhash, simhashes[i]), run.simhash, run.ids)
     joined: list[list[Run]] = [list(runs_of.values()) for runs_of in near]
     if confirm is not None:
-        joined = confirmed_runs(store, joined, confirm.sketches, confirm.allowed, confirm.at)
+        joined = confirmed_runs(joined, confirm.sketches, confirm.allowed)
+    if ttl:
+        joined = unexpired_runs(store, joined, ttl, head=head)
     out = []
     for runs_of in joined:
         query_runs = sorted(runs_of, key=lambda r: (r.distance, r.simhash))
@@ -186,18 +193,19 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
 
 def signed_lookup(store: Store, schemes: Sequence[Scheme], names: list, columns: Sequence[Sequence[int]],
                   probes: Sequence[Sequence[Sequence[int]]] | None, k: int, max_matches: int | None,
-                  ttl: int | None, head: int, confirm: Confirm | None = None) -> list[Matches]:
+                  ttl: int | None, head: int, confirm: Confirm | None = None,
+                  split: Split | None = None) -> list[Matches]:
     """The lookup of an index's queries: per signature j (``schemes[j]``, named ``names[j]``:
     None for an index of one signature) the queries' ``columns[j]``, and with ``probes`` (per
     query, per signature, the bits to flip) each probe; merged per query (``merged``); each
-    answer beyond 3 bits ``confirm``ed."""
-    answers = [lookup(store, scheme, column, k, max_matches, ttl, head, confirm)
+    answer beyond 3 bits ``confirm``ed (``split``: ``lookup``'s)."""
+    answers = [lookup(store, scheme, column, k, max_matches, ttl, head, confirm, split)
                for scheme, column in zip(schemes, columns)]
     signature = list(range(len(columns)))
     for j, (scheme, column) in enumerate(zip(schemes, columns)):
         masks = [p[j] if j < len(p) else () for p in probes or ()]
         if any(masks):
-            answers.append(probed(store, scheme, column, masks, k, max_matches, ttl, head, confirm))
+            answers.append(probed(store, scheme, column, masks, k, max_matches, ttl, head, confirm, split))
             signature.append(j)
     if len(answers) == 1 and names == [None]:
         return answers[0]

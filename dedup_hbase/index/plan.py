@@ -14,7 +14,7 @@ from math import comb
 
 from ..errors import InvalidInput
 from ..text.signatures import Signatures
-from .layout import KEY_BYTES, SIGNATURE_FLAGS, Scheme
+from .layout import KEY_BYTES, SIGNATURE_FLAGS, SKETCH_BYTES, Scheme
 
 # One prefix scan (a seek) costs about as much as reading this many candidate rows.
 SEEK_COST = 100
@@ -41,28 +41,29 @@ class PlanRow:
         return self.__dict__.copy()
 
 
-def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1, probes: int = 0) -> PlanRow:
+def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1, probes: int = 0,
+         sketch: bool = False) -> PlanRow:
     """Rows, bytes, scans and candidates of ``scheme`` for ``docs`` documents of ``signatures``
-    signatures, a lookup making ``probes`` probes in all (of every signature)."""
+    signatures, a lookup making ``probes`` probes in all (of every signature); ``sketch``: each
+    cell's column also holds the document's sketch (an index with a confirmation: layout.py)."""
     flags = len(scheme.flags) * signatures
     rows = docs * flags
     lookups = signatures + probes
     candidates = lookups * sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
-    return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows,
-                   rows * (KEY_BYTES + id_bytes),
-                   rows * (KEY_BYTES + id_bytes + HBASE_CELL_OVERHEAD), candidates, signatures,
-                   len(scheme.flags) * lookups)
+    cell = KEY_BYTES + id_bytes + (SKETCH_BYTES if sketch else 0)
+    return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows, rows * cell,
+                   rows * (cell + HBASE_CELL_OVERHEAD), candidates, signatures, len(scheme.flags) * lookups)
 
 
 def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Signatures(),
-          probes: int = 0) -> list[PlanRow]:
+          probes: int = 0, sketch: bool = False) -> list[PlanRow]:
     """``plan`` of every scheme that guarantees ``k`` (``schemes_for``; with several
     ``signatures``, those of at most 16 flags a signature), for ``docs`` documents, a lookup
-    making ``probes`` probes in all."""
+    making ``probes`` probes in all, a ``sketch`` in each cell or not."""
     if isinstance(docs, bool) or not isinstance(docs, int) or docs < 1:
         raise InvalidInput(f"the number of documents must be at least 1, not {docs!r}")
     count = len(signatures)
-    rows = [plan(s, docs, id_bytes, count, probes) for s in schemes_for(k)
+    rows = [plan(s, docs, id_bytes, count, probes, sketch) for s in schemes_for(k)
             if count == 1 or len(s.flags) <= SIGNATURE_FLAGS]
     if not rows:
         raise InvalidInput(f"no scheme on the 13-byte row key guarantees k={k}"
@@ -71,11 +72,12 @@ def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Si
 
 
 def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Signatures = Signatures(),
-          probes: int = 0) -> str:
+          probes: int = 0, sketch: bool = False) -> str:
     """``plans`` as a table for people (``dedup-hbase plan``), sizes in B, KB, MB, ... (powers of 1000)."""
     lines = [f"{docs:,} documents, k={k}, ids of {id_bytes} bytes"
              f"{f', signatures {signatures.label} (rows and scans of all)' if len(signatures) > 1 else ''}"
              f"{f', {probes} probes a lookup' if probes else ''}"
+             f"{f', a sketch in each cell (+{SKETCH_BYTES} bytes)' if sketch else ''}"
              " (uniform fingerprints assumed)",
              f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
              f"{'HBase bytes':>11} {'candidates/lookup':>17}" + (f" {'scans/lookup':>12}" if probes else "")]

@@ -57,7 +57,7 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
     if index.store.scan_range("docs", b"", None, 1):
         # the index holds documents: which of these ids, and with which fingerprint
         winners = job.persist(winners)
-        found = winners.select("id", "simhash", "more").mapInArrow(
+        found = winners.select("id", "simhash", "more", "sketch").mapInArrow(
             stages.old_fingerprints(index.store.url), stages.OLD_SCHEMA).groupBy().sum("known", "replaced").collect()[0]
         known, report.replaced = found[0] or 0, found[1] or 0
         clock("ids in the index already")

@@ -195,18 +195,20 @@ def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_byte
     return _frame(spark, rdd, JSON_LINES_SCHEMA)
 
 
-RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>"
+RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>, sketches array<bigint>"
 
 
 def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, flags: int, k: int, limit: int | None,
-               chunk: int):
+               chunk: int, sketched: bool = False):
     """The helper's ``IndexLookup.runs``: per (query, prefix) row of ``probes`` (sorted by
     prefix within partitions), the index rows under the prefix within ``k`` bits of the
     query, read in the executors' JVMs (RUNS_SCHEMA: query, simhash, distance, the
-    fingerprint's document count, its first ``limit`` ids or all when None); ``flags``: the
-    scheme's number of flags; ``chunk``: probes per scan. No TTL is applied."""
+    fingerprint's document count, its first ``limit`` ids or all when None, and with
+    ``sketched`` (an index with a confirmation: index/confirm.py) their sketches, else null);
+    ``flags``: the scheme's number of flags; ``chunk``: probes per scan. No TTL is applied."""
     rdd = _helper(spark).IndexLookup.runs(probes.select("query", "prefix")._jdf.queryExecution().toRdd().toJavaRDD(),
-                                          *zk.args(), table, family, flags, k, -1 if limit is None else limit, chunk)
+                                          *zk.args(), table, family, flags, k, -1 if limit is None else limit, chunk,
+                                          sketched)
     return _frame(spark, rdd, RUNS_SCHEMA)
 
 

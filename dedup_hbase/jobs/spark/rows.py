@@ -103,22 +103,39 @@ def signature_simhash(j: int):
     return F.col("simhash") if j == 0 else F.element_at(F.col("more"), j)
 
 
-def _keyed(winners, schemes: list[Scheme]):
-    """winners with each signature's and flag's row key as a column (``_k0_1`` ...) and the id's
-    bytes (``_id``), computed once per document in their own projection: a struct column built
-    on them refers to a key several times (its region), which Spark would compute again in
+def cell_qualifier(id_bytes, sketch):
+    """``confirm.cell_qualifier`` of a binary id column and a bigint sketch column: the id with
+    each 0x00 byte as 0x00 0xFF (hex pairs rewritten, for the ids that hold one), 0x00 0x00, the
+    sketch's 8 bytes."""
+    from pyspark.sql import functions as F
+
+    hexed = F.hex(id_bytes)
+    pairs = F.split(F.regexp_replace(hexed, "(..)", "$1 "), " ")
+    escaped = F.unhex(F.array_join(F.transform(pairs, lambda p: F.when(p == "00", "00FF").otherwise(p)), ""))
+    zero = hexed.rlike("^(..)*00")  # a 0x00 byte: "00" at an even place of the hex
+    return F.concat(F.when(zero, escaped).otherwise(id_bytes), F.lit(b"\x00\x00"), _big_endian(sketch, 8))
+
+
+def _keyed(winners, schemes: list[Scheme], sketch: bool = False):
+    """winners with each signature's and flag's row key as a column (``_k0_1`` ...), the id's
+    bytes (``_id``) and the column of its index cells (``_q``: the id, or with ``sketch``
+    ``cell_qualifier``), computed once per document in their own projection: a struct column
+    built on them refers to a key several times (its region), which Spark would compute again in
     each place."""
     from pyspark.sql import functions as F
 
     keys = [key.alias(f"_k{j}_{flag}") for j, scheme in enumerate(schemes)
             for flag, key in enumerate(row_keys(scheme, signature_simhash(j)), 1)]
-    return winners.select("*", F.col("id").cast("binary").alias("_id"), *keys)
+    raw = F.col("id").cast("binary")
+    qualifier = cell_qualifier(raw, F.col("sketch")) if sketch else raw
+    return winners.select("*", raw.alias("_id"), qualifier.alias("_q"), *keys)
 
 
 def index_cells(schemes: list[Scheme], splits: list[bytes], targets: list[int], per_region: int) -> list:
     """Struct columns (part, key, qualifier, value) over ``_keyed`` winners: a document's index
-    rows, one per signature and flag: key = row key, qualifier = the id's UTF-8 bytes, empty
-    value; ``part`` from the key's region, spread over its partitions by the simhash's low byte."""
+    rows, one per signature and flag: key = row key, qualifier = ``_q`` (the id's UTF-8 bytes;
+    with a confirmation, with the sketch), empty value; ``part`` from the key's region, spread
+    over its partitions by the simhash's low byte."""
     from pyspark.sql import functions as F
 
     out = []
@@ -127,7 +144,7 @@ def index_cells(schemes: list[Scheme], splits: list[bytes], targets: list[int], 
         for flag in range(1, len(scheme.flags) + 1):
             key = F.col(f"_k{j}_{flag}")
             out.append(F.struct(_part(key, spread, splits, targets, per_region), key.alias("key"),
-                                F.col("_id").alias("qualifier"), F.lit(b"").alias("value")))
+                                F.col("_q").alias("qualifier"), F.lit(b"").alias("value")))
     return out
 
 
@@ -205,6 +222,6 @@ def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple
     from pyspark.sql import functions as F
 
     structs = index_cells(schemes, *index) + [doc_cell(*docs)]
-    prepared = _keyed(winners, schemes).drop("_id")
+    prepared = _keyed(winners, schemes, sketch).drop("_id")
     return (_valued(prepared, loaded, len(schemes) - 1, sketch).select(F.explode(F.array(*structs)).alias("c"))
             .select("c.*"))

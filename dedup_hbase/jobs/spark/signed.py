@@ -13,8 +13,8 @@ and with probes its ``masks``: stages.py)::
        lookup, with all its ids
     J  each run joined back to the lookup keys that asked for it, at its distance from the
        signature's simhash itself (k + 1 where only a probe reached it)
-    E  with a confirmation: the documents of the runs beyond 3 bits whose sketches the key's does
-       not confirm left out (one read of their document rows per batch: stages.confirm_runs)
+    E  with a confirmation: the documents of the runs beyond 3 bits whose sketches (read with
+       their cells) the key's does not confirm left out (stages.confirm_runs)
     E  per lookup key (hash-partitioned, sorted): ``merge_signed``, as ``lookup.merged``
        answers: each document once, at its nearest signature (on a tie the first), by
        (distance, id), the first ``max_matches``, named by its signature; the match count the
@@ -77,12 +77,13 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
         # (then no scan range spans two segments)
         runs = hadoop.index_runs(spark, zk, target.tables["index"], load_schema()["family"],
                                  probes.repartitionByRange(tasks, "prefix").sortWithinPartitions("prefix"),
-                                 len(scheme.flags) if scheme.first_flag == 1 else 255, k, None, scan_probes)
+                                 len(scheme.flags) if scheme.first_flag == 1 else 255, k, None, scan_probes,
+                                 index.confirm is not None)
         if index.ttl:
             runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
-        joined = lookups.join(runs.select("query", "simhash", "ids"), "query").select(
-            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketch")
+        joined = lookups.join(runs.select("query", "simhash", "ids", "sketches"), "query").select(
+            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "sketch")
         found = joined if found is None else found.unionByName(joined)
     if index.confirm is not None:
         found = found.mapInArrow(stages.confirm_runs(index.store.url), stages.SIGNED_RUNS_SCHEMA)

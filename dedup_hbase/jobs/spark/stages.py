@@ -18,7 +18,7 @@ import numpy as np
 
 from ...index.arrays import as_unsigned, signed64
 from ...index.candidates import Run
-from ...index.confirm import confirmed_runs, sketch_spec
+from ...index.confirm import Sketched, confirmed_runs, sketch_spec
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
@@ -36,7 +36,8 @@ FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simha
 FINGERPRINTED_COLUMNS = ("ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
                          "reason", "featurizer", "more", "masks", "sketch")
 # a signature's runs of a lookup key (signed.py): at distance from the key's simhash of that signature
-SIGNED_RUNS_SCHEMA = "key string, j int, simhash long, distance int, ids array<string>, sketch long"
+SIGNED_RUNS_SCHEMA = ("key string, j int, simhash long, distance int, ids array<string>, sketches array<bigint>, "
+                      "sketch long")
 OLD_SCHEMA = "known long, replaced long"
 
 _fingerprinters: dict[str, Fingerprinter] = {}
@@ -131,7 +132,7 @@ def fingerprint_records(spec: dict, use_simhash: bool):
 
 
 def old_fingerprints(url: str, chunk: int = 1000):
-    """winners (id, simhash, more) -> per batch, how many of its ids the index holds already and how
+    """winners (id, simhash, more, sketch) -> per batch, how many of its ids the index holds already and how
     many of those with another fingerprint. Where the old fingerprint differs, its index rows
     are deleted here, through the store, as ``Index.write`` does before it writes
     (``Index.retire_old_fingerprints``; idempotent: a retried task deletes again)."""
@@ -143,13 +144,16 @@ def old_fingerprints(url: str, chunk: int = 1000):
             ids = batch.column("id").to_pylist()
             sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
             more = batch.column("more").to_pylist()
+            sketches = as_unsigned(batch.column("sketch").to_numpy(zero_copy_only=False)) \
+                if index.confirm is not None else None
             extra = len(index.signatures) - 1
             columns = [sims] + [as_unsigned(np.array([m[j] for m in more], np.int64)) for j in range(extra)]
             known = replaced = 0
             for start in range(0, len(ids), chunk):
                 raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
                 written = index.retire_old_fingerprints(raw, sims[start:start + chunk],
-                                                        [c[start:start + chunk] for c in columns])
+                                                        [c[start:start + chunk] for c in columns],
+                                                        None if sketches is None else sketches[start:start + chunk])
                 known += len(raw) - written.new
                 replaced += written.replaced
             yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64()), pa.array([replaced], pa.int64())],
@@ -159,45 +163,53 @@ def old_fingerprints(url: str, chunk: int = 1000):
 
 def expire_runs(url: str):
     """(query, run) batches (RUNS_SCHEMA, every id of a run) -> the same without the
-    documents older than the index's TTL (runs left empty dropped), a run's total the
-    documents left (``check --engine spark``'s runs, and signed.py's)."""
+    documents older than the index's TTL (runs left empty dropped; the sketches of the ids
+    kept beside them), a run's total the documents left (``check --engine spark``'s runs, and
+    signed.py's)."""
 
     def run(batches):
         import pyarrow as pa
 
         index = index_of(url)
         for batch in batches:
-            queries, simhashes, distances, ids = (batch.column(n).to_pylist()
-                                                  for n in ("query", "simhash", "distance", "ids"))
+            queries, simhashes, distances, ids, sketches = (batch.column(n).to_pylist() for n in (
+                "query", "simhash", "distance", "ids", "sketches"))
             found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
                                    index.ttl, head=index.head)
-            kept = [(q, runs[0]) for q, runs in zip(queries, found) if runs]
-            cols = [[q for q, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept]]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string())]
+            kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
+            their = [None if sketches[n] is None else [dict(zip(ids[n], sketches[n]))[i] for i in r.ids]
+                     for n, r in kept]
+            cols = [[queries[n] for n, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
+                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept], their]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string()), pa.list_(pa.int64())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids"])
+                                             names=["query", "simhash", "distance", "total", "ids", "sketches"])
     return run
 
 
 def confirm_runs(url: str):
-    """SIGNED_RUNS_SCHEMA batches (a lookup key's runs, signed.py, with its sketch) -> the same
-    without the documents beyond 3 bits whose sketch the key's does not confirm (``confirm.confirmed_runs``: one read of such documents' rows per batch),
-    runs left empty dropped."""
+    """SIGNED_RUNS_SCHEMA batches (a lookup key's runs with their ids' sketches, read with their
+    cells, and the key's sketch: signed.py) -> the same without the documents beyond 3 bits
+    whose sketch the key's does not confirm (``confirm.confirmed_runs``; no read), runs left
+    empty dropped, the sketches of the ids no longer carried."""
 
     def run(batches):
         import pyarrow as pa
 
-        index = index_of(url)
+        allowed = index_of(url).confirm
+        mask = (1 << 64) - 1
         for batch in batches:
-            keys, places, simhashes, distances, ids, sketches = (batch.column(n).to_pylist() for n in (
-                "key", "j", "simhash", "distance", "ids", "sketch"))
-            found = confirmed_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
-                                   [s & ((1 << 64) - 1) for s in sketches], index.confirm, 8 * len(index.signatures))
+            keys, places, simhashes, distances, ids, theirs, sketches = (batch.column(n).to_pylist() for n in (
+                "key", "j", "simhash", "distance", "ids", "sketches", "sketch"))
+            found = confirmed_runs([[Run(d, s, Sketched(i, [x & mask for x in t]))]
+                                    for d, s, i, t in zip(distances, simhashes, ids, theirs)],
+                                   [s & mask for s in sketches], allowed)
             kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
             cols = [[keys[n] for n, _ in kept], [places[n] for n, _ in kept], [r.simhash for _, r in kept],
-                    [r.distance for _, r in kept], [list(r.ids) for _, r in kept], [sketches[n] for n, _ in kept]]
-            types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.list_(pa.string()), pa.int64()]
+                    [r.distance for _, r in kept], [list(r.ids) for _, r in kept], [None] * len(kept),
+                    [sketches[n] for n, _ in kept]]
+            types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.list_(pa.string()), pa.list_(pa.int64()),
+                     pa.int64()]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["key", "j", "simhash", "distance", "ids", "sketch"])
+                                             names=["key", "j", "simhash", "distance", "ids", "sketches", "sketch"])
     return run

@@ -31,8 +31,10 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * row once with the queries of its prefix.
  *
  * <p>An index row is segment(4B) + flag(1B) + simhash(8B) with one cell per document (the
- * qualifier is the document id, no value). A row is one indexed fingerprint, so the copies of
- * one text are one comparison per query however many there are (skew).
+ * qualifier is the document id, no value; in an index with a confirmation, {@code sketched}, the
+ * id with each 0x00 byte as 0x00 0xFF, then 0x00 0x00 and the document's 8-byte sketch:
+ * index/confirm.py). A row is one indexed fingerprint, so the copies of one text are one
+ * comparison per query however many there are (skew).
  *
  * <p>Input rows: Spark's internal rows (query long, prefix long), the prefix being
  * {@code segment << 8 | flag}, sorted by prefix within each partition. A task cuts them into
@@ -42,8 +44,9 @@ import org.apache.spark.sql.catalyst.InternalRow;
  *
  * <p>Out: one row per (query, indexed fingerprint within k bits): query, simhash, distance,
  * total (the documents of the fingerprint), ids (the first {@code limit} in key order, or all
- * when {@code limit} is negative). A fingerprint found under several flags of one query comes
- * out once per flag; the caller merges. Nothing here applies a TTL.
+ * when {@code limit} is negative), and when {@code sketched} their sketches (else null). A
+ * fingerprint found under several flags of one query comes out once per flag; the caller merges.
+ * Nothing here applies a TTL or confirms.
  */
 public final class IndexLookup {
   private IndexLookup() {
@@ -58,7 +61,7 @@ public final class IndexLookup {
    * is closed when the task ends.
    */
   public static JavaRDD<Row> runs(JavaRDD<InternalRow> probes, String quorum, int port, String znodeParent,
-      String table, String family, int flags, int k, int limit, int chunk) {
+      String table, String family, int flags, int k, int limit, int chunk, boolean sketched) {
     byte[] columns = Bytes.toBytes(family);
     return probes.mapPartitions(it -> {
       if (!it.hasNext()) {
@@ -96,7 +99,7 @@ public final class IndexLookup {
             }
             List<Row> out = new ArrayList<>();
             try {
-              c.scan(index, columns, flags, k, limit, out);
+              c.scan(index, columns, flags, k, limit, sketched, out);
             } catch (IOException e) {
               throw new RuntimeException(e);
             }
@@ -167,7 +170,8 @@ public final class IndexLookup {
     }
 
     /** One scan of the chunk's prefixes; a row's matches appended to {@code out} when the row ends. */
-    void scan(Table index, byte[] family, int flags, int k, int limit, List<Row> out) throws IOException {
+    void scan(Table index, byte[] family, int flags, int k, int limit, boolean sketched, List<Row> out)
+        throws IOException {
       if (distinct == 0) {
         return;
       }
@@ -186,7 +190,7 @@ public final class IndexLookup {
       if (ranges.size() > 1) {
         scan.setFilter(new MultiRowRangeFilter(ranges));
       }
-      RowMatches row = new RowMatches(limit);
+      RowMatches row = new RowMatches(limit, sketched);
       int at = 0; // the index in prefixes of the current row's prefix
       try (ResultScanner scanner = index.getScanner(scan)) {
         for (Result result : scanner) {
@@ -213,6 +217,7 @@ public final class IndexLookup {
   /** The cells of one index row, gathered across the partial results of a wide row. */
   static final class RowMatches {
     final int limit;
+    final boolean sketched;
     byte[] key;
     long simhash;
     long[] matched = new long[16]; // the queries within k bits
@@ -220,9 +225,11 @@ public final class IndexLookup {
     int count;
     long total;
     List<String> ids = new ArrayList<>();
+    long[] sketches = new long[16];
 
-    RowMatches(int limit) {
+    RowMatches(int limit, boolean sketched) {
       this.limit = limit;
+      this.sketched = sketched;
     }
 
     boolean same(byte[] other) {
@@ -261,8 +268,39 @@ public final class IndexLookup {
         if (limit >= 0 && ids.size() >= limit) {
           break;
         }
-        ids.add(Bytes.toString(CellUtil.cloneQualifier(cell)));
+        byte[] qualifier = CellUtil.cloneQualifier(cell);
+        if (!sketched) {
+          ids.add(Bytes.toString(qualifier));
+          continue;
+        }
+        if (ids.size() == sketches.length) {
+          sketches = Arrays.copyOf(sketches, 2 * ids.size());
+        }
+        sketches[ids.size()] = Bytes.toLong(qualifier, qualifier.length - 8);
+        ids.add(Bytes.toString(unescaped(qualifier, qualifier.length - 10)));
       }
+    }
+
+    /** The first {@code length} bytes of a qualifier with each 0x00 0xFF back to 0x00. */
+    static byte[] unescaped(byte[] qualifier, int length) {
+      int zeros = 0;
+      for (int i = 0; i < length; i++) {
+        if (qualifier[i] == 0) {
+          zeros++;
+        }
+      }
+      if (zeros == 0) {
+        return Arrays.copyOf(qualifier, length);
+      }
+      byte[] out = new byte[length - zeros];
+      int j = 0;
+      for (int i = 0; i < length; i++) {
+        out[j++] = qualifier[i];
+        if (qualifier[i] == 0) {
+          i++; // the escape's 0xFF
+        }
+      }
+      return out;
     }
 
     void emit(List<Row> out) {
@@ -270,8 +308,15 @@ public final class IndexLookup {
         return;
       }
       String[] kept = ids.toArray(new String[0]);
+      Long[] their = null;
+      if (sketched) {
+        their = new Long[kept.length];
+        for (int i = 0; i < kept.length; i++) {
+          their[i] = sketches[i];
+        }
+      }
       for (int i = 0; i < count; i++) {
-        out.add(RowFactory.create(matched[i], simhash, distances[i], total, kept));
+        out.add(RowFactory.create(matched[i], simhash, distances[i], total, kept, their));
       }
       count = 0;
     }
