@@ -29,7 +29,7 @@ order, with the same ids (tests/test_candidates.py).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby, repeat
 from operator import attrgetter
 from typing import NamedTuple
@@ -49,7 +49,7 @@ class Ids(Sequence[str]):
     """The document ids of one run of cells, in key order, decoded when read and kept: a run
     of 200,000 copies costs nothing until its ids are asked for (``ids[:2]`` decodes two).
     ``split``: cells whose qualifier also holds the document's sketch (an index with a
-    confirmation: ``confirm.split_qualifier``), else None (the qualifier is the id)."""
+    confirmation: ``layout.split_qualifier``), else None (the qualifier is the id)."""
 
     __slots__ = ("_cells", "_start", "_length", "_decoded", "_split")
 
@@ -78,9 +78,12 @@ class Ids(Sequence[str]):
             self._decoded[i] = (qualifier if self._split is None else self._split(qualifier)[0]).decode("utf-8")
         return self._decoded[i]
 
-    def sketch(self, i: int) -> int:
-        """The sketch of the ``i``-th document (cells with sketches: ``split`` given)."""
-        return self._split(self._cells.qualifier(self._start + i))[1]
+    def with_sketches(self) -> Iterator[tuple[str, int]]:
+        """Every (id, sketch), in order, each cell's column decoded once (cells with sketches:
+        ``split`` given)."""
+        for i in range(self._length):
+            raw, sketch = self._split(self._cells.qualifier(self._start + i))
+            yield self._decoded.get(i) or raw.decode("utf-8"), sketch
 
 
 class Run(NamedTuple):

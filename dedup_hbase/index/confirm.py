@@ -19,7 +19,7 @@ needs to find the old cells). This module does no fingerprinting;
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ..errors import InvalidInput
 from .candidates import Run
@@ -56,20 +56,20 @@ class Sketched(list):
         super().__init__(ids)
         self.sketches = sketches
 
-    def sketch(self, i: int) -> int:
-        return self.sketches[i]
+    def with_sketches(self) -> Iterator[tuple[str, int]]:
+        return zip(self, self.sketches)
 
 
 def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int) -> list[list[Run]]:
     """``found`` (per query, its runs, at their distance from the query; their ids read from
-    cells with sketches: ``candidates.Ids.sketch``) without the documents beyond
+    cells with sketches: ``candidates.Ids.with_sketches``) without the documents beyond
     ``CONFIRMED_BEYOND`` bits whose sketch is more than ``allowed`` bits from the query's
     (``sketches``, one per query); runs left empty dropped. Reads nothing from the store."""
     out = []
     for runs, query in zip(found, sketches):
         kept = [r if r.distance <= CONFIRMED_BEYOND else
-                Run(r.distance, r.simhash, [r.ids[i] for i in range(len(r.ids))
-                                            if (r.ids.sketch(i) ^ query).bit_count() <= allowed])
+                Run(r.distance, r.simhash, [i for i, sketch in r.ids.with_sketches()
+                                            if (sketch ^ query).bit_count() <= allowed])
                 for r in runs]
         out.append([r for r in kept if r.ids])
     return out

@@ -140,7 +140,7 @@ def stored_simhashes(value: bytes, count: int) -> tuple[int, ...]:
 def stored_cells(raw_id: bytes, value: bytes, count: int, sketched: bool) -> tuple[bytes, tuple[int, ...]]:
     """Where a document row's document is in the index: (the column of its index cells, its
     ``count`` signatures' simhashes); ``sketched``: an index with a confirmation, whose cells'
-    column also holds the sketch (confirm.cell_qualifier)."""
+    column also holds the sketch (layout.cell_qualifier)."""
     simhashes = stored_simhashes(value, count)
     if not sketched:
         return raw_id, simhashes
@@ -158,7 +158,7 @@ def index_keys(schemes: Sequence[Scheme], stored: Sequence[tuple[bytes, tuple[in
 
 def cell_qualifiers(raw_ids: Sequence[bytes], sketches: np.ndarray | None) -> list[bytes]:
     """The columns of documents' index cells: their ids, or with ``sketches`` (an index with a
-    confirmation) ``confirm.cell_qualifier`` of each."""
+    confirmation) ``layout.cell_qualifier`` of each."""
     if sketches is None:
         return list(raw_ids)
     return [cell_qualifier(raw, sketch) for raw, sketch in zip(raw_ids, sketches.tolist())]

@@ -104,7 +104,7 @@ def signature_simhash(j: int):
 
 
 def cell_qualifier(id_bytes, sketch):
-    """``confirm.cell_qualifier`` of a binary id column and a bigint sketch column: the id with
+    """``layout.cell_qualifier`` of a binary id column and a bigint sketch column: the id with
     each 0x00 byte as 0x00 0xFF (hex pairs rewritten, for the ids that hold one), 0x00 0x00, the
     sketch's 8 bytes."""
     from pyspark.sql import functions as F
