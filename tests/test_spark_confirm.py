@@ -173,3 +173,41 @@ def test_add_new_with_a_confirmation_leaves_the_index_as_load_skip_near_dups(spa
         for url in urls:
             with open_store(url) as store:
                 store.drop()
+
+
+@pytest.mark.hbase
+def test_a_spark_check_with_a_confirmation_and_a_ttl_is_the_local_check(spark, hbase_url, tmp_path, xwlb_path):
+    """An index with a confirmation and a TTL: the expiry keeps each id's sketch beside it, so
+    the Spark check's records are the local check's; no expired document matches, and matches
+    beyond 3 bits (confirmed) are among them."""
+    import time
+
+    from test_spark_check import local_records, same_records, spark_check
+    from test_spark_signatures import json_lines
+
+    from dedup_hbase import Document
+    from dedup_hbase.report.copies import Copier, edit_characters
+
+    texts = news_texts(xwlb_path, 150)
+    rnd = random.Random(24)
+    copier = Copier("zh", edit_characters(texts, rnd))
+    url = with_zk(hbase_store_url(hbase_url))
+    index = Index.create(open_store(url), "7/1", K, ttl=3600, confirm=T)
+    try:
+        now = int(time.time())
+        # of each text an expired copy first in id order, its sketch far from the text's (were the
+        # sketches not kept beside the ids the expiry keeps, the live copy would get the far one)
+        index.write([Document(f"d{i}-{tag}", index.fingerprint(t), {"loaded": loaded}, (), index.sketch(t) ^ flip)
+                     for i, t in enumerate(texts)
+                     for tag, loaded, flip in (("0old", now - 7200, (1 << 32) - 1), ("1new", now, 0))])
+        edited = tmp_path / "edited.jsonl"
+        write_texts(edited, "e", [copier.edit3(rnd, t) for t in texts])
+        spark_check(url, spark, [edited], tmp_path / "out")
+        got = json_lines(tmp_path / "out")
+        same_records(got, local_records(url, edited, fingerprints=False))
+        found = [m for r in got for m in r["matches"]]
+        assert len(found) >= 60 and not any(m["id"].endswith("old") for m in found)
+        assert sum(m["distance"] > CONFIRMED_BEYOND for m in found) >= 10
+    finally:
+        with open_store(url) as store:
+            store.drop()
