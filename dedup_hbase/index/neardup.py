@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import ranges
 from .confirm import CONFIRMED_BEYOND
 from .layout import Scheme
 
@@ -255,12 +256,21 @@ def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, allowed: int, j: n
     """(m, 2) positions (i, j), i < j: for each found pair (``j``, fingerprint ``u``), the first
     copy ``i`` of each sketch among ``u``'s copies (``fingerprint``: position -> its fingerprint)
     within ``allowed`` bits of ``j``'s sketch."""
-    groups = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
-    groups = groups[np.lexsort((groups, fingerprint[groups]))]  # by fingerprint, then first position
-    of = fingerprint[groups]
-    starts, ends = np.searchsorted(of, u, "left"), np.searchsorted(of, u, "right")
-    counts = ends - starts
-    at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-    i, j = groups[at], np.repeat(j, counts)
+    which, i = first_per_sketch(fingerprint, sketches, u)
+    j = j[which]
     keep = (i < j) & (np.bitwise_count(sketches[i] ^ sketches[j]) <= allowed)
     return np.stack([i[keep], j[keep]], axis=1)
+
+
+def first_per_sketch(fingerprint: np.ndarray, sketches: np.ndarray,
+                     wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each entry of ``wanted`` (fingerprints, numbered as ``fingerprint`` numbers them), the
+    first member of each sketch among the members of that fingerprint (``fingerprint`` and
+    ``sketches``: per member, members in order): (the entry's index, repeated per sketch; that
+    member). Copies of one fingerprint and sketch count once: linear in the copies."""
+    firsts = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
+    firsts = firsts[np.lexsort((firsts, fingerprint[firsts]))]  # by fingerprint, then first member
+    of = fingerprint[firsts]
+    begins = np.searchsorted(of, wanted, "left")
+    counts = np.searchsorted(of, wanted, "right") - begins
+    return np.repeat(np.arange(len(wanted)), counts), firsts[ranges(begins, counts)]

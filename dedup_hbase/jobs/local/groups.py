@@ -22,7 +22,7 @@ import numpy as np
 
 from ...index.confirm import CONFIRMED_BEYOND, sketch_spec
 from ...index.layout import Scheme
-from ...index.neardup import NearPairs, near_pairs
+from ...index.neardup import NearPairs, first_per_sketch, near_pairs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
@@ -122,20 +122,9 @@ def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, c
     their distances."""
     sketches, allowed = confirm
     fingerprint = found.inverse[first_of]  # node -> its fingerprint under this signature
-    rows = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
-    rows = rows[np.lexsort((rows, fingerprint[rows]))]  # a node per (fingerprint, sketch), by fingerprint
-    of = fingerprint[rows]
-
-    def spread(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(the index of each pair repeated per node of its fingerprint ``us``, those nodes)."""
-        starts, ends = np.searchsorted(of, us, "left"), np.searchsorted(of, us, "right")
-        counts = ends - starts
-        at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        return np.repeat(np.arange(len(us)), counts), rows[at]
-
     near = found.pairs[far]
-    which, a = spread(near[:, 0])
-    again, b = spread(near[which, 1])
+    which, a = first_per_sketch(fingerprint, sketches, near[:, 0])
+    again, b = first_per_sketch(fingerprint, sketches, near[which, 1])
     a, which = a[again], which[again]
     keep = np.bitwise_count(sketches[a] ^ sketches[b]) <= allowed
     distance = np.bitwise_count(found.unique[near[which, 0]] ^ found.unique[near[which, 1]])

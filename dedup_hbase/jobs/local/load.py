@@ -143,8 +143,9 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
     batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
     same groups as every pair found: each document to one document of every indexed
-    fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each copy to its first copy in the batch and the first copies
-    of near fingerprints. Linear in the copies of a fingerprint, never quadratic."""
+    fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each
+    copy to its first copy in the batch and the first copies of near fingerprints. Linear in the
+    copies of a fingerprint, never quadratic."""
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     if index.lookup_options:  # several signatures, probes or a confirmation
