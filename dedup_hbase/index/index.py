@@ -3,8 +3,8 @@
 Tables (see schema/tables.json):
 
 * ``index``: key = 13-byte row key (layout.py) + document id (with a confirmation, the id
-  escaped and the sketch: layout.py, confirm.py); empty value. One row per fingerprint and flag, one
-  column per document.
+  escaped and the sketch: layout.py, confirm.py); empty value. One row per fingerprint and
+  flag, one column per document.
 * ``docs``: key = document id; value = 8-byte big-endian simhash (one per signature in an
   index of several) + JSON metadata. Lets ``delete`` find a document's index rows and results
   show metadata without fingerprinting the text again.
