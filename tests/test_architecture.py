@@ -24,7 +24,7 @@ LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"
 ORDER = {
     "text": ["", "boilerplate", "features", "native", "fingerprint", "signatures", "terms"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
-              "documents", "lookup", "index"],
+              "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
     "stores.hbase": ["", "wire", "encoding", "tables", "connections", "datapath", "thrift1", "thrift2", "admin", "locks",

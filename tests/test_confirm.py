@@ -254,7 +254,7 @@ def test_skip_near_dups_and_the_service_decide_as_a_lookup(tmp_path, news):
         assert [a["added"] for a in answer.json()] == expected
         simhash = client.post("/v1/check", json=[{"id": "x", "simhash": "00000000000000ff"}])
         assert simhash.status_code == 400 and simhash.json()["error"] == (
-            "document 0 ('x'): this index looks up a confirmation (--confirm 10): give the document's text, "
+            f"document 0 ('x'): this index looks up a confirmation (sketches within {T} bits): give the document's text, "
             "not its simhash")
         checked = client.post("/v1/check", json=[{"id": f"c{j}", "text": t} for j, t in enumerate(copies[:100])])
     local = [json.loads(line) for line in run("--store", served, "check", str(write_lines(tmp_path, copies[:100])),
@@ -275,9 +275,9 @@ def test_precomputed_fingerprints_are_refused_by_both_engines(tmp_path):
     data.write_text(json.dumps({"id": "a", "simhash": "00000000000000ff"}) + "\n")
     run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
     for args, message in ((("load", str(data), "--engine", "spark", "--fingerprints"),
-                           "an index with a confirmation (--confirm) fingerprints the texts themselves"),
+                           f"an index with a confirmation (sketches within {T} bits) fingerprints the texts themselves"),
                           (("load", str(data), "--fingerprints"),
-                           "an index with a confirmation (--confirm) fingerprints the texts themselves"),
+                           f"an index with a confirmation (sketches within {T} bits) fingerprints the texts themselves"),
                           (("query", "--simhash", "00000000000000ff"),
                            "this index confirms matches beyond 3 bits by a sketch of the text")):
         done = run("--store", store, *args, check=False)

@@ -78,8 +78,8 @@ def test_checks_are_check_json_and_a_simhash_is_refused(tmp_path, families):
         assert got.status_code == 200 and got.json() == expected
         refused = client.post("/v1/check", json=[asked[0], {"id": "h", "simhash": expected[0]["simhash"]}])
         assert refused.status_code == 400
-        assert refused.json()["error"] == ("document 1 ('h'): this index looks up several signatures "
-                                           "(body,lead150): give the document's text, not its simhash")
+        assert refused.json()["error"] == ("document 1 ('h'): this index looks up signatures "
+                                           "body,lead150: give the document's text, not its simhash")
         explained = client.post("/v1/check?explain=true", json=asked[:2]).json()
         parts = signed_parts([asked[0]["text"]])[0][0]
         for match in explained[0]["matches"]:

@@ -24,9 +24,9 @@ from ..index import plan as planning
 from ..index.confirm import check_confirm
 from ..index.index import Index, fingerprinter_for
 from ..index.lookup import check_probes, parse_probes
-from ..index.retention import describe as describe_duration
 from ..index.retention import parse_duration
 from ..index.schema import hbase_shell_ddl, load_schema
+from ..index.spec import PRESETS, preset_options
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
@@ -85,6 +85,7 @@ SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spa
 Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")]
 SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).")]
 Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
+Preset = Annotated[str | None, typer.Option(help=f"A measured setting of --signatures, --probes and --confirm: {', '.join(f'{name} ({basis})' for name, (_, basis) in PRESETS.items())} (docs/quality.md).")]
 
 
 @_command
@@ -96,20 +97,21 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
          probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
          confirm: Annotated[int | None, typer.Option(help="With --k above 3: a match beyond 3 bits also needs a second SimHash of the text (another seed) within this many bits, such as --k 8 --confirm 14 (8 more bytes a document row; docs/quality.md).")] = None,
-         json_: Json = False) -> None:
-    """Create an empty index: tables, scheme, k, featurizer and signatures."""
+         preset: Preset = None, json_: Json = False) -> None:
+    """Create an empty index: tables, scheme, k, featurizer and signatures.
+
+    --preset names a measured setting (dedup-hbase plan --preset NAME shows its cost): default,
+    or recall (--signatures body,lead150 --probes 8,1 --confirm 14). An option given beside it
+    overrides the preset's."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
-                         signatures, probes, confirm)
+                         signatures, probes, confirm, preset)
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:
+        named = f" (preset {index.spec.preset})" if index.spec.preset not in (None, "default") else ""
         typer.echo(f"created index at {index.store.url}: scheme {index.scheme.name} ({index.scheme.description}), "
-                   f"k={k}, featurizer {fingerprinter.featurizer.name}"
-                   f"{f', signatures {index.signatures.label}' if len(index.signatures) > 1 else ''}"
-                   f"{f', probes {list(index.probes)}' if any(index.probes) else ''}"
-                   f"{f', matches beyond 3 bits confirmed within {index.confirm} bits' if index.confirm is not None else ''}"
-                   f"{f', ttl {describe_duration(index.ttl)} (older documents stop matching and are removed)' if ttl else ''}")
+                   f"k={k}, featurizer {fingerprinter.featurizer.name}{index.spec.describe()}{named}")
 
 
 @_command
@@ -322,8 +324,10 @@ def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of d
          signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
          probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,1: nine more lookups in all).")] = None,
          confirm: Annotated[int | None, typer.Option(help="The confirmation of init --confirm (14: a sketch of 10 more bytes in each index cell).")] = None,
-         json_: Json = False) -> None:
+         preset: Preset = None, json_: Json = False) -> None:
     """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
+    options = preset_options(preset, signatures=signatures, probes=probes, confirm=confirm)
+    signatures, probes, confirm = options.get("signatures"), options.get("probes"), options.get("confirm")
     chosen = Signatures.parse(signatures)
     probed = sum(check_probes(parse_probes(probes), len(chosen)))
     sketch = check_confirm(confirm, k, bool(probed)) is not None

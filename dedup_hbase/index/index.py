@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
-from .confirm import check_confirm, sketch_spec
+from .confirm import sketch_spec
 from .documents import (
     Document,
     Written,
@@ -46,9 +46,9 @@ from .documents import (
 )
 from .ids import encode_id
 from .layout import PREFIX_BYTES, Scheme, split_qualifier
-from .lookup import Match, Matches, check_probes, check_queries, confirmation, parse_probes, signed_lookup
-from .plan import choose_scheme
+from .lookup import Match, Matches, check_queries, confirmation, signed_lookup
 from .schema import load_schema
+from .spec import IndexSpec, preset_options
 from .store import Store
 
 # Document, Written, document_meta, document_value (documents.py), Match and Matches (lookup.py)
@@ -68,19 +68,15 @@ class Index:
     its configuration, so several processes may write one HBase index at once.
     """
 
-    def __init__(self, store: Store, scheme: Scheme, k: int, fingerprinter: Fingerprinter, ttl: int | None = None,
-                 signatures: Signatures = Signatures(), probes: Sequence[int] = (), confirm: int | None = None):
-        self.store, self.ttl = store, ttl  # ttl: seconds a document counts (retention.py), None: always
-        self.scheme = scheme
-        self.k = scheme.check_k(k)
-        self.fingerprinter = fingerprinter
-        self.signatures = signatures
-        self.probes = check_probes(probes, len(signatures))  # per signature: its unsure bits a lookup flips
-        self.schemes = [scheme.for_signature(j) for j in range(len(signatures))]  # one per signature
-        self.confirm = check_confirm(confirm, self.k, any(self.probes))  # sketch bits allowed beyond 3 bits, None: off
-        self.sketcher = fingerprinter_from_spec(sketch_spec(fingerprinter.spec)) if self.confirm is not None else None
-        # the bytes of a document row before its metadata: every signature's simhash, the sketch
-        self.head = 8 * (len(signatures) + (self.confirm is not None))
+    def __init__(self, store: Store, spec: IndexSpec, fingerprinter: Fingerprinter):
+        self.store, self.spec, self.fingerprinter = store, spec, fingerprinter
+        self.scheme, self.k, self.signatures = spec.scheme, spec.k, spec.signatures
+        self.probes = spec.probes    # per signature: its unsure bits a lookup flips
+        self.confirm = spec.confirm  # sketch bits allowed beyond 3 bits, None: off
+        self.ttl = spec.ttl          # seconds a document counts (retention.py), None: always
+        self.schemes = spec.schemes  # one per signature
+        self.sketcher = fingerprinter_from_spec(sketch_spec(fingerprinter.spec)) if spec.confirmed else None
+        self.head = spec.head  # the bytes of a document row before its metadata
 
     # -- opening -------------------------------------------------------------
 
@@ -88,18 +84,19 @@ class Index:
     def create(cls, store: Store, scheme: Scheme | str | int | None = None, k: int = 3,
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
                ttl: int | None = None, signatures: Signatures | str | None = None,
-               probes: Sequence[int] | str | None = None, confirm: int | None = None) -> "Index":
+               probes: Sequence[int] | str | None = None, confirm: int | None = None,
+               preset: str | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
         ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py). ``probes``
         (``"8"`` or ``"8,4"``: per signature, how many of a query's least sure bits a lookup
         flips, one at a time; lookup.py): none. ``confirm`` (T: matches beyond 3 bits need their
-        sketches within T bits; confirm.py, k above 3): none."""
-        scheme = choose_scheme(k, scheme)
+        sketches within T bits; confirm.py, k above 3): none. ``preset`` (spec.PRESETS: "recall")
+        sets signatures, probes and confirm as measured; an option given beside it overrides its."""
+        options = preset_options(preset, signatures=signatures, probes=probes, confirm=confirm)
         fingerprinter = fingerprinter or make_fingerprinter()
-        signatures = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
-        index = cls(store, scheme, k, fingerprinter, ttl, signatures, parse_probes(probes), confirm)
+        index = cls(store, IndexSpec.make(scheme, k, ttl=ttl, **options), fingerprinter)
         if not store.exists():
             schema = load_schema(regions)
             for table in ("index", "docs") if ttl else ():
@@ -108,12 +105,9 @@ class Index:
         elif store.get("meta", [_CONFIG_KEY])[0] is not None:
             raise DedupError(f"{store.url} already holds an index; open it, or pick another store")
         # else: tables made beforehand (e.g. from `dedup-hbase schema` in the HBase shell)
-        config = {"format": FORMAT, "scheme": scheme.name, "k": k,
-                  "fingerprint": fingerprinter.spec, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  **({"ttl_s": ttl} if ttl else {}),
-                  **({"signatures": signatures.spec} if len(signatures) > 1 else {}),
-                  **({"probes": list(index.probes)} if any(index.probes) else {}),
-                  **({"confirm": index.confirm, "sketches": SKETCHES_IN} if index.confirm is not None else {})}
+        config = {"format": FORMAT, **index.spec.config(), "fingerprint": fingerprinter.spec,
+                  "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  **({"sketches": SKETCHES_IN} if index.spec.confirmed else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -145,8 +139,7 @@ class Index:
         if "confirm" in config and config.get("sketches") != SKETCHES_IN:
             raise IndexMismatch(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
                                 "dedup-hbase): make it again (init --force with the same options) and load it")
-        return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own,
-                   config.get("probes", ()), config.get("confirm"))
+        return cls(store, IndexSpec.from_config(config), fingerprinter)
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:
@@ -160,13 +153,9 @@ class Index:
 
     @property
     def lookup_options(self) -> str | None:
-        """What this index looks up beyond one signature without probes, as the paths that do
-        not take it yet say it ("several signatures (body,lead150)", "probes"); None: nothing."""
-        if len(self.signatures) > 1:
-            return f"several signatures ({self.signatures.label})"
-        if any(self.probes):
-            return "probes"
-        return f"a confirmation (--confirm {self.confirm})" if self.confirm is not None else None
+        """What this index looks up beyond one signature without probes or a confirmation (what
+        a lookup of a simhash alone cannot give: ``IndexSpec.needs_texts``); None: nothing."""
+        return self.spec.needs_texts()
 
     # -- small states kept with the index -------------------------------------------
 
@@ -195,6 +184,11 @@ class Index:
         its least sure, ``Fingerprinter.uncertain_bits``); () for a signature without probes.
         A lead without a feature probes the body's bits, as its simhash is the body's."""
         return self.signatures.probe_masks(self.fingerprinter, text, self.probes)
+
+    def lookup_args(self, records: Sequence[Any]) -> tuple:
+        """``query_many``'s ``more``, ``probes`` and ``sketches`` for fingerprinted records (each
+        with ``.text``, ``.more`` and ``.sketch``): what this index's lookups take (IndexSpec)."""
+        return self.spec.lookup_args(records, lambda r: self.probe_masks(r.text))
 
     def sketch(self, text: str) -> int | None:
         """``text``'s sketch in an index with a confirmation (confirm.py), else None."""
@@ -360,10 +354,7 @@ class Index:
                 "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),
                 "featurizer": config["fingerprint"], "created": config.get("created"),
-                **({"ttl_s": self.ttl} if self.ttl else {}),
-                **({"signatures": self.signatures.spec} if len(self.signatures) > 1 else {}),
-                **({"probes": list(self.probes)} if any(self.probes) else {}),
-                **({"confirm": self.confirm} if self.confirm is not None else {}),
+                **self.spec.summary(),
                 "rows_per_flag": {str(f): per_flag[f] for s in self.schemes for f in s.flag_bytes}}
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from ..errors import IndexMismatch, InvalidInput
+from ..errors import IndexMismatch
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
 from ..text.signatures import Signatures, settled
@@ -72,16 +72,12 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
-                  pool: FingerprintPool, signatures: Signatures = Signatures(),
-                  probes: bool = False) -> Iterator[list[Record]]:
+                  pool: FingerprintPool, signatures: Signatures = Signatures()) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
     ``more`` too, and with the pool's sketcher (an index with a confirmation) its ``sketch``
-    (their texts needed: ``use_simhash`` is refused, as it is for an index whose
-    lookups ``probes`` the texts' unsure bits)."""
+    (the job refuses ``use_simhash`` for them first: ``IndexSpec.check_inputs``)."""
     sketcher = pool.sketcher
-    if use_simhash:
-        check_precomputed(signatures, probes, sketcher is not None)
 
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
@@ -95,17 +91,6 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
         for record, sketch in zip(todo, results[n:]):
             record.sketch = sketch if isinstance(sketch, int) and not record.error else None
         yield batch
-
-
-def check_precomputed(signatures: Signatures, probes: bool = False, confirm: bool = False) -> None:
-    """Refuse precomputed fingerprints (``--fingerprints``) for an index of several signatures,
-    (``probes``) a lookup with probes or (``confirm``) an index with a confirmation: all need
-    the texts."""
-    if len(signatures) > 1 or probes or confirm:
-        what = (f"signatures {signatures.label}" if len(signatures) > 1 else "probes" if probes
-                else "a confirmation (--confirm)")
-        raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
-                           "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
 
 
 def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,

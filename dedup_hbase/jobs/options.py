@@ -18,6 +18,7 @@ from ..errors import InvalidInput
 from ..index.confirm import check_confirm
 from ..index.layout import Scheme
 from ..index.plan import best_scheme
+from ..index.spec import IndexSpec
 from ..text.signatures import Signatures
 from .corpus import FORMATS, Fields, check_columns, input_identity
 
@@ -152,12 +153,7 @@ class GroupsOptions(InputOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_confirm(self.confirm, self.k)
-        if self.fingerprints and len(self.signatures) > 1:
-            raise InvalidInput(f"--signatures {self.signatures.label} fingerprints the texts themselves: "
-                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
-        if self.fingerprints and self.confirm is not None:
-            raise InvalidInput("--confirm fingerprints the texts themselves (a second SimHash of each): "
-                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+        IndexSpec(None, self.k, self.signatures, confirm=self.confirm).check_inputs(self.fingerprints, who="groups")
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
 

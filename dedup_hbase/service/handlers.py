@@ -248,18 +248,14 @@ def signed(index: Index, docs: list[RequestDoc]) -> None:
     probes (``masks``) and sketch, as ``Index.query_text`` makes them."""
     for doc in docs:
         if doc.error is None:
-            if len(index.signatures) > 1:
-                doc.more = index.more_signatures(doc.text, doc.simhash)
-            if any(index.probes):
-                doc.masks = index.probe_masks(doc.text)
+            doc.more = index.more_signatures(doc.text, doc.simhash)  # () for the body alone
+            doc.masks = index.probe_masks(doc.text) if index.spec.probed else ()
             doc.sketch = index.sketch(doc.text)
 
 
 def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None, list | None]:
     """``docs``' ``more``, ``probes`` and sketches as ``Index.query_many`` takes them (None: not kept)."""
-    return ([d.more for d in docs] if len(index.signatures) > 1 else None,
-            [d.masks for d in docs] if any(index.probes) else None,
-            [d.sketch for d in docs] if index.confirm is not None else None)
+    return index.spec.lookup_args(docs)
 
 
 def one_version(docs: list[RequestDoc]) -> None:

@@ -150,8 +150,7 @@ class OnlineIndex:
         if not docs:
             return []
         simhashes = [d.simhash for d in docs]
-        more = [d.more for d in docs] if len(self.index.signatures) > 1 else None
-        sketches = [d.sketch for d in docs] if self.index.confirm is not None else None
+        more, _, sketches = self.index.spec.lookup_args(docs, masks=lambda d: None)
         locked = self._locked(docs, probes)
         with self._held(locked), self._store_lock, self._fleet_held(locked if if_new else []) as lease:
             found = self.index.query_many(simhashes, None, max_matches, more, probes, sketches)

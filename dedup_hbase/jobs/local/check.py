@@ -24,14 +24,11 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     distinct fingerprint)."""
     report = CheckReport() if report is None else report
     with FingerprintPool(index.fingerprinter, options.workers, index.sketcher) as pool:
-        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures,
-                                   any(index.probes)):
+        index.spec.check_inputs(options.fingerprints, lookups=True)
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             good = report.count(batch)
-            more = [r.more for r in good] if len(index.signatures) > 1 else None
-            probes = [index.probe_masks(r.text) for r in good] if any(index.probes) else None
-            sketches = [r.sketch for r in good] if index.sketcher is not None else None
-            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches, more, probes,
-                                            sketches))
+            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches,
+                                            *index.lookup_args(good)))
             for record in batch:
                 if record.error:
                     yield check_record(record, [], 0)

@@ -52,6 +52,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     rejected records. Raises ``Interrupted`` on SIGINT (and SIGTERM inside
     ``interrupts.sigterm_raises``), saying how far the load got.
     """
+    index.spec.check_inputs(options.fingerprints, lookups=options.skip_near_dups or bool(options.groups))
     marker = Checkpoint(index, checkpoint)
     state = None if options.restart else marker.read()
     report = LoadReport.from_dict(state["report"]) if state else LoadReport()
@@ -184,9 +185,7 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
     once per signature and fingerprint (``chained``), and inside the batch the pairs of
     ``neardup.found_edges``: linear in the copies."""
-    more = [r.more for r in batch] if len(index.signatures) > 1 else None
-    masks = [index.probe_masks(r.text) for r in batch] if any(index.probes) else None
-    sketches = [r.sketch for r in batch] if index.confirm is not None else None
+    more, masks, sketches = index.lookup_args(batch)
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,

@@ -41,7 +41,6 @@ from ...index.candidates import Run, bounded
 from ...index.index import Index
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
-from ..batches import check_precomputed
 from ..options import CheckOptions, SparkOptions, uri_of
 from ..outputs import CHECK_JSON, CHECK_PARQUET
 from ..reports import CheckReport
@@ -71,8 +70,7 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
         raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
-    if options.fingerprints:
-        check_precomputed(index.signatures, any(index.probes), index.confirm is not None)
+    index.spec.check_inputs(options.fingerprints, lookups=True)
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
     with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:

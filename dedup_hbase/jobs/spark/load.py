@@ -24,7 +24,6 @@ import time
 from ...errors import InvalidInput
 from ...index.arrays import unsigned64
 from ...index.index import Document, Index, document_meta
-from ..batches import check_precomputed
 from ..options import LoadOptions, SparkOptions
 from ..reports import Checkpoint, LoadReport, rejects_file
 from . import bulk, records, stages
@@ -47,8 +46,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
                            "look up each batch in the index as it grows")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    if options.fingerprints:
-        check_precomputed(index.signatures, confirm=index.confirm is not None)
+    index.spec.check_inputs(options.fingerprints)
     options.check_inputs(paths)
     key = options.checkpoint_key(paths)
     marker = Checkpoint(index, key)
