@@ -91,7 +91,36 @@ def pytest_testnodedown(node, error):  # xdist's controller, as a worker ends
     _MISSING.extend(tuple(m) for m in getattr(node, "workeroutput", {}).get("missing", []))
 
 
+_DURATIONS: dict[str, float] = {}  # test id -> seconds of its setup, call and teardown (the controller's)
+
+
+def pytest_runtest_logreport(report):
+    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+
+
+def write_durations(path: str, durations: dict[str, float]) -> list[str]:
+    """Where the suite's time goes, to ``path``: seconds per module (the unit xdist spreads, but
+    for the tests of the one test HBase and of the cluster, each a group run in one process),
+    then per test, the slowest first. Returns the ten slowest tests' lines."""
+    modules: dict[str, float] = {}
+    for test, seconds in durations.items():
+        module = test.split("::")[0]
+        modules[module] = modules.get(module, 0.0) + seconds
+    tests = [f"{seconds:9.1f}  {test}" for test, seconds in sorted(durations.items(), key=lambda t: -t[1])]
+    lines = [f"# the suite's time: {sum(durations.values()):.0f} s of test time in {len(durations)} tests "
+             "(setup + call + teardown; two processes share it)", "", "## per module"]
+    lines += [f"{seconds:9.1f}  {module}" for module, seconds in sorted(modules.items(), key=lambda m: -m[1])]
+    Path(path).write_text("\n".join([*lines, "", "## per test", *tests, ""]), encoding="utf-8")
+    return tests[:10]
+
+
 def pytest_terminal_summary(terminalreporter):
+    target = os.environ.get("DEDUP_HBASE_DURATIONS")
+    if target and _DURATIONS and not hasattr(terminalreporter.config, "workeroutput"):
+        slowest = write_durations(target, _DURATIONS)
+        terminalreporter.section(f"the ten slowest tests (every test and module: {target})")
+        for line in slowest:
+            terminalreporter.line(line)
     if _MISSING:
         terminalreporter.section("SKIPPED FOR WANT OF A PREREQUISITE: this run proved less than CI's", sep="!")
         for test, reason in _MISSING:

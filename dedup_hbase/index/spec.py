@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..text.signatures import Signatures
-from .confirm import check_confirm
+from .confirm import check_confirm, sketch_spec
 from .lookup import check_probes, parse_probes
 from .plan import choose_scheme
 from .retention import describe as describe_duration
@@ -143,6 +143,13 @@ class IndexSpec:
         return ([x.more for x in items] if self.several else None,
                 [(masks(x) if masks else x.masks) for x in items] if self.probed else None,
                 [x.sketch for x in items] if self.confirmed else None)
+
+    def worker_spec(self, fingerprint: Mapping[str, Any], lookups: bool = False) -> dict[str, Any]:
+        """A fingerprinter's spec (``fingerprint``) with what workers also make for this index: the
+        signatures' names (several), for ``lookups`` the probes per signature, the sketch's spec."""
+        return {**fingerprint, **({"signatures": self.signatures.spec} if self.several else {}),
+                **({"probes": list(self.probes)} if lookups and self.probed else {}),
+                **({"sketch": sketch_spec(dict(fingerprint))} if self.confirmed else {})}
 
     # -- how it is written and said -------------------------------------------------
 

@@ -153,9 +153,15 @@ class GroupsOptions(InputOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_confirm(self.confirm, self.k)
-        IndexSpec(None, self.k, self.signatures, confirm=self.confirm).check_inputs(self.fingerprints, who="groups")
+        self.spec.check_inputs(self.fingerprints, who="groups")
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
+
+    @property
+    def spec(self) -> IndexSpec:
+        """What an index of these options is, for what the pair search shares with one (no scheme:
+        ``scheme_for`` picks it by corpus size)."""
+        return IndexSpec(None, self.k, self.signatures, confirm=self.confirm)
 
     def scheme_for(self, documents: int) -> Scheme:
         """The given scheme, else the 4-split below ``SCHEME_5_FROM`` documents and the

@@ -34,7 +34,7 @@ import json
 from functools import reduce
 
 from ...errors import InvalidInput
-from ...index.confirm import CONFIRMED_BEYOND, sketch_spec
+from ...index.confirm import CONFIRMED_BEYOND
 from ...text.fingerprint import Fingerprinter
 from ..options import GroupsOptions, SparkOptions, is_uri
 from ..outputs import (
@@ -50,7 +50,7 @@ from ..outputs import (
     write_summary,
 )
 from ..reports import GroupsReport, rejects_file
-from . import components, hadoop, pairs, records, stages
+from . import components, hadoop, pairs, records
 from .harness import SparkJob, spark_job
 from .rows import json_string
 
@@ -79,9 +79,7 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    spec = stages.signed_spec(fingerprinter, options.signatures)
-    if options.confirm is not None:
-        spec["sketch"] = sketch_spec(fingerprinter.spec)
+    spec = options.spec.worker_spec(fingerprinter.spec)
     fingerprinted, helpers = records.fingerprinted(job, paths, options, spec)
     report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm)
     with rejects_file(options.rejects) as rejects:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...index.arrays import as_unsigned, signed64
 from ...index.candidates import Run
-from ...index.confirm import Sketched, confirmed_runs, sketch_spec
+from ...index.confirm import Sketched, confirmed_runs
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
@@ -45,23 +45,9 @@ _indexes: dict[str, Index] = {}
 
 
 def job_spec(index: Index, lookups: bool = False) -> dict:
-    """What the workers need to fingerprint for ``index``: its fingerprinter's spec, in an
-    index of several signatures their names (``signatures``), for ``lookups`` with probes
-    how many per signature (``probes``), and with a confirmation the sketches' spec (``sketch``)."""
-    spec = signed_spec(index.fingerprinter, index.signatures, index.probes if lookups else ())
-    if index.confirm is not None:
-        spec["sketch"] = sketch_spec(index.fingerprinter.spec)
-    return spec
-
-
-def signed_spec(fingerprinter: Fingerprinter, signatures: Signatures, probes: tuple[int, ...] = ()) -> dict:
-    """``fingerprinter``'s spec with ``signatures`` (several) and ``probes`` (any), as ``job_spec``."""
-    spec = dict(fingerprinter.spec)
-    if len(signatures) > 1:
-        spec["signatures"] = signatures.spec
-    if any(probes):
-        spec["probes"] = list(probes)
-    return spec
+    """What the workers need to fingerprint for ``index`` (``IndexSpec.worker_spec``): its
+    fingerprinter's spec, the signatures' names, for ``lookups`` the probes, the sketches' spec."""
+    return index.spec.worker_spec(index.fingerprinter.spec, lookups)
 
 
 def signatures_of(spec: dict) -> Signatures:
