@@ -14,6 +14,7 @@ from dedup_hbase.stores.hbase import thrift2
 from dedup_hbase.stores.hbase.encoding import MULTI_ROW_RANGE_FILTER, multi_row_range_filter, varint
 from dedup_hbase.stores.hbase.tables import merge_ranges, prefix_range
 from dedup_hbase.stores.hbase.wire import Channel, idl
+from dedup_hbase.stores.memory import MemoryStore
 
 from conftest import hbase_store_url
 
@@ -22,14 +23,13 @@ pytestmark = pytest.mark.hbase
 
 @pytest.fixture
 def stores(hbase_url):
-    """The same fresh tables through both data paths: (thrift2 store, thrift1 store)."""
-    url = hbase_store_url(hbase_url)
-    new, old = open_store(url), open_store(url + "&api=thrift1")
+    """Fresh tables on HBase and the same in memory, the reference: (HBase store, memory store)."""
+    new, old = open_store(hbase_store_url(hbase_url)), MemoryStore()
     Index.create(new, 4, 3)
+    Index.create(old, 4, 3)
     yield new, old
     new.drop()
     new.close()
-    old.close()
 
 
 def test_filter_encoding_by_hand():
@@ -83,11 +83,12 @@ def test_one_call_scans_equal_per_prefix_scans(stores):
     wide = [(b"\x42\x42\x42\x42\x01" + bytes(8), 3000), (b"\xff" * 13, 500)]
     keys = _index_keys(rnd, 4000, wide)
     new.put("index", ((k, b"") for k in keys))
+    old.put("index", ((k, b"") for k in keys))
     prefixes = sorted({k[:5] for k in keys[::7]}) + [b"\xff\xff\xff\xff\xff", b"\xff\xff\xff", b"\x00\x00\x00\x00\x00",
                                                         b"\x42\x42\x42\x42\x01", b"\x42\x42", b"\x42\x42",
                                                         b"\x10\x20\x30\x40\x05", b"\xff", b""]
     rnd.shuffle(prefixes)
-    want = old.scan("index", prefixes, values=False)  # one Thrift1 scanner per prefix
+    want = old.scan("index", prefixes, values=False)  # the reference, in memory
     assert [[k for k, _ in items] for items in want] == [[k for k in keys if k.startswith(p)] for p in prefixes]
     assert new.scan("index", prefixes, values=False) == want
     for per_call in (1, 3, 10_000):  # more ranges than one call carries: several calls
@@ -163,11 +164,9 @@ def test_bulk_puts_land_every_cell_once(hbase_url):
         index.add_many(docs[:100])  # again: idempotent
         stats = index.stats()
         assert (stats["documents"], stats["index_cells"]) == (700, 7000)
-        old = open_store(url + "&api=thrift1")  # counted through the other gateway
-        keys = [k for k, _ in old.iterate("index")]
+        keys = [k for k, _ in store.iterate("index", page=333)]  # every key, paged
         assert len(keys) == len(set(keys)) == 7000
         assert sorted(k[13:] for k in keys) == sorted(d.id.encode() for d in docs for _ in range(10))
-        old.close()
         index.delete(["w1", "w2"])
         assert index.stats()["index_cells"] == 6980
         assert index.get(["w1", "w3"])[0] is None
@@ -180,6 +179,7 @@ def test_iterate_pages_through_thrift2(stores):
     new, old = stores
     keys = _index_keys(random.Random(8), 300, [(b"\x33" * 13, 40)])
     new.put("index", ((k, b"") for k in keys))
+    old.put("index", ((k, b"") for k in keys))
     for page in (1, 7, 1000):
         assert [k for k, _ in new.iterate("index", page=page)] == keys
         assert [k for k, _ in new.iterate("index", b"\x33", page=page)] == [k for k in keys if k[:1] == b"\x33"]

@@ -26,13 +26,13 @@ GOOD = [
     ("hbase://h/?zk=zk1,zk2:2181&zk_parent=/hbase-unsecure",
      StoreURL("hbase", "hbase://h/?zk=zk1,zk2:2181&zk_parent=/hbase-unsecure", host="h", port=9090,
               options={"zk": "zk1,zk2:2181", "zk_parent": "/hbase-unsecure"})),
-    ("hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed&protocol=compact&timeout=5000"
-     "&retries=3&admin_port=19091&table_prefix=a_1&api=thrift1",
-     StoreURL("hbase", "hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed&protocol=compact"
-              "&timeout=5000&retries=3&admin_port=19091&table_prefix=a_1&api=thrift1", host="h", port=9090,
-              options={"wal": False, "pool_size": 8, "batch_size": 500, "transport": "framed",
-                       "protocol": "compact", "timeout": 5000, "retries": 3, "admin_port": 19091,
-                       "table_prefix": "a_1", "api": "thrift1"})),
+    ("hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed&timeout=5000"
+     "&retries=3&admin_port=19091&table_prefix=a_1&api=thrift2&protocol=binary",
+     StoreURL("hbase", "hbase://h/?wal=false&pool_size=8&batch_size=500&transport=framed"
+              "&timeout=5000&retries=3&admin_port=19091&table_prefix=a_1&api=thrift2&protocol=binary", host="h",
+              port=9090, options={"wal": False, "pool_size": 8, "batch_size": 500, "transport": "framed",
+                                  "timeout": 5000, "retries": 3, "admin_port": 19091, "table_prefix": "a_1",
+                                  "api": "thrift2", "protocol": "binary"})),
     ("hbase://h/?fleet_locks=false&lease=5",
      StoreURL("hbase", "hbase://h/?fleet_locks=false&lease=5", host="h", port=9090,
               options={"fleet_locks": False, "lease": 5})),
@@ -59,9 +59,12 @@ BAD = [
     ("hbase://h/?admin_port=70000", "HBase URL option admin_port must be a whole number between 1 and 65535"),
     ("hbase://h/?wal=no", "HBase URL option wal must be true or false, not 'no'"),
     ("hbase://h/?transport=http", "HBase URL option transport must be buffered or framed, not 'http'"),
-    ("hbase://h/?protocol=json", "HBase URL option protocol must be binary or compact, not 'json'"),
-    ("hbase://h/?protocol=compact", "HBase URL option protocol=compact works only with api=thrift1"),
-    ("hbase://h/?protocol=compact&api=thrift2", "HBase URL option protocol=compact works only with api=thrift1"),
+    ("hbase://h/?protocol=compact", "HBase URL option protocol=compact is gone: both gateways speak the binary "
+                                    "protocol (compact served only the retired api=thrift1); drop it or say "
+                                    "protocol=binary"),
+    ("hbase://h/?api=thrift1", "HBase URL option api=thrift1 is gone: the data path is Thrift2's alone (the happybase "
+                               "path was slower on every load and lookup measured: docs/benchmarks.md); drop it or "
+                               "say api=thrift2"),
     ("hbase://h/?fleet_locks=no", "HBase URL option fleet_locks must be true or false, not 'no'"),
     ("hbase://h/?lease=0", "HBase URL option lease must be a whole number between 1 and 86400, not '0'"),
     ("hbase://h/?table_prefix=my-tables", "table_prefix may hold letters, digits and _ only, not 'my-tables'"),

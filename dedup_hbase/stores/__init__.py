@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..index.store import Cells, Store
 from .hbase import AdminGatewayUnreachable
-from .url import StoreURL, parse_store_url
+from .url import ONE_VALUE, StoreURL, parse_store_url
 
 DEFAULT_URL = "dedup-index"
 ENV_VAR = "DEDUP_HBASE_STORE"
@@ -30,7 +30,8 @@ def open_store(url: str | StoreURL, *, create: bool = False, read_only: bool | N
     if spec.kind == "hbase":
         from .hbase.store import HBaseStore
 
-        return HBaseStore(spec.host, spec.port, url=spec.url, **spec.options)
+        chosen = {k: v for k, v in spec.options.items() if k not in ONE_VALUE}  # api, protocol: one value left
+        return HBaseStore(spec.host, spec.port, url=spec.url, **chosen)
     from .local import LocalStore
 
     return LocalStore(spec.path, create=create, read_only=read_only)

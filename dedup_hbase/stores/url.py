@@ -12,20 +12,18 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
 
     table_prefix=dedup     tables are P_index, P_docs, P_meta, P_locks
     transport=buffered     or framed (must match the Thrift server: -threadpool is buffered)
-    protocol=binary        or compact (only with api=thrift1: the Thrift2 data path writes its puts
-                           and gets in the binary protocol); both gateways must speak it
-    api=thrift2            the data path: thrift2 (the Thrift2 gateway at admin_port: one scan call
-                           per region for all prefixes of a lookup or batch, putMultiple) or
-                           thrift1 (the Thrift1 gateway at PORT, happybase: a scanner per prefix)
+                           (both gateways speak the binary protocol: protocol=binary)
+    api=thrift2            the data path, the only one left (api=thrift1 is refused, saying why)
     pool_size=4            pooled connections (of each gateway); scan and put calls run in parallel
-    batch_size=10000       cells per putMultiple (thrift1: mutateRows) call when writing
+    batch_size=10000       cells per putMultiple call when writing
     ranges_per_call=1000   row ranges one Thrift2 scan call carries at most
     wal=true               false: bulk writes skip the write-ahead log (faster; a region server
                            crash before the next flush loses them: rerun the load, it is idempotent)
     timeout=60000          socket timeout in ms
     retries=8              attempts per unit of work (connection dropped, server idle timeout,
                            gateway restarting: about 20 s of back-off in all)
-    admin_port=9091        the Thrift2 gateway: the data path (api=thrift2) and table creation
+    admin_port=9091        the Thrift2 gateway: the data (one scan call per region for all prefixes of
+                           a lookup or batch, putMultiple) and table creation
                            (split keys, bloom filter, encoding, compression: Thrift1 cannot set them)
     zk=HOST[,HOST]:PORT    HBase's ZooKeeper quorum, used only by ``load --engine spark`` (region
                            boundaries and BulkLoadHFiles talk to HBase directly, not through Thrift)
@@ -92,11 +90,24 @@ def _wal(text: str) -> bool:
     return _choice("wal", "true", "false")(text) == "true"
 
 
+def _one_left(key: str, kept: str, why: str) -> Callable[[str], str]:
+    """An option of which one value is left (``kept``, still accepted); the others went: ``why``."""
+    def parse(text: str) -> str:
+        if text != kept:
+            raise InvalidInput(f"HBase URL option {key}={text} is gone: {why}; drop it or say {key}={kept}")
+        return text
+    return parse
+
+
+ONE_VALUE = ("api", "protocol")  # options with one value left: parsed, checked, passed to no store
+
 HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "table_prefix": _table_prefix,
     "transport": _choice("transport", "buffered", "framed"),
-    "protocol": _choice("protocol", "binary", "compact"),
-    "api": _choice("api", "thrift2", "thrift1"),
+    "api": _one_left("api", "thrift2", "the data path is Thrift2's alone (the happybase path was slower on every "
+                                       "load and lookup measured: docs/benchmarks.md)"),
+    "protocol": _one_left("protocol", "binary", "both gateways speak the binary protocol (compact served only the "
+                                               "retired api=thrift1)"),
     "pool_size": _whole("pool_size"),
     "batch_size": _whole("batch_size"),
     "wal": _wal,
@@ -166,14 +177,7 @@ def _parse_hbase(url: str) -> StoreURL:
         if key in options:
             raise InvalidInput(f"HBase URL option {key} is given twice in {url!r}")
         options[key] = HBASE_OPTIONS[key](value)
-    _check_together(options)
     return StoreURL("hbase", url, host=parts.hostname, port=port or HBASE_PORT, options=options)
-
-
-def _check_together(options: dict[str, Any]) -> None:
-    if options.get("protocol") == "compact" and options.get("api", "thrift2") == "thrift2":
-        raise InvalidInput("HBase URL option protocol=compact works only with api=thrift1: the Thrift2 data path "
-                           "(the default) writes its puts and gets in the binary protocol; use protocol=binary")
 
 
 def check_hbase_options(**options: Any) -> None:
@@ -184,4 +188,3 @@ def check_hbase_options(**options: Any) -> None:
         if flag and not isinstance(value, bool):
             raise InvalidInput(f"{key} must be True or False, not {value!r}")
         HBASE_OPTIONS[key](text)
-    _check_together(options)

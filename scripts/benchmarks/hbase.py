@@ -1,14 +1,11 @@
 """HBase: load rate and lookup latency on a real HBase, next to the embedded
-store, same run, same fingerprints, both data paths of the HBase store side by side.
+store, same run, same fingerprints.
 
-The paths: ``api=thrift2`` (the default: one getScannerResults call per region the
-prefixes fall in, MultiRowRangeFilter, calls in parallel; hand-serialized putMultiple
-batches in parallel) and ``api=thrift1`` (the older happybase path: one scanner per
-prefix, three round trips each, the scanners in parallel over the pool; mutateRows).
+The HBase store's data path: one getScannerResults call per region the prefixes fall in
+(MultiRowRangeFilter), calls in parallel; hand-serialized putMultiple batches in parallel.
 
-For each scheme (4-split, 5-split): load N fingerprints through each path, WAL off, then
-on (after an untimed warm-up load through each, so that neither pays the gateway's JIT
-warm-up alone); with a local HBase (scripts/hbase-local), the CPU seconds each process
+For each scheme (4-split, 5-split): load N fingerprints, WAL off, then on (after an
+untimed warm-up load, so that the first does not pay the gateway's JIT warm-up alone); with a local HBase (scripts/hbase-local), the CPU seconds each process
 spent per million index rows. Then single lookups (p50/p99) and batched lookups, the
 same queries for the embedded store and for both paths (the paths read the same tables).
 Answers are checked equal across all of them and against brute force.
@@ -66,7 +63,7 @@ def load(index, docs: list, batch: int = 20_000) -> float:
     return time.perf_counter() - started
 
 
-PATHS = (("Thrift2", "thrift2"), ("Thrift1", "thrift1"))
+PATHS = (("Thrift2", "thrift2"),)  # (name, the tables' name); one data path since api=thrift1 went
 
 
 def local_pids() -> dict[str, int]:
@@ -102,8 +99,8 @@ def measure_scheme(report: Report, scheme, url: str, docs: list, queries: list[i
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     sep = "&" if "?" in url else "?"
 
-    def store_url(api: str, tables: str, wal: bool = True, pool: int = args.hbase_pool) -> str:
-        return (f"{url}{sep}table_prefix={prefix}{tables}&api={api}"
+    def store_url(_path: str, tables: str, wal: bool = True, pool: int = args.hbase_pool) -> str:
+        return (f"{url}{sep}table_prefix={prefix}{tables}"
                 f"&pool_size={pool}&wal={'true' if wal else 'false'}")
 
     cells = len(docs) * len(scheme.flags)
@@ -131,7 +128,7 @@ def measure_scheme(report: Report, scheme, url: str, docs: list, queries: list[i
                 cpu_rows.append([f"{scheme.name}-split", name, "on" if wal else "off", f"{seconds * 1e6 / cells:.1f}"]
                                 + [f"{spent[k] * 1e6 / cells:.1f}" if k in spent else "—"
                                    for k in ("client", "thrift", "thrift2", "master")])
-        tables = f"thrift2{'wal'}"  # the lookups of both paths read the tables loaded last through Thrift2
+        tables = "thrift2wal"  # the lookups read the tables loaded last
         embedded = Index.create(open_store(str(work / f"embedded-{scheme.name}"), create=True), scheme, 3)
         opened.append(embedded)
         load(embedded, docs)

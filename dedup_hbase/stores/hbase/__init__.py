@@ -1,7 +1,7 @@
 """Apache HBase through its Thrift gateways (``hbase://HOST:PORT/?...``), in parts, lowest first:
 thriftpy2 wrapped once (``wire``), calls serialized by hand (``encoding``), tables and keys as
 cells (``tables``), connections and the one retry loop (``connections``), the data path
-interface (``datapath``) and its two implementations (``thrift1``, ``thrift2``), table admin
+interface (``datapath``) and its implementation (``thrift2``), table admin
 (``admin``), the fleet locks (``locks``), and the store that composes them (``store``).
 
 The package's public face: ``stores.open_store`` builds an ``HBaseStore`` from a URL, and

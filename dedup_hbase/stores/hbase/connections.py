@@ -82,10 +82,10 @@ class Gateways:
     retry loop, the store's threads. Thread-safe. No I/O until the first unit of work."""
 
     def __init__(self, host: str, port: int, admin_port: int, *, pool_size: int = 4, timeout: int = 60000,
-                 retries: int = 8, transport: str = "buffered", protocol: str = "binary") -> None:
+                 retries: int = 8, transport: str = "buffered") -> None:
         self.host, self.port, self.admin_port = host, port, admin_port
         self.pool_size, self.timeout, self.retries = pool_size, timeout, retries
-        self.transport, self.protocol = transport, protocol
+        self.transport = transport
         self._lock = threading.Lock()
         self._pools: dict[bool, Pool] = {}  # Thrift2's (True), Thrift1's (False)
         self._executor: ThreadPoolExecutor | None = None
@@ -93,7 +93,7 @@ class Gateways:
     def channel(self) -> Channel:
         """A new connection to the Thrift2 gateway, not yet open: what the Thrift2 pool holds,
         and what table creation uses alone, without retries (admin.py)."""
-        return Channel(self.host, self.admin_port, self.timeout, self.transport, self.protocol)
+        return Channel(self.host, self.admin_port, self.timeout, self.transport)
 
     def _pool(self, thrift2: bool) -> Pool:
         with self._lock:
@@ -109,7 +109,7 @@ class Gateways:
 
         def connect():
             return happybase.Connection(self.host, self.port, timeout=self.timeout, autoconnect=False,
-                                        transport=self.transport, protocol=self.protocol)
+                                        transport=self.transport)
         pool = Pool(self.pool_size, connect)
         try:
             pool.warm()

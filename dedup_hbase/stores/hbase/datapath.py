@@ -3,8 +3,8 @@
 
 A path holds no connection: every unit of work goes through the ``Gateways`` retry loop
 (connections.py), keys become cells by ``Tables`` (tables.py), and each path sends
-``batch_size`` cells to a call at most, with the write-ahead log or without (``wal``). Two
-paths implement it: ``Thrift2Path`` (thrift2.py) and ``Thrift1Path`` (thrift1.py).
+``batch_size`` cells to a call at most, with the write-ahead log or without (``wal``).
+``Thrift2Path`` (thrift2.py) implements it.
 """
 
 from __future__ import annotations

@@ -3,12 +3,11 @@
 ``HBaseStore`` implements the store contract (index/store.py) by composing the package's
 parts, each with its own small interface:
 
-- ``Gateways`` (connections.py): pools of connections to the Thrift1 gateway at PORT and the
-  Thrift2 gateway at ``admin_port``, the one retry loop, the store's threads;
+- ``Gateways`` (connections.py): pools of connections to the Thrift1 gateway at PORT (which
+  tables exist, dropping them) and the Thrift2 gateway at ``admin_port`` (the data), the one retry loop, the store's threads;
 - ``Tables`` (tables.py): table names under the prefix, keys as HBase cells;
-- a data path (datapath.py): ``Thrift2Path`` (thrift2.py, ``api=thrift2``, the default: one scan
-  call per region for all prefixes of a lookup or batch, hand-serialized puts and gets) or
-  ``Thrift1Path`` (thrift1.py, ``api=thrift1``: happybase);
+- the data path (datapath.py): ``Thrift2Path`` (thrift2.py: one scan call per region for all
+  prefixes of a lookup or batch, hand-serialized puts and gets);
 - ``Admin`` (admin.py): exists, create (through Thrift2), drop;
 - ``LeaseLocks`` (locks.py): the fleet locks, on the locks table through ``Gateways.call``.
 
@@ -30,7 +29,6 @@ from .connections import Gateways
 from .datapath import DataPath
 from .locks import LeaseLocks
 from .tables import Tables
-from .thrift1 import Thrift1Path
 from .thrift2 import Thrift2Path
 
 
@@ -40,32 +38,31 @@ class HBaseStore(Store):
     thread_safe = True
 
     def __init__(self, host: str = "127.0.0.1", port: int = HBASE_PORT, *, table_prefix: str = "dedup",
-                 transport: str = "buffered", protocol: str = "binary", pool_size: int = 4,
+                 transport: str = "buffered", pool_size: int = 4,
                  batch_size: int = 10000, wal: bool = True, timeout: int = 60000, retries: int = 8,
-                 admin_port: int = 9091, api: str = "thrift2", ranges_per_call: int = 1000,
+                 admin_port: int = 9091, ranges_per_call: int = 1000,
                  zk: str | None = None, zk_parent: str | None = None, fleet_locks: bool = True, lease: int = 30,
                  url: str | None = None) -> None:
         """Checks its arguments (by the rules of the URL options, url.py); connects nowhere."""
-        check_hbase_options(table_prefix=table_prefix, transport=transport, protocol=protocol,
+        check_hbase_options(table_prefix=table_prefix, transport=transport,
                             pool_size=pool_size, batch_size=batch_size, wal=wal, timeout=timeout,
-                            retries=retries, admin_port=admin_port, api=api, ranges_per_call=ranges_per_call,
+                            retries=retries, admin_port=admin_port, ranges_per_call=ranges_per_call,
                             fleet_locks=fleet_locks, lease=lease,
                             **{k: v for k, v in (("zk", zk), ("zk_parent", zk_parent)) if v is not None})
         self.host, self.port, self.admin_port = host, port, admin_port
         self.zk, self.zk_parent = zk, zk_parent  # ZooKeeper: only the Spark engine's bulk load talks to it
         self.table_prefix = table_prefix
-        self.transport, self.protocol = transport, protocol
+        self.transport = transport
         self.pool_size, self.batch_size, self.wal = pool_size, batch_size, wal
         self.timeout, self.retries = timeout, retries
-        self.api, self.ranges_per_call = api, ranges_per_call
+        self.ranges_per_call = ranges_per_call
         self.use_fleet_locks, self.lease = fleet_locks, lease
         self.url = url or f"hbase://{host}:{port}/?table_prefix={table_prefix}"
         self.tables = Tables(table_prefix, self.url)
         self.gateways = Gateways(host, port, admin_port, pool_size=pool_size, timeout=timeout, retries=retries,
-                                 transport=transport, protocol=protocol)
-        self.data: DataPath = (
-            Thrift2Path(self.gateways, self.tables, batch_size=batch_size, wal=wal, ranges_per_call=ranges_per_call)
-            if api == "thrift2" else Thrift1Path(self.gateways, self.tables, batch_size=batch_size, wal=wal))
+                                 transport=transport)
+        self.data: DataPath = Thrift2Path(self.gateways, self.tables, batch_size=batch_size, wal=wal,
+                                          ranges_per_call=ranges_per_call)
         self.admin = Admin(self.gateways, self.tables)
         self._locks: LeaseLocks | None = None
         self._lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""The Thrift2 data path (``api=thrift2``, the default), through the Thrift2 gateway at
+"""The HBase store's data path, through the Thrift2 gateway at
 ``admin_port``.
 
 Why Thrift2 and not Thrift1 (happybase): a Thrift1 scan is three round trips (open, fetch,
