@@ -158,9 +158,10 @@ class IndexSpec:
         return {"scheme": self.scheme.name, "k": self.k, **self._extras(ttl_key="ttl_s")}
 
     def summary(self) -> dict[str, Any]:
-        """The options beyond scheme and k as ``stats`` shows them, with the preset they match."""
+        """The options beyond scheme and k as ``stats`` shows them, with the preset they match
+        (none for the default's: an index of the default options shows nothing more)."""
         preset = self.preset
-        return {**self._extras(ttl_key="ttl_s"), **({"preset": preset} if preset else {})}
+        return {**self._extras(ttl_key="ttl_s"), **({"preset": preset} if preset not in (None, "default") else {})}
 
     def _extras(self, ttl_key: str) -> dict[str, Any]:
         return {**({ttl_key: self.ttl} if self.ttl else {}),
