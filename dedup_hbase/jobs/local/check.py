@@ -23,8 +23,8 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     counted into ``report`` if given. Lookups are batched (``Index.query_many``: once per
     distinct fingerprint)."""
     report = CheckReport() if report is None else report
+    index.spec.check_inputs(options.fingerprints, lookups=True)
     with FingerprintPool(index.fingerprinter, options.workers, index.sketcher) as pool:
-        index.spec.check_inputs(options.fingerprints, lookups=True)
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             good = report.count(batch)
             answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches,
