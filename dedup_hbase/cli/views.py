@@ -29,8 +29,8 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output (J
 
 
 def explain(ctx: typer.Context, files: Inputs,
-            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups for its group.")],
-            groups: Annotated[str | None, typer.Option("--groups", help="A groups output folder (its --out): show the id's group, each dropped document beside its via.")] = None,
+            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups-dir for its group.")],
+            groups_dir: Annotated[str | None, typer.Option("--groups-dir", help="A groups output folder (the --out of groups): show the id's group, each dropped document beside its via.")] = None,
             top: Annotated[int, typer.Option(help="Terms shown per document, the weightiest first.")] = 10,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
             width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
@@ -46,7 +46,7 @@ def explain(ctx: typer.Context, files: Inputs,
     from ..report.terminal import render
 
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    shown = explained(files, ids, fp, groups, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
+    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
     if json_:
         out(shown.to_dict())
         return

@@ -170,7 +170,7 @@ def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, grou
         dropped.sort(key=lambda pair: pair[1] != ids[0])  # stable: the id's own pair first
         wanted = dropped[:max_pairs]
     else:
-        raise InvalidInput("give two ids (a pair), or one id and --groups DIR (its group)")
+        raise InvalidInput("give two ids (a pair), or one id and --groups-dir DIR (its group)")
     texts = sources.texts_of(paths, {x for pair in wanted for x in pair}, fmt, fields)
     missing = sorted({x for pair in wanted for x in pair} - set(texts))
     if missing:
