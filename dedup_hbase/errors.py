@@ -37,6 +37,11 @@ class FeaturizerVersionMismatch(IndexMismatch):
     its fingerprints are not comparable; the documents have to be indexed again."""
 
 
+class IndexOutdated(IndexMismatch):
+    """The index was made by an earlier dedup-hbase in a form this one does not read: it has to
+    be made again, with the same options, and its documents loaded again."""
+
+
 class StoreError(DedupError):
     """A store could not be opened, reached or written."""
 

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.errors import IndexMismatch, InvalidInput
+from dedup_hbase.errors import IndexOutdated, InvalidInput
 from dedup_hbase.index.confirm import CONFIRMED_BEYOND
 from dedup_hbase.index.layout import cell_qualifier, split_qualifier
 from dedup_hbase.stores.memory import MemoryStore
@@ -103,8 +103,8 @@ def test_lookups_read_nothing_but_the_scan_and_a_rewrite_retires_its_old_sketch(
     config = json.loads(index.store.get("meta", [b"config"])[0])
     del config["sketches"]
     index.store.put("meta", [(b"config", json.dumps(config).encode())])
-    with pytest.raises(IndexMismatch, match=re.escape("keeps its sketches in its document rows alone (made by an "
-                                                      "earlier dedup-hbase): make it again")):
+    with pytest.raises(IndexOutdated, match=re.escape("keeps its sketches in its document rows alone (made by an "
+                                                      "earlier dedup-hbase): make it again with the same options")):
         Index.open(index.store)
 
 

@@ -34,7 +34,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
+from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, IndexOutdated, missing_package
 from ..index.index import Index
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
 from ..jobs.reports import JobReport
@@ -43,6 +43,7 @@ from ..stores import DEFAULT_URL, ENV_VAR, AdminGatewayUnreachable, Store, open_
 # What the CLI adds to a library error: the command that fixes it.
 HINTS = {
     IndexNotFound: ": create one with `dedup-hbase init`",
+    IndexOutdated: ": delete it (its folder, or its HBase tables) and run `dedup-hbase init` again with the same options",
     FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
     AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
 }

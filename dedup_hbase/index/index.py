@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
+from ..errors import DedupError, IndexMismatch, IndexNotFound, IndexOutdated, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
 from .confirm import check_confirm, sketch_spec
@@ -143,8 +143,8 @@ class Index:
                 raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
                                     "its rows hold no other signature; make a new index for those")
         if "confirm" in config and config.get("sketches") != SKETCHES_IN:
-            raise IndexMismatch(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
-                                "dedup-hbase): make it again (init --force with the same options) and load it")
+            raise IndexOutdated(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
+                                "dedup-hbase): make it again with the same options and load its documents again")
         return cls(store, Scheme.parse(config["scheme"]), config["k"], fingerprinter, config.get("ttl_s"), own,
                    config.get("probes", ()), config.get("confirm"))
 
