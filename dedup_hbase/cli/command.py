@@ -49,9 +49,9 @@ HINTS = {
 }
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
-    "--store", "-s", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+    "--store", "-s", rich_help_panel="Store and log", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
 _UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True)]
-VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel="Store and log", help="Debug log on stderr; tracebacks with errors.")]
 
 
 class _ReadableArgument(TyperArgument):
