@@ -169,7 +169,7 @@ def test_what_groups_with_a_confirmation_refuses(news, tmp_path):
 
     from dedup_hbase.cli.commands import app
 
-    with pytest.raises(InvalidInput, match="--confirm fingerprints the texts themselves"):
+    with pytest.raises(InvalidInput, match="confirm= fingerprints the texts themselves"):
         GroupsOptions(k=K, confirm=T, fingerprints=True)
     runner = CliRunner()
     refused = runner.invoke(app, ["groups", str(news), "--confirm", "10", "--out", str(tmp_path / "x")])

@@ -43,7 +43,7 @@ def named_flags():
 
 def test_the_collector_finds_the_messages_flags():
     found = set(named_flags())
-    assert ("dedup_hbase/service/server.py", None, "--certfile") in found
+    assert ("dedup_hbase/report/page.py", None, "--sample-seed") in found
     assert any(command == "check" and flag == "--engine" for _, command, flag in found)
     assert len({flag for _, _, flag in found}) > 20
 
@@ -84,3 +84,17 @@ def test_help_groups_the_options_of_the_large_commands(name):
     """--help shows the options of a command with many of them in panels by purpose."""
     panels = {getattr(p, "rich_help_panel", None) for p in CLI.commands[name].params if not p.hidden}
     assert len(panels - {None}) >= 2, panels
+
+
+def test_the_library_names_arguments_and_the_cli_maps_each_to_a_flag():
+    """Every library argument an error may name has its flag in command.FLAGS, and that flag
+    exists; a message becomes the flags' (``--confirm 14``, ``--add-new``, ``--tokens``)."""
+    from dedup_hbase.cli.command import FLAGS, as_flags
+    from dedup_hbase.errors import InvalidInput
+
+    every = set().union(GLOBAL, *COMMANDS.values())
+    assert sorted(flag for flag in FLAGS.values() if flag not in every) == []
+    error = InvalidInput("add_new=True with k=5, not k=; without tokens=: give tokens=FILE", arguments=("add_new", "k", "tokens"))
+    assert as_flags(error) == "--add-new with --k 5, not --k; without --tokens: give --tokens FILE"
+    assert as_flags(InvalidInput("k=5 but not_k=5", arguments=("k",))) == "--k 5 but not_k=5"
+    assert as_flags(InvalidInput("k=5")) == "k=5"  # only the arguments it lists

@@ -227,7 +227,8 @@ class Index:
         ids, simhashes, chosen = checked_columns(docs)
         columns = self._columns(simhashes, chosen)
         if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
-            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without confirm=)",
+                               arguments=("confirm",))
         sketches = sketch_column(chosen) if self.confirm is not None else None  # checked before a write
         stored = columns + ([sketches] if sketches is not None else [])
         written = self.retire_old_fingerprints(ids, simhashes, columns, sketches)
@@ -262,7 +263,8 @@ class Index:
         columns = [np.asarray(simhashes, dtype=np.uint64)] if columns is None else columns
         sketched = self.confirm is not None
         if sketched and (sketches is None or len(sketches) != len(raw_ids)):
-            raise InvalidInput("this index keeps a sketch of each document (--confirm): give the documents' sketches")
+            raise InvalidInput("this index keeps a sketch of each document (confirm=): give the documents' sketches",
+                               arguments=("confirm",))
         new = cell_qualifiers(raw_ids, sketches if sketched else None)
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]

@@ -103,9 +103,10 @@ def check_precomputed(signatures: Signatures, probes: bool = False, confirm: boo
     the texts."""
     if len(signatures) > 1 or probes or confirm:
         what = (f"signatures {signatures.label}" if len(signatures) > 1 else "probes" if probes
-                else "a confirmation (--confirm)")
+                else "a confirmation (confirm=)")
         raise InvalidInput(f"an index with {what} fingerprints the texts themselves: "
-                           "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+                           "precomputed fingerprints (fingerprints=True) carry the body's simhash alone",
+                           arguments=("confirm", "fingerprints"))
 
 
 def fingerprint_records(fingerprinter: Fingerprinter, records: Iterable[Record], *, use_simhash: bool = False,

@@ -103,8 +103,8 @@ class LoadOptions(InputOptions):
         except ValueError:
             value = -1.0
         if value < 0 or (value >= 1 and value != int(value)) or (text.endswith("%") and value >= 1):
-            raise InvalidInput(f"--max-rejects is a number of records (10), or a share of them (0.01 or 1%), "
-                               f"not {text!r}")
+            raise InvalidInput(f"max_rejects= is a number of records (10), or a share of them (0.01 or 1%), "
+                               f"not {text!r}", arguments=("max_rejects",))
         return int(value) if value >= 1 else value
 
     def checkpoint_key(self, paths: list[str]) -> str | None:
@@ -153,11 +153,13 @@ class GroupsOptions(InputOptions):
         super().__post_init__()
         check_confirm(self.confirm, self.k)
         if self.fingerprints and len(self.signatures) > 1:
-            raise InvalidInput(f"--signatures {self.signatures.label} fingerprints the texts themselves: "
-                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+            raise InvalidInput(f"signatures={self.signatures.label} fingerprints the texts themselves: "
+                               "precomputed fingerprints (fingerprints=True) carry the body's simhash alone",
+                               arguments=("signatures", "fingerprints"))
         if self.fingerprints and self.confirm is not None:
-            raise InvalidInput("--confirm fingerprints the texts themselves (a second SimHash of each): "
-                               "precomputed fingerprints (--fingerprints) carry the body's simhash alone")
+            raise InvalidInput("confirm= fingerprints the texts themselves (a second SimHash of each): "
+                               "precomputed fingerprints (fingerprints=True) carry the body's simhash alone",
+                               arguments=("confirm", "fingerprints"))
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
 
