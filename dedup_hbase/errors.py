@@ -1,13 +1,20 @@
 """The package's exceptions. Every error a user can cause is a DedupError.
 
 Messages say what is wrong and with which input; they do not name command-line
-commands (the CLI adds what to run). A caller that wants to tell user errors from
+commands (the CLI adds what to run) or flags: an argument is named as Python calls it,
+``confirm=14`` (``confirm=True`` for a flag, ``confirm=`` alone), and listed in the error's
+``arguments``, which the CLI turns into its flags (``--confirm 14``) in one place. A caller that wants to tell user errors from
 bugs catches DedupError: anything else escaping the library is a bug.
 """
 
 
 class DedupError(Exception):
-    """Base class: a problem with input, configuration or a store, with a clear message."""
+    """Base class: a problem with input, configuration or a store, with a clear message.
+    ``arguments``: the Python arguments the message names (as ``name=``), for the CLI."""
+
+    def __init__(self, *args, arguments: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        self.arguments = tuple(arguments)
 
 
 class InvalidInput(DedupError, ValueError):
@@ -35,6 +42,11 @@ class IndexMismatch(DedupError):
 class FeaturizerVersionMismatch(IndexMismatch):
     """The index was built with another version of its featurizer than this package has:
     its fingerprints are not comparable; the documents have to be indexed again."""
+
+
+class IndexOutdated(IndexMismatch):
+    """The index was made by an earlier dedup-hbase in a form this one does not read: it has to
+    be made again, with the same options, and its documents loaded again."""
 
 
 class StoreError(DedupError):

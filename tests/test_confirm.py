@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.errors import IndexMismatch, InvalidInput
+from dedup_hbase.errors import IndexOutdated, InvalidInput
 from dedup_hbase.index.confirm import CONFIRMED_BEYOND
 from dedup_hbase.index.layout import cell_qualifier, split_qualifier
 from dedup_hbase.stores.memory import MemoryStore
@@ -103,8 +103,8 @@ def test_lookups_read_nothing_but_the_scan_and_a_rewrite_retires_its_old_sketch(
     config = json.loads(index.store.get("meta", [b"config"])[0])
     del config["sketches"]
     index.store.put("meta", [(b"config", json.dumps(config).encode())])
-    with pytest.raises(IndexMismatch, match=re.escape("keeps its sketches in its document rows alone (made by an "
-                                                      "earlier dedup-hbase): make it again")):
+    with pytest.raises(IndexOutdated, match=re.escape("keeps its sketches in its document rows alone (made by an "
+                                                      "earlier dedup-hbase): make it again with the same options")):
         Index.open(index.store)
 
 
@@ -126,11 +126,19 @@ def test_a_ttl_reads_the_metadata_after_the_sketch():
 
 
 def test_what_a_confirmation_refuses():
-    for kwargs, message in (({"k": 3, "confirm": 8}, "--confirm confirms matches beyond 3 bits: give --k above 3 "
-                                                      "(such as --k 8 --confirm 14) or --probes, not --k 3 alone"),
-                            ({"k": 6, "confirm": 65}, "--confirm is the bits two sketches may differ in, 0 to 64, not 65")):
-        with pytest.raises(InvalidInput, match=re.escape(message)):
+    """The library names its arguments (``confirm=``), the CLI the flags (command.as_flags)."""
+    from dedup_hbase.cli.command import as_flags
+
+    for kwargs, message, flags in (
+            ({"k": 3, "confirm": 8}, "confirm= confirms matches beyond 3 bits: give k= above 3 "
+                                     "(such as k=8 confirm=14) or probes=, not k=3 alone",
+             "--confirm confirms matches beyond 3 bits: give --k above 3 (such as --k 8 --confirm 14) or --probes, "
+             "not --k 3 alone"),
+            ({"k": 6, "confirm": 65}, "confirm= is the bits two sketches may differ in, 0 to 64, not 65",
+             "--confirm is the bits two sketches may differ in, 0 to 64, not 65")):
+        with pytest.raises(InvalidInput) as refused:
             Index.create(MemoryStore(), None if kwargs["k"] == 3 else "7/1", **kwargs)
+        assert (str(refused.value), as_flags(refused.value)) == (message, flags)
     index = Index.create(MemoryStore(), "7/1", K, confirm=T)
     with pytest.raises(InvalidInput, match="this index confirms matches beyond 3 bits by a sketch of the text"):
         index.query_many([1])
@@ -138,7 +146,7 @@ def test_what_a_confirmation_refuses():
         index.write([Document("b", 2, sketch=3), Document("a", 1)])
     assert index.get(["b"]) == [None] and not list(index.store.iterate("index"))  # nothing written
     plain = Index.create(MemoryStore(), "7/1", K)
-    with pytest.raises(InvalidInput, match=r"document 'a': this index keeps no sketch \(made without --confirm\)"):
+    with pytest.raises(InvalidInput, match=r"document 'a': this index keeps no sketch \(made without confirm=\)"):
         plain.write([Document("a", 1, sketch=2)])
     with pytest.raises(InvalidInput, match="this index keeps no sketch"):
         plain.query_many([1], sketches=[2])

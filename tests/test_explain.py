@@ -82,7 +82,7 @@ def test_cli_group_and_pair(tmp_path, fp):
     distance = (fp.fingerprint(BASE) ^ fp.fingerprint(EDITED)).bit_count()
     assert distance <= 3
     runner = CliRunner()
-    result = runner.invoke(app, ["explain", str(path), "--id", "d", "--groups", str(tmp_path / "g"), "--json"])
+    result = runner.invoke(app, ["explain", str(path), "--id", "d", "--groups-dir", str(tmp_path / "g"), "--json"])
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     assert shown["group"] == "k"
@@ -96,9 +96,9 @@ def test_cli_group_and_pair(tmp_path, fp):
     lines = text.stdout.splitlines()
     assert lines[0].startswith(f"k ~ x: distance {(fp.fingerprint(BASE) ^ fp.fingerprint(OTHER)).bit_count()} bits")
     assert "{+The quick" in text.stdout and "  terms that weigh most (* in both):" in lines
-    for args, message in (([str(path), "--id", "k"], "give two ids (a pair), or one id and --groups DIR"),
+    for args, message in (([str(path), "--id", "k"], "give two ids (a pair), or one id and --groups-dir DIR"),
                           ([str(path), "--id", "k", "--id", "nope"], "no text for 'nope' in"),
-                          ([str(path), "--id", "zz", "--groups", str(tmp_path / "g")], "'zz' is not a document"),
-                          ([str(path), "--id", "k", "--groups", str(tmp_path)], "is not a groups output")):
+                          ([str(path), "--id", "zz", "--groups-dir", str(tmp_path / "g")], "'zz' is not a document"),
+                          ([str(path), "--id", "k", "--groups-dir", str(tmp_path)], "is not a groups output")):
         failed = runner.invoke(app, ["explain", *args])
         assert failed.exit_code == 1 and message in failed.stderr, failed.output

@@ -252,7 +252,7 @@ def test_news_both_engines_write_the_same_output(spark, news, tmp_path):
 
 def test_precomputed_fingerprints_refused_with_signatures():
     with pytest.raises(InvalidInput, match="groups with signatures body,lead150 fingerprints the texts themselves: "
-                                           r"precomputed fingerprints \(--fingerprints\) carry the body's simhash alone"):
+                                           r"precomputed fingerprints \(fingerprints=True\) carry the body's simhash alone"):
         GroupsOptions(fingerprints=True, signatures=SIGNED)
 
 

@@ -112,3 +112,31 @@ def test_the_readme_session_prints_what_the_readme_shows(tmp_path):
         result = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert result.returncode == 0, (command, result.stderr)
         assert masked(result.stdout + result.stderr) == masked("\n".join(shown)), command
+
+
+def test_the_readme_lists_every_command_of_the_cli_and_no_other():
+    """The README's command list (the paragraph under "## Commands", before "Every command")
+    names exactly the CLI's commands: one added to the CLI and not to the README fails, and so
+    does one the README names that the CLI does not have."""
+    import typer
+
+    from dedup_hbase.cli.commands import app
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = readme.split("\n## Commands\n", 1)[1].split("Every command", 1)[0]
+    named = {piece.split()[0] for piece in re.findall(r"`([^`]+)`", listed)}
+    assert named == set(typer.main.get_command(app).commands)
+
+
+def test_the_readme_layout_names_every_package_in_the_architecture_order():
+    """The README's layout line is the architecture's layers line, and its list of folders
+    names every package of dedup_hbase/."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    architecture = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    line = re.compile(r"^errors  ->.*$", re.M)
+    assert line.search(readme).group(0) == line.search(architecture).group(0).replace("  ->  __main__", "")
+    packages = {p.name for p in (ROOT / "dedup_hbase").iterdir() if (p / "__init__.py").exists()}
+    layers = {name.strip() for part in line.search(readme).group(0).split("->") for name in part.split(",")}
+    assert layers - {"errors"} == packages
+    folders = readme.split("\n## How it works\n", 1)[1].split("\n## ", 1)[0]
+    assert {name for name in re.findall(r"`(\w+)/`", folders)} >= packages

@@ -88,7 +88,7 @@ def report(tmp_path, corpus, *args):
 
 def test_counts_charts_and_sample_bound(tmp_path, corpus):
     _, _, summary, _ = corpus
-    shown, html = report(tmp_path, corpus, "--sample", "7", "--seed", "3")
+    shown, html = report(tmp_path, corpus, "--sample", "7", "--sample-seed", "3")
     page = Page(html)
     counts = {a["data-count"]: page.text_of(a) for a in page.find("td") if "data-count" in a}
     assert counts == {"documents": f"{summary['documents']:,}", "groups": f"{summary['groups']:,}",
@@ -109,9 +109,9 @@ def test_counts_charts_and_sample_bound(tmp_path, corpus):
     assert len(groups) == shown["sample"] == 7 <= summary["multi_groups"]
     how = page.text_of(page.find("p", **{"class": "how"})[0])
     assert "random.Random(3).sample" in how and "7 of the" in how
-    again, html_again = report(tmp_path, corpus, "--sample", "7", "--seed", "3")
+    again, html_again = report(tmp_path, corpus, "--sample", "7", "--sample-seed", "3")
     assert html_again == html
-    _, other = report(tmp_path, corpus, "--sample", "7", "--seed", "4")
+    _, other = report(tmp_path, corpus, "--sample", "7", "--sample-seed", "4")
     assert [a["data-group"] for a in Page(other).find("article")] != [a["data-group"] for a in groups]
 
 

@@ -45,7 +45,7 @@ def chromium(browser, tmp_path, *args: str) -> str:
 
 def test_the_page_in_chromium(tmp_path, corpus, browser):  # noqa: F811
     _, _, summary, texts = corpus
-    shown, html = report(tmp_path, corpus, "--sample", "7", "--seed", "3")
+    shown, html = report(tmp_path, corpus, "--sample", "7", "--sample-seed", "3")
     rows = output_rows(corpus)
     wanted = Page(html).find("div", **{"class": "pair"})[0]["data-doc"]  # a dropped document shown
     group, via, distance = (rows["dropped"][wanted][x] for x in ("group", "via", "distance"))

@@ -22,7 +22,7 @@ def run(*args, check=True):
 # per rule of RULES, a combination it refuses and the start of its message: a new rule without
 # an example here fails test_every_rule_refuses_its_example
 REFUSED = {
-    "_confirm_needs_beyond_3": (dict(k=3, confirm=14), "--confirm confirms matches beyond 3 bits"),
+    "_confirm_needs_beyond_3": (dict(k=3, confirm=14), "confirm= confirms matches beyond 3 bits"),
     "_ttl_positive": (dict(ttl=0), "ttl is a whole number of seconds >= 1, not 0"),
     "_signatures_fit_the_scheme": (dict(scheme="11/3", k=8, signatures="body,lead150"), "scheme 11/3 has 165 flags"),
 }

@@ -62,7 +62,7 @@ def test_same_seed_same_numbers(tuned, xwlb_path):
 def test_cli_json_and_html(tmp_path, xwlb_path):
     html = tmp_path / "tune.html"
     runner = CliRunner()
-    result = runner.invoke(app, ["tune", str(xwlb_path), "--sample", "100", "--seed", "2", "--docs", "1000000",
+    result = runner.invoke(app, ["tune", str(xwlb_path), "--sample", "100", "--sample-seed", "2", "--docs", "1000000",
                                  "--kinds", "edit1,droplast", "--json", "--html", str(html)])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

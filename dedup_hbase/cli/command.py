@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 import typing
@@ -34,7 +35,7 @@ from typing import Annotated
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
-from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, missing_package
+from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, IndexOutdated, missing_package
 from ..index.index import Index
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
 from ..jobs.reports import JobReport
@@ -43,14 +44,21 @@ from ..stores import DEFAULT_URL, ENV_VAR, AdminGatewayUnreachable, Store, open_
 # What the CLI adds to a library error: the command that fixes it.
 HINTS = {
     IndexNotFound: ": create one with `dedup-hbase init`",
+    IndexOutdated: ": delete it (its folder, or its HBase tables) and run `dedup-hbase init` again with the same options",
     FeaturizerVersionMismatch: "; create a new index (dedup-hbase init --store NEW) and load the documents into it again",
     AdminGatewayUnreachable: "; `dedup-hbase schema` prints the DDL for the HBase shell; then run `dedup-hbase init` again",
 }
+# The flag of each library argument an error names (DedupError.arguments): the one place
+# where the library's names become the command line's.
+FLAGS = {"confirm": "--confirm", "k": "--k", "probes": "--probes", "signatures": "--signatures",
+         "fingerprints": "--fingerprints", "max_rejects": "--max-rejects", "engine": "--engine", "out": "--out",
+         "add_new": "--add-new", "tokens": "--tokens", "insecure": "--insecure", "certfile": "--certfile",
+         "keyfile": "--keyfile", "groups_dir": "--groups-dir"}
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
-    "--store", "-s", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
+    "--store", "-s", rich_help_panel="Store and log", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
 _UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True)]
-VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="Debug log on stderr; tracebacks with errors.")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel="Store and log", help="Debug log on stderr; tracebacks with errors.")]
 
 
 class _ReadableArgument(TyperArgument):
@@ -162,6 +170,18 @@ def exit_for_damage(report: JobReport) -> None:
         raise typer.Exit(EXIT_REJECTS)
 
 
+def as_flags(e: BaseException) -> str:
+    """An error's message with the library arguments it names (``confirm=14``, ``add_new=True``,
+    ``k=``) written as the command line's flags (``--confirm 14``, ``--add-new``, ``--k``)."""
+    text = str(e)
+    for name in getattr(e, "arguments", ()):
+        flag = FLAGS[name]
+        text = re.sub(rf"(?<![\w-]){name}=True\b", flag, text)
+        text = re.sub(rf"(?<![\w-]){name}=(?=[^\s,;:)])", flag + " ", text)
+        text = re.sub(rf"(?<![\w-]){name}=", flag, text)
+    return text
+
+
 def _fail(ctx: typer.Context, message: str, status: int) -> None:
     ctx.obj.failed = True
     if ctx.obj.verbose:
@@ -195,7 +215,7 @@ def command(fn, takes_store: bool = True):
             _fail(ctx, f"error: {missing_package(e)}", 1)
         except (DedupError, OSError) as e:
             hint = next((text for kind, text in HINTS.items() if isinstance(e, kind)), "")
-            _fail(ctx, f"error: {e}{hint}", 1)
+            _fail(ctx, f"error: {as_flags(e)}{hint}", 1)
 
     signature = inspect.signature(fn, eval_str=True)
     store = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None,

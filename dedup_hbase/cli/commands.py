@@ -72,19 +72,19 @@ def _command(fn, takes_store: bool = True):
     return app.command(cls=_Command)(command(fn, takes_store))
 
 
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).")]
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).", rich_help_panel="Output")]
 K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
-IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
-TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
-Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
-Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).")]
-Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
-ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
-SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).")]
-SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).")]
-Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).")]
-SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).")]
-Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).")]
+IdField = Annotated[str, typer.Option(help="Input field holding the document id.", rich_help_panel="Input")]
+TextField = Annotated[str, typer.Option(help="Input field holding the text.", rich_help_panel="Input")]
+Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.", rich_help_panel="Input")]
+Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).", rich_help_panel="Input")]
+Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).", rich_help_panel="Fingerprint")]
+ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).", rich_help_panel="Fingerprint")]
+SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).", rich_help_panel="Spark")]
+SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).", rich_help_panel="Spark")]
+Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).", rich_help_panel="Spark")]
+SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).", rich_help_panel="Spark")]
+Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).", rich_help_panel="Fingerprint")]
 Preset = Annotated[str | None, typer.Option(help=f"A measured setting of --signatures, --probes and --confirm: {', '.join(f'{name} ({basis})' for name, (_, basis) in PRESETS.items())} (docs/quality.md).")]
 
 

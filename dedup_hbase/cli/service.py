@@ -11,19 +11,19 @@ from ..index.retention import parse_duration
 
 
 def serve(ctx: typer.Context,
-          host: Annotated[str, typer.Option(help="Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface).")] = "127.0.0.1",
-          port: Annotated[int, typer.Option(help="Port to listen on (0: a free one, printed at start).")] = 8080,
-          max_docs: Annotated[int, typer.Option(help="Documents one request may hold.")] = 1000,
-          max_text_bytes: Annotated[int, typer.Option(help="Bytes one document's text may have.")] = 1 << 20,
-          max_body_bytes: Annotated[int, typer.Option(help="Bytes one request body may have.")] = 64 << 20,
-          max_matches: Annotated[int, typer.Option(help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
-          log_level: Annotated[str, typer.Option(help="uvicorn's log level: debug, info, warning, error.")] = "warning",
-          tokens: Annotated[str | None, typer.Option(help="Tokens file: a line 'TOKEN read,write,delete' per token (Authorization: Bearer TOKEN); read again on SIGHUP.")] = None,
-          insecure: Annotated[bool, typer.Option(help="Serve an address other than loopback without --tokens, on purpose.")] = False,
-          certfile: Annotated[str | None, typer.Option(help="TLS certificate (PEM): serve HTTPS.")] = None,
-          keyfile: Annotated[str | None, typer.Option(help="TLS private key (PEM), if not in the certificate's file.")] = None,
-          access_log: Annotated[str | None, typer.Option(help="A JSON line per request into FILE (- : stderr); reopened on SIGHUP.")] = None,
-          count_every: Annotated[str, typer.Option(help="Count the index's documents for /metrics at start and then this often (90s, 12h, 7d), or 'never'.")] = "1h") -> None:
+          host: Annotated[str, typer.Option(rich_help_panel="Listening", help="Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface).")] = "127.0.0.1",
+          port: Annotated[int, typer.Option(rich_help_panel="Listening", help="Port to listen on (0: a free one, printed at start).")] = 8080,
+          max_docs: Annotated[int, typer.Option(rich_help_panel="Limits", help="Documents one request may hold.")] = 1000,
+          max_text_bytes: Annotated[int, typer.Option(rich_help_panel="Limits", help="Bytes one document's text may have.")] = 1 << 20,
+          max_body_bytes: Annotated[int, typer.Option(rich_help_panel="Limits", help="Bytes one request body may have.")] = 64 << 20,
+          max_matches: Annotated[int, typer.Option(rich_help_panel="Limits", help="Matches listed per document, the nearest first; more are counted (match_count).")] = 1000,
+          log_level: Annotated[str, typer.Option(rich_help_panel="Logging", help="uvicorn's log level: debug, info, warning, error.")] = "warning",
+          tokens: Annotated[str | None, typer.Option(rich_help_panel="Security", help="Tokens file: a line 'TOKEN read,write,delete' per token (Authorization: Bearer TOKEN); read again on SIGHUP.")] = None,
+          insecure: Annotated[bool, typer.Option(rich_help_panel="Security", help="Serve an address other than loopback without --tokens, on purpose.")] = False,
+          certfile: Annotated[str | None, typer.Option(rich_help_panel="Security", help="TLS certificate (PEM): serve HTTPS.")] = None,
+          keyfile: Annotated[str | None, typer.Option(rich_help_panel="Security", help="TLS private key (PEM), if not in the certificate's file.")] = None,
+          access_log: Annotated[str | None, typer.Option(rich_help_panel="Logging", help="A JSON line per request into FILE (- : stderr); reopened on SIGHUP.")] = None,
+          count_every: Annotated[str, typer.Option(rich_help_panel="Logging", help="Count the index's documents for /metrics at start and then this often (90s, 12h, 7d), or 'never'.")] = "1h") -> None:
     """Run the dedup service: JSON over HTTP, until Ctrl-C or SIGTERM.
 
     POST /v1/check and POST /v1/add?if_new=true take a JSON list of {"id", "text"} or

@@ -24,12 +24,13 @@ InputFormat = Annotated[str, typer.Option("--format", help=f"Input format: {', '
 FeaturizerName = Annotated[str | None, typer.Option("--featurizer", help="jieba (default) or shingles: the one groups used.")]
 Shingles = Annotated[int | None, typer.Option("--shingle-size", help="Characters per shingle (shingles featurizer).")]
 HashSeed = Annotated[int | None, typer.Option("--seed", help="mmh3 seed of the feature hashes (default 0).")]
+SampleSeed = Annotated[int, typer.Option("--sample-seed", help="Seed of the random sample (not the hash seed: that is --seed).")]
 AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON).")]
 
 
 def explain(ctx: typer.Context, files: Inputs,
-            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups for its group.")],
-            groups: Annotated[str | None, typer.Option("--groups", help="A groups output folder (its --out): show the id's group, each dropped document beside its via.")] = None,
+            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups-dir for its group.")],
+            groups_dir: Annotated[str | None, typer.Option("--groups-dir", help="A groups output folder (the --out of groups): show the id's group, each dropped document beside its via.")] = None,
             top: Annotated[int, typer.Option(help="Terms shown per document, the weightiest first.")] = 10,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
             width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
@@ -45,7 +46,7 @@ def explain(ctx: typer.Context, files: Inputs,
     from ..report.terminal import render
 
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    shown = explained(files, ids, fp, groups, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
+    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
     if json_:
         out(shown.to_dict())
         return
@@ -60,7 +61,7 @@ def report(ctx: typer.Context,
            out_html: Annotated[str, typer.Option("--out", "-o", help="The HTML file to write.")] = "report.html",
            check: Annotated[str | None, typer.Option(help="A check output too: a file of check --json lines, or a check --engine spark --out folder.")] = None,
            sample: Annotated[int, typer.Option(help="Groups of two or more shown with their texts (a seeded random sample).")] = 50,
-           seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+           sample_seed: SampleSeed = 0,
            pairs: Annotated[int, typer.Option(help="Dropped documents shown per sampled group, beside their vias.")] = 5,
            largest: Annotated[int, typer.Option(help="Largest groups listed.")] = 20,
            searchable: Annotated[int, typer.Option(help="Documents of groups of two or more the page's search box knows (the first, in input order).")] = 50_000,
@@ -73,27 +74,27 @@ def report(ctx: typer.Context,
     Needs no --store."""
     from ..report.page import ReportOptions, build
 
-    options = ReportOptions(sample=sample, seed=seed, pairs=pairs, largest=largest, searchable=searchable)
+    options = ReportOptions(sample=sample, seed=sample_seed, pairs=pairs, largest=largest, searchable=searchable)
     shown = build(groups_out, files or [], out_html, options, check, fmt, Fields(id=id_field, text=text_field))
     if json_:
         out({"out": out_html, **shown})
     else:
         c = shown["counts"]
         typer.echo(f"wrote {out_html}: {c['documents']:,} documents in {c['groups']:,} groups, "
-                   f"{shown['sample']} sampled (seed {seed}) with {shown['pairs']} pairs of texts", err=True)
+                   f"{shown['sample']} sampled (sample seed {sample_seed}) with {shown['pairs']} pairs of texts", err=True)
 
 
 def tune(ctx: typer.Context,
          files: Annotated[list[str], typer.Argument(help="Your corpus: files or folders (JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst).")],
          sample: Annotated[int, typer.Option(help="Documents sampled from the inputs and indexed; a fifth of them are copied.")] = 1000,
-         seed: Annotated[int, typer.Option(help="Seed of the sample and of the copies.")] = 1,
+         sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed of the sample and of the copies (not the hash seed: that is --seed).")] = 1,
          docs: Annotated[int | None, typer.Option(help="The corpus size the cost of each k is given for (default: the records read).")] = None,
          kinds: Annotated[str | None, typer.Option(help="Kinds of copies, comma-separated (default: all).")] = None,
          html: Annotated[str | None, typer.Option(help="Also write the results as an HTML page (tables and a chart, offline).")] = None,
          id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
          featurizer: Annotated[str | None, typer.Option("--featurizer", help="The featurizer to measure: jieba (default) or shingles.")] = None,
          shingle_size: Shingles = None,
-         seed_hash: Annotated[int | None, typer.Option("--hash-seed", help="mmh3 seed of the feature hashes (default 0).")] = None,
+         seed: HashSeed = None,
          json_: AsJson = False) -> None:
     """Choose k on your own corpus: near-copies of a sample of it, made the ways copies arise,
     looked up among the sample; recall and false matches per kind of copy for k = 0 to 8,
@@ -110,8 +111,8 @@ def tune(ctx: typer.Context,
         raise InvalidInput(f"unknown kind {unknown[0]!r}: choose from {', '.join(KINDS)}")
     if sample < 2:
         raise InvalidInput(f"--sample must be at least 2, not {sample}")
-    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed_hash)
-    result = measure(files, fp, sample, seed, docs, chosen, fmt, Fields(id=id_field, text=text_field))
+    fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
+    result = measure(files, fp, sample, sample_seed, docs, chosen, fmt, Fields(id=id_field, text=text_field))
     if html:
         write_html(result, html)
     if json_:

@@ -34,10 +34,12 @@ def check_confirm(confirm: int | None, k: int, probes: bool = False) -> int | No
     if confirm is None:
         return None
     if isinstance(confirm, bool) or not isinstance(confirm, int) or not 0 <= confirm <= 64:
-        raise InvalidInput(f"--confirm is the bits two sketches may differ in, 0 to 64, not {confirm!r}")
+        raise InvalidInput(f"confirm= is the bits two sketches may differ in, 0 to 64, not {confirm!r}",
+                           arguments=("confirm",))
     if k <= CONFIRMED_BEYOND and not probes:
-        raise InvalidInput(f"--confirm confirms matches beyond {CONFIRMED_BEYOND} bits: give --k above "
-                           f"{CONFIRMED_BEYOND} (such as --k 8 --confirm 14) or --probes, not --k {k} alone")
+        raise InvalidInput(f"confirm= confirms matches beyond {CONFIRMED_BEYOND} bits: give k= above "
+                           f"{CONFIRMED_BEYOND} (such as k=8 confirm=14) or probes=, not k={k} alone",
+                           arguments=("confirm", "k", "probes"))
     return confirm
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DedupError, IndexMismatch, IndexNotFound, InvalidInput
+from ..errors import DedupError, IndexMismatch, IndexNotFound, IndexOutdated, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
 from ..text.signatures import Signatures
 from .confirm import sketch_spec
@@ -137,8 +137,8 @@ class Index:
                 raise IndexMismatch(f"{store.url} was built with signatures {own.label}, not {wanted.label}: "
                                     "its rows hold no other signature; make a new index for those")
         if "confirm" in config and config.get("sketches") != SKETCHES_IN:
-            raise IndexMismatch(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
-                                "dedup-hbase): make it again (init --force with the same options) and load it")
+            raise IndexOutdated(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
+                                "dedup-hbase): make it again with the same options and load its documents again")
         return cls(store, IndexSpec.from_config(config), fingerprinter)
 
     @staticmethod
@@ -221,7 +221,8 @@ class Index:
         ids, simhashes, chosen = checked_columns(docs)
         columns = self._columns(simhashes, chosen)
         if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
-            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without --confirm)")
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without confirm=)",
+                               arguments=("confirm",))
         sketches = sketch_column(chosen) if self.confirm is not None else None  # checked before a write
         stored = columns + ([sketches] if sketches is not None else [])
         written = self.retire_old_fingerprints(ids, simhashes, columns, sketches)
@@ -256,7 +257,8 @@ class Index:
         columns = [np.asarray(simhashes, dtype=np.uint64)] if columns is None else columns
         sketched = self.confirm is not None
         if sketched and (sketches is None or len(sketches) != len(raw_ids)):
-            raise InvalidInput("this index keeps a sketch of each document (--confirm): give the documents' sketches")
+            raise InvalidInput("this index keeps a sketch of each document (confirm=): give the documents' sketches",
+                               arguments=("confirm",))
         new = cell_qualifiers(raw_ids, sketches if sketched else None)
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]

@@ -98,14 +98,14 @@ def confirmation(allowed: int | None, k: int, probes: bool, simhashes: Sequence[
     refuses sketches an index does not take, and a lookup without them that needs them."""
     if allowed is None:
         if sketches is not None:
-            raise InvalidInput("this index keeps no sketch (made without --confirm): give no sketches")
+            raise InvalidInput("this index keeps no sketch (made without confirm=): give no sketches", arguments=("confirm",))
         return None
     if k <= CONFIRMED_BEYOND and not probes:  # no match beyond 3 bits
         return None
     if sketches is None or len(sketches) != len(simhashes):
         raise InvalidInput(f"this index confirms matches beyond {CONFIRMED_BEYOND} bits by a sketch of the "
-                           "text (--confirm): look a text up (query TEXT, check; Index.query_text), or give each "
-                           "query's sketch")
+                           "text (confirm=): look a text up (query TEXT, check; Index.query_text), or give each "
+                           "query's sketch", arguments=("confirm",))
     check_queries(sketches, None)
     return Confirm(sketches, allowed)
 

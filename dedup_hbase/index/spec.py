@@ -134,7 +134,8 @@ class IndexSpec:
         fingerprints the texts themselves (``needs_texts``; ``lookups``: the job looks its records up)."""
         if precomputed and (what := self.needs_texts(lookups)):
             raise InvalidInput(f"{who} with {what} fingerprints the texts themselves: precomputed "
-                               "fingerprints (--fingerprints) carry the body's simhash alone")
+                               "fingerprints (fingerprints=True) carry the body's simhash alone",
+                               arguments=("fingerprints",))
 
     def lookup_args(self, items: Sequence[Any], masks: Callable[[Any], Any] | None = None) -> tuple:
         """``Index.query_many``'s ``more``, ``probes`` and ``sketches`` for ``items`` (records or

@@ -139,7 +139,8 @@ class Store(ABC):
         """
 
     def drop(self) -> None:
-        """Delete every table and its data. Not part of normal use; tests and ``init --force``."""
+        """Delete every table and its data. Not part of normal use: tests (no command drops an index;
+        a user deletes its folder or its HBase tables)."""
         raise NotImplementedError(f"{type(self).__name__} cannot drop its tables")
 
     # -- data ----------------------------------------------------------------

@@ -27,7 +27,7 @@ ENGINES = ("local", "spark")
 
 def check_engine(engine: str) -> str:
     if engine not in ENGINES:
-        raise InvalidInput(f"--engine is {' or '.join(ENGINES)}, not {engine!r}")
+        raise InvalidInput(f"engine= is {' or '.join(ENGINES)}, not {engine!r}", arguments=("engine",))
     return engine
 
 

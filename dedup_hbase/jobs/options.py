@@ -104,8 +104,8 @@ class LoadOptions(InputOptions):
         except ValueError:
             value = -1.0
         if value < 0 or (value >= 1 and value != int(value)) or (text.endswith("%") and value >= 1):
-            raise InvalidInput(f"--max-rejects is a number of records (10), or a share of them (0.01 or 1%), "
-                               f"not {text!r}")
+            raise InvalidInput(f"max_rejects= is a number of records (10), or a share of them (0.01 or 1%), "
+                               f"not {text!r}", arguments=("max_rejects",))
         return int(value) if value >= 1 else value
 
     def checkpoint_key(self, paths: list[str]) -> str | None:

@@ -91,13 +91,14 @@ def prepare_out(out: str) -> Path:
     A folder holding anything but an earlier groups output is refused, untouched."""
     folder = Path(out)
     if folder.exists() and not folder.is_dir():
-        raise InvalidInput(f"--out {out} is a file: give a folder (new, empty, or an earlier groups output)")
+        raise InvalidInput(f"out={out} is a file: give a folder (new, empty, or an earlier groups output)",
+                           arguments=("out",))
     if folder.is_dir():
         other = sorted(n for n in (p.name for p in folder.iterdir())
                        if n not in (DOCUMENTS, GROUPS_FILE, DROPPED_FILE, SUMMARY_FILE) and not n.startswith((".", "_")))
         if other:
-            raise InvalidInput(f"--out {out} is not empty and not an earlier groups output (it holds {other[0]}): "
-                               "give a new or empty folder")
+            raise InvalidInput(f"out={out} is not empty and not an earlier groups output (it holds {other[0]}): "
+                               "give a new or empty folder", arguments=("out",))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -164,7 +164,7 @@ def _sample_html(chosen: list[str], members: dict[str, list[dict]], pairs, texts
                  multi: int, have_inputs: bool) -> str:
     how = (f"{len(chosen):,} of the {multi:,} groups of two or more, drawn with Python's "
            f"random.Random({options.seed}).sample from those groups in the order of their first member "
-           f"(--sample {options.sample}, --seed {options.seed}), shown in that order; of each, the first "
+           f"(--sample {options.sample}, --sample-seed {options.seed}), shown in that order; of each, the first "
            f"{options.pairs} dropped documents in input order beside their vias; texts cut at {TEXT_CHARS:,} characters.")
     if not have_inputs:
         how += " No inputs were given: the texts are not shown."

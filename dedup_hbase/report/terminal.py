@@ -156,21 +156,21 @@ class Shown:
         return {"group": self.group, "members": self.members, "pairs": [p.to_dict() for p in self.pairs]}
 
 
-def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, groups: str | None = None,
+def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, groups_dir: str | None = None,
             fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10) -> Shown:
-    """Two ids: that pair. One id and a groups output (``groups``): its group, each dropped
+    """Two ids: that pair. One id and a groups output (``groups_dir``): its group, each dropped
     member beside its via (the id's own pair first, at most ``max_pairs`` pairs). Texts from
     ``paths`` (the inputs of the groups job)."""
     if len(ids) == 2:
         wanted = [tuple(ids)]
         shown = Shown([])
-    elif len(ids) == 1 and groups:
-        shown = group_of(groups, ids[0])
+    elif len(ids) == 1 and groups_dir:
+        shown = group_of(groups_dir, ids[0])
         dropped = [(m["via"], m["id"]) for m in shown.members if not m["keep"]]
         dropped.sort(key=lambda pair: pair[1] != ids[0])  # stable: the id's own pair first
         wanted = dropped[:max_pairs]
     else:
-        raise InvalidInput("give two ids (a pair), or one id and --groups DIR (its group)")
+        raise InvalidInput("give two ids (a pair), or one id and groups_dir=DIR (its group)", arguments=("groups_dir",))
     texts = sources.texts_of(paths, {x for pair in wanted for x in pair}, fmt, fields)
     missing = sorted({x for pair in wanted for x in pair} - set(texts))
     if missing:

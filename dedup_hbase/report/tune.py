@@ -225,7 +225,7 @@ def _cost(k: int, docs: int) -> dict[str, Any]:
 def lines(result: Tuning) -> list[str]:
     """The result for people: one row per k (recall, false matches, cost), recall per kind,
     then the suggestion and why."""
-    out = [f"{result.read:,} records read; {result.sample:,} sampled (seed {result.seed}, {result.language}), "
+    out = [f"{result.read:,} records read; {result.sample:,} sampled (sample seed {result.seed}, {result.language}), "
            f"{result.originals:,} of them copied {len(result.kinds)} ways: {sum(result.lookups.values()):,} lookups",
            f"{'k':>2} {'recall':>7} {'false/lookup':>12} {'in sample':>9} {'scheme':>7} {'rows/doc':>8} "
            f"{'candidates/lookup':>17}"]

@@ -79,10 +79,11 @@ def check_production(host: str, production: Production) -> Access | None:
     and key that do not load: InvalidInput."""
     access = None if production.tokens is None else Access(production.tokens)
     if access is None and not production.insecure and not is_loopback(host):
-        raise InvalidInput(f"refusing to serve {host} without --tokens: anyone who can reach it could read, add and "
-                           "delete documents; give --tokens FILE, or --insecure to serve it open on purpose")
+        raise InvalidInput(f"refusing to serve {host} without tokens=: anyone who can reach it could read, add and "
+                           "delete documents; give tokens=FILE, or insecure=True to serve it open on purpose",
+                           arguments=("tokens", "insecure"))
     if production.keyfile and not production.certfile:
-        raise InvalidInput("--keyfile needs --certfile")
+        raise InvalidInput("keyfile= needs certfile=", arguments=("keyfile", "certfile"))
     if production.certfile:
         try:
             ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(production.certfile, production.keyfile)

@@ -44,7 +44,8 @@ def check_files(index: Index, paths: list[str], options: CheckOptions,
     ``on_answer`` as it comes; the counts. The local engine writes no folder (``out``) and
     indexes nothing (``add_new``): both are the Spark engine's."""
     if options.out is not None or options.add_new:
-        raise InvalidInput("--out and --add-new need --engine spark (the local engine writes its records to stdout)")
+        raise InvalidInput("out= and add_new=True need engine=spark (the local engine writes its records to stdout)",
+                           arguments=("out", "add_new", "engine"))
     options.check_inputs(paths)
     report = CheckReport()
     for answer in check(index, read_records(paths, options.fmt, options.fields), options, report):

@@ -62,14 +62,16 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     documents then indexed (adding.py). ``session``: a running SparkSession to use and leave
     running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
     if options.out is None:
-        raise InvalidInput("check --engine spark writes its records to a folder: give --out DIR")
+        raise InvalidInput("check engine=spark writes its records to a folder: give out=DIR", arguments=("engine", "out"))
     if index.store.hfile_target() is None:
-        raise InvalidInput("check --engine spark reads an HBase index (hbase://...); use the local engine here")
+        raise InvalidInput("check engine=spark reads an HBase index (hbase://...); use the local engine here",
+                           arguments=("engine",))
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
     k = index.k if options.k is None else index.scheme.check_k(options.k)
     if options.add_new and k != index.k:
-        raise InvalidInput(f"--add-new finds near-duplicates within the index's k ({index.k}), not --k {k}")
+        raise InvalidInput(f"add_new=True finds near-duplicates within the index's k ({index.k}), not k={k}",
+                           arguments=("add_new", "k"))
     index.spec.check_inputs(options.fingerprints, lookups=True)
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
