@@ -34,10 +34,21 @@ from ..jobs.interrupts import exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
+from ..text.encodings import check_encoding, decode, label
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
 from ..text.signatures import Signatures
 from . import environment, service, views
-from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_damage, exit_for_rejects, out
+from .command import (
+    STORE_HELP,
+    EncodingOption,
+    Group,
+    Session,
+    VerboseOption,
+    command,
+    exit_for_damage,
+    exit_for_rejects,
+    out,
+)
 from .command import Command as _Command
 
 app = typer.Typer(
@@ -114,7 +125,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
 
 @_command
 def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, Parquet, text; gz/bz2/xz/zst.")],
-         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
          skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
          groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
@@ -136,7 +147,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from ..jobs.progress import LoadProgress
 
-    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
+    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
     spark = _spark(engine, spark_master, spark_conf, staging, spark_env)
@@ -164,7 +175,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
            k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
            scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
-           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
            fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
            rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
@@ -179,7 +190,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
 
     Needs no index (no --store). Bad records are reported and skipped; read = documents +
     rejected."""
-    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
+    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects, signatures=Signatures.parse(signatures),
                             confirm=confirm)
     spark = _spark(engine, spark_master, spark_conf, env=spark_env)
@@ -192,24 +203,30 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     exit_for_damage(report)
 
 
-def _read_text(text: str | None, file: str | None, what: str) -> str:
-    """The text given as an argument, in a file, or on stdin."""
+def _read_text(text: str | None, file: str | None, what: str, encoding: str = "utf-8") -> str:
+    """The text given as an argument, in a file, or on stdin (the bytes in ``encoding``)."""
+    encoding = check_encoding(encoding)
     if file is not None:
-        with open(file, encoding="utf-8") as f:
-            return f.read()
-    if text is not None:
+        with open(file, "rb") as f:
+            data, where = f.read(), file
+    elif text is not None:
         return text
-    if sys.stdin.isatty():
+    elif sys.stdin.isatty():
         raise InvalidInput(f"no {what}: give TEXT, --file{', --simhash' if what == 'document' else ''} "
                            "or pipe text to stdin")
-    return sys.stdin.read()
+    else:
+        data, where = sys.stdin.buffer.read(), "stdin"
+    try:
+        return decode(data, encoding)
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{where}: not {label(encoding)} at byte {e.start}; --encoding names another") from None
 
 
 @_command
 def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
           file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
           simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone, no probes).")] = None,
-          k: K = None, json_: Json = False) -> None:
+          k: K = None, encoding: EncodingOption = "utf-8", json_: Json = False) -> None:
     """Near-duplicates of one document: {"id", "simhash", "matches"}."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
@@ -218,7 +235,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
         value = parse_hex(simhash)
         matches = index.query(value, k)
     else:
-        value = index.fingerprint(document := _read_text(text, file, "document"))
+        value = index.fingerprint(document := _read_text(text, file, "document", encoding))
         matches = index.query_text(document, k, simhash=value)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
@@ -231,7 +248,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
 
 @_command
 def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
-          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, k: K = None,
+          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8", k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           max_matches: Annotated[int, typer.Option(help="Matches listed per document (1 or more), the nearest first; more are counted (match_count).")] = 1000,
           json_: Json = False,
@@ -241,7 +258,7 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
           spark_env: SparkEnv = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
-    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints, k=k,
+    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
     read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
     report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
@@ -267,7 +284,7 @@ def _print_answer(answer: dict) -> None:
 @_command
 def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
                 file: Annotated[str | None, typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
-                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
                 featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
                 json_: Json = False) -> None:
     """Print fingerprints as 16 hex digits.
@@ -276,11 +293,11 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
     loaded with load --fingerprints), else the options."""
     fp = fingerprinter_for(ctx.obj.store(read_only=True), featurizer, shingle_size=shingle_size, seed=seed)
     if file is None:
-        value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
+        value = to_hex(fp.fingerprint(_read_text(text, None, "text", encoding)))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
         return
     report = JobReport()
-    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field, delimiter=delimiter))):
+    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding))):
         report.count([record])
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)
