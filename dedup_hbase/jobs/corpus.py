@@ -224,6 +224,12 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1, inva
         except json.JSONDecodeError as e:
             yield Record(source, number, error=f"malformed JSON: {e.msg} at column {e.colno}")
             continue
+        except RecursionError:
+            yield Record(source, number, error="malformed JSON: nested too deeply")
+            continue
+        except ValueError as e:  # an integer of more digits than Python converts
+            yield Record(source, number, error=f"malformed JSON: {e}")
+            continue
         if not isinstance(obj, dict):
             yield Record(source, number, error=f"a JSON line must be an object, not {type(obj).__name__}")
             continue
@@ -349,12 +355,23 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
         record.error = f"{fields.text!r} is null"
     elif text is not None and not isinstance(text, str):
         record.error = f"{fields.text!r} is not a string"
+    elif text is not None and not _is_unicode(text):
+        record.error = f"{fields.text!r} holds a lone surrogate (a \\ud800-\\udfff escape): not Unicode text"
     elif text is not None:
         record.text = text
     elif record.simhash is None:
         record.error = f"no {fields.text!r} field (nor {fields.simhash!r})"
+    if record.title is not None and not _is_unicode(record.title):
+        record.title = None  # metadata, not part of the fingerprint: left out as a non-string one is
     return record
 
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:

@@ -162,6 +162,10 @@ def parse_documents(body: bytes, limits: Limits) -> list[RequestDoc]:
         items = load_json(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RequestError(400, f"the body is not JSON: {e}") from None
+    except RecursionError:
+        raise RequestError(400, "the body is not JSON this service reads: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise RequestError(400, f"the body is not JSON this service reads: {e}") from None
     if not isinstance(items, list):
         raise RequestError(400, f"the body is a JSON array of documents, not a JSON {json_type(items)}")
     if len(items) > limits.max_docs:
