@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -29,7 +30,7 @@ from ..index.ids import document_id
 from ..text import encodings
 from ..text.encodings import binary_reason
 from ..text.fingerprint import parse_hex
-from .compressed import DamagedInput, decompressed, kind_of
+from .compressed import UNREADABLE, DamagedInput, decompressed, kind_of
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -107,15 +108,24 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
 
 
 def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+    unreadable: list[OSError] = []
+    files = [Path(top, name) for top, _, names in os.walk(folder, onerror=unreadable.append, followlinks=True) for name in names]
+    for e in unreadable:  # a folder that cannot be listed: one reject, the rest goes on
+        yield Record(str(e.filename), 1, error=f"{UNREADABLE}: {e.strerror}")
+    for path in sorted(p for p in files if p.is_file() and not p.name.startswith(".")):
         name = str(path.relative_to(folder))
-        structured = _format_of(path) in STRUCTURED
+        structured = format_of(path) in STRUCTURED
         yield from _read_file(path, str(path), fmt if fmt != "auto" or structured else "file",
                               fields, doc_id=name)
 
 
 def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | None = None):
-    with open(path, "rb") as raw:
+    try:
+        raw = open(path, "rb")
+    except OSError as e:  # no permission, an I/O error: one reject, the rest goes on
+        yield Record(source, 1, id=doc_id, error=f"{UNREADABLE}: {e.strerror}")
+        return
+    with raw:
         yield from read_opened(raw, path, source, fmt, fields, doc_id)
 
 
@@ -126,7 +136,7 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    kind = _format_of(path) if fmt == "auto" else fmt
+    kind = format_of(path) if fmt == "auto" else fmt
 
     def records() -> Iterator[Record]:
         stream = decompressed(raw) if decompress else io.BufferedReader(raw)
@@ -153,10 +163,6 @@ def _until_damaged(records, source: str, first_line: int = 1, doc_id: str | None
 
 def format_of(path: Path) -> str:
     """The format a file's name implies (compression suffixes ignored); "lines" if none."""
-    return _format_of(path)
-
-
-def _format_of(path: Path) -> str:
     suffixes = [s for s in path.suffixes if s not in _COMPRESSED]
     return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
 
@@ -377,7 +383,7 @@ def _is_unicode(value: str) -> bool:
 def columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
     """The header of a CSV/TSV file or the schema of a Parquet file; None if unreadable (its
     records then say why)."""
-    kind = fmt if fmt != "auto" else _format_of(path)
+    kind = fmt if fmt != "auto" else format_of(path)
     try:
         with open(path, "rb") as raw:
             stream = decompressed(raw)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from ..index.index import Index
-from .compressed import DAMAGED
+from .compressed import DAMAGED, UNREADABLE
 from .corpus import Record
 from .options import DEFAULT_K
 from .progress import rate
@@ -44,7 +44,9 @@ def rejects_file(path: str | None, append: bool = False) -> Iterator[IO[str] | N
     if path is None:
         yield None
         return
-    with open(path, "a" if append else "w", encoding="utf-8") as f:
+    # a file name that is not UTF-8 (its bytes kept by surrogateescape) is written as \udcXX escapes:
+    # JSON for the same string, whose os.fsencode gives the name's bytes back
+    with open(path, "a" if append else "w", encoding="utf-8", errors="backslashreplace") as f:
         yield f
 
 
@@ -99,6 +101,8 @@ class JobReport:
         if not self.damaged:
             return None
         more = f" (and {len(self.damaged) - 1} more inputs)" if len(self.damaged) > 1 else ""
+        if UNREADABLE in self.damaged[0]:
+            return f"{self.damaged[0]}{more}: give it read permission (or copy it) and run the same command again"
         return (f"{self.damaged[0]}{more}: the records before it are used; replace the file (download or copy it "
                 "again) and run the same command again")
 

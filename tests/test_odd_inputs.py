@@ -1,0 +1,70 @@
+"""File names of any bytes and files or folders that cannot be read: each a reject like any
+other (file, line, reason), carried through messages and --rejects; the rest goes on."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, as_nobody=False):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": "/tmp"}
+    prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] if as_nobody else []
+    return subprocess.run([*prefix, sys.executable, "-m", "dedup_hbase", *args], capture_output=True, env=env)
+
+
+def test_a_file_name_that_is_not_utf8_is_carried_through_rejects(tmp_path):
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    name = b"\xc8\xcb\xc3\xf1.txt"  # 人民 in GBK: not UTF-8
+    (folder / os.fsdecode(name)).write_bytes("国家卫生健康委员会今天通报最新疫情".encode())
+    (folder / "ok.txt").write_text("长江经济带生态环境保护发生了转折性变化", encoding="utf-8")
+    store, rejects = str(tmp_path / "idx"), tmp_path / "rejects.jsonl"
+    assert cli("init", "--store", store).returncode == 0
+    load = cli("load", str(folder), "--store", store, "--rejects", str(rejects))
+    assert load.returncode == 0, load.stderr
+    assert b"Traceback" not in load.stderr and b"read 2, indexed 1 (1 new), rejected 1" in load.stderr
+    [line] = rejects.read_bytes().splitlines()
+    line.decode("utf-8")  # the file is UTF-8 JSON lines
+    reject = json.loads(line)
+    assert os.fsencode(reject["source"]) == os.fsencode(str(folder)) + b"/" + name  # the name's bytes, escaped
+    assert reject["reason"].startswith("a document id is valid Unicode text")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root reads any file; no setpriv")
+def test_an_unreadable_file_or_folder_is_a_reject_and_the_rest_is_loaded():
+    base = Path(tempfile.mkdtemp(prefix="dedup-unreadable-"))
+    try:
+        base.chmod(0o777)
+        folder = base / "corpus"
+        (folder / "closed").mkdir(parents=True)
+        (folder / "closed" / "x.txt").write_text("a page nobody may list")
+        (folder / "a.txt").write_text("国家卫生健康委员会今天通报最新疫情", encoding="utf-8")
+        (folder / "b.txt").write_text("长江经济带生态环境保护发生了转折性变化", encoding="utf-8")
+        (folder / "b.txt").chmod(0o000)
+        (folder / "closed").chmod(0o000)
+        for p in (folder, folder / "a.txt"):
+            p.chmod(0o777 if p.is_dir() else 0o666)
+        store, rejects = str(base / "idx"), base / "rejects.jsonl"
+        nobody = os.geteuid() == 0
+        assert cli("init", "--store", store, as_nobody=nobody).returncode == 0
+        load = cli("load", str(folder), "--store", store, "--rejects", str(rejects), as_nobody=nobody)
+        assert load.returncode == 3, load.stderr
+        err = load.stderr.decode()
+        assert "Traceback" not in err and "read 3, indexed 1 (1 new), rejected 2 (2 unreadable input)" in err
+        assert err.strip().endswith(f"error: {folder / 'closed'}: unreadable input: Permission denied (and 1 more "
+                                    "inputs): give it read permission (or copy it) and run the same command again")
+        got = [json.loads(line) for line in rejects.read_text().splitlines()]
+        assert got == [{"source": str(folder / "closed"), "line": 1, "id": None, "reason": "unreadable input: Permission denied"},
+                       {"source": str(folder / "b.txt"), "line": 1, "id": "b.txt", "reason": "unreadable input: Permission denied"}]
+    finally:
+        for p in base.rglob("*"):
+            p.chmod(0o777)
+        shutil.rmtree(base)
