@@ -68,3 +68,30 @@ def test_an_unreadable_file_or_folder_is_a_reject_and_the_rest_is_loaded():
         for p in base.rglob("*"):
             p.chmod(0o777)
         shutil.rmtree(base)
+
+
+def test_a_rejected_check_record_has_every_records_keys(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "国家卫生健康委员会今天通报最新疫情"}\n{bad\n', encoding="utf-8")
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    check = cli("check", str(path), "--json", "--store", store)
+    records = [json.loads(line) for line in check.stdout.splitlines()]
+    assert [r["matches"] for r in records] == [[], []]
+    assert records[1] == {"id": None, "source": str(path), "line": 2, "error": "malformed JSON: Expecting property name "
+                          "enclosed in double quotes at column 2", "simhash": None, "matches": []}
+
+
+def test_a_store_that_is_a_regular_file_is_named_as_such(tmp_path):
+    (tmp_path / "afile").write_text("")
+    message = (f"error: {tmp_path / 'afile'} is a file, not a folder: --store names the embedded index's folder "
+               "(init creates it; give a new path)\n").encode()
+    for command in (["stats"], ["init"]):
+        got = cli(*command, "--store", str(tmp_path / "afile"))
+        assert (got.returncode, got.stderr) == (1, message)
+
+
+def test_a_usage_error_exits_2_as_documented():
+    got = cli("load", "--no-such-option")
+    assert got.returncode == 2
+    assert "2 for a usage error" in (ROOT / "docs" / "commands.md").read_text()

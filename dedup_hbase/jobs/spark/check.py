@@ -139,7 +139,8 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
     good = F.col("error").isNull()
     record = F.when(good, F.to_json(F.struct(
         "id", F.col("simhash_hex").alias("simhash"), "matches", "match_count"))).otherwise(
-        F.to_json(F.struct("id", "source", "line", "error"), {"ignoreNullFields": "false"}))
+        F.to_json(F.struct("id", "source", "line", "error", F.lit(None).cast("string").alias("simhash"),
+                           F.array().alias("matches")), {"ignoreNullFields": "false"}))  # outputs.check_record's keys
     answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/{CHECK_JSON}")
     hadoop.rename_suffix(spark, f"{out}/{CHECK_JSON}", ".txt", ".jsonl")
     clock("look up, merge, JSON lines")
