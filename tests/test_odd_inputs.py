@@ -95,3 +95,34 @@ def test_a_usage_error_exits_2_as_documented():
     got = cli("load", "--no-such-option")
     assert got.returncode == 2
     assert "2 for a usage error" in (ROOT / "docs" / "commands.md").read_text()
+
+
+def test_one_rule_for_what_a_path_holds_in_every_command(tmp_path):
+    """A .txt file is one document, whole, in load, check, groups, query --file and fingerprint
+    --file, named by itself or in a folder; --format lines makes each line a document."""
+    text = "国家卫生健康委员会今天通报最新疫情：全国新增本土确诊病例十二例\n其中广东五例、上海四例、北京三例，无新增死亡病例"
+    page = tmp_path / "page.txt"
+    page.write_text(text, encoding="utf-8")
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    (folder / "page.txt").write_text(text, encoding="utf-8")
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    assert b"read 1, indexed 1 (1 new)" in cli("load", str(page), "--store", store).stderr
+    in_folder = cli("load", str(folder), "--store", store, "--restart")
+    assert in_folder.returncode == 0 and b"read 1, indexed 1" in in_folder.stderr
+    [checked] = [json.loads(line) for line in cli("check", str(page), "--json", "--store", store).stdout.splitlines()]
+    assert checked["id"] == "page.txt" and checked["matches"][0]["distance"] == 0
+    queried = json.loads(cli("query", "--file", str(page), "--json", "--store", store).stdout)
+    assert queried["simhash"] == checked["simhash"]
+    [fingerprinted] = [json.loads(line) for line in
+                       cli("fingerprint", "--file", str(page), "--json", "--store", store).stdout.splitlines()]
+    assert fingerprinted["simhash"] == checked["simhash"]
+    groups = cli("groups", str(page), "--out", str(tmp_path / "g"), "--json")
+    assert json.loads(groups.stdout)["read"] == 1
+    lines = [json.loads(line) for line in
+             cli("check", str(page), "--format", "lines", "--json", "--store", store).stdout.splitlines()]
+    assert [r["id"] for r in lines] == ["page.txt:1", "page.txt:2"]
+    several = cli("query", "--file", str(page), "--format", "lines", "--store", store)
+    assert (several.returncode, several.stderr) == (
+        1, f"error: {page} holds 2 documents: query looks up one (check FILE looks up each)\n".encode())

@@ -87,7 +87,7 @@ Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSO
 K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
 TextField = Annotated[str, typer.Option(help="Input field holding the text.")]
-Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.")]
+Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}. auto: by the file's name, the same in every command: .jsonl/.ndjson/.json, .csv, .tsv, .parquet (gz/bz2/xz/zst after it), and any other file one document, whole (lines: a document per line).")]
 Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).")]
 Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).")]
 ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).")]
@@ -203,31 +203,35 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     exit_for_damage(report)
 
 
-def _read_text(text: str | None, file: str | None, what: str, encoding: str = "utf-8") -> str:
-    """The text given as an argument, in a file, or on stdin (the bytes in ``encoding``)."""
+def _read_text(text: str | None, file: str | None, what: str, encoding: str = "utf-8", fmt: str = "auto") -> str:
+    """The text given as an argument, in a file (the one document it holds, by the rule of every
+    command: corpus.holds), or on stdin (the bytes in ``encoding``)."""
     encoding = check_encoding(encoding)
     if file is not None:
-        with open(file, "rb") as f:
-            data, where = f.read(), file
-    elif text is not None:
+        records = list(read_records([file], fmt, Fields(encoding=encoding)))
+        if len(records) != 1:
+            raise InvalidInput(f"{file} holds {len(records)} documents: query looks up one (check FILE looks up each)")
+        if records[0].error or records[0].text is None:
+            raise InvalidInput(f"{records[0].where}: {records[0].error or 'no text'}")
+        return records[0].text
+    if text is not None:
         return text
     elif sys.stdin.isatty():
         raise InvalidInput(f"no {what}: give TEXT, --file{', --simhash' if what == 'document' else ''} "
                            "or pipe text to stdin")
-    else:
-        data, where = sys.stdin.buffer.read(), "stdin"
     try:
-        return decode(data, encoding)
+        return decode(sys.stdin.buffer.read(), encoding)
     except UnicodeDecodeError as e:
-        raise InvalidInput(f"{where}: not {label(encoding)} at byte {e.start}; --encoding names another") from None
+        raise InvalidInput(f"stdin: not {label(encoding)} at byte {e.start}; --encoding names another") from None
 
 
 @_command
 def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
           file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
           simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone, no probes).")] = None,
-          k: K = None, encoding: EncodingOption = "utf-8", json_: Json = False) -> None:
-    """Near-duplicates of one document: {"id", "simhash", "matches"}."""
+          k: K = None, encoding: EncodingOption = "utf-8", fmt: Format = "auto", json_: Json = False) -> None:
+    """Near-duplicates of one document: {"id", "simhash", "matches"}. --file: the one document
+    the file holds (a text file is one document, whole; JSON lines, CSV, TSV: a single record)."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
     index = ctx.obj.index(read_only=True)
@@ -235,7 +239,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
         value = parse_hex(simhash)
         matches = index.query(value, k)
     else:
-        value = index.fingerprint(document := _read_text(text, file, "document", encoding))
+        value = index.fingerprint(document := _read_text(text, file, "document", encoding, fmt))
         matches = index.query_text(document, k, simhash=value)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})

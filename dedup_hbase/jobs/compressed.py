@@ -43,6 +43,11 @@ def kind_of(head: bytes) -> str | None:
     return next((kind for magic, kind in MAGIC if head.startswith(magic)), None)
 
 
+def is_compressed(head: bytes) -> bool:
+    """Whether a file starting with these bytes is read through a decompressor."""
+    return kind_of(head) is not None
+
+
 def decompressed(raw: IO[bytes]) -> IO[bytes]:
     """``raw`` read through the decompressor its magic bytes call for, raising ``DamagedInput``
     where the compressed data is cut off or corrupt; or ``raw`` as it is (buffered)."""

@@ -1,10 +1,9 @@
 """Corpus readers: files, folders or stdin -> a stream of records, one at a time.
 
-Formats: JSON lines, CSV, TSV (a header row names the fields), Parquet (a row per
-document, the line number is the row number; needs pyarrow), plain text (a
-document per line; in a folder, a document per file). Compression (gzip, bzip2,
-xz, zstd with the ``zstandard`` package) is recognised by its magic bytes, so
-``corpus.jsonl.gz`` and a gzipped stdin both work. Nothing is read whole: memory
+Formats (``holds``: one rule for every command): JSON lines, CSV, TSV (a header row names the
+fields), Parquet (a row per document, the line number is the row number), any other file one
+text document (``--format lines``: a document per line). Compression (gzip, bzip2, xz, zstd) is
+recognised by its magic bytes, so ``corpus.jsonl.gz`` and a gzipped stdin both work. Memory
 stays flat however large the input.
 
 A record that cannot be used is still yielded, with ``error`` saying why, so callers
@@ -30,7 +29,7 @@ from ..index.ids import document_id
 from ..text import encodings
 from ..text.encodings import binary_reason
 from ..text.fingerprint import parse_hex
-from .compressed import UNREADABLE, DamagedInput, decompressed, kind_of
+from .compressed import UNREADABLE, DamagedInput, decompressed
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -113,10 +112,7 @@ def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
     for e in unreadable:  # a folder that cannot be listed: one reject, the rest goes on
         yield Record(str(e.filename), 1, error=f"{UNREADABLE}: {e.strerror}")
     for path in sorted(p for p in files if p.is_file() and not p.name.startswith(".")):
-        name = str(path.relative_to(folder))
-        structured = format_of(path) in STRUCTURED
-        yield from _read_file(path, str(path), fmt if fmt != "auto" or structured else "file",
-                              fields, doc_id=name)
+        yield from _read_file(path, str(path), holds(path, fmt), fields, doc_id=str(path.relative_to(folder)))
 
 
 def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | None = None):
@@ -136,7 +132,7 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    kind = format_of(path) if fmt == "auto" else fmt
+    kind = holds(path, fmt)
 
     def records() -> Iterator[Record]:
         stream = decompressed(raw) if decompress else io.BufferedReader(raw)
@@ -161,6 +157,16 @@ def _until_damaged(records, source: str, first_line: int = 1, doc_id: str | None
         yield Record(source, last + 1, id=doc_id, error=f"{e.reason}: {where}, {e.detail}")
 
 
+def holds(path: Path, fmt: str = "auto") -> str:
+    """What a file holds, the one rule of every command (named or in a folder alike): ``fmt``
+    when given (``--format``), else its name's: JSON lines, CSV, TSV or Parquet; any other file
+    is one text document ("file"; ``--format lines``: a document per line)."""
+    if fmt != "auto":
+        return fmt
+    kind = format_of(path)
+    return kind if kind in STRUCTURED else "file"
+
+
 def format_of(path: Path) -> str:
     """The format a file's name implies (compression suffixes ignored); "lines" if none."""
     suffixes = [s for s in path.suffixes if s not in _COMPRESSED]
@@ -182,11 +188,6 @@ def _encoding(head: bytes, wanted: str, source: str, say: bool = True) -> tuple[
         log.info("%s: read as %s (--encoding auto)", source, encodings.label(chosen) if chosen else "nothing: no encoding fits")
     marked = encodings.bom(head, chosen or encodings.DEFAULT)
     return chosen, marked[1] if marked else 0
-
-
-def is_compressed(head: bytes) -> bool:
-    """Whether a file starting with these bytes is read through a decompressor."""
-    return kind_of(head) is not None
 
 
 def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:

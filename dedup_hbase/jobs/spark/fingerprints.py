@@ -20,7 +20,8 @@ import io
 from pathlib import Path
 
 from ...text.encodings import binary_reason
-from ..corpus import Fields, format_of, is_compressed, read_opened
+from ..compressed import is_compressed
+from ..corpus import Fields, format_of, read_opened
 from . import hadoop, inputs, stages
 
 _CODECS = {".gz": b"\x1f\x8b", ".bz2": b"BZh"}
