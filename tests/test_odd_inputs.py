@@ -126,3 +126,28 @@ def test_one_rule_for_what_a_path_holds_in_every_command(tmp_path):
     several = cli("query", "--file", str(page), "--format", "lines", "--store", store)
     assert (several.returncode, several.stderr) == (
         1, f"error: {page} holds 2 documents: query looks up one (check FILE looks up each)\n".encode())
+
+
+def test_the_load_summary_comes_once_the_store_is_closed(tmp_path, xwlb_path):
+    """The summary line is printed when the load's work is done, the store's close included:
+    stopped (SIGSTOP) at that line, the load holds the store no more, and a second load opens
+    it for writing."""
+    import signal
+
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"id": "o", "text": "长江经济带生态环境保护发生了转折性变化"}\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "dedup_hbase", "load", str(xwlb_path), "--store", store, "--quiet"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stderr.readline()
+        proc.send_signal(signal.SIGSTOP)
+        assert line.startswith("read 19339, indexed 19339"), line
+        second = cli("load", str(other), "--store", store)
+        assert second.returncode == 0 and b"read 1, indexed 1" in second.stderr, second.stderr
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        proc.communicate(timeout=120)
+    assert proc.returncode == 0

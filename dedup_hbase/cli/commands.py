@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -30,7 +31,7 @@ from ..index.schema import hbase_shell_ddl, load_schema
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
-from ..jobs.interrupts import exit_status, sigterm_raises
+from ..jobs.interrupts import STOPS, Interrupted, exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
@@ -147,6 +148,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from ..jobs.progress import LoadProgress
 
+    started = time.perf_counter()
     options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
@@ -155,6 +157,13 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
+    try:  # the store's close (the embedded one merges its recent writes) is part of the load's work
+        ctx.obj.close()
+    except STOPS as stop:
+        raise Interrupted(stop, "while the store closed, after the load finished: every record is written and "
+                                "checkpointed; the writes not yet merged are merged when the store is next opened "
+                                "(that open is slower)") from None
+    report.elapsed_s = time.perf_counter() - started  # the summary's rate: over the whole wall time
     if json_:
         out({"store": index.store.url, **report.to_dict()})
     else:
