@@ -151,3 +151,12 @@ def test_the_load_summary_comes_once_the_store_is_closed(tmp_path, xwlb_path):
         proc.send_signal(signal.SIGCONT)
         proc.communicate(timeout=120)
     assert proc.returncode == 0
+
+
+def test_check_engine_spark_on_the_embedded_store_says_it_needs_hbase_first(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "国家卫生健康委员会"}\n', encoding="utf-8")
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    got = cli("check", str(tmp_path / "a.jsonl"), "--engine", "spark", "--store", store)
+    assert (got.returncode, got.stderr) == (
+        1, b"error: check --engine spark reads an HBase index (hbase://...); use the local engine here\n")

@@ -62,10 +62,10 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     check records (outputs.py) written under ``options.out``; with ``options.add_new`` the new
     documents then indexed (adding.py). ``session``: a running SparkSession to use and leave
     running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
+    if index.store.hfile_target() is None:  # first: no --out makes this store one it reads
+        raise InvalidInput("check --engine spark reads an HBase index (hbase://...); use the local engine here")
     if options.out is None:
         raise InvalidInput("check --engine spark writes its records to a folder: give --out DIR")
-    if index.store.hfile_target() is None:
-        raise InvalidInput("check --engine spark reads an HBase index (hbase://...); use the local engine here")
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
     k = index.k if options.k is None else index.scheme.check_k(options.k)
