@@ -160,3 +160,10 @@ def test_check_engine_spark_on_the_embedded_store_says_it_needs_hbase_first(tmp_
     got = cli("check", str(tmp_path / "a.jsonl"), "--engine", "spark", "--store", store)
     assert (got.returncode, got.stderr) == (
         1, b"error: check --engine spark reads an HBase index (hbase://...); use the local engine here\n")
+
+
+def test_shell_completion_is_offered():
+    help_text = cli("--help").stdout
+    assert b"--install-completion" in help_text and b"--show-completion" in help_text
+    script = cli("--show-completion", "bash")
+    assert script.returncode == 0 and b"_DEDUP_HBASE_COMPLETE=complete_bash" in script.stdout

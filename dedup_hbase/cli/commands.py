@@ -53,7 +53,7 @@ from .command import (
 from .command import Command as _Command
 
 app = typer.Typer(
-    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=True,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
