@@ -167,3 +167,17 @@ def test_shell_completion_is_offered():
     assert b"--install-completion" in help_text and b"--show-completion" in help_text
     script = cli("--show-completion", "bash")
     assert script.returncode == 0 and b"_DEDUP_HBASE_COMPLETE=complete_bash" in script.stdout
+
+
+def test_the_same_id_twice_in_one_load_is_said(tmp_path):
+    path = tmp_path / "dup.jsonl"
+    path.write_text('{"id": "a", "text": "国家卫生健康委员会今天通报最新疫情"}\n'
+                    '{"id": "a", "text": "长江经济带生态环境保护发生了转折性变化"}\n', encoding="utf-8")
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    load = cli("load", str(path), "--store", store)
+    assert load.returncode == 0
+    assert load.stderr.decode().splitlines()[1] == ("note: 1 records had the id of an earlier record of the load: "
+                                                    "the last of each id is kept")
+    [kept] = [json.loads(line) for line in cli("check", str(path), "--json", "--store", store).stdout.splitlines()][1:]
+    assert [m["id"] for m in kept["matches"]] == ["a"]

@@ -138,6 +138,7 @@ class LoadReport(JobReport):
     replaced: int = 0           # documents the index held with another fingerprint
     unlabeled: int = 0          # precomputed fingerprints that did not say which featurizer made them
     rejects_written: bool = False  # a finished load run again wrote its rejects file anew
+    repeated: int = 0           # records whose id came earlier in the same batch (the last one kept)
 
     @property
     def docs_per_s(self) -> float:
@@ -179,6 +180,9 @@ class LoadReport(JobReport):
         if self.replaced:
             lines.append(f"note: {self.replaced} documents were in the index with another fingerprint: "
                          "their old index rows are gone")
+        if self.repeated:
+            lines.append(f"note: {self.repeated} records had the id of an earlier record of the load: the last of "
+                         "each id is kept")
         if self.unlabeled:
             lines.append(f"note: {self.unlabeled} fingerprints did not say which featurizer made them (no "
                          f"'featurizer' field): taken as the index's own{f' ({featurizer})' if featurizer else ''}")
