@@ -68,7 +68,7 @@ def test_csv_tsv_and_custom_fields(tmp_path):
 
 
 def test_text_lines_and_folders(tmp_path):
-    got = records(tmp_path, "notes.txt", "first doc\n\nsecond doc\r\nbad \xff\n".encode("latin-1"))
+    got = records(tmp_path, "notes.txt", "first doc\n\nsecond doc\r\nbad \xff\n".encode("latin-1"), fmt="lines")
     assert [(r.id, r.text, r.error) for r in got] == [
         ("notes.txt:1", "first doc", None), ("notes.txt:3", "second doc", None),
         ("notes.txt:4", None, "invalid UTF-8")]
@@ -80,6 +80,8 @@ def test_text_lines_and_folders(tmp_path):
     (folder / ".hidden").write_text("skip me")
     got = list(read_records([str(folder)]))
     assert [(r.id, r.text) for r in got] == [("b.txt", "page b\nstill b"), ("j", "json"), ("sub/a.html", "page a")]
+    # one rule (corpus.holds): a text file named by itself is one document too, as in a folder
+    assert [(r.id, r.text) for r in read_records([str(folder / "b.txt")])] == [("b.txt", "page b\nstill b")]
 
 
 def test_stdin_is_sniffed():

@@ -247,13 +247,13 @@ def test_20k_documents_same_index_as_the_local_engine(spark, hbase_pair, tmp_pat
     a = spark_load_to(spark_url, spark, files, tmp_path / "rejects-spark.jsonl")
     b = local_load_to(local_url, files, tmp_path / "rejects-local.jsonl")
     same_report(a, b)
-    assert a["read"] == 20_000 + len(BAD_LINES) + 1 + 3 + 3  # + repeated id, TSV rows, text lines; blank lines are not records
+    assert a["read"] == 20_000 + len(BAD_LINES) + 1 + 3 + 1  # + repeated id, TSV rows, the text file (one document); blank lines are not records
     assert a["read"] == a["indexed"] + a["near_duplicates_skipped"] + a["rejected"]
     assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
     rejected = [json.loads(line) for line in (tmp_path / "rejects-spark.jsonl").read_text().splitlines()]
     assert {(Path(r["source"]).name, r["reason"].split(":")[0]) for r in rejected} >= {
         ("corpus.jsonl", "malformed JSON"), ("corpus.jsonl", "featureless text"), ("more.tsv", "1 more fields than the header has"),
-        ("lines.txt", "invalid UTF-8")}
+        ("lines.txt", "invalid UTF-8 at byte 31")}
     assert all(r["line"] >= 1 for r in rejected)
     cells = index_cells(spark_url)
     assert len(cells) == 4 * a["new"]

@@ -37,6 +37,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, IndexOutdated, missing_package
 from ..index.index import Index
+from ..jobs import corpus
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
 from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, AdminGatewayUnreachable, Store, open_store
@@ -59,6 +60,9 @@ StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", rich_help_panel="Store and log", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]
 _UnlistedStore = Annotated[str | None, typer.Option("--store", "-s", hidden=True)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", rich_help_panel="Store and log", help="Debug log on stderr; tracebacks with errors.")]
+EncodingOption = Annotated[str, typer.Option(
+    "--encoding", help="The inputs' encoding: utf-8 (default), gb18030 (also GBK and GB2312), big5, another Python codec, "
+                       "or auto (detected per file, each file's said on stderr).", rich_help_panel="Input")]
 
 
 class _ReadableArgument(TyperArgument):
@@ -190,6 +194,17 @@ def _fail(ctx: typer.Context, message: str, status: int) -> None:
     raise typer.Exit(status)
 
 
+def _say_encodings() -> None:
+    """The encoding ``--encoding auto`` chose for each file, one line on stderr (corpus.py logs it)."""
+    chosen = logging.getLogger(corpus.__name__)
+    if not chosen.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        chosen.addHandler(handler)
+        chosen.setLevel(logging.INFO)
+        chosen.propagate = False
+
+
 def command(fn, takes_store: bool = True):
     """``fn(ctx, ...)`` as a command that also takes the global options (``--store`` unlisted
     in its help when ``takes_store`` is false: a command that opens no store accepts it, as
@@ -202,6 +217,7 @@ def command(fn, takes_store: bool = True):
         if ctx.obj.verbose:
             logging.basicConfig(format="%(name)s: %(message)s", stream=sys.stderr)
             logging.getLogger("dedup_hbase").setLevel(logging.DEBUG)
+        _say_encodings()
         try:
             return fn(ctx, *args, **kwargs)
         except BrokenPipeError:  # `dedup-hbase check ... | head`: stop quietly

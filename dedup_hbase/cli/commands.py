@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -30,18 +31,29 @@ from ..index.spec import PRESETS, preset_options
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
-from ..jobs.interrupts import exit_status, sigterm_raises
+from ..jobs.interrupts import STOPS, Interrupted, exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
+from ..text.encodings import check_encoding, decode, label
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
 from ..text.signatures import Signatures
 from . import environment, service, views
-from .command import STORE_HELP, Group, Session, VerboseOption, command, exit_for_damage, exit_for_rejects, out
+from .command import (
+    STORE_HELP,
+    EncodingOption,
+    Group,
+    Session,
+    VerboseOption,
+    command,
+    exit_for_damage,
+    exit_for_rejects,
+    out,
+)
 from .command import Command as _Command
 
 app = typer.Typer(
-    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=False,
+    name="dedup-hbase", cls=Group, no_args_is_help=True, add_completion=True,
     help="Find near-duplicate documents in large corpora with 64-bit SimHash fingerprints "
          "and a prefix-scan index (embedded store or Apache HBase).\n\n"
          "Start with: dedup-hbase init; dedup-hbase load corpus.jsonl; dedup-hbase check new.jsonl --json")
@@ -76,7 +88,7 @@ Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSO
 K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.", rich_help_panel="Input")]
 TextField = Annotated[str, typer.Option(help="Input field holding the text.", rich_help_panel="Input")]
-Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}.", rich_help_panel="Input")]
+Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join(FORMATS)}. auto: by the file's name, the same in every command: .jsonl/.ndjson/.json, .csv, .tsv, .parquet (gz/bz2/xz/zst after it), and any other file one document, whole (lines: a document per line).", rich_help_panel="Input")]
 Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).", rich_help_panel="Input")]
 Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).", rich_help_panel="Fingerprint")]
 ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).", rich_help_panel="Fingerprint")]
@@ -116,7 +128,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
 
 @_command
 def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, Parquet, text; gz/bz2/xz/zst.")],
-         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+         id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
          skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
          groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
@@ -138,7 +150,8 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     once finished it does nothing."""
     from ..jobs.progress import LoadProgress
 
-    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
+    started = time.perf_counter()
+    options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
     spark = _spark(engine, spark_master, spark_conf, staging, spark_env)
@@ -146,6 +159,13 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
+    try:  # the store's close (the embedded one merges its recent writes) is part of the load's work
+        ctx.obj.close()
+    except STOPS as stop:
+        raise Interrupted(stop, "while the store closed, after the load finished: every record is written and "
+                                "checkpointed; the writes not yet merged are merged when the store is next opened "
+                                "(that open is slower)") from None
+    report.elapsed_s = time.perf_counter() - started  # the summary's rate: over the whole wall time
     if json_:
         out({"store": index.store.url, **report.to_dict()})
     else:
@@ -166,7 +186,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            out_dir: Annotated[str, typer.Option("--out", "-o", help="Output folder: documents/ (Parquet: id, simhash, group, size, keep) and groups.jsonl. New, empty, or an earlier groups output (replaced).")],
            k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits of a near-duplicate.")] = DEFAULT_K,
            scheme: Annotated[str | None, typer.Option(help=f"Pair search: 4 (4 blocks) or 5 (5 blocks in pairs). Default: 4 below {SCHEME_5_FROM:,} documents, 5 from there (measured crossover); for k > 3 the cheapest scheme that guarantees k (see plan).")] = None,
-           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+           id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
            fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
            rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
@@ -181,7 +201,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
 
     Needs no index (no --store). Bad records are reported and skipped; read = documents +
     rejected."""
-    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints,
+    options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects, signatures=Signatures.parse(signatures),
                             confirm=confirm)
     spark = _spark(engine, spark_master, spark_conf, env=spark_env)
@@ -194,25 +214,35 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     exit_for_damage(report)
 
 
-def _read_text(text: str | None, file: str | None, what: str) -> str:
-    """The text given as an argument, in a file, or on stdin."""
+def _read_text(text: str | None, file: str | None, what: str, encoding: str = "utf-8", fmt: str = "auto") -> str:
+    """The text given as an argument, in a file (the one document it holds, by the rule of every
+    command: corpus.holds), or on stdin (the bytes in ``encoding``)."""
+    encoding = check_encoding(encoding)
     if file is not None:
-        with open(file, encoding="utf-8") as f:
-            return f.read()
+        records = list(read_records([file], fmt, Fields(encoding=encoding)))
+        if len(records) != 1:
+            raise InvalidInput(f"{file} holds {len(records)} documents: query looks up one (check FILE looks up each)")
+        if records[0].error or records[0].text is None:
+            raise InvalidInput(f"{records[0].where}: {records[0].error or 'no text'}")
+        return records[0].text
     if text is not None:
         return text
-    if sys.stdin.isatty():
+    elif sys.stdin.isatty():
         raise InvalidInput(f"no {what}: give TEXT, --file{', --simhash' if what == 'document' else ''} "
                            "or pipe text to stdin")
-    return sys.stdin.read()
+    try:
+        return decode(sys.stdin.buffer.read(), encoding)
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"stdin: not {label(encoding)} at byte {e.start}; --encoding names another") from None
 
 
 @_command
 def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="The document text (else --file, --simhash or stdin).")] = None,
           file: Annotated[str | None, typer.Option("--file", "-f", help="Read the document text from this file.")] = None,
           simhash: Annotated[str | None, typer.Option(help="Look up this fingerprint (16 hex digits; the body's signature alone, no probes).")] = None,
-          k: K = None, json_: Json = False) -> None:
-    """Near-duplicates of one document: {"id", "simhash", "matches"}."""
+          k: K = None, encoding: EncodingOption = "utf-8", fmt: Format = "auto", json_: Json = False) -> None:
+    """Near-duplicates of one document: {"id", "simhash", "matches"}. --file: the one document
+    the file holds (a text file is one document, whole; JSON lines, CSV, TSV: a single record)."""
     if sum(x is not None for x in (text, file, simhash)) > 1:
         raise InvalidInput("give one of TEXT, --file and --simhash")
     index = ctx.obj.index(read_only=True)
@@ -220,7 +250,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
         value = parse_hex(simhash)
         matches = index.query(value, k)
     else:
-        value = index.fingerprint(document := _read_text(text, file, "document"))
+        value = index.fingerprint(document := _read_text(text, file, "document", encoding, fmt))
         matches = index.query_text(document, k, simhash=value)
     if json_:
         out({"id": None, "simhash": to_hex(value), "matches": [m.to_dict() for m in matches]})
@@ -233,7 +263,7 @@ def query(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="T
 
 @_command
 def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders of documents to look up; - for stdin.")],
-          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, k: K = None,
+          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8", k: K = None,
           fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Use each record's 'simhash' field, ignoring text.")] = False,
           max_matches: Annotated[int, typer.Option(help="Matches listed per document (1 or more), the nearest first; more are counted (match_count).")] = 1000,
           json_: Json = False,
@@ -243,7 +273,7 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
           spark_env: SparkEnv = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
-    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter), fingerprints=fingerprints, k=k,
+    options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
     read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
     report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
@@ -269,7 +299,7 @@ def _print_answer(answer: dict) -> None:
 @_command
 def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(help="Text to fingerprint (else --file or stdin).")] = None,
                 file: Annotated[str | None, typer.Option("--file", "-f", help="Fingerprint every document of this file (JSONL, CSV, TSV, text).")] = None,
-                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None,
+                id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
                 featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
                 json_: Json = False) -> None:
     """Print fingerprints as 16 hex digits.
@@ -278,11 +308,11 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
     loaded with load --fingerprints), else the options."""
     fp = fingerprinter_for(ctx.obj.store(read_only=True), featurizer, shingle_size=shingle_size, seed=seed)
     if file is None:
-        value = to_hex(fp.fingerprint(_read_text(text, None, "text")))
+        value = to_hex(fp.fingerprint(_read_text(text, None, "text", encoding)))
         typer.echo(json.dumps({"simhash": value}) if json_ else value)
         return
     report = JobReport()
-    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field, delimiter=delimiter))):
+    for record in fingerprint_records(fp, read_records([file], fmt, Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding))):
         report.count([record])
         if record.error:
             typer.echo(f"{record.where}: rejected: {record.error}", err=True)

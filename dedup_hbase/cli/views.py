@@ -15,7 +15,7 @@ import typer
 from ..errors import InvalidInput
 from ..jobs.corpus import FORMATS, Fields
 from ..text.fingerprint import make_fingerprinter
-from .command import out
+from .command import EncodingOption, out
 
 Inputs = Annotated[list[str], typer.Argument(help="The inputs the documents were read from (files or folders), as given to groups.")]
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
@@ -35,7 +35,7 @@ def explain(ctx: typer.Context, files: Inputs,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
             width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
             no_color: Annotated[bool, typer.Option("--no-color", help="Mark differences as [-a's-] {+b's+}, not in colour (also when not a terminal, or NO_COLOR is set).")] = False,
-            id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+            id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
             featurizer: FeaturizerName = None, shingle_size: Shingles = None, seed: HashSeed = None,
             json_: AsJson = False) -> None:
     """Why two documents are near-duplicates: their texts side by side with the differences
@@ -46,7 +46,7 @@ def explain(ctx: typer.Context, files: Inputs,
     from ..report.terminal import render
 
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field), top, max_pairs)
+    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field, encoding=encoding), top, max_pairs)
     if json_:
         out(shown.to_dict())
         return
@@ -65,7 +65,7 @@ def report(ctx: typer.Context,
            pairs: Annotated[int, typer.Option(help="Dropped documents shown per sampled group, beside their vias.")] = 5,
            largest: Annotated[int, typer.Option(help="Largest groups listed.")] = 20,
            searchable: Annotated[int, typer.Option(help="Documents of groups of two or more the page's search box knows (the first, in input order).")] = 50_000,
-           id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+           id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
            json_: AsJson = False) -> None:
     """One self-contained HTML page (works offline) of a groups output: the counts, histograms
     of group sizes and distances, the largest groups, a seeded sample of groups with each
@@ -75,7 +75,7 @@ def report(ctx: typer.Context,
     from ..report.page import ReportOptions, build
 
     options = ReportOptions(sample=sample, seed=sample_seed, pairs=pairs, largest=largest, searchable=searchable)
-    shown = build(groups_out, files or [], out_html, options, check, fmt, Fields(id=id_field, text=text_field))
+    shown = build(groups_out, files or [], out_html, options, check, fmt, Fields(id=id_field, text=text_field, encoding=encoding))
     if json_:
         out({"out": out_html, **shown})
     else:
@@ -91,7 +91,7 @@ def tune(ctx: typer.Context,
          docs: Annotated[int | None, typer.Option(help="The corpus size the cost of each k is given for (default: the records read).")] = None,
          kinds: Annotated[str | None, typer.Option(help="Kinds of copies, comma-separated (default: all).")] = None,
          html: Annotated[str | None, typer.Option(help="Also write the results as an HTML page (tables and a chart, offline).")] = None,
-         id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto",
+         id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
          featurizer: Annotated[str | None, typer.Option("--featurizer", help="The featurizer to measure: jieba (default) or shingles.")] = None,
          shingle_size: Shingles = None,
          seed: HashSeed = None,
@@ -112,7 +112,7 @@ def tune(ctx: typer.Context,
     if sample < 2:
         raise InvalidInput(f"--sample must be at least 2, not {sample}")
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    result = measure(files, fp, sample, sample_seed, docs, chosen, fmt, Fields(id=id_field, text=text_field))
+    result = measure(files, fp, sample, sample_seed, docs, chosen, fmt, Fields(id=id_field, text=text_field, encoding=encoding))
     if html:
         write_html(result, html)
     if json_:

@@ -23,7 +23,8 @@ from ..errors import DedupError
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
 CUT_OFF = "cut-off input"
 CORRUPT = "corrupt input"
-DAMAGED = (CUT_OFF, CORRUPT)  # the reasons a damaged input's reject is counted under
+UNREADABLE = "unreadable input"  # a file or folder that cannot be opened or listed (no permission, an I/O error)
+DAMAGED = (CUT_OFF, CORRUPT, UNREADABLE)  # the reasons a damaged input's reject is counted under
 _BUFFER = 1 << 16
 _ZSTD_CHUNK = 1 << 14  # compressed bytes fed to zstd at a time
 
@@ -40,6 +41,11 @@ class DamagedInput(DedupError):
 def kind_of(head: bytes) -> str | None:
     """The compression a stream starting with these bytes uses ("gzip", "bzip2", "xz", "zstd"), or None."""
     return next((kind for magic, kind in MAGIC if head.startswith(magic)), None)
+
+
+def is_compressed(head: bytes) -> bool:
+    """Whether a file starting with these bytes is read through a decompressor."""
+    return kind_of(head) is not None
 
 
 def decompressed(raw: IO[bytes]) -> IO[bytes]:

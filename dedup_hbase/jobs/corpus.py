@@ -1,10 +1,9 @@
 """Corpus readers: files, folders or stdin -> a stream of records, one at a time.
 
-Formats: JSON lines, CSV, TSV (a header row names the fields), Parquet (a row per
-document, the line number is the row number; needs pyarrow), plain text (a
-document per line; in a folder, a document per file). Compression (gzip, bzip2,
-xz, zstd with the ``zstandard`` package) is recognised by its magic bytes, so
-``corpus.jsonl.gz`` and a gzipped stdin both work. Nothing is read whole: memory
+Formats (``holds``: one rule for every command): JSON lines, CSV, TSV (a header row names the
+fields), Parquet (a row per document, the line number is the row number), any other file one
+text document (``--format lines``: a document per line). Compression (gzip, bzip2, xz, zstd) is
+recognised by its magic bytes, so ``corpus.jsonl.gz`` and a gzipped stdin both work. Memory
 stays flat however large the input.
 
 A record that cannot be used is still yielded, with ``error`` saying why, so callers
@@ -16,6 +15,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -25,8 +26,10 @@ from typing import IO, Any
 
 from ..errors import InvalidInput
 from ..index.ids import document_id
+from ..text import encodings
+from ..text.encodings import binary_reason
 from ..text.fingerprint import parse_hex
-from .compressed import DamagedInput, decompressed, kind_of
+from .compressed import UNREADABLE, DamagedInput, decompressed
 
 FORMATS = ("auto", "jsonl", "csv", "tsv", "parquet", "lines", "file")
 _SUFFIX_FORMAT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -35,8 +38,10 @@ STRUCTURED = ("jsonl", "csv", "tsv", "parquet")
 _PARQUET_BATCH = 4096
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zstd")
 _SNIFF = 8192  # bytes looked at to tell a binary file from text
-_BAD_UTF8 = re.compile("[\udc80-\udcff]")
+_BAD_BYTES = re.compile("[\udc80-\udcff]")  # a byte not of the encoding, kept by surrogateescape
 csv.field_size_limit(1 << 30)
+NO_ENCODING = "binary data, not text (no encoding fits its bytes)"  # --encoding auto found none
+log = logging.getLogger(__name__)  # the encoding --encoding auto chose for each file, at INFO
 
 
 @dataclass
@@ -62,8 +67,9 @@ class Record:
 @dataclass(frozen=True)
 class Fields:
     """Which input fields hold the id, the text, the simhash, the title and the featurizer
-    that made the simhash; and the one character between the fields of a CSV or TSV line
-    (``delimiter``; None: a comma for CSV, a tab for TSV)."""
+    that made the simhash; the one character between the fields of a CSV or TSV line
+    (``delimiter``; None: a comma for CSV, a tab for TSV); and the ``encoding`` of the bytes
+    (text/encodings.py: utf-8, gb18030, big5, ..., or auto, detected per file)."""
 
     id: str = "id"
     text: str = "text"
@@ -71,8 +77,10 @@ class Fields:
     title: str = "title"
     featurizer: str = "featurizer"
     delimiter: str | None = None
+    encoding: str = encodings.DEFAULT
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "encoding", encodings.check_encoding(self.encoding))
         if self.delimiter is not None and (len(self.delimiter) != 1 or self.delimiter in "\r\n\"'"):
             raise InvalidInput(f"a delimiter is one character (not a quote or a line break), not {self.delimiter!r}")
 
@@ -99,15 +107,21 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
 
 
 def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        name = str(path.relative_to(folder))
-        structured = _format_of(path) in STRUCTURED
-        yield from _read_file(path, str(path), fmt if fmt != "auto" or structured else "file",
-                              fields, doc_id=name)
+    unreadable: list[OSError] = []
+    files = [Path(top, name) for top, _, names in os.walk(folder, onerror=unreadable.append, followlinks=True) for name in names]
+    for e in unreadable:  # a folder that cannot be listed: one reject, the rest goes on
+        yield Record(str(e.filename), 1, error=f"{UNREADABLE}: {e.strerror}")
+    for path in sorted(p for p in files if p.is_file() and not p.name.startswith(".")):
+        yield from _read_file(path, str(path), holds(path, fmt), fields, doc_id=str(path.relative_to(folder)))
 
 
 def _read_file(path: Path, source: str, fmt: str, fields: Fields, doc_id: str | None = None):
-    with open(path, "rb") as raw:
+    try:
+        raw = open(path, "rb")
+    except OSError as e:  # no permission, an I/O error: one reject, the rest goes on
+        yield Record(source, 1, id=doc_id, error=f"{UNREADABLE}: {e.strerror}")
+        return
+    with raw:
         yield from read_opened(raw, path, source, fmt, fields, doc_id)
 
 
@@ -118,12 +132,12 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
     as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
-    kind = _format_of(path) if fmt == "auto" else fmt
+    kind = holds(path, fmt)
 
     def records() -> Iterator[Record]:
         stream = decompressed(raw) if decompress else io.BufferedReader(raw)
         if kind == "file":
-            yield _whole_file(stream, source, doc_id or path.name)
+            yield _whole_file(stream, source, doc_id or path.name, fields.encoding)
         else:
             yield from _read_stream(stream, source, kind, fields, first_line)
 
@@ -143,37 +157,37 @@ def _until_damaged(records, source: str, first_line: int = 1, doc_id: str | None
         yield Record(source, last + 1, id=doc_id, error=f"{e.reason}: {where}, {e.detail}")
 
 
+def holds(path: Path, fmt: str = "auto") -> str:
+    """What a file holds, the one rule of every command (named or in a folder alike): ``fmt``
+    when given (``--format``), else its name's: JSON lines, CSV, TSV or Parquet; any other file
+    is one text document ("file"; ``--format lines``: a document per line)."""
+    if fmt != "auto":
+        return fmt
+    kind = format_of(path)
+    return kind if kind in STRUCTURED else "file"
+
+
 def format_of(path: Path) -> str:
     """The format a file's name implies (compression suffixes ignored); "lines" if none."""
-    return _format_of(path)
-
-
-def _format_of(path: Path) -> str:
     suffixes = [s for s in path.suffixes if s not in _COMPRESSED]
     return _SUFFIX_FORMAT.get(suffixes[-1].lower() if suffixes else "", "lines")
 
 
-def _text(stream: IO[bytes]) -> IO[str]:
+def _text(stream: IO[bytes], encoding: str) -> IO[str]:
     # surrogateescape keeps bad bytes as lone surrogates, so the one bad record is
     # rejected and reading goes on.
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+    return io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
 
 
-def is_compressed(head: bytes) -> bool:
-    """Whether a file starting with these bytes is read through a decompressor."""
-    return kind_of(head) is not None
-
-
-def binary_reason(head: bytes) -> str | None:
-    """Why the first bytes of a file say it is not text (a NUL byte, or mostly bytes that
-    are not UTF-8), or None. A binary file read line by line would index junk."""
-    nul = head.find(b"\0")
-    if nul >= 0:
-        return f"binary data, not text (a NUL byte at byte {nul})"
-    decoded = head[:-3].decode("utf-8", "replace") if len(head) > 3 else ""
-    if decoded and decoded.count("\ufffd") > 0.1 * len(decoded):
-        return "binary data, not text (mostly bytes that are not UTF-8)"
-    return None
+def _encoding(head: bytes, wanted: str, source: str, say: bool = True) -> tuple[str | None, int]:
+    """The encoding a file starting with ``head`` is read in (``wanted``, or the one detected for
+    ``auto``, said in the log when ``say``; None when none fits) and the length of its byte-order
+    mark, which is not read."""
+    chosen = encodings.detect(head) if wanted == encodings.AUTO else wanted
+    if wanted == encodings.AUTO and say:
+        log.info("%s: read as %s (--encoding auto)", source, encodings.label(chosen) if chosen else "nothing: no encoding fits")
+    marked = encodings.bom(head, chosen or encodings.DEFAULT)
+    return chosen, marked[1] if marked else 0
 
 
 def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
@@ -184,32 +198,44 @@ def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first
     if fmt == "parquet":
         yield from _parquet(stream, source, fields)
         return
-    reason = binary_reason(head) if first_line == 1 else None
+    if fmt == "file":
+        yield _whole_file(stream, source, source, fields.encoding)
+        return
+    encoding, reason = fields.encoding, None
+    if first_line == 1:
+        encoding, skip = _encoding(head, fields.encoding, source)
+        head = head[len(stream.read(skip)):]
+        reason = binary_reason(head, encoding) if encoding else NO_ENCODING
     if reason:  # one reject for the whole file
         yield Record(source, first_line, error=reason)
         return
-    text = _text(stream)
+    text, invalid = _text(stream, encoding), f"invalid {encodings.label(encoding)}"
     if fmt == "jsonl":
-        yield from _jsonl(text, source, fields, first_line)
+        yield from _jsonl(text, source, fields, first_line, invalid)
     elif fmt in ("csv", "tsv"):
-        yield from _table(text, source, fields, fields.separator(fmt), fmt.upper())
-    elif fmt == "lines":
-        yield from _lines(text, source, first_line)
+        yield from _table(text, source, fields, fields.separator(fmt), fmt.upper(), invalid)
     else:
-        yield _whole_file(stream, source, source)
+        yield from _lines(text, source, first_line, invalid)
 
 
-def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> Iterator[Record]:
+def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1, invalid: str = "invalid UTF-8"
+           ) -> Iterator[Record]:
     for number, line in enumerate(text, first_line):
         if not line.strip():
             continue
-        if _BAD_UTF8.search(line):
-            yield Record(source, number, error="invalid UTF-8")
+        if _BAD_BYTES.search(line):
+            yield Record(source, number, error=invalid)
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             yield Record(source, number, error=f"malformed JSON: {e.msg} at column {e.colno}")
+            continue
+        except RecursionError:
+            yield Record(source, number, error="malformed JSON: nested too deeply")
+            continue
+        except ValueError as e:  # an integer of more digits than Python converts
+            yield Record(source, number, error=f"malformed JSON: {e}")
             continue
         if not isinstance(obj, dict):
             yield Record(source, number, error=f"a JSON line must be an object, not {type(obj).__name__}")
@@ -217,7 +243,8 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1) -> I
         yield _from_fields(obj, source, number, fields)
 
 
-def _table(text: IO[str], source: str, fields: Fields, delimiter: str, kind: str) -> Iterator[Record]:
+def _table(text: IO[str], source: str, fields: Fields, delimiter: str, kind: str, invalid: str = "invalid UTF-8"
+           ) -> Iterator[Record]:
     """Rows of a CSV or TSV file under its header; a record is reported at its first line
     (a quoted field may span several)."""
     reader = csv.reader(text, delimiter=delimiter)
@@ -233,8 +260,8 @@ def _table(text: IO[str], source: str, fields: Fields, delimiter: str, kind: str
                 continue
             if len(row) > len(header):
                 yield Record(source, line, error=f"{len(row) - len(header)} more fields than the header has")
-            elif any(_BAD_UTF8.search(value) for value in row):
-                yield Record(source, line, error="invalid UTF-8")
+            elif any(_BAD_BYTES.search(value) for value in row):
+                yield Record(source, line, error=invalid)
             else:
                 yield _from_fields(dict(zip(header, row)), source, line, fields)
     except csv.Error as e:
@@ -276,37 +303,38 @@ def parquet_records(batches, source: str, fields: Fields, first_line: int = 1) -
 
 
 def parquet_record(row: dict[str, Any], source: str, line: int, fields: Fields) -> Record:
-    """One Parquet row as a record; text columns that hold bytes must be UTF-8."""
+    """One Parquet row as a record; text columns that hold bytes must be of the encoding."""
     for key, value in row.items():
         if isinstance(value, (bytes, bytearray)):
             try:
-                row[key] = bytes(value).decode("utf-8")
+                row[key] = encodings.decode(bytes(value), fields.encoding)
             except UnicodeDecodeError:
-                return Record(source, line, error="invalid UTF-8")
+                return Record(source, line, error=f"invalid {encodings.label(fields.encoding)}")
     return _from_fields(row, source, line, fields)
 
 
-def _lines(text: IO[str], source: str, first_line: int = 1) -> Iterator[Record]:
+def _lines(text: IO[str], source: str, first_line: int = 1, invalid: str = "invalid UTF-8") -> Iterator[Record]:
     name = Path(source).name
     for number, line in enumerate(text, first_line):
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
-        if _BAD_UTF8.search(line):
-            yield Record(source, number, id=f"{name}:{number}", error="invalid UTF-8")
+        if _BAD_BYTES.search(line):
+            yield Record(source, number, id=f"{name}:{number}", error=invalid)
         else:
             yield Record(source, number, id=f"{name}:{number}", text=line)
 
 
-def _whole_file(stream: IO[bytes], source: str, doc_id: str) -> Record:
+def _whole_file(stream: IO[bytes], source: str, doc_id: str, wanted: str = encodings.DEFAULT) -> Record:
     data = stream.read()
-    reason = binary_reason(data[:_SNIFF])
+    encoding, skip = _encoding(data[:1 << 16], wanted, source)
+    reason = binary_reason(data[skip:skip + _SNIFF], encoding) if encoding else NO_ENCODING
     if reason:
         return Record(source, 1, id=doc_id, error=reason)
     try:
-        return Record(source, 1, id=doc_id, text=data.decode("utf-8"))
+        return Record(source, 1, id=doc_id, text=data[skip:].decode(encoding))
     except UnicodeDecodeError as e:
-        return Record(source, 1, id=doc_id, error=f"invalid UTF-8 at byte {e.start}")
+        return Record(source, 1, id=doc_id, error=f"invalid {encodings.label(encoding)} at byte {e.start}")
 
 
 def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) -> Record:
@@ -334,43 +362,29 @@ def _from_fields(obj: dict[str, Any], source: str, line: int, fields: Fields) ->
         record.error = f"{fields.text!r} is null"
     elif text is not None and not isinstance(text, str):
         record.error = f"{fields.text!r} is not a string"
+    elif text is not None and not _is_unicode(text):
+        record.error = f"{fields.text!r} holds a lone surrogate (a \\ud800-\\udfff escape): not Unicode text"
     elif text is not None:
         record.text = text
     elif record.simhash is None:
         record.error = f"no {fields.text!r} field (nor {fields.simhash!r})"
+    if record.title is not None and not _is_unicode(record.title):
+        record.title = None  # metadata, not part of the fingerprint: left out as a non-string one is
     return record
 
 
-_FLAG_OF = {"id": "--id-field", "text": "--text-field"}
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
-def check_columns(paths: Iterable[str], fmt: str, fields: Fields, fingerprints: bool = False) -> None:
-    """Refuse, before a job reads any record, a CSV, TSV or Parquet input whose header has no
-    column for the id, or for the text (the simhash with ``fingerprints``): every record would
-    be rejected. JSON lines and text have no header: their records are checked one by one."""
-    wanted = [("id", fields.id), ("simhash", fields.simhash) if fingerprints else ("text", fields.text)]
-    for path in _structured_files(paths, fmt):
-        columns = _columns_of(path, fmt, fields)
-        for role, name in wanted:
-            if columns is not None and name not in columns:
-                how = f"; name the {role} column with {_FLAG_OF[role]}" if role in _FLAG_OF else ""
-                raise InvalidInput(f"{path} has no {name!r} column (its columns: "
-                                   f"{', '.join(columns) or 'none'}){how}")
-
-
-def _structured_files(paths: Iterable[str], fmt: str) -> Iterator[Path]:
-    for path in paths:
-        p = Path(path)
-        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")) if p.is_dir() else [p]
-        for f in files:
-            if path != "-" and f.exists() and (fmt if fmt != "auto" else _format_of(f)) in ("csv", "tsv", "parquet"):
-                yield f
-
-
-def _columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
+def columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
     """The header of a CSV/TSV file or the schema of a Parquet file; None if unreadable (its
     records then say why)."""
-    kind = fmt if fmt != "auto" else _format_of(path)
+    kind = fmt if fmt != "auto" else format_of(path)
     try:
         with open(path, "rb") as raw:
             stream = decompressed(raw)
@@ -378,23 +392,9 @@ def _columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
                 import pyarrow.parquet as pq
 
                 return list(pq.ParquetFile(stream if stream.seekable() else io.BytesIO(stream.read())).schema_arrow.names)
-            line = _text(stream).readline()
+            encoding, skip = _encoding(stream.peek(1 << 16), fields.encoding, str(path), say=False)
+            stream.read(skip)
+            line = _text(stream, encoding or encodings.DEFAULT).readline()
             return next(csv.reader([line], delimiter=fields.separator(kind)), [])
     except Exception:  # a broken file: its records are rejected with the reason
         return None
-
-
-def input_identity(paths: Iterable[str], *settings: Any) -> str | None:
-    """A key naming these inputs as they are now (paths, sizes, modification times) and
-    the settings that shape the records; None when an input is stdin (it cannot be
-    read again, so a load from it cannot resume)."""
-    import hashlib
-
-    parts: list[Any] = [list(map(repr, settings))]
-    for path in paths:
-        if path == "-":
-            return None
-        p = Path(path).resolve()
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        parts.extend((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists())
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]

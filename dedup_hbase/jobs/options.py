@@ -10,8 +10,12 @@ cannot honour is refused by that engine, with what to use instead.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InvalidInput
@@ -20,7 +24,7 @@ from ..index.layout import Scheme
 from ..index.plan import best_scheme
 from ..index.spec import IndexSpec
 from ..text.signatures import Signatures
-from .corpus import FORMATS, Fields, check_columns, input_identity
+from .corpus import FORMATS, Fields, columns_of, format_of
 
 DEFAULT_K = 3
 # documents from which the 5-split's pair search beats the 4-split's (docs/benchmarks.md)
@@ -112,7 +116,8 @@ class LoadOptions(InputOptions):
         """The name of this load's checkpoint: the inputs as they are now and the options that
         shape the records; None for stdin (it cannot be read twice)."""
         return input_identity(paths, self.fmt, self.fields.id, self.fields.text, self.fingerprints,
-                              self.skip_near_dups, *([self.fields.delimiter] if self.fields.delimiter else []))
+                              self.skip_near_dups, *([self.fields.delimiter] if self.fields.delimiter else []),
+                              *([self.fields.encoding] if self.fields.encoding != "utf-8" else []))
 
 
 @dataclass(frozen=True)
@@ -201,3 +206,45 @@ class SparkOptions:
                 raise InvalidInput(f"a Spark setting is KEY=VALUE, not {item!r}")
             conf[name.strip()] = value
         return conf
+
+
+_FLAG_OF = {"id": "--id-field", "text": "--text-field"}
+
+
+def check_columns(paths: Iterable[str], fmt: str, fields: Fields, fingerprints: bool = False) -> None:
+    """Refuse, before a job reads any record, a CSV, TSV or Parquet input whose header has no
+    column for the id, or for the text (the simhash with ``fingerprints``): every record would
+    be rejected. JSON lines and text have no header: their records are checked one by one."""
+    wanted = [("id", fields.id), ("simhash", fields.simhash) if fingerprints else ("text", fields.text)]
+    for path in _structured_files(paths, fmt):
+        columns = columns_of(path, fmt, fields)
+        for role, name in wanted:
+            if columns is not None and name not in columns:
+                how = f"; name the {role} column with {_FLAG_OF[role]}" if role in _FLAG_OF else ""
+                raise InvalidInput(f"{path} has no {name!r} column (its columns: "
+                                   f"{', '.join(columns) or 'none'}){how}")
+
+
+def _structured_files(paths: Iterable[str], fmt: str) -> Iterator[Path]:
+    for path in paths:
+        p = Path(path)
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")) if p.is_dir() else [p]
+        for f in files:
+            if path != "-" and f.exists() and (fmt if fmt != "auto" else format_of(f)) in ("csv", "tsv", "parquet"):
+                yield f
+
+
+def input_identity(paths: Iterable[str], *settings: Any) -> str | None:
+    """A key naming these inputs as they are now (paths, sizes, modification times) and
+    the settings that shape the records; None when an input is stdin (it cannot be
+    read again, so a load from it cannot resume)."""
+    import hashlib
+
+    parts: list[Any] = [list(map(repr, settings))]
+    for path in paths:
+        if path == "-":
+            return None
+        p = Path(path).resolve()
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        parts.extend((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files if f.exists())
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]

@@ -3,7 +3,7 @@
 
 ``check``: one record per input record, in input order: ``{"id", "simhash", "matches"}`` (each
 match ``{"id", "simhash", "distance"}``, the nearest first) plus ``"match_count"`` when there
-are more matches than listed; a rejected record is ``{"id", "source", "line", "error"}``. The
+are more matches than listed; a rejected record is ``{"id", "source", "line", "error", "simhash": null, "matches": []}``. The
 local engine hands them to its caller; the Spark engine writes them under ``OUT/json/``
 (JSON lines) and ``OUT/parquet/``.
 
@@ -78,7 +78,8 @@ def check_record(record: Record, matches: list[dict[str, Any]], total: int) -> d
     """The check record of a fingerprinted record with its ``matches`` (dicts, in order) of
     ``total`` in all; of a rejected record, where it is and why."""
     if record.error:
-        return {"id": record.id, "source": record.source, "line": record.line, "error": record.error}
+        return {"id": record.id, "source": record.source, "line": record.line, "error": record.error,
+                "simhash": None, "matches": []}  # the keys of every record: a consumer reads r["matches"]
     answer = {"id": record.id, "simhash": to_hex(record.simhash), "matches": matches}
     if total > len(matches):
         answer["match_count"] = total

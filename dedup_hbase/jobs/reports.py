@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import IO, Any
 
 from ..index.index import Index
-from .compressed import DAMAGED
+from .compressed import DAMAGED, UNREADABLE
 from .corpus import Record
 from .options import DEFAULT_K
 from .progress import rate
@@ -44,7 +44,9 @@ def rejects_file(path: str | None, append: bool = False) -> Iterator[IO[str] | N
     if path is None:
         yield None
         return
-    with open(path, "a" if append else "w", encoding="utf-8") as f:
+    # a file name that is not UTF-8 (its bytes kept by surrogateescape) is written as \udcXX escapes:
+    # JSON for the same string, whose os.fsencode gives the name's bytes back
+    with open(path, "a" if append else "w", encoding="utf-8", errors="backslashreplace") as f:
         yield f
 
 
@@ -99,6 +101,8 @@ class JobReport:
         if not self.damaged:
             return None
         more = f" (and {len(self.damaged) - 1} more inputs)" if len(self.damaged) > 1 else ""
+        if UNREADABLE in self.damaged[0]:
+            return f"{self.damaged[0]}{more}: give it read permission (or copy it) and run the same command again"
         return (f"{self.damaged[0]}{more}: the records before it are used; replace the file (download or copy it "
                 "again) and run the same command again")
 
@@ -134,6 +138,7 @@ class LoadReport(JobReport):
     replaced: int = 0           # documents the index held with another fingerprint
     unlabeled: int = 0          # precomputed fingerprints that did not say which featurizer made them
     rejects_written: bool = False  # a finished load run again wrote its rejects file anew
+    repeated: int = 0           # records whose id came earlier in the same batch (the last one kept)
 
     @property
     def docs_per_s(self) -> float:
@@ -175,6 +180,9 @@ class LoadReport(JobReport):
         if self.replaced:
             lines.append(f"note: {self.replaced} documents were in the index with another fingerprint: "
                          "their old index rows are gone")
+        if self.repeated:
+            lines.append(f"note: {self.repeated} records had the id of an earlier record of the load: the last of "
+                         "each id is kept")
         if self.unlabeled:
             lines.append(f"note: {self.unlabeled} fingerprints did not say which featurizer made them (no "
                          f"'featurizer' field): taken as the index's own{f' ({featurizer})' if featurizer else ''}")

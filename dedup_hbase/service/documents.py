@@ -28,6 +28,8 @@ except ImportError:  # pragma: no cover
 
 from ..errors import InvalidInput
 from ..index.ids import document_id
+from ..text import encodings
+from ..text.encodings import charset_of, check_encoding
 from ..text.fingerprint import parse_hex
 
 
@@ -104,8 +106,37 @@ def has_floats(items: Any) -> bool:
 
 def decoded_body(headers: list[tuple[bytes, bytes]], body: bytes, limits: Limits) -> bytes:
     """A request body as sent with ``Content-Encoding: gzip`` (or none, or ``identity``) made
-    plain, at most ``limits.max_body_bytes`` of it (else 413); another encoding is a 415, a
-    body that is not the gzip it says a 400."""
+    plain, at most ``limits.max_body_bytes`` of it (else 413), in UTF-8 (``charset_body``);
+    another encoding is a 415, a body that is not the gzip it says a 400."""
+    return charset_body(headers, plain_body(headers, body, limits))
+
+
+def charset_body(headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """A body in the charset its Content-Type names (``application/json; charset=gbk``) as
+    UTF-8; none named: as it is (JSON's own, UTF-8). A charset Python does not know is a 415,
+    a body that is not in its charset a 400."""
+    content_type = next((value for name, value in headers if name == b"content-type"), b"")
+    charset = charset_of(content_type.decode("latin-1"))
+    if charset is None:
+        return body
+    try:
+        encoding = check_encoding(charset)
+    except InvalidInput:
+        encoding = encodings.AUTO
+    if encoding == encodings.AUTO:
+        raise RequestError(415, f"charset {charset!r} is not supported: send UTF-8, GB18030 (GBK), Big5 or "
+                                "another charset Python reads")
+    if encoding == encodings.DEFAULT:
+        return body
+    try:
+        return encodings.decode(body, encoding).encode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as e:
+        raise RequestError(400, f"the body is not {encodings.label(encoding)}, as its Content-Type says: "
+                                f"a bad byte at byte {e.start}") from None
+
+
+def plain_body(headers: list[tuple[bytes, bytes]], body: bytes, limits: Limits) -> bytes:
+    """``decoded_body`` before its charset."""
     encoding = next((value for name, value in headers if name == b"content-encoding"), b"identity")
     encoding = encoding.strip().lower()
     if encoding in (b"identity", b""):
@@ -131,6 +162,10 @@ def parse_documents(body: bytes, limits: Limits) -> list[RequestDoc]:
         items = load_json(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise RequestError(400, f"the body is not JSON: {e}") from None
+    except RecursionError:
+        raise RequestError(400, "the body is not JSON this service reads: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise RequestError(400, f"the body is not JSON this service reads: {e}") from None
     if not isinstance(items, list):
         raise RequestError(400, f"the body is a JSON array of documents, not a JSON {json_type(items)}")
     if len(items) > limits.max_docs:

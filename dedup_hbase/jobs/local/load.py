@@ -104,6 +104,7 @@ def _write(index: Index, good: list[Record], skipped: dict[int, str], report: Lo
         length = None if record.text is None else len(record.text)
         docs.append(Document(record.id, record.simhash, document_meta(now, record.source, record.line, record.title,
                                                                       length), record.more, record.sketch))
+    report.repeated += len(docs) - len({doc.id for doc in docs})  # later batches: counted as replaced
     if docs:
         written = index.write(docs)
         report.new += written.new

@@ -61,11 +61,11 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     check records (outputs.py) written under ``options.out``; with ``options.add_new`` the new
     documents then indexed (adding.py). ``session``: a running SparkSession to use and leave
     running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
-    if options.out is None:
-        raise InvalidInput("check engine=spark writes its records to a folder: give out=DIR", arguments=("engine", "out"))
-    if index.store.hfile_target() is None:
+    if index.store.hfile_target() is None:  # first: no --out makes this store one it reads
         raise InvalidInput("check engine=spark reads an HBase index (hbase://...); use the local engine here",
                            arguments=("engine",))
+    if options.out is None:
+        raise InvalidInput("check engine=spark writes its records to a folder: give out=DIR", arguments=("engine", "out"))
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
     k = index.k if options.k is None else index.scheme.check_k(options.k)
@@ -139,7 +139,8 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
     good = F.col("error").isNull()
     record = F.when(good, F.to_json(F.struct(
         "id", F.col("simhash_hex").alias("simhash"), "matches", "match_count"))).otherwise(
-        F.to_json(F.struct("id", "source", "line", "error"), {"ignoreNullFields": "false"}))
+        F.to_json(F.struct("id", "source", "line", "error", F.lit(None).cast("string").alias("simhash"),
+                           F.array().alias("matches")), {"ignoreNullFields": "false"}))  # outputs.check_record's keys
     answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/{CHECK_JSON}")
     hadoop.rename_suffix(spark, f"{out}/{CHECK_JSON}", ".txt", ".jsonl")
     clock("look up, merge, JSON lines")

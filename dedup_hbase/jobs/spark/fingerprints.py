@@ -19,7 +19,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ..corpus import Fields, binary_reason, format_of, is_compressed, read_opened
+from ...text.encodings import binary_reason
+from ..compressed import is_compressed
+from ..corpus import Fields, format_of, read_opened
 from . import hadoop, inputs, stages
 
 _CODECS = {".gz": b"\x1f\x8b", ".bz2": b"BZh"}

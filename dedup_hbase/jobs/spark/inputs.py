@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..corpus import FORMATS, STRUCTURED, Fields, format_of, parquet_record, read_opened
+from ..corpus import FORMATS, Fields, format_of, holds, parquet_record, read_opened
 from ..options import is_uri
 from . import texts
 
@@ -68,21 +68,16 @@ def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
             if list_remote is None:
                 raise ValueError(f"cannot list {path}")
             for uri, relative in list_remote(path):
-                structured = format_of(Path(uri)) in STRUCTURED
-                if relative is None:
-                    add(uri, uri, fmt)
-                else:
-                    add(uri, uri, fmt if fmt != "auto" or structured else "file", relative)
+                add(uri, uri, holds(Path(uri), fmt), relative)
             continue
         if path.startswith("file:"):
             path = unquote(urlsplit(path).path)
         p = Path(path)
         if p.is_dir():
             for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
-                structured = format_of(f) in STRUCTURED
-                add(str(f), str(f), fmt if fmt != "auto" or structured else "file", str(f.relative_to(p)))
+                add(str(f), str(f), holds(f, fmt), str(f.relative_to(p)))
         elif p.exists():
-            add(path, path, fmt)
+            add(path, path, holds(p, fmt))
         else:
             raise FileNotFoundError(f"no such file or folder: {path}")
     return out
@@ -92,7 +87,7 @@ def pieces(f: InputFile, parallelism: int) -> list[InputFile]:
     """A local, uncompressed JSONL or text file cut at line ends into pieces read by
     separate tasks (each knows the number of its first line); any other file: itself.
     Files holding a carriage return are not cut (a lone CR ends a line for the readers)."""
-    from ..corpus import is_compressed
+    from ..compressed import is_compressed
 
     fmt = format_of(Path(f.path)) if f.fmt == "auto" else f.fmt
     if f.remote or fmt not in ("jsonl", "lines"):

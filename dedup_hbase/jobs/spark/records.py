@@ -16,6 +16,7 @@ import os
 from typing import IO
 
 from ...errors import DedupError
+from ...text.encodings import DEFAULT
 from ..batches import check_featurizers
 from ..corpus import Fields, Record, parquet_columns
 from ..options import InputOptions
@@ -44,13 +45,14 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
         raise DedupError("no input files")
     parts = []
     finish = stages.fingerprint_records(spec, use_simhash)
-    if use_simhash:
+    if use_simhash and fields.encoding == DEFAULT:  # the JVM reads UTF-8
         jvm_read, planned = fingerprints.split(planned)
         if jvm_read:
             parts.append(fingerprints.read(job, jvm_read, fields, finish))
     parallelism = spark.sparkContext.defaultParallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
-    lines = [piece for f in planned if not inputs.is_parquet(f) for piece in inputs.pieces(f, parallelism)]
+    lines = [piece for f in planned if not inputs.is_parquet(f)  # another encoding: each file read whole (auto: its head)
+             for piece in (inputs.pieces(f, parallelism) if fields.encoding == DEFAULT else [f])]
     local = [f for f in lines if not f.remote]
     if local:
         rows = [(f.ordinal, os.path.abspath(f.path), f.source, f.fmt, f.doc_id, f.start, f.end, f.first_line)

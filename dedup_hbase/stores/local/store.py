@@ -108,6 +108,9 @@ class LocalStore(Store):
     # -- tables --------------------------------------------------------------
 
     def exists(self) -> bool:
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(f"{self.url} is a file, not a folder: --store names the embedded index's folder "
+                             "(init creates it; give a new path)")
         return (self.path / _MARKER).is_file()
 
     @translated
