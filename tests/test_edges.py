@@ -90,7 +90,7 @@ def test_init_says_the_ttl(tmp_path):
 def test_help_at_80_columns_names_what_options_take():
     env = {"COLUMNS": "80", "TERM": "dumb"}
     check = dedup("check", "--help", env=env).stdout
-    assert "--max-matches           N " in check and "--format                FORMAT" in check
+    assert "--max-matches           N " in check and "--format            FORMAT" in check  # the Input panel's own widths
     assert "<int" not in check and "<str>" not in check and "Usage: dedup-hbase check [OPTIONS] FILES..." in check
     assert "│ *    FILES...        Files or folders" in check
     refused = dedup("check", "--max-matches", "0", "-", env=env)
