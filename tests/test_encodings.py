@@ -14,6 +14,8 @@ import pytest
 from dedup_hbase.jobs.corpus import Fields, read_records
 from dedup_hbase.text.encodings import check_encoding, detect
 
+from conftest import require_or_skip
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -38,7 +40,7 @@ def archive(tmp_path_factory, xwlb_path):
     """A small archive of the shared news corpus, in UTF-8 and converted by iconv to GB18030:
     four JSON lines files and ten text files (one document each) in a folder."""
     if shutil.which("iconv") is None:
-        pytest.skip("iconv is not installed")
+        require_or_skip("iconv (libc-bin) is not installed")
     root = tmp_path_factory.mktemp("archive")
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
         docs = [json.loads(line) for _, line in zip(range(410), f)]

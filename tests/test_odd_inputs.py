@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
+from conftest import require_or_skip
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,8 +38,9 @@ def test_a_file_name_that_is_not_utf8_is_carried_through_rejects(tmp_path):
     assert reject["reason"].startswith("a document id is valid Unicode text")
 
 
-@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="root reads any file; no setpriv")
 def test_an_unreadable_file_or_folder_is_a_reject_and_the_rest_is_loaded():
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        require_or_skip("root reads any file, and setpriv (util-linux), to read as nobody, is not installed")
     base = Path(tempfile.mkdtemp(prefix="dedup-unreadable-"))
     try:
         base.chmod(0o777)
