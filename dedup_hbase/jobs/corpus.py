@@ -108,7 +108,7 @@ def read_records(paths: Iterable[str], fmt: str = "auto", fields: Fields = Field
 
 def _read_folder(folder: Path, fmt: str, fields: Fields) -> Iterator[Record]:
     unreadable: list[OSError] = []
-    files = [Path(top, name) for top, _, names in os.walk(folder, onerror=unreadable.append, followlinks=True) for name in names]
+    files = [Path(top, name) for top, _, names in os.walk(folder, onerror=unreadable.append) for name in names]
     for e in unreadable:  # a folder that cannot be listed: one reject, the rest goes on
         yield Record(str(e.filename), 1, error=f"{UNREADABLE}: {e.strerror}")
     for path in sorted(p for p in files if p.is_file() and not p.name.startswith(".")):
