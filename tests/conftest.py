@@ -63,22 +63,39 @@ def require_or_skip(reason: str):
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 2``) each test goes to one of two
-    processes by group: every test of the one test HBase (marked ``hbase`` or using ``hbase_url``)
-    in one group, run one at a time (several stop, restart or freeze that HBase); the tests of
-    tests/test_cluster.py in another (their cluster is their own: scripts/cluster-local, other
-    ports and folders); every other test with the rest of its module (its module's fixtures made
-    once)."""
+    processes by group:
+
+    - every test of the one test HBase (marked ``hbase`` or using ``hbase_url``) in one group, run
+      one at a time (several stop, restart or freeze that HBase);
+    - the tests of tests/test_cluster.py and every other test of the pip-installed virtualenv
+      (``pip_installed``, made once per process: minutes) in another (their cluster is their own:
+      scripts/cluster-local, other ports and folders);
+    - the tests that compare a whole shared corpus with the Python reference (marked
+      ``reference``: its features are computed once per process, ``reference_features``) in one;
+    - every other test with the rest of its module (its module's fixtures made once).
+
+    The two long groups go first (scripts/test keeps this order: ``--no-loadscope-reorder``), so
+    that they start at once, one in each process; then the reference's, then the modules."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
         module = item.module.__name__
-        if module == "test_cluster":
+        fixtures = getattr(item, "fixturenames", ())
+        if module == "test_cluster" or "pip_installed" in fixtures:
             group = "cluster"
-        elif item.get_closest_marker("hbase") or "hbase_url" in getattr(item, "fixturenames", ()):
+        elif item.get_closest_marker("hbase") or "hbase_url" in fixtures:
             group = "hbase"
+        elif item.get_closest_marker("reference"):
+            group = "reference"
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
+        item.stash[_GROUP] = group
+    first = {"cluster": 0, "hbase": 1, "reference": 2}
+    items.sort(key=lambda item: first.get(item.stash[_GROUP], 3))  # stable: the rest keep their order
+
+
+_GROUP = pytest.StashKey[str]()
 
 
 def pytest_sessionfinish(session):
@@ -180,18 +197,49 @@ def shared_corpus(name: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """A SparkSession on local[2] with the jvm/ helper's jars, one per test module."""
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-    from dedup_hbase.jobs.spark.session import helper_jars, make_session
+class SharedSpark:
+    """One SparkSession per test process (local[2], the jvm/ helper's jars), made when a test
+    first asks for it; a test that must start sessions of its own stops it first
+    (``no_shared_spark``: PySpark holds one SparkContext per process) and the next test that asks
+    gets a new one."""
 
-    session = make_session("local[2]", {}, helper_jars())
-    yield session
-    session.stop()
+    def __init__(self):
+        self.session = None
+
+    def get(self):
+        if self.session is None:
+            try:
+                import pyspark  # noqa: F401
+            except ImportError:
+                require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
+            from dedup_hbase.jobs.spark.session import helper_jars, make_session
+
+            self.session = make_session("local[2]", {}, helper_jars())
+        return self.session
+
+    def stop(self):
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
+
+
+@pytest.fixture(scope="session")
+def shared_spark():
+    holder = SharedSpark()
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def spark(shared_spark):
+    """The process's SparkSession (``SharedSpark``)."""
+    return shared_spark.get()
+
+
+@pytest.fixture
+def no_shared_spark(shared_spark):
+    """No SparkSession of the suite's running: for a test that makes and stops its own."""
+    shared_spark.stop()
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,9 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   before the bulk load: it finishes, or stops with one line and the same command run again
   finishes; the index equal, cell for cell, to the local engine's load of the same input; the
   index's regions on both region servers before and after;
-* ``check --add-new`` with a worker and a region server killed part way: the local engine's
-  records, and the index then as ``load --skip-near-dups`` leaves it;
+* an index of ``init --preset recall`` (signatures, probes, a confirmation): its load the local
+  engine's cells; ``check --add-new`` with a worker and a region server killed part way: the
+  local engine's records, and the index then as ``load --skip-near-dups`` leaves it;
 * a region split forced while a load's HFiles are written: the files are refused (the
   HBASE-30501 guard), cut again at the new regions and loaded: the local engine's index;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
@@ -298,15 +299,14 @@ def test_groups_with_a_worker_killed_run_the_shipped_python_and_equal_the_local_
     assert any(r["size"] > 1 for r in rows(work / "local-groups"))  # near-duplicates were there to find
 
 
-def fingerprint_input(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
+def fingerprint_input(n: int, seed: int = 5) -> list[dict]:
     """n --fingerprints records: 3,000 news texts' own fingerprints, near variants (1 to 4 bits)
-    of them and of random ones, random fill, a few ids repeated (the last wins); and the news
-    records for a check (1,000 of the indexed texts under other ids, 500 not indexed)."""
+    of them and of random ones, random fill, a few ids repeated (the last wins)."""
     rnd = random.Random(seed)
-    texts = news(4500, 4)
+    texts = news(3000, 4)
     fp = make_fingerprinter()
-    hashes = [fp.fingerprint(r["text"]) for r in texts[:3000]]
-    records = [{"id": r["id"], "simhash": f"{h:016x}"} for r, h in zip(texts[:3000], hashes)]
+    hashes = [fp.fingerprint(r["text"]) for r in texts]
+    records = [{"id": r["id"], "simhash": f"{h:016x}"} for r, h in zip(texts, hashes)]
     while len(records) < n:
         base = rnd.choice(hashes) if rnd.random() < 0.3 else rnd.getrandbits(64)
         for bit in rnd.sample(range(64), rnd.randint(0, 4)):
@@ -314,8 +314,7 @@ def fingerprint_input(n: int, seed: int = 5) -> tuple[list[dict], list[dict]]:
         records.append({"id": f"r{len(records)}", "simhash": f"{base:016x}"})
     for i in range(0, 300, 3):  # an id again, later, another fingerprint: it wins
         records.append({"id": records[i]["id"], "simhash": f"{rnd.getrandbits(64):016x}"})
-    probes = [{"id": f"again-{r['id']}", "text": r["text"]} for r in texts[:1000]] + texts[3000:]
-    return records, probes
+    return records
 
 
 def table_cells(url: str, table: str, head: int = 8) -> dict[tuple[bytes, bytes], bytes]:
@@ -367,8 +366,8 @@ def staged_files(cluster) -> int:
 def loaded(cluster, pip_installed, work, restarts):
     """10^5 documents loaded on the cluster (a worker killed -9 while the HFiles are written, a
     region server just before they are bulk-loaded) and by the local engine, each into its own
-    index: (spark URL, local URL, the check's news records)."""
-    records, probes = fingerprint_input(100_000)
+    index: (spark URL, local URL)."""
+    records = fingerprint_input(100_000)
     write_jsonl(work / "fps.jsonl", records)
     hdfs(cluster, "-put", "-f", str(work / "fps.jsonl"), "/tmp/fps.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("s", "l")]
@@ -393,14 +392,14 @@ def loaded(cluster, pip_installed, work, restarts):
     numbers = lambda r: (r["read"], r["indexed"], r["new"], r["rejected"])
     assert numbers(spark_report) == numbers(local_report) == (100_100, 100_100, 100_000, 0), (spark_report,
                                                                                              local_report)
-    yield urls[0], urls[1], probes
+    yield urls[0], urls[1]
     for url in urls:
         with open_store(url) as store:
             store.drop()
 
 
 def test_a_load_with_a_worker_and_a_region_server_killed_equals_the_local_engines_cell_for_cell(loaded, restarts):
-    spark_url, local_url, _ = loaded
+    spark_url, local_url = loaded
     for table in ("index", "docs"):
         cells = table_cells(spark_url, table)
         assert len(cells) == (400_000 if table == "index" else 100_000)
@@ -409,75 +408,57 @@ def test_a_load_with_a_worker_and_a_region_server_killed_equals_the_local_engine
     assert len(region_servers(spark_url, "index")) == 2
 
 
-def test_check_add_new_with_a_worker_and_a_region_server_killed_equals_the_local_engine(cluster, pip_installed, work, loaded,
-                                                                                        restarts):
-    spark_url, local_url, probes = loaded
-    write_jsonl(work / "probes.jsonl", probes)
-    hdfs(cluster, "-put", "-f", str(work / "probes.jsonl"), "/tmp/probes.jsonl")
-    out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
-    command = ["check", "--store", spark_url, "--out", out, "--add-new", "--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"],
-               *spark_args(cluster, work), f"{cluster['HDFS']}/tmp/probes.jsonl"]
-    # once the input is read and fingerprinted: worker 1 killed, then region server 1 while the
-    # executors look the fingerprints up in the index (HBase's client in the executors)
-    done = with_faults(cluster, pip_installed, work, command, [
-        (step_done("read, fingerprint, plan"), "kill", "worker", "1"),
-        (step_done("read, fingerprint, plan"), "kill", "regionserver", "1")], restarts)
-    outcome, _ = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False), restarts)
-    print(f"check with worker 1 and region server 1 killed: {outcome}")
-    hdfs(cluster, "-get", out, str(work / "check"))
-    spark_records = [json.loads(line) for f in sorted((work / "check" / "json").glob("*.jsonl"))
-                     for line in f.read_text(encoding="utf-8").splitlines()]
-    local = run(cluster, pip_installed, work, "check", "--store", local_url, "--json", str(work / "probes.jsonl"))
-    local_records = [json.loads(line) for line in local.stdout.splitlines()]
-    key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
-    assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
-    assert sum(1 for r in local_records if r.get("matches")) >= 1000  # the indexed texts were found
-    run(cluster, pip_installed, work, "load", "--store", local_url, "--skip-near-dups", "--batch-size", "10000", "-q",
-        str(work / "probes.jsonl"))
-    for table in ("index", "docs"):
-        assert table_cells(spark_url, table) == table_cells(local_url, table)
-
-
-def test_the_quality_options_on_the_cluster_equal_the_local_engine(cluster, pip_installed, work):
-    """An index made by the pip-installed package with the options of docs/quality.md's bar
-    (``--signatures body,lead150 --probes 8,1 --confirm 14``): a load and a ``check --add-new``
-    on the cluster (texts fingerprinted, leads, probes and sketches made by the shipped Python;
-    HFiles bulk-loaded; lookups and confirmations in the executors) give the local engine's
-    cells and records."""
+def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_killed_equals_the_local_engine(
+        cluster, pip_installed, work, restarts):
+    """An index made by the pip-installed package with ``init --preset recall`` (docs/quality.md's
+    bar: signatures body,lead150, probes 8,1, a confirmation): 1,500 news texts loaded on the
+    cluster (texts fingerprinted, leads and sketches made by the shipped Python; HFiles
+    bulk-loaded) give the local engine's cells; then ``check --add-new`` of 1,500 texts (halves and
+    copies of indexed ones, new ones) with a worker and a region server killed part way (lookups
+    and confirmations in the executors, HBase's client there) gives the local engine's records,
+    and the index a local ``load --skip-near-dups`` leaves."""
     rnd = random.Random(11)
-    texts = news(1500, 3)
-    base = texts[:1000]
-    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 200)]
-           + texts[1000:])
+    texts = news(3000, 3)
+    base = texts[:1500]
+    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 300)]
+           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 200)] + texts[1500:2500])
     for name, records in (("q-base", base), ("q-new", new)):
         write_jsonl(work / f"{name}.jsonl", records)
         hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("qs", "ql")]
-    options = ["--signatures", "body,lead150", "--probes", "8,1", "--confirm", "14"]
     staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
     try:
         for url in urls:
-            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", *options)
+            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", "--preset", "recall")
         on_cluster(cluster, pip_installed, work, "load", "--store", urls[0], *staging, f"{cluster['HDFS']}/tmp/q-base.jsonl")
         run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "q-base.jsonl"))
         for table in ("index", "docs"):  # the document rows: two simhashes and the sketch, then the metadata
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
-        out = f"{cluster['HDFS']}/tmp/qcheck-{os.getpid()}"
-        on_cluster(cluster, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging,
-                   f"{cluster['HDFS']}/tmp/q-new.jsonl")
-        hdfs(cluster, "-get", out, str(work / "qcheck"))
-        spark_records = [json.loads(line) for f in sorted((work / "qcheck" / "json").glob("*.jsonl"))
+        out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
+        command = ["check", "--store", urls[0], "--out", out, "--add-new", *staging, *spark_args(cluster, work),
+                   f"{cluster['HDFS']}/tmp/q-new.jsonl"]
+        # once the input is read and fingerprinted: worker 1 killed, then region server 1 while the
+        # executors look the fingerprints up in the index (HBase's client in the executors)
+        done = with_faults(cluster, pip_installed, work, command, [
+            (step_done("read, fingerprint, plan"), "kill", "worker", "1"),
+            (step_done("read, fingerprint, plan"), "kill", "regionserver", "1")], restarts)
+        outcome, _ = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False), restarts)
+        print(f"check with worker 1 and region server 1 killed: {outcome}")
+        hdfs(cluster, "-get", out, str(work / "check"))
+        spark_records = [json.loads(line) for f in sorted((work / "check" / "json").glob("*.jsonl"))
                          for line in f.read_text(encoding="utf-8").splitlines()]
         local = run(cluster, pip_installed, work, "check", "--store", urls[1], "--json", str(work / "q-new.jsonl"))
         local_records = [json.loads(line) for line in local.stdout.splitlines()]
         key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
         assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+        assert sum(1 for r in local_records if r.get("matches")) >= 400  # the copies of indexed texts were found
         assert sum(any(m.get("signature") == "lead150" for m in r["matches"]) for r in local_records) >= 100
         run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "--batch-size", "10000", "-q",
             str(work / "q-new.jsonl"))
         for table in ("index", "docs"):
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
     finally:
+        restarts.wait()
         for url in urls:
             with open_store(url) as store:
                 store.drop()
@@ -489,7 +470,7 @@ def test_a_region_split_while_the_hfiles_are_written_leaves_the_index_exact(clus
     ``scripts/cluster-local admin split``). BulkLoadHFiles must not split the files (HBASE-30501):
     they are refused, and the load cuts them again at the 5 regions of now (a warning says so)
     and loads the index equal, cell for cell, to the local engine's load."""
-    records, _ = fingerprint_input(20_000, seed=7)
+    records = fingerprint_input(20_000, seed=7)
     write_jsonl(work / "fps20k.jsonl", records)
     hdfs(cluster, "-put", "-f", str(work / "fps20k.jsonl"), "/tmp/fps20k.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("p", "q")]

@@ -27,6 +27,7 @@ def test_fast_path_is_taken():
 
 
 @pytest.mark.slow
+@pytest.mark.reference  # conftest.py: in one process with the others of the reference
 @pytest.mark.parametrize("name", ["xwlb_zh.jsonl.gz", "jargon_en.jsonl.gz"])
 def test_same_fingerprint_for_every_shared_document(name):
     path = shared_corpus(name)

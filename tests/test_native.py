@@ -140,6 +140,7 @@ def test_the_core_read_jiebas_idf_table_as_python_does():
 
 
 @pytest.mark.slow
+@pytest.mark.reference  # conftest.py: in one process with the others of the reference
 @pytest.mark.parametrize("name", ["xwlb_zh.jsonl.gz", "jargon_en.jsonl.gz"])
 @pytest.mark.parametrize("featurizer", ["jieba", "shingles4"])
 def test_every_shared_document(xwlb_path, name, featurizer):

@@ -1,9 +1,11 @@
-"""The Spark engine and an index with a confirmation (``init --confirm T``, index/confirm.py):
-its load writes each document's sketch in the document row, cell for cell as the local load;
-``check --engine spark`` answers a brute force over every signature and probe with the
-sketches confirming beyond 3 bits (and the local check's records); ``--add-new`` leaves the
-index a local ``load --skip-near-dups`` leaves. Needs a local Spark with the jvm/ helper (and
-HBase for its cases)."""
+"""The Spark engine and an index of the quality options together (``init --signatures
+body,lead150 --probes 8,1 --confirm T``, index/confirm.py; each option's own brute force is in
+test_confirm.py and test_signatures.py): its load writes every signature's rows and each
+document's sketch, cell for cell as the local load, on both stores; ``check --engine spark``
+answers a brute force over every signature and probe with the sketches confirming beyond 3 bits
+(and the local check's records); ``--add-new`` leaves the index a local ``load
+--skip-near-dups`` leaves; a TTL leaves expired documents out under every signature. Needs a
+local Spark with the jvm/ helper (and HBase for its cases)."""
 
 from __future__ import annotations
 
@@ -87,11 +89,11 @@ def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, requ
 
 
 @pytest.mark.hbase
-@pytest.mark.parametrize("options", [{"confirm": T}, OPTIONS], ids=["body", "lead-probes"])
-def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, tmp_path, xwlb_path, options):
+def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, tmp_path, xwlb_path):
     """Each copy's matches (edits of 3% of the characters, halves, one edit, texts not
-    indexed) are those of test_confirm.py's brute force: beyond 3 bits only where the sketches
-    are within T; and the local check's records, with every match and with one at most."""
+    indexed) are those of test_confirm.py's brute force over every signature and probe:
+    beyond 3 bits only where the sketches are within T; and the local check's records, with
+    every match and with one at most."""
     from test_spark_check import local_records, same_records, spark_check
     from test_spark_signatures import json_lines
 
@@ -110,7 +112,7 @@ def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, 
                        encoding="utf-8")
     write_texts(checked, "c", copies)
     url = with_zk(hbase_store_url(hbase_url))
-    Index.create(open_store(url), "7/1", K, **options)
+    Index.create(open_store(url), "7/1", K, **OPTIONS)
     try:
         local_load_to(url, [indexed])
         spark_check(url, spark, [checked], tmp_path / "out")
@@ -124,6 +126,7 @@ def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, 
         assert answers == expected and any(i == nul for found in expected.values() for _, i, _ in found)
         confirmed = sum(d > CONFIRMED_BEYOND for found in expected.values() for d, _, _ in found)
         assert confirmed >= 30, confirmed  # the confirmation is what the test compares
+        assert sum(s == "lead150" for found in expected.values() for _, _, s in found) >= 20  # the halves
         same_records(got, local_records(url, checked, fingerprints=False))
         spark_check(url, spark, [checked], tmp_path / "one", max_matches=1)
         same_records(json_lines(tmp_path / "one"), local_records(url, checked, fingerprints=False, max_matches=1))
@@ -177,9 +180,10 @@ def test_add_new_with_a_confirmation_leaves_the_index_as_load_skip_near_dups(spa
 
 @pytest.mark.hbase
 def test_a_spark_check_with_a_confirmation_and_a_ttl_is_the_local_check(spark, hbase_url, tmp_path, xwlb_path):
-    """An index with a confirmation and a TTL: the expiry keeps each id's sketch beside it, so
-    the Spark check's records are the local check's; no expired document matches, and matches
-    beyond 3 bits (confirmed) are among them."""
+    """An index with signatures, probes, a confirmation and a TTL: the expiry keeps each id's
+    sketch beside it (and reads a document row after both signatures' 16 bytes), so the Spark
+    check's records are the local check's; no expired document matches under any signature,
+    and matches beyond 3 bits (confirmed) and by the lead are among them."""
     import time
 
     from test_spark_check import local_records, same_records, spark_check
@@ -192,22 +196,24 @@ def test_a_spark_check_with_a_confirmation_and_a_ttl_is_the_local_check(spark, h
     rnd = random.Random(24)
     copier = Copier("zh", edit_characters(texts, rnd))
     url = with_zk(hbase_store_url(hbase_url))
-    index = Index.create(open_store(url), "7/1", K, ttl=3600, confirm=T)
+    index = Index.create(open_store(url), "7/1", K, ttl=3600, **OPTIONS)
     try:
         now = int(time.time())
         # of each text an expired copy first in id order, its sketch far from the text's (were the
         # sketches not kept beside the ids the expiry keeps, the live copy would get the far one)
-        index.write([Document(f"d{i}-{tag}", index.fingerprint(t), {"loaded": loaded}, (), index.sketch(t) ^ flip)
-                     for i, t in enumerate(texts)
+        index.write([Document(f"d{i}-{tag}", simhash, {"loaded": loaded}, index.more_signatures(t, simhash),
+                              index.sketch(t) ^ flip)
+                     for i, t in enumerate(texts) for simhash in [index.fingerprint(t)]
                      for tag, loaded, flip in (("0old", now - 7200, (1 << 32) - 1), ("1new", now, 0))])
         edited = tmp_path / "edited.jsonl"
-        write_texts(edited, "e", [copier.edit3(rnd, t) for t in texts])
+        write_texts(edited, "e", [copier.edit3(rnd, t) if i % 3 else t[:len(t) // 2] for i, t in enumerate(texts)])
         spark_check(url, spark, [edited], tmp_path / "out")
         got = json_lines(tmp_path / "out")
         same_records(got, local_records(url, edited, fingerprints=False))
         found = [m for r in got for m in r["matches"]]
         assert len(found) >= 60 and not any(m["id"].endswith("old") for m in found)
         assert sum(m["distance"] > CONFIRMED_BEYOND for m in found) >= 10
+        assert any(m.get("signature") == "lead150" for m in found)
     finally:
         with open_store(url) as store:
             store.drop()

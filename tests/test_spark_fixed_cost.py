@@ -70,7 +70,7 @@ def test_only_a_whole_archive_is_kept(tmp_path, monkeypatch):
         ["k.jsa"] + [f"old{i}.jsa" for i in range(3, cds.KEEP + 2)])
 
 
-def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(tmp_path, monkeypatch):
+def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(no_shared_spark, tmp_path, monkeypatch):
     """A session stopped before its job is done writes nothing; one whose job is done leaves an
     archive; the next session's JVM loads Spark's classes from it (the JVM's class loading log
     names the archive as their source)."""
