@@ -1,7 +1,7 @@
 """Class data sharing (AppCDS) for the JVM of a local Spark session: the fixed cost of a job.
 
 A local Spark JVM loads and verifies some 23,000 classes from ~300 jars before and during
-its first job: most of a small load's time (docs/spark.md, "One document"). The JVM can map
+its first job: most of a small load's time (docs/benchmarks.md, "Spark load"). The JVM can map
 them from an archive instead (Java 13+: ``-XX:ArchiveClassesAtExit`` writes the classes a
 run loaded when that JVM exits; ``-XX:SharedArchiveFile`` maps them in later runs).
 
