@@ -15,9 +15,9 @@ import pytest
 
 from dedup_hbase import Index, open_store
 
-N = 100_000
+N = 30_000  # 60 checkpoints of 500: a kill lands between two of them
 MODES = {"plain": [], "skip-near-dups": ["--skip-near-dups"]}
-pytestmark = pytest.mark.slow  # 100,000 documents, several loads each
+pytestmark = pytest.mark.slow  # 30,000 documents, several loads each
 
 
 @pytest.fixture(scope="module")
