@@ -153,6 +153,7 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         builder = builder.config(key, value)
     try:
         with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
+            _launch_gateway(master, settings)
             spark = builder.getOrCreate()
             _STARTED[id(spark)] = (_watch(spark), archive)
         spark.sparkContext.setLogLevel("WARN")
@@ -162,6 +163,40 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
             cds.finish(archive, written=False)
         raise
     return spark
+
+
+# What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's
+# launcher adds --add-modules=jdk.incubator.vector to every JVM, and Java warns of it at start.
+JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
+
+
+def _launch_gateway(master: str, settings: dict[str, str]) -> None:
+    """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stderr
+    through this process: a thread passes on every line to this process's stderr but
+    ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. Does
+    nothing where this process has a JVM already."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf().setMaster(master).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_pass_on, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _pass_on(stream) -> None:
+    """The lines of ``stream`` to file descriptor 2 (where the JVM would have written them), but
+    ``JVM_NOISE``."""
+    with stream:
+        for line in iter(stream.readline, b""):
+            if line not in JVM_NOISE:
+                try:
+                    while line:
+                        line = line[os.write(2, line):]
+                except OSError:  # stderr closed: the lines have nowhere to go, the JVM goes on
+                    pass
 
 
 def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: bool) -> dict[str, str]:
