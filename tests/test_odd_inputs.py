@@ -154,6 +154,42 @@ def test_the_load_summary_comes_once_the_store_is_closed(tmp_path, xwlb_path):
     assert proc.returncode == 0
 
 
+# A load whose store merges its recent writes as it closes, Ctrl-C (a real SIGINT, sent to
+# itself) arriving as the merge starts: the point is exact, whatever the machine's speed.
+INTERRUPTED_CLOSE = """
+import os, signal, sys
+from dedup_hbase.stores.local import packed
+merge = packed.PackedTable.merge
+def interrupted(self):
+    os.kill(os.getpid(), signal.SIGINT)
+    merge(self)
+packed.PackedTable.merge = interrupted
+from dedup_hbase.__main__ import main
+sys.argv[0] = "dedup-hbase"
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_while_the_store_closes_says_what_state_the_store_is_in(tmp_path):
+    """Ctrl-C during a load's close (the embedded store merging its writes): status 130, one line
+    saying every record is written and the merge comes at the next open; that open finds them."""
+    store = str(tmp_path / "idx")
+    assert cli("init", "--store", store).returncode == 0
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "simhash": f"{i * 0x9E3779B97F4A7C15 % 2**64:016x}"}) + "\n"
+                              for i in range(5000)), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_CLOSE, "load", "--fingerprints", "--store", store, "-q",
+                           str(corpus)], capture_output=True, text=True, env=env, timeout=300)
+    assert (done.returncode, done.stderr) == (130, (
+        "interrupted by SIGINT: while the store closed, after the load finished: every record is written and "
+        "checkpointed; the writes not yet merged are merged when the store is next opened (that open is slower)\n"))
+    stats = json.loads(cli("stats", "--json", "--store", store).stdout)
+    assert (stats["documents"], stats["index_cells"]) == (5000, 20000)
+    again = json.loads(cli("load", "--fingerprints", "--json", "--store", store, str(corpus)).stdout)
+    assert (again["already_complete"], again["read"]) == (True, 5000)  # the load's end was checkpointed
+
+
 def test_check_engine_spark_on_the_embedded_store_says_it_needs_hbase_first(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"id": "a", "text": "国家卫生健康委员会"}\n', encoding="utf-8")
     store = str(tmp_path / "idx")
