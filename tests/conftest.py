@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -62,20 +63,21 @@ def require_or_skip(reason: str):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 2``) each test goes to one of two
-    processes by group:
+    """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 2``) each test goes to a process
+    by group:
 
-    - every test of the one test HBase (marked ``hbase`` or using ``hbase_url``) in one group, run
-      one at a time (several stop, restart or freeze that HBase);
     - the tests of tests/test_cluster.py and every other test of the pip-installed virtualenv
-      (``pip_installed``, made once per process: minutes) in another (their cluster is their own:
+      (``pip_installed``, made once per process: minutes) in one (their cluster is their own:
       scripts/cluster-local, other ports and folders);
+    - the tests that stop, restart or freeze an HBase's processes (``own_hbase``: an HBase of
+      their own, not the one the other tests share) in one, one at a time;
     - the tests that compare a whole shared corpus with the Python reference (marked
       ``reference``: its features are computed once per process, ``reference_features``) in one;
-    - every other test with the rest of its module (its module's fixtures made once).
+    - every other test with the rest of its module (its module's fixtures made once); the tests
+      of the shared test HBase (``hbase_url``: each on tables of its own) among them.
 
-    The two long groups go first (scripts/test keeps this order: ``--no-loadscope-reorder``), so
-    that they start at once, one in each process; then the reference's, then the modules."""
+    These groups go first (scripts/test keeps this order: ``--no-loadscope-reorder``), the
+    cluster's at once in one process; then the modules."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
@@ -83,15 +85,15 @@ def pytest_collection_modifyitems(config, items):
         fixtures = getattr(item, "fixturenames", ())
         if module == "test_cluster" or "pip_installed" in fixtures:
             group = "cluster"
-        elif item.get_closest_marker("hbase") or "hbase_url" in fixtures:
-            group = "hbase"
+        elif "own_hbase" in fixtures:
+            group = "own-hbase"
         elif item.get_closest_marker("reference"):
             group = "reference"
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
         item.stash[_GROUP] = group
-    first = {"cluster": 0, "hbase": 1, "reference": 2}
+    first = {"cluster": 0, "own-hbase": 1, "reference": 2}
     items.sort(key=lambda item: first.get(item.stash[_GROUP], 3))  # stable: the rest keep their order
 
 
@@ -165,6 +167,46 @@ def hbase_url():
             subprocess.run([str(launcher), "stop"], capture_output=True)
         return
     require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven (scripts/hbase-local)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def own_hbase(tmp_path_factory):
+    """An HBase of its own (scripts/hbase-local in a folder of its own, on free ports) for the
+    tests that stop, restart or freeze its processes: (its URL, the launcher's environment, its
+    folder). The HBase the other tests share (``hbase_url``) is never touched, so they can run
+    side by side in every test process. Its tests run in one process, one at a time (the group
+    ``own-hbase``). Stopped at the end, whatever happened."""
+    launcher = ROOT / "scripts" / "hbase-local"
+    folder = tmp_path_factory.mktemp("own-hbase")
+    zk, thrift, thrift2 = free_port(), free_port(), free_port()
+    env = {**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder), "DEDUP_HBASE_ZK_PORT": str(zk),
+           "DEDUP_HBASE_THRIFT_PORT": str(thrift), "DEDUP_HBASE_THRIFT2_PORT": str(thrift2),
+           "DEDUP_HBASE_MASTER_HEAP": "1g", "DEDUP_HBASE_THRIFT_HEAP": "512m", "DEDUP_HBASE_THRIFT2_HEAP": "512m",
+           "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)}
+    started = subprocess.run([str(launcher), "start"], env=env, capture_output=True, text=True)
+    try:
+        if started.returncode != 0:
+            require_or_skip(f"scripts/hbase-local could not start an HBase of the test's own:\n{started.stdout}\n"
+                            f"{started.stderr}")
+        yield f"hbase://127.0.0.1:{thrift}/?admin_port={thrift2}&zk=127.0.0.1:{zk}", env, folder
+    finally:
+        for name in ("master", "thrift", "thrift2"):  # a frozen process would not stop
+            signal_process(folder, name, signal.SIGCONT)
+        subprocess.run([str(launcher), "stop"], env=env, capture_output=True)
+
+
+def signal_process(folder: Path, name: str, number: int) -> None:
+    """``number`` sent to the launcher's process ``name`` (its PID file), if it runs."""
+    try:
+        os.kill(int((folder / "pids" / f"{name}.pid").read_text()), number)
+    except (OSError, ValueError):
+        pass
 
 
 def hbase_store_url(base: str) -> str:

@@ -177,7 +177,7 @@ def test_recovers_from_connections_the_server_dropped(hbase_url):
         store.drop()
 
 
-def test_load_survives_a_thrift_gateway_restart(hbase_url):
+def test_load_survives_a_thrift_gateway_restart(own_hbase):
     """The gateway of the data path (Thrift2) is killed and restarted in the middle of a
     load: the load finishes by itself with the right counts (retries in the store,
     idempotent writes; the retry loop is the same for the Thrift1 path).
@@ -185,9 +185,8 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url):
     The load reads stdin, so it is mid-load by construction, however fast the machine:
     the first half is fed, the gateway restarts once part of it is in HBase (the rest
     may still be in flight), then the second half is fed and stdin closed."""
+    hbase_url, env, _ = own_hbase
     launcher = ROOT / "scripts" / "hbase-local"
-    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
-        require_or_skip("needs the gateway of scripts/hbase-local, which is not running here")
     n = 60_000
     rnd = random.Random(9)
     lines = [json.dumps({"id": f"r{i}", "simhash": f"{rnd.getrandbits(64):016x}"}) + "\n" for i in range(n)]
@@ -205,7 +204,7 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url):
             assert time.monotonic() < deadline, "the first quarter never reached HBase"
             time.sleep(0.2)
         probe.close()
-        subprocess.run([str(launcher), "restart-thrift2"], check=True, capture_output=True)
+        subprocess.run([str(launcher), "restart-thrift2"], check=True, capture_output=True, env=env)
         load.stdin.write("".join(lines[n // 2:]))
         out, err = load.communicate(timeout=600)
         assert load.returncode == 0, err
@@ -218,20 +217,19 @@ def test_load_survives_a_thrift_gateway_restart(hbase_url):
 
 
 @pytest.mark.parametrize("gateway", ["thrift", "thrift2"])
-def test_pooled_connections_to_a_restarted_gateway_are_replaced(hbase_url, gateway, caplog):
+def test_pooled_connections_to_a_restarted_gateway_are_replaced(own_hbase, gateway, caplog):
     """Every pooled connection of a gateway dies with it (SIGKILL, then a new gateway on the
     same port): the next calls drop the dead connections and succeed on new ones, for each
     gateway's own pool (Thrift2's: the data; Thrift1's: which tables exist, dropping them)."""
+    hbase_url, env, _ = own_hbase
     launcher = ROOT / "scripts" / "hbase-local"
-    if subprocess.run([str(launcher), "status"], capture_output=True).returncode != 0:
-        require_or_skip("needs the gateways of scripts/hbase-local, which is not running here")
     store = open_store(hbase_store_url(hbase_url) + "&pool_size=3&retries=12")
     try:
         index = Index.create(store, 4, 3)
         index.add_many([Document(f"p{i}", 1000 + i) for i in range(50)])
         before = index.query_many([1000 + i for i in range(50)])  # every pooled connection in use
         assert store.exists()  # a Thrift1 connection in its pool
-        subprocess.run([str(launcher), f"restart-{gateway}"], check=True, capture_output=True)
+        subprocess.run([str(launcher), f"restart-{gateway}"], check=True, capture_output=True, env=env)
         caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
         if gateway == "thrift":
             assert store.exists()

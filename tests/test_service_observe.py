@@ -6,22 +6,18 @@ line per request and no text, id or token; `/readyz` answers 503 while the HBase
 frozen or its gateways are down, 200 once they are back, while `/healthz` answers all along."""
 
 import json
-import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from datetime import datetime
-from pathlib import Path
 
 import httpx
 import pytest
 
 from dedup_hbase import open_store
 
-from conftest import ROOT, hbase_store_url, require_or_skip
+from conftest import ROOT, hbase_store_url, signal_process
 from serving import started
 
 READER, WRITER = "reader-token-0123456789", "writer-token-0123456789"
@@ -171,44 +167,6 @@ def test_the_document_count_takes_in_other_writers_at_its_next_count(hbase_url, 
     finally:
         with open_store(store) as opened:
             opened.drop()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def own_hbase(tmp_path_factory):
-    """An HBase of this test's own (scripts/hbase-local in a folder of its own, on free ports),
-    for a test that stops it: (its URL, the launcher's environment, its folder). The HBase the
-    other tests share is never touched. Stopped at the end, whatever happened."""
-    launcher = ROOT / "scripts" / "hbase-local"
-    folder = tmp_path_factory.mktemp("own-hbase")
-    zk, thrift, thrift2 = free_port(), free_port(), free_port()
-    env = {**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder), "DEDUP_HBASE_ZK_PORT": str(zk),
-           "DEDUP_HBASE_THRIFT_PORT": str(thrift), "DEDUP_HBASE_THRIFT2_PORT": str(thrift2),
-           "DEDUP_HBASE_MASTER_HEAP": "1g", "DEDUP_HBASE_THRIFT_HEAP": "512m", "DEDUP_HBASE_THRIFT2_HEAP": "512m",
-           "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)}
-    started_ = subprocess.run([str(launcher), "start"], env=env, capture_output=True, text=True)
-    try:
-        if started_.returncode != 0:
-            require_or_skip(f"scripts/hbase-local could not start an HBase of the test's own:\n{started_.stdout}\n"
-                            f"{started_.stderr}")
-        yield f"hbase://127.0.0.1:{thrift}/?admin_port={thrift2}", env, folder
-    finally:
-        for name in ("master", "thrift", "thrift2"):  # a frozen process would not stop
-            signal_process(folder, name, signal.SIGCONT)
-        subprocess.run([str(launcher), "stop"], env=env, capture_output=True)
-
-
-def signal_process(folder: Path, name: str, number: int) -> None:
-    """``number`` sent to the launcher's process ``name`` (its PID file), if it runs."""
-    try:
-        os.kill(int((folder / "pids" / f"{name}.pid").read_text()), number)
-    except (OSError, ValueError):
-        pass
 
 
 def readiness(url: str) -> tuple[int, dict, float]:
