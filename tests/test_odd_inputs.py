@@ -85,7 +85,7 @@ def test_a_rejected_check_record_has_every_records_keys(tmp_path):
 
 def test_a_store_that_is_a_regular_file_is_named_as_such(tmp_path):
     (tmp_path / "afile").write_text("")
-    message = (f"error: {tmp_path / 'afile'} is a file, not a folder: --store names the embedded index's folder "
+    message = (f"error: {tmp_path / 'afile'} is a file, not a folder: an embedded store's URL names its folder "
                "(init creates it; give a new path)\n").encode()
     for command in (["stats"], ["init"]):
         got = cli(*command, "--store", str(tmp_path / "afile"))

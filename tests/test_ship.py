@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from dedup_hbase.cli.command import as_flags
 from dedup_hbase.errors import DedupError
 from dedup_hbase.jobs.spark import ship
 
@@ -28,9 +29,10 @@ def test_pack_env_refusals_are_one_line(tmp_path):
 
 def test_spark_env_settings_and_a_missing_archive(tmp_path):
     archive = tmp_path / "env.tar.gz"
-    with pytest.raises(DedupError, match=r"^--spark-env .*env.tar.gz: no such file \(make it with: dedup-hbase "
-                                         r"pack-env .*env.tar.gz\)$"):
+    with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "
+                                         r"pack-env .*env.tar.gz\)$") as refused:
         ship.ship_settings(str(archive))
+    assert as_flags(refused.value).startswith(f"--spark-env {archive}: no such file")  # the CLI's words
     archive.write_bytes(b"")
     assert ship.ship_settings(str(archive)) == {"spark.archives": f"file://{archive}#env",
                                                 "spark.pyspark.python": "./env/bin/python"}

@@ -34,7 +34,7 @@ class ZooKeeper:
     def of(cls, target: HFileTarget, url: str) -> "ZooKeeper":
         """HBase's ZooKeeper from a store's ``hfile_target``; refuses one without it."""
         if not target.zk:
-            raise DedupError(f"{url}: --engine spark reaches HBase through ZooKeeper: add zk=HOST:PORT "
+            raise DedupError(f"{url}: the Spark engine reaches HBase through ZooKeeper: add zk=HOST:PORT "
                              "(HBase's hbase.zookeeper.quorum and clientPort) to the store URL")
         quorum, _, port = target.zk.rpartition(":")
         if not quorum or not port.isdigit():

@@ -62,8 +62,8 @@ def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
 
     for path in paths:
         if path == "-":
-            raise ValueError("--engine spark reads files, not stdin: save the input to a file "
-                             "(or use --engine local)")
+            raise ValueError("the Spark engine reads files, not stdin: save the input to a file "
+                             "(or use the local engine)")
         if is_uri(path):
             if list_remote is None:
                 raise ValueError(f"cannot list {path}")

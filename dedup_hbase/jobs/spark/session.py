@@ -129,14 +129,14 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise DedupError("--engine spark needs PySpark: pip install '.[spark]' in the dedup-hbase folder (and Java 17+)") from None
+        raise DedupError("the Spark engine needs PySpark: pip install '.[spark]' in the dedup-hbase folder (and Java 17+)") from None
     if "PYSPARK_GATEWAY_PORT" in os.environ:  # launched by spark-submit
         builder = SparkSession.builder
         for key, value in (conf or {}).items():
             builder = builder.config(key, value)
         return builder.getOrCreate()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        raise DedupError("--engine spark needs Java 17 or newer (java not found, JAVA_HOME not set)")
+        raise DedupError("the Spark engine needs Java 17 or newer (java not found, JAVA_HOME not set)")
     settings = _settings(master, conf or {}, jars, small)
     archive = None
     if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):

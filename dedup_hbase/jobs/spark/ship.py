@@ -116,7 +116,8 @@ def ship_settings(archive: str) -> dict[str, str]:
     Python workers with its Python. PySpark started from Python takes the workers' Python from
     $PYSPARK_PYTHON, not from the setting: set it too (``use_shipped_python``)."""
     if "://" not in archive and not os.path.isfile(archive):
-        raise DedupError(f"--spark-env {archive}: no such file (make it with: dedup-hbase pack-env {archive})")
+        raise DedupError(f"spark_env={archive}: no such file (make it with: dedup-hbase pack-env {archive})",
+                         arguments=("spark_env",))
     return {"spark.archives": f"{uri_of(archive)}#{ENV_NAME}", "spark.pyspark.python": SHIPPED_PYTHON}
 
 
@@ -147,7 +148,7 @@ def executor_pythons(spark) -> list[dict]:
         # last messages (e.g. "Dispatcher: Message ... dropped due to sparkEnv is stopped") are not
         # the user's concern
         raise DedupError(f"the Spark executors cannot run dedup-hbase ({failure_reason(e)}): ship an environment "
-                         f"made by `dedup-hbase pack-env ARCHIVE` with --spark-env ARCHIVE") from None
+                         "made by `dedup-hbase pack-env ARCHIVE` with spark_env=ARCHIVE", arguments=("spark_env",)) from None
     context.setLogLevel("WARN")
     unread = sorted({p for f in found for p in f.pop("unreadable")})
     if unread:

@@ -109,7 +109,7 @@ class LocalStore(Store):
 
     def exists(self) -> bool:
         if self.path.exists() and not self.path.is_dir():
-            raise StoreError(f"{self.url} is a file, not a folder: --store names the embedded index's folder "
+            raise StoreError(f"{self.url} is a file, not a folder: an embedded store's URL names its folder "
                              "(init creates it; give a new path)")
         return (self.path / _MARKER).is_file()
 
