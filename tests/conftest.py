@@ -256,7 +256,9 @@ class SharedSpark:
                 require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
             from dedup_hbase.jobs.spark.session import helper_jars, make_session
 
-            self.session = make_session("local[2]", {}, helper_jars())
+            # a heap of 3 GiB, not a job's quarter of the RAM: a process keeps its session to its end,
+            # beside the others' and the clusters' JVMs
+            self.session = make_session("local[2]", {"spark.driver.memory": "3g"}, helper_jars())
         return self.session
 
     def stop(self):
