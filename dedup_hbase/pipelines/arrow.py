@@ -32,6 +32,7 @@ gives a RecordBatch, a Table a Table, the input's columns first.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Iterable
@@ -64,6 +65,7 @@ MATCHES, MATCH_COUNT = "matches", "match_count"
 ADDED, VIA, DISTANCE = "added", "via", "distance"
 SOURCE = "arrow"  # the source a row's Record names (its line: the row's position in its batch)
 _ONLINE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Index -> its OnlineIndex, for add_new
+_ONLINE_LOCK = threading.Lock()
 
 
 def match_type():
@@ -217,10 +219,11 @@ def _online(index: Any) -> OnlineIndex:
     if isinstance(index, OnlineIndex):
         return index
     _check_index(index)
-    online = _ONLINE.get(index)
-    if online is None:
-        online = _ONLINE[index] = OnlineIndex(index)
-    return online
+    with _ONLINE_LOCK:  # one OnlineIndex (one set of locks) per Index, whichever thread asks first
+        online = _ONLINE.get(index)
+        if online is None:
+            online = _ONLINE[index] = OnlineIndex(index)
+        return online
 
 
 def _prints(batch: Any, index: Index, id_column: str, text_column: str, threads: int,

@@ -67,6 +67,11 @@ def chunks_of(column) -> list:
     return list(column.chunks) if hasattr(column, "chunks") else [column]
 
 
+def whole(column):
+    """A RecordBatch's column, or a Table's as one array (its chunks joined; none: empty)."""
+    return column.combine_chunks() if hasattr(column, "combine_chunks") else column
+
+
 @dataclass
 class Fingerprinted:
     """A batch's fingerprints: per row (``error`` None) its simhash, else why it has none; with
@@ -107,8 +112,7 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
     ``Signatures.extra_texts``; a lead without a feature takes the body's simhash, ``settled``),
     the sketches by ``sketcher`` (the index's, from the buffers too)."""
     pa = _pa()
-    ids = pa.concat_arrays(chunks_of(batch.column(id_column))) if isinstance(batch, pa.Table) \
-        else batch.column(id_column)
+    ids = whole(batch.column(id_column))
     texts = chunks_of(batch.column(text_column))
     simhashes, errors = _through(fingerprinter, texts, threads)
     bad = id_errors(ids)
@@ -117,7 +121,7 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
     good = out.good
     if len(signatures) > 1:
         out.more = np.zeros((len(simhashes), len(signatures) - 1), np.uint64)
-        bodies = pa.concat_arrays(texts).take(pa.array(good, pa.int64())).to_pylist() if len(good) else []
+        bodies = whole(batch.column(text_column)).take(pa.array(good, pa.int64())).to_pylist()
         parts = [part for text in bodies for part in signatures.extra_texts(text)]
         found, none = fingerprinter.fingerprint_many(parts, threads)
         results = [none[i] if i in none else int(h) for i, h in enumerate(found.tolist())]
