@@ -32,6 +32,7 @@ gives a RecordBatch, a Table a Table, the input's columns first.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -66,6 +67,13 @@ ADDED, VIA, DISTANCE = "added", "via", "distance"
 SOURCE = "arrow"  # the source a row's Record names (its line: the row's position in its batch)
 _ONLINE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # Index -> its OnlineIndex, for add_new
 _ONLINE_LOCK = threading.Lock()
+
+
+@functools.cache
+def default_fingerprinter() -> Fingerprinter:
+    """jieba, seed 0 (``make_fingerprinter()``), made once: its dictionary loads on the first call
+    that fingerprints, not on every call."""
+    return make_fingerprinter()
 
 
 def match_type():
@@ -165,7 +173,7 @@ def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = 
     import pyarrow as pa
 
     options = GroupsOptions(k=k, scheme=scheme, signatures=Signatures.parse(signatures), confirm=confirm)
-    fingerprinter = fingerprinter or make_fingerprinter()
+    fingerprinter = fingerprinter or default_fingerprinter()
     if not isinstance(fingerprinter, Fingerprinter):
         raise InvalidInput(f"fingerprinter must be a Fingerprinter, not {type(fingerprinter).__name__}",
                            arguments=("fingerprinter",))
@@ -202,7 +210,7 @@ def _fingerprinting(index: Index | None, fingerprinter: Fingerprinter | None) ->
             raise InvalidInput("give index= or fingerprinter=, not both: an index fingerprints with its own",
                                arguments=("index", "fingerprinter"))
         return index.fingerprinter, index.signatures, index.sketcher
-    fingerprinter = make_fingerprinter() if fingerprinter is None else fingerprinter
+    fingerprinter = default_fingerprinter() if fingerprinter is None else fingerprinter
     if not isinstance(fingerprinter, Fingerprinter):
         raise InvalidInput(f"fingerprinter must be a Fingerprinter, not {type(fingerprinter).__name__}",
                            arguments=("fingerprinter",))

@@ -65,7 +65,8 @@ def run(report: Report, args) -> None:
         "per-document API: fingerprint_many(list of str)": lambda j: fingerprinter.fingerprint_many(lists[j]),
         "per-document API after column.to_pylist()": lambda j: fingerprinter.fingerprint_many(columns[j].to_pylist()),
         "fingerprint_arrow(column): the core reads the buffers": lambda j: fingerprinter.fingerprint_arrow(columns[j]),
-        "arrow.fingerprints(table): the whole batch call": lambda j: arrow.fingerprints(tables[j]),
+        "arrow.fingerprints(table): the whole batch call":
+            lambda j: arrow.fingerprints(tables[j], fingerprinter=fingerprinter),
     }
     names = list(systems)
     seconds: dict[str, list[float]] = {name: [] for name in names}
