@@ -325,3 +325,18 @@ def test_groups_are_the_brute_force_and_the_groups_job(tmp_path, planted):
     written = pq.read_table(tmp_path / "out" / "documents").to_pylist()
     assert written == [r for r in out.drop_columns(["error"]).to_pylist() if r["group"] is not None]
     assert all(r["simhash"] == f"{by_id[r['id']]:016x}" for r in written)
+
+
+def test_empty_batches_and_large_string_ids():
+    index = Index.create(open_store("memory:"))
+    schema = pa.schema([("id", pa.large_string()), ("text", pa.large_string())])
+    empty = pa.Table.from_batches([], schema)
+    assert empty.column("text").num_chunks == 0
+    for call in (lambda b: arrow.fingerprints(b), lambda b: arrow.check(b, index), lambda b: arrow.add_new(b, index)):
+        out = call(empty)
+        assert out.num_rows == 0 and out.schema.names[:3] == ["id", "text", "simhash"]
+    assert arrow.groups([empty, empty]).num_rows == 0
+    one = pa.table({"id": pa.array(["a"], pa.large_string()), "text": pa.array(["国家卫生健康委通报最新疫情"],
+                                                                             pa.large_string())})
+    assert arrow.add_new(one, index).column("added").to_pylist() == [True]
+    assert arrow.groups([one, one.to_batches()[0]]).column("group").to_pylist() == ["a", "a"]
