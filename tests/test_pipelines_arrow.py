@@ -340,3 +340,28 @@ def test_empty_batches_and_large_string_ids():
                                                                              pa.large_string())})
     assert arrow.add_new(one, index).column("added").to_pylist() == [True]
     assert arrow.groups([one, one.to_batches()[0]]).column("group").to_pylist() == ["a", "a"]
+
+
+def test_the_recall_preset_answers_as_the_check_job_and_the_service(tmp_path, planted):
+    """Several signatures, probes and a confirmation: the leads and probes made from the texts
+    as the check job and the service make them."""
+    indexed, queries, _ = planted
+    rows = [(i, t) for i, t in queries if i is not None and t is not None]
+    one, other = (Index.create(open_store(f"local:{tmp_path / name}"), k=3, preset="recall") for name in ("one", "other"))
+    for index in (one, other):
+        index.add_many([Document(i, index.fingerprint(t), {}, index.more_signatures(t, index.fingerprint(t)),
+                                 index.sketch(t)) for i, t in indexed[:60]])
+    out = arrow.check(batch_of(rows), one, max_matches=None).to_pylist()
+    path = tmp_path / "queries.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
+                    encoding="utf-8")
+    records = list(check_job(one, read_records([str(path)]), CheckOptions(max_matches=None)))
+    assert [[(m["id"], m["distance"]) for m in r["matches"]] for r in records] == \
+        [[(m["id"], m["distance"]) for m in r["matches"] or []] for r in out]
+    assert sum(bool(r["matches"]) for r in out) > 20
+    added = arrow.add_new(batch_of(rows), one).to_pylist()
+    answers = DedupService(OnlineIndex(other)).add([RequestDoc(p, i, t, None) for p, (i, t) in enumerate(rows)],
+                                                    if_new=True)
+    assert [a["added"] for a in answers] == [r["added"] for r in added]
+    assert [(a["matches"][0]["id"], a["matches"][0]["distance"]) if a.get("matches") else (None, None)
+            for a in answers] == [(r["via"], r["distance"]) for r in added]
