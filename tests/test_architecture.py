@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 # The package's own __init__ ("") imports its public names lazily (by name): it stands lowest.
 # Inside a package, its modules (and subpackages) in order, lowest first; "" is the package's
 # own __init__.
-LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("report",), ("cli",),
+LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("pipelines",), ("report",), ("cli",),
           ("__main__",)]
 ORDER = {
     "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms"],
@@ -36,6 +36,7 @@ ORDER = {
                    "rows", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
+    "pipelines": ["", "columns", "arrow", "frames"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
     "cli": ["", "command", "environment", "views", "service", "commands"],
 }

@@ -71,6 +71,19 @@ def checked_columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, 
     return list(last), simhashes[keep], [docs[i] for i in keep]
 
 
+def two_versions(docs: Sequence[Any]) -> tuple[int, int] | None:
+    """The positions of the first document (``.id``, ``.simhash``) whose id an earlier one of
+    ``docs`` has with another fingerprint, and of that earlier one; None when there is none. An
+    insert-if-new refuses such a batch (the service, the Arrow batch API): only one version could
+    be indexed, and both would be answered as added."""
+    first: dict[str, int] = {}
+    for j, doc in enumerate(docs):
+        i = first.setdefault(doc.id, j)
+        if docs[i].simhash != doc.simhash:
+            return j, i
+    return None
+
+
 def document_meta(loaded: int, source: str | None = None, line: int | None = None,
                   title: str | None = None, length: int | None = None, ttl: int | None = None) -> dict[str, Any]:
     """The metadata a document row keeps (``Index.get`` returns it): when it was loaded (Unix

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import DedupError, EmptyDocument, InvalidInput, StoreError
+from ..index.documents import two_versions
 from ..index.index import Document, Index, Matches, document_meta
 from ..index.retention import describe, meta_expires_at, parse_duration
 from ..text.fingerprint import parse_hex, to_hex
@@ -261,12 +262,10 @@ def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, lis
 def one_version(docs: list[RequestDoc]) -> None:
     """Refuse an insert-if-new that holds two versions of one document (one id, two fingerprints):
     only one of them could be indexed, and both would be answered as added."""
-    first: dict[str, RequestDoc] = {}
-    for doc in docs:
-        other = first.setdefault(doc.id, doc)
-        if other.simhash != doc.simhash:
-            raise bad(doc.position, f"its id is document {other.position}'s too, with another fingerprint: an "
-                                    "insert-if-new takes one version of a document", doc_id=doc.id)
+    if (found := two_versions(docs)) is not None:
+        doc, other = docs[found[0]], docs[found[1]]
+        raise bad(doc.position, f"its id is document {other.position}'s too, with another fingerprint: an "
+                                "insert-if-new takes one version of a document", doc_id=doc.id)
 
 
 def checked(doc: RequestDoc, matches: Matches) -> dict[str, Any]:

@@ -163,6 +163,30 @@ class Fingerprinter:
                 errors[i] = str(e)
         return out, errors
 
+    def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
+        """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array (a slice too),
+        a null's message ``native.NO_TEXT``. With the compiled core, it reads the array's
+        buffers (no Python ``str`` per text; ``threads`` as ``fingerprint_many``'s); the Python
+        path takes the texts as ``str``s (``to_pylist``). Other array types are a TypeError."""
+        from .native import NO_TEXT
+
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise InvalidInput(f"threads must be a positive integer, not {threads!r}")
+        core = self._core
+        if core is not None:
+            return core.fingerprint_arrow(array, threads)
+        import pyarrow as pa
+
+        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            raise TypeError(f"a string or large_string array, not {array.type}")
+        texts = array.to_pylist()
+        present = [i for i, t in enumerate(texts) if t is not None]
+        found, errors = self.fingerprint_many([texts[i] for i in present], threads)
+        out = np.zeros(len(texts), dtype=np.uint64)
+        out[present] = found
+        missing = {i: NO_TEXT for i, t in enumerate(texts) if t is None}
+        return out, {**missing, **{present[j]: why for j, why in errors.items()}}
+
     def margins(self, text: str) -> np.ndarray:
         """How sure each bit of ``text``'s SimHash is, most significant bit first (int64, 64):
         twice the weight of the features whose hash has the bit set, minus the weight of all.

@@ -33,7 +33,9 @@ import numpy as np
 from ..errors import EmptyDocument
 
 ENV = "DEDUP_HBASE_NATIVE"
-_OK, _EMPTY, _NO_FEATURES, _SURROGATE = range(4)
+_OK, _EMPTY, _NO_FEATURES, _SURROGATE, _NULL, _NOT_UTF8 = range(6)
+NO_TEXT = "no text"  # a null of an Arrow string array (jobs/batches.py's word for a record without one)
+NOT_UTF8 = "not UTF-8"
 
 
 @cache
@@ -173,3 +175,24 @@ class NativeFingerprinter:
             else:
                 errors[i] = EmptyDocument.EMPTY_TEXT if codes[i] == _EMPTY else EmptyDocument.NO_FEATURES
         return out, errors
+
+    def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
+        """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array, read from its
+        buffers (no Python ``str`` per text; a slice's offset honoured): a null's message is
+        ``NO_TEXT``, a value that is not UTF-8 (which Arrow's format forbids) ``NOT_UTF8``."""
+        import pyarrow as pa
+
+        width = 4 if pa.types.is_string(array.type) else 8 if pa.types.is_large_string(array.type) else None
+        if width is None:
+            raise TypeError(f"a string or large_string array, not {array.type}")
+        if len(array) == 0:
+            return np.zeros(0, dtype=np.uint64), {}
+        validity, offsets, data = array.buffers()
+        hashes, status = self.core.fingerprint_arrow(offsets, b"" if data is None else data, width, array.offset,
+                                                     len(array), validity if array.null_count else None, self.seed,
+                                                     threads)
+        out = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)
+        codes = np.frombuffer(status, dtype=np.uint8)
+        messages = {_EMPTY: EmptyDocument.EMPTY_TEXT, _NO_FEATURES: EmptyDocument.NO_FEATURES, _NULL: NO_TEXT,
+                    _NOT_UTF8: NOT_UTF8}
+        return out, {i: messages[codes[i]] for i in np.flatnonzero(codes).tolist()}

@@ -35,6 +35,11 @@ pub enum Status {
     NoFeatures = 2,
     /// A lone surrogate: the text cannot cross into Rust; the caller uses the reference
     Surrogate = 3,
+    /// An Arrow string array's null: no text
+    Null = 4,
+    /// An Arrow string array's value that is not UTF-8 (Arrow's format forbids it; a caller
+    /// that built the buffers by hand can still hand one over)
+    NotUtf8 = 5,
 }
 
 /// A featurizer the core mirrors.
@@ -191,6 +196,99 @@ pub fn fingerprint_batch<F: Featurize>(
     (hashes, status)
 }
 
+/// The texts of an Arrow `string` (`width` 4) or `large_string` (`width` 8) array from its
+/// buffers, as `pyarrow.Array.buffers()` gives them: the little-endian offsets, the UTF-8 data
+/// and the validity bitmap (`None`: no nulls), for the `length` values from value `offset` on
+/// (a slice). No copy: each text borrows `data`. A null or a value that is not UTF-8 is `None`
+/// with its status (`Status::Null`, `Status::NotUtf8`), every other status 0. Offsets that do
+/// not fit the buffers, or go backwards, are an error (no text is read then).
+pub fn arrow_texts<'a>(
+    offsets: &[u8],
+    data: &'a [u8],
+    width: usize,
+    offset: usize,
+    length: usize,
+    validity: Option<&[u8]>,
+) -> Result<(Vec<Option<&'a str>>, Vec<u8>), String> {
+    if width != 4 && width != 8 {
+        return Err(format!("offsets are 4 or 8 bytes wide, not {width}"));
+    }
+    let end = offset
+        .checked_add(length)
+        .ok_or_else(|| "offset + length overflows".to_string())?;
+    if offsets.len() < (end + 1) * width {
+        return Err(format!(
+            "the offsets buffer holds {} bytes: {} values from {offset} need {}",
+            offsets.len(),
+            length,
+            (end + 1) * width
+        ));
+    }
+    if let Some(bits) = validity {
+        if bits.len() * 8 < end {
+            return Err(format!(
+                "the validity bitmap holds {} bits, {end} needed",
+                bits.len() * 8
+            ));
+        }
+    }
+    let at = |i: usize| -> Result<usize, String> {
+        let raw = &offsets[i * width..(i + 1) * width];
+        let value = if width == 4 {
+            i32::from_le_bytes(raw.try_into().unwrap()) as i64
+        } else {
+            i64::from_le_bytes(raw.try_into().unwrap())
+        };
+        usize::try_from(value).map_err(|_| format!("offset {i} is negative ({value})"))
+    };
+    let mut texts = Vec::with_capacity(length);
+    let mut status = vec![0u8; length];
+    let mut start = at(offset)?;
+    for (j, s) in status.iter_mut().enumerate() {
+        let stop = at(offset + j + 1)?;
+        if stop < start || stop > data.len() {
+            return Err(format!(
+                "value {j}'s offsets {start}..{stop} do not fit the data buffer ({} bytes)",
+                data.len()
+            ));
+        }
+        let valid = validity.is_none_or(|bits| bits[(offset + j) / 8] >> ((offset + j) % 8) & 1 == 1);
+        texts.push(if !valid {
+            *s = Status::Null as u8;
+            None
+        } else {
+            match std::str::from_utf8(&data[start..stop]) {
+                Ok(text) => Some(text),
+                Err(_) => {
+                    *s = Status::NotUtf8 as u8;
+                    None
+                }
+            }
+        });
+        start = stop;
+    }
+    Ok((texts, status))
+}
+
+/// `fingerprint_batch` of an Arrow string array's buffers (`arrow_texts`): the fingerprints
+/// and statuses, a null's `Status::Null` and a value not UTF-8's `Status::NotUtf8`.
+pub fn fingerprint_arrow<F: Featurize>(
+    featurizer: &F,
+    texts: &[Option<&str>],
+    reasons: &[u8],
+    seed: u32,
+    threads: usize,
+    works: &Works<F::Work>,
+) -> (Vec<u64>, Vec<u8>) {
+    let (hashes, mut status) = fingerprint_batch(featurizer, texts, seed, threads, works);
+    for (s, &why) in status.iter_mut().zip(reasons) {
+        if why != 0 {
+            *s = why;
+        }
+    }
+    (hashes, status)
+}
+
 #[cfg(feature = "python")]
 mod python;
 
@@ -255,6 +353,39 @@ mod tests {
         assert_eq!((hashes, status.clone()), (one, one_status));
         assert_eq!(status[5], Status::EmptyText as u8);
         assert_eq!(status.iter().filter(|&&s| s != 0).count(), 1);
+    }
+
+    #[test]
+    fn arrow_buffers_sliced_with_nulls_and_bad_bytes() {
+        // ["a", null, "", "\u{1F600}x", <not UTF-8>] as int32 offsets, then the same as int64
+        let mut data = "a\u{1F600}x".as_bytes().to_vec();
+        data.push(0xff);
+        let ends = [0i64, 1, 1, 1, 6, 7];
+        let validity = [0b1_1101u8];
+        for width in [4usize, 8] {
+            let offsets: Vec<u8> = ends
+                .iter()
+                .flat_map(|&e| {
+                    if width == 4 {
+                        (e as i32).to_le_bytes().to_vec()
+                    } else {
+                        e.to_le_bytes().to_vec()
+                    }
+                })
+                .collect();
+            let (texts, status) = arrow_texts(&offsets, &data, width, 0, 5, Some(&validity)).unwrap();
+            assert_eq!(texts, [Some("a"), None, Some(""), Some("\u{1F600}x"), None]);
+            assert_eq!(status, [0, Status::Null as u8, 0, 0, Status::NotUtf8 as u8]);
+            // a slice of the middle three
+            let (texts, status) = arrow_texts(&offsets, &data, width, 1, 3, Some(&validity)).unwrap();
+            assert_eq!(texts, [None, Some(""), Some("\u{1F600}x")]);
+            assert_eq!(status, [Status::Null as u8, 0, 0]);
+            assert!(arrow_texts(&offsets, &data, width, 2, 4, None).is_err()); // past the offsets
+            assert!(arrow_texts(&offsets, &data[..3], width, 0, 5, None).is_err()); // past the data
+            let (texts, _) = arrow_texts(&offsets, &data, width, 0, 0, None).unwrap();
+            assert!(texts.is_empty());
+        }
+        assert!(arrow_texts(&[0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0], b"ab", 4, 0, 2, None).is_err()); // backwards
     }
 
     #[test]

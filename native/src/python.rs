@@ -56,6 +56,75 @@ fn batch<'py, F: Featurize>(
     Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
 }
 
+/// The bytes of any object with the buffer protocol (`bytes`, a pyarrow `Buffer`, a
+/// memoryview), held for as long as this lives: no copy.
+struct Bytes(Box<pyo3::ffi::Py_buffer>);
+
+impl Bytes {
+    fn of(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        let mut view = Box::new(std::mem::MaybeUninit::<pyo3::ffi::Py_buffer>::zeroed());
+        // SAFETY: a zeroed Py_buffer filled by CPython; released in Drop, under the GIL
+        let filled = unsafe {
+            pyo3::ffi::PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), pyo3::ffi::PyBUF_SIMPLE)
+        };
+        if filled != 0 {
+            PyErr::take(obj.py());
+            return Err(PyTypeError::new_err(format!(
+                "{what} must be a buffer (bytes, a pyarrow Buffer), not {}",
+                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            )));
+        }
+        // SAFETY: PyObject_GetBuffer succeeded, so the view is initialised
+        Ok(Bytes(unsafe { Box::from_raw(Box::into_raw(view).cast()) }))
+    }
+
+    fn slice(&self) -> &[u8] {
+        if self.0.len <= 0 || self.0.buf.is_null() {
+            return &[];
+        }
+        // SAFETY: a PyBUF_SIMPLE view is `len` contiguous bytes at `buf`, alive while held
+        unsafe { std::slice::from_raw_parts(self.0.buf as *const u8, self.0.len as usize) }
+    }
+}
+
+impl Drop for Bytes {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by PyObject_GetBuffer; the GIL is held where a Bytes
+        // is dropped (every one lives in a #[pymethods] call's frame)
+        unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.0) }
+    }
+}
+
+/// `(fingerprints, statuses)` of an Arrow string array from its buffers (`crate::arrow_texts`):
+/// status 4 a null, 5 a value that is not UTF-8; ValueError for buffers that do not fit.
+#[allow(clippy::too_many_arguments)]
+fn arrow<'py, F: Featurize>(
+    py: Python<'py>,
+    featurizer: &F,
+    works: &Works<F::Work>,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    width: usize,
+    offset: usize,
+    length: usize,
+    validity: Option<&Bound<'py, PyAny>>,
+    seed: u32,
+    threads: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let offsets = Bytes::of(offsets, "offsets")?;
+    let data = Bytes::of(data, "data")?;
+    let validity = validity.map(|v| Bytes::of(v, "validity")).transpose()?;
+    let (offsets_, data_) = (offsets.slice(), data.slice());
+    let bits = validity.as_ref().map(|v| v.slice());
+    let (hashes, status) = py.detach(|| {
+        let (texts, reasons) = crate::arrow_texts(offsets_, data_, width, offset, length, bits)?;
+        Ok::<_, String>(crate::fingerprint_arrow(featurizer, &texts, &reasons, seed, threads, works))
+    })
+    .map_err(PyValueError::new_err)?;
+    let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
+}
+
 fn single<F: Featurize>(
     py: Python<'_>,
     featurizer: &F,
@@ -184,6 +253,25 @@ impl Jieba {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
+    /// `(fingerprints, statuses)` of an Arrow `string` (`width` 4) or `large_string` (8)
+    /// array's buffers, `length` values from value `offset` on; status 4 null, 5 not UTF-8
+    #[pyo3(signature = (offsets, data, width, offset, length, validity, seed, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn fingerprint_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        width: usize,
+        offset: usize,
+        length: usize,
+        validity: Option<&Bound<'py, PyAny>>,
+        seed: u32,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        arrow(py, &self.0, &self.1, offsets, data, width, offset, length, validity, seed, threads)
+    }
+
     /// `({word: idf in thousandths}, median)` as the core read them
     fn idf_table<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyDict>, i64)> {
         let (table, median) = self.0.idf_table();
@@ -248,6 +336,25 @@ impl ShingleCore {
         threads: usize,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         batch(py, &self.0, &self.1, texts, seed, threads)
+    }
+
+    /// `(fingerprints, statuses)` of an Arrow `string` (`width` 4) or `large_string` (8)
+    /// array's buffers, `length` values from value `offset` on; status 4 null, 5 not UTF-8
+    #[pyo3(signature = (offsets, data, width, offset, length, validity, seed, threads=1))]
+    #[allow(clippy::too_many_arguments)]
+    fn fingerprint_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        offsets: &Bound<'py, PyAny>,
+        data: &Bound<'py, PyAny>,
+        width: usize,
+        offset: usize,
+        length: usize,
+        validity: Option<&Bound<'py, PyAny>>,
+        seed: u32,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        arrow(py, &self.0, &self.1, offsets, data, width, offset, length, validity, seed, threads)
     }
 }
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...errors import InvalidInput
-from ...index.index import Index
+from ...index.index import Index, Matches
 from ..batches import fingerprinted
 from ..corpus import Record, read_records
 from ..options import CheckOptions
@@ -27,8 +27,7 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     with FingerprintPool(index.fingerprinter, options.workers, index.sketcher) as pool:
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             good = report.count(batch)
-            answers = iter(index.query_many([r.simhash for r in good], options.k, options.max_matches,
-                                            *index.lookup_args(good)))
+            answers = iter(look_up(index, good, options.k, options.max_matches))
             for record in batch:
                 if record.error:
                     yield check_record(record, [], 0)
@@ -36,6 +35,13 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
                 matches = next(answers)
                 report.with_matches += bool(matches.total)
                 yield check_record(record, [m.to_dict() for m in matches], matches.total)
+
+
+def look_up(index: Index, good: list[Record], k: int | None, max_matches: int | None) -> list[Matches]:
+    """Each fingerprinted record's matches (``Index.query_many``, with what this index's lookups
+    take: ``Index.lookup_args``; with probes, each record's ``text``), in order: the one lookup of
+    ``check``, and of the Arrow batch API's (pipelines/arrow.py)."""
+    return index.query_many([r.simhash for r in good], k, max_matches, *index.lookup_args(good))
 
 
 def check_files(index: Index, paths: list[str], options: CheckOptions,

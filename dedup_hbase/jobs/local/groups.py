@@ -170,13 +170,8 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
                 leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
             if sketcher is not None:
                 sketches.append(np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
-    simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
-    more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
-    scheme = options.scheme_for(len(simhashes))
+    simhashes, scheme, (group, via, distance, place) = grouped(options, chunks, leads, sketches)
     report.documents, report.scheme = len(simhashes), scheme.name
-    confirm = None if sketcher is None else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
-                                             options.confirm)
-    group, via, distance, place = assign(simhashes, scheme, options.k, more, confirm)
     names = signatures.names if len(signatures) > 1 else None
     write(folder, pa.chunked_array(ids, pa.string()), simhashes, group, via, distance, report, place, names)
     report.elapsed_s = time.perf_counter() - started
@@ -184,10 +179,44 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     return report
 
 
+def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.ndarray],
+            sketches: list[np.ndarray]) -> tuple[np.ndarray, Scheme, tuple]:
+    """The simhashes of the batches (``chunks``, uint64, in input order; ``leads``: with several
+    signatures, each batch's (n, s - 1) simhashes after the body; ``sketches``: with a
+    confirmation, each batch's), the scheme of the pair search (``options.scheme_for``) and
+    ``assign``'s four arrays: the one groups of ``group_files`` and of the Arrow batch API."""
+    signatures = options.signatures
+    simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
+    more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
+    scheme = options.scheme_for(len(simhashes))
+    confirm = None if options.confirm is None else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
+                                                    options.confirm)
+    return simhashes, scheme, assign(simhashes, scheme, options.k, more, confirm)
+
+
 def hex_digits(simhashes: np.ndarray) -> np.ndarray:
     """16 lower-case hex digits of every uint64 (``fingerprint.to_hex``), vectorised."""
     raw = np.asarray(simhashes, dtype=np.uint64).astype(">u8").tobytes().hex().encode("ascii")
     return np.frombuffer(raw, dtype="S16").astype(str) if raw else np.empty(0, dtype=str)
+
+
+def groups_table(ids, simhashes: np.ndarray, group: np.ndarray, via: np.ndarray, distance: np.ndarray,
+                 place: np.ndarray | None = None, names: tuple[str, ...] | None = None):
+    """The groups' Parquet rows (outputs.parquet_columns) as a pyarrow Table, in input order
+    (the arguments as ``write`` takes them)."""
+    import pyarrow as pa
+
+    n = len(ids)
+    sizes = np.bincount(group, minlength=n).astype(np.int64)
+    keep = group == np.arange(n)
+    columns = parquet_columns(names is not None)
+    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in columns])
+    group_ids = ids.take(pa.array(group, pa.int64()))
+    via_ids = ids.take(pa.array(via, pa.int64(), mask=via < 0))
+    signature = [pa.array(names, pa.string()).take(pa.array(place, pa.int64(), mask=via < 0))] if names else []
+    return pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), group_ids,
+                     pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_()), via_ids,
+                     pa.array(distance, pa.int32(), mask=via < 0), *signature], schema=schema)
 
 
 def write(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, via: np.ndarray, distance: np.ndarray,
@@ -200,19 +229,10 @@ def write(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, via: np.n
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    n = len(ids)
-    sizes = np.bincount(group, minlength=n).astype(np.int64)
-    keep = group == np.arange(n)
+    table = groups_table(ids, simhashes, group, via, distance, place, names)
+    keep = table["keep"].to_numpy()
     report.groups = int(keep.sum())
-    report.multi_groups = int((keep & (sizes > 1)).sum())
-    columns = parquet_columns(names is not None)
-    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in columns])
-    group_ids = ids.take(pa.array(group, pa.int64()))
-    via_ids = ids.take(pa.array(via, pa.int64(), mask=via < 0))
-    signature = [pa.array(names, pa.string()).take(pa.array(place, pa.int64(), mask=via < 0))] if names else []
-    table = pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), group_ids,
-                      pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_()), via_ids,
-                      pa.array(distance, pa.int32(), mask=via < 0), *signature], schema=schema)
+    report.multi_groups = int((keep & (table["size"].to_numpy() > 1)).sum())
     shutil.rmtree(folder / DOCUMENTS, ignore_errors=True)  # an earlier output's files (Spark's: several)
     (folder / DOCUMENTS).mkdir()
     pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
