@@ -488,7 +488,8 @@ def read_corpus(path: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="JSONL(.gz) with id and text (title optional)")
+    parser.add_argument("--data", help="JSONL(.gz) with id and text (title optional); with --precision the folder "
+                                       "holding xwlb_zh.jsonl.gz and jargon_en.jsonl.gz (default ../shared/data)")
     parser.add_argument("--originals", type=int, default=1000, help="documents sampled as originals")
     parser.add_argument("--distractors", default="all", help="other documents indexed with them: a number or 'all'")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"variant kinds (default all: {','.join(KINDS)})")
@@ -507,8 +508,23 @@ def main() -> None:
     parser.add_argument("--dump-fp", metavar="METHOD:K", help="print the false positives of one method at one k")
     parser.add_argument("--show-boilerplate", action="store_true",
                         help="print what the boilerplate rules drop from the originals and the variants")
+    parser.add_argument("--precision", action="store_true",
+                        help="instead: the precision of whole groups runs and the recall of planted short copies "
+                             "(scripts/quality_precision.py)")
+    parser.add_argument("--corpora", default="titles,glossary,news,mixed", help="with --precision: the corpora")
+    parser.add_argument("--per-kind", type=int, default=300, help="with --precision: planted copies per kind")
+    parser.add_argument("--groups-args", default="", help="with --precision: options given to dedup-hbase groups")
     args = parser.parse_args()
     t_start = time.time()
+    if args.precision:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import quality_precision
+
+        quality_precision.main(args.data or str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"),
+                               args.corpora, args.per_kind, args.seed, args.groups_args, args.json, args.markdown)
+        return
+    if not args.data:
+        parser.error("--data is required")
 
     methods = ALL_METHODS if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
