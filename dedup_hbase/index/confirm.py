@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from ..errors import InvalidInput
+from ..text.shorts import SHORT_FLAG
 from .candidates import Run
 
 CONFIRMED_BEYOND = 3  # matches within this many bits need no confirmation
@@ -41,6 +44,14 @@ def check_confirm(confirm: int | None, k: int, probes: bool = False) -> int | No
                            f"{CONFIRMED_BEYOND} (such as k=8 confirm=14) or probes=, not k={k} alone",
                            arguments=("confirm", "k", "probes"))
     return confirm
+
+
+def check_short(short: int | None) -> int | None:
+    """``short`` (the sketch bits two short texts may differ in, text/shorts.py) checked; None: off."""
+    if short is not None and (isinstance(short, bool) or not isinstance(short, int) or not 0 <= short <= 64):
+        raise InvalidInput(f"short= is the bits two short texts' sketches may differ in, 0 to 64, not {short!r}",
+                           arguments=("short",))
+    return short
 
 
 def sketch_spec(spec: dict) -> dict:
@@ -75,3 +86,24 @@ def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allo
                 for r in runs]
         out.append([r for r in kept if r.ids])
     return out
+
+
+def sketches_agree(distance, a, b, confirm: int | None, short: int | None):
+    """Whether two documents at ``distance`` bits with sketches ``a`` and ``b`` match: the one
+    rule of every path (scalars, or numpy arrays of uint64 sketches elementwise). ``short``
+    None (an index without the short-text rule, text/shorts.py): within 3 bits always, beyond
+    only with ``confirm`` and the sketches within ``confirm`` bits. With ``short``: a pair of
+    which either is short (bit 0 of its sketch) matches, at any distance, only when both are
+    and their sketches are within ``short`` bits; any other pair as without it."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a, np.uint64), np.asarray(b, np.uint64)
+        apart = np.bitwise_count(a ^ b)
+        plain = (np.asarray(distance) <= CONFIRMED_BEYOND) | ((apart <= confirm) if confirm is not None else False)
+        if short is None:
+            return plain
+        flag_a, flag_b = (a & np.uint64(SHORT_FLAG)) != 0, (b & np.uint64(SHORT_FLAG)) != 0
+        return np.where(flag_a | flag_b, flag_a & flag_b & (apart <= short), plain)
+    apart = (a ^ b).bit_count()
+    if short is not None and (a | b) & SHORT_FLAG:
+        return bool(a & b & SHORT_FLAG) and apart <= short
+    return distance <= CONFIRMED_BEYOND or (confirm is not None and apart <= confirm)

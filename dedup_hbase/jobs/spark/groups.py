@@ -65,6 +65,9 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     ``Interrupted`` on SIGINT or SIGTERM."""
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
+    if options.short is not None:
+        raise InvalidInput("short= (the short-text rule) is not yet applied by the Spark engine: use engine='local'",
+                           arguments=("short", "engine"))
     options.check_inputs(paths)
     target = out if is_uri(out) else str(prepare_out(out).resolve())
     with spark_job("dedup-hbase groups", spark, paths, jars=options.fingerprints, session=session,
