@@ -109,6 +109,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
          probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
          confirm: Annotated[int | None, typer.Option(help="With --k above 3: a match beyond 3 bits also needs a second SimHash of the text (another seed) within this many bits, such as --k 8 --confirm 14 (8 more bytes a document row; docs/quality.md).")] = None,
+         short_texts: Annotated[int | None, typer.Option("--short-texts", help="A match of which either document is under 200 characters also needs both to be, with a character-bigram sketch of each within this many bits, such as 12, at any distance (a sketch in each cell; docs/quality.md; local engine).")] = None,
          preset: Preset = None, json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k, featurizer and signatures.
 
@@ -117,7 +118,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
     overrides the preset's."""
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
-                         signatures, probes, confirm, preset)
+                         signatures, probes, confirm, preset, short_texts)
     if json_:
         out({"store": index.store.url, **Index.read_config(index.store)})
     else:

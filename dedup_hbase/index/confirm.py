@@ -73,16 +73,19 @@ class Sketched(list):
         return zip(self, self.sketches)
 
 
-def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int) -> list[list[Run]]:
+def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int | None,
+                   short: int | None = None) -> list[list[Run]]:
     """``found`` (per query, its runs, at their distance from the query; their ids read from
     cells with sketches: ``candidates.Ids.with_sketches``) without the documents beyond
     ``CONFIRMED_BEYOND`` bits whose sketch is more than ``allowed`` bits from the query's
-    (``sketches``, one per query); runs left empty dropped. Reads nothing from the store."""
+    (``sketches``, one per query), and with ``short`` (the short-text rule) at any distance
+    those ``sketches_agree`` refuses (every run's ids read); runs left empty dropped. Reads
+    nothing from the store."""
     out = []
     for runs, query in zip(found, sketches):
-        kept = [r if r.distance <= CONFIRMED_BEYOND else
+        kept = [r if r.distance <= CONFIRMED_BEYOND and short is None else
                 Run(r.distance, r.simhash, [i for i, sketch in r.ids.with_sketches()
-                                            if (sketch ^ query).bit_count() <= allowed])
+                                            if sketches_agree(r.distance, query, sketch, allowed, short)])
                 for r in runs]
         out.append([r for r in kept if r.ids])
     return out

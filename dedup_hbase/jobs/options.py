@@ -171,7 +171,7 @@ class GroupsOptions(InputOptions):
     def spec(self) -> IndexSpec:
         """What an index of these options is, for what the pair search shares with one (no scheme:
         ``scheme_for`` picks it by corpus size)."""
-        return IndexSpec(None, self.k, self.signatures, confirm=self.confirm)
+        return IndexSpec(None, self.k, self.signatures, confirm=self.confirm, short=self.short)
 
     def scheme_for(self, documents: int) -> Scheme:
         """The given scheme, else the 4-split below ``SCHEME_5_FROM`` documents and the

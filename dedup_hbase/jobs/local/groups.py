@@ -24,7 +24,7 @@ from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
 from ...index.neardup import NearPairs, first_per_sketch, near_pairs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ...text.shorts import SHORT_FLAG, text_sketch
+from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
 from ..options import GroupsOptions
@@ -193,7 +193,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     sketches: list[np.ndarray] = []  # a confirmation: Record.sketch per batch
     sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
-                                                                   sketcher) as pool:
+                                                                   sketcher, options.short is not None) as pool:
         records = read_records(paths, options.fmt, options.fields)
         signatures = options.signatures
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
@@ -204,10 +204,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
             chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
             if len(signatures) > 1:
                 leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
-            if options.short is not None:  # the short-text rule's sketch (text/shorts.py); no text: not short
-                sketches.append(np.fromiter((text_sketch(r.text, r.sketch) if r.text is not None else 0 for r in good),
-                                            dtype=np.uint64, count=len(good)))
-            elif sketcher is not None:
+            if sketcher is not None or options.short is not None:
                 sketches.append(np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
     simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
     more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
