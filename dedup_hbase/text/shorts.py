@@ -6,8 +6,8 @@ bits (issue 44; 春节里的中国 and 春节近 年味浓 at 0 bits). The index
 the same features under another seed) is no help there: it is the same term's hash again
 (measured on the news titles: all 72 unrelated drops within 14 sketch bits, median 0).
 
-So a text is *short* when its normalized text (``features.normalize``, white space removed) has
-fewer than ``SHORT_BELOW`` characters (measured: docs/quality.md, "Precision of a whole groups
+So a text is *short* when its body (``boilerplate.body_text`` of ``features.normalize``: what the
+default featurizer fingerprints), white space removed, has fewer than ``SHORT_BELOW`` characters (measured: docs/quality.md, "Precision of a whole groups
 run": the unrelated drops are under 100 characters, and the few distinct features and the one
 heavy term that cause them go with the length; a line by length alone does not move under an
 edit of one feature's weight). A short text's sketch is a 1-bit MinHash of its character
@@ -24,6 +24,7 @@ from __future__ import annotations
 import mmh3
 import numpy as np
 
+from .boilerplate import body_text
 from .features import normalize
 
 SHORT_BELOW = 200    # characters of the normalized text (white space removed) below which a text is short
@@ -36,8 +37,9 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 def squeezed(text: str) -> str:
-    """The normalized text without white space: what the length and the bigrams are taken of."""
-    return "".join(normalize(text).split())
+    """The body of the normalized text without white space: what the length and the bigrams are
+    taken of (a copy's added site lines, counters and ads do not count, as for the fingerprint)."""
+    return "".join(body_text(normalize(text)).split())
 
 
 def is_short(text: str) -> bool:
