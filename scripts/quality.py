@@ -297,7 +297,11 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         probes = np.concatenate([q_all[:, :, None], q_all[:, :, None] ^ q_masks], axis=2)
         found = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=2)  # (variants, S)
         confirm = confirm_of(m, var_sketches[:, j], doc_sketches[:, j]) if doc_sketches is not None else None
-        if confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
+        if confirm is not None and len(confirm) == 4:  # the short-text rule, at any distance
+            sure = sketches_agree(np.bitwise_count(q_all ^ docs[origin]), var_sketches[:, j][:, None],
+                                  doc_sketches[origin, j][:, None], confirm[2], confirm[3])
+            found = np.where(sure, found, 99)
+        elif confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
             sure = (np.bitwise_count(q_all ^ docs[origin]) <= 3) | (
                 np.bitwise_count(var_sketches[:, j] ^ doc_sketches[origin, j]) <= confirm[2])[:, None]
             found = np.where(sure, found, 99)
@@ -307,7 +311,7 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         vis, dis, ds = [], [], []
         for s in range(0, len(variants), chunk):
             q = q_all[s:s + chunk]
-            part = None if confirm is None else (confirm[0][s:s + chunk], confirm[1], confirm[2])
+            part = None if confirm is None else (confirm[0][s:s + chunk], *confirm[1:])
             d = nearest(q, docs, q_masks[s:s + chunk], part)
             d[:, bad_docs] = 99
             d[~var_valid[s:s + chunk, j], :] = 99

@@ -161,7 +161,8 @@ class IndexSpec:
         signatures' names (several), for ``lookups`` the probes per signature, the sketch's spec."""
         return {**fingerprint, **({"signatures": self.signatures.spec} if self.several else {}),
                 **({"probes": list(self.probes)} if lookups and self.probed else {}),
-                **({"sketch": sketch_spec(dict(fingerprint))} if self.confirmed else {})}
+                **({"sketch": sketch_spec(dict(fingerprint))} if self.confirmed else {}),
+                **({"short": True} if self.short is not None else {})}
 
     # -- how it is written and said -------------------------------------------------
 
