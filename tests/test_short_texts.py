@@ -197,7 +197,8 @@ def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, 
     local = local_groups([shorts], tmp_path / "local", options)
     on_spark = spark_groups(spark, [shorts], tmp_path / "spark", options)
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("elapsed_s", "engine")}
-    assert strip(local) == strip(on_spark)
+    assert strip(local) == strip(on_spark) and local.to_dict()["short_texts"] == T
+    assert f"short texts within {T} sketch bits" in local.summary()
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
     for name in ("groups.jsonl", "dropped.jsonl"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()

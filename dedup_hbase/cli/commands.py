@@ -193,7 +193,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
            signatures: Annotated[str | None, typer.Option(help="body (default), or body,leadN such as body,lead150: two documents are near within k bits under either; dropped.jsonl names the signature.")] = None,
            confirm: Annotated[int | None, typer.Option(help="With --k above 3: beyond 3 bits two documents are near only when a second SimHash of each (another seed) is within this many bits, such as --k 8 --confirm 14 (docs/quality.md).")] = None,
-           short_texts: Annotated[int | None, typer.Option("--short-texts", help="Two documents of which either is under 200 characters are near, at any distance, only when both are and a character-bigram sketch of each is within this many bits, such as 12 (docs/quality.md; local engine).")] = None,
+           short_texts: Annotated[int | None, typer.Option("--short-texts", help="Two documents of which either is under 200 characters are near, at any distance, only when both are and a character-bigram sketch of each is within this many bits, such as 12 (docs/quality.md).")] = None,
            workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
            engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
            spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, spark_env: SparkEnv = None,

@@ -186,7 +186,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     options.check_inputs(paths)
     folder = prepare_out(out)
     started = time.perf_counter()
-    report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm)
+    report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm, short=options.short)
     ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
     chunks: list[np.ndarray] = []
     leads: list[np.ndarray] = []  # several signatures: (n, s - 1) per batch, Record.more

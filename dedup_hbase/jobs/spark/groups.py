@@ -82,7 +82,8 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
 
     spec = options.spec.worker_spec(fingerprinter.spec)
     fingerprinted, helpers = records.fingerprinted(job, paths, options, spec)
-    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm)
+    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm,
+                          short=options.short)
     with rejects_file(options.rejects) as rejects:
         records.account(fingerprinted, report, rejects, fingerprinter.label, options.fingerprints)
     report.documents = report.read - report.rejected
