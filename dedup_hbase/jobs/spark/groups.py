@@ -35,8 +35,8 @@ from functools import reduce
 
 from ...errors import InvalidInput
 from ...index.confirm import CONFIRMED_BEYOND
-from ...text.shorts import SHORT_FLAG
 from ...text.fingerprint import Fingerprinter
+from ...text.shorts import SHORT_FLAG
 from ..options import GroupsOptions, SparkOptions, is_uri
 from ..outputs import (
     DOCUMENTS,
