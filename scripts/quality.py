@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup_hbase import Document, EmptyDocument, Index, make_fingerprinter, open_store
+from dedup_hbase.index.confirm import sketches_agree
 from dedup_hbase.report.copies import KINDS, Copier, detect_lang, edit_characters
 from dedup_hbase.report.tune import jaccard, shingle_set
 from dedup_hbase.text.boilerplate import boilerplate_reason, logical_lines
@@ -90,6 +91,9 @@ METHOD_DOC = {
                                    "(index/confirm.py)",
     "dedup-hbase:jieba+lead150+probes8-1+confirm14": "`init --signatures body,lead150 --probes 8,1 --confirm 14`: "
                                                      "the lead and the probes, and beyond 3 bits the confirmation",
+    "dedup-hbase:jieba+short12": "`init --short-texts 12`: the default's one SimHash, and a match of which either "
+                                 "document is short (under 200 characters) only when both are and their "
+                                 "character-bigram sketches are within 12 bits, at any distance (text/shorts.py)",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
                            "characters joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of "
@@ -102,7 +106,9 @@ INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None, None),
            "dedup-hbase:jieba+lead150+probes8-1": ("body,lead150", "8,1", None),
            "dedup-hbase:jieba+probes8": ("body", "8", None),
            "dedup-hbase:jieba+confirm14": ("body", None, 14),
-           "dedup-hbase:jieba+lead150+probes8-1+confirm14": ("body,lead150", "8,1", 14)}
+           "dedup-hbase:jieba+lead150+probes8-1+confirm14": ("body,lead150", "8,1", 14),
+           "dedup-hbase:jieba+short12": ("body", None, None)}
+SHORT = {"dedup-hbase:jieba+short12": 12}  # the methods with the short-text rule: its bits
 
 
 # =====================================================================================
@@ -119,11 +125,11 @@ def _worker_init(methods: list[str]) -> None:
     jieba.setLogLevel(30)
     tokenizer = jieba.Tokenizer()
 
-    def indexed(signatures, probes, confirm):
+    def indexed(signatures, probes, confirm, short=None):
         """(every signature's simhash, every signature's probe masks, the sketch or 0) as the index
         computes them."""
         index = Index.create(open_store("memory:"), None if confirm is None else "7/1", 3 if confirm is None else 6,
-                             signatures=signatures, probes=probes, confirm=confirm)
+                             signatures=signatures, probes=probes, confirm=confirm, short=short)
 
         def fn(text):
             body = index.fingerprint(text)
@@ -131,7 +137,7 @@ def _worker_init(methods: list[str]) -> None:
         return fn
 
     fns = {
-        **{m: indexed(*options) for m, options in INDEXED.items()},
+        **{m: indexed(*options, SHORT.get(m)) for m, options in INDEXED.items()},
         "dedup-hbase:jieba": make_fingerprinter("jieba").fingerprint,
         "dedup-hbase:shingles4": make_fingerprinter("shingles", shingle_size=4).fingerprint,
         "dedup-hbase:shingles3": make_fingerprinter("shingles", shingle_size=3).fingerprint,
@@ -213,7 +219,11 @@ def nearest(a: np.ndarray, b: np.ndarray, masks: np.ndarray | None = None, confi
         masks = np.zeros((*a.shape, 0), dtype=np.uint64)
     probes = np.concatenate([a[:, :, None], a[:, :, None] ^ masks], axis=2)
     found = np.bitwise_count(probes[:, None, :, :] ^ b[None, :, :, None]).min(axis=3)  # (n, m, S)
-    if confirm is not None:
+    if confirm is not None and len(confirm) == 4:  # the short-text rule (confirm.sketches_agree), at any distance
+        sa, sb, allowed, short = confirm
+        own = np.bitwise_count(a[:, None, :] ^ b[None, :, :])
+        found = np.where(sketches_agree(own, sa[:, None, None], sb[None, :, None], allowed, short), found, 99)
+    elif confirm is not None:
         sa, sb, allowed = confirm
         own = np.bitwise_count(a[:, None, :] ^ b[None, :, :])
         sure = (own <= 3) | (np.bitwise_count(sa[:, None] ^ sb[None, :]) <= allowed)[:, :, None]
@@ -264,6 +274,8 @@ class Result:
 def confirm_of(method: str, a_sketches: np.ndarray, b_sketches: np.ndarray):
     """``nearest``'s ``confirm`` for ``method`` (None: it has no confirmation)."""
     allowed = INDEXED.get(method, (None, None, None))[2]
+    if method in SHORT:
+        return a_sketches, b_sketches, allowed, SHORT[method]
     return None if allowed is None else (a_sketches, b_sketches, allowed)
 
 
@@ -285,7 +297,11 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         probes = np.concatenate([q_all[:, :, None], q_all[:, :, None] ^ q_masks], axis=2)
         found = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=2)  # (variants, S)
         confirm = confirm_of(m, var_sketches[:, j], doc_sketches[:, j]) if doc_sketches is not None else None
-        if confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
+        if confirm is not None and len(confirm) == 4:  # the short-text rule, at any distance
+            sure = sketches_agree(np.bitwise_count(q_all ^ docs[origin]), var_sketches[:, j][:, None],
+                                  doc_sketches[origin, j][:, None], confirm[2], confirm[3])
+            found = np.where(sure, found, 99)
+        elif confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
             sure = (np.bitwise_count(q_all ^ docs[origin]) <= 3) | (
                 np.bitwise_count(var_sketches[:, j] ^ doc_sketches[origin, j]) <= confirm[2])[:, None]
             found = np.where(sure, found, 99)
@@ -295,7 +311,7 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         vis, dis, ds = [], [], []
         for s in range(0, len(variants), chunk):
             q = q_all[s:s + chunk]
-            part = None if confirm is None else (confirm[0][s:s + chunk], confirm[1], confirm[2])
+            part = None if confirm is None else (confirm[0][s:s + chunk], *confirm[1:])
             d = nearest(q, docs, q_masks[s:s + chunk], part)
             d[:, bad_docs] = 99
             d[~var_valid[s:s + chunk, j], :] = 99
@@ -400,10 +416,10 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, v
     names, probes, allowed = INDEXED.get(method, ("body", None, None))
     signatures = Signatures.parse(names)
     ix = Index.create(open_store("memory:"), None, k, signatures=signatures, probes=probes,  # `init --k`'s scheme
-                      confirm=allowed if k > 3 else None)
+                      confirm=allowed if k > 3 else None, short=SHORT.get(method))
     scheme = ix.scheme.name
     docs, more = doc_fps[:, method_index], len(signatures) - 1
-    sketch = (lambda i: int(doc_sketches[i, method_index])) if ix.confirm is not None else (lambda i: None)
+    sketch = (lambda i: int(doc_sketches[i, method_index])) if ix.spec.sketched else (lambda i: None)
     ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])), sketch(i))
                  for i in range(len(docs)) if doc_valid[i, method_index]])
     rnd = random.Random(seed)
@@ -413,11 +429,11 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, v
     answers = ix.query_many([int(var_fps[i, method_index, 0]) for i in picks], k, None,
                             [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None,
                             [tuple(tuple(int(b) for b in m if b) for m in masks[i]) for i in picks] if probes else None,
-                            [int(var_sketches[i, method_index]) for i in picks] if ix.confirm is not None else None)
+                            [int(var_sketches[i, method_index]) for i in picks] if ix.spec.sketched else None)
     valid_docs = np.nonzero(doc_valid[:, method_index])[0]
     for i, got in zip(picks, answers):
-        confirm = None if ix.confirm is None else (var_sketches[i:i + 1, method_index],
-                                                   doc_sketches[valid_docs, method_index], allowed)
+        confirm = None if not ix.spec.sketched else confirm_of(method, var_sketches[i:i + 1, method_index],
+                                                               doc_sketches[valid_docs, method_index])
         d = nearest(var_fps[i:i + 1, method_index, :1 + more], docs[valid_docs, :1 + more], masks[i:i + 1], confirm)[0]
         want = sorted(str(x) for x in valid_docs[d <= k])
         if sorted(m.id for m in got) != want:
@@ -488,7 +504,8 @@ def read_corpus(path: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="JSONL(.gz) with id and text (title optional)")
+    parser.add_argument("--data", help="JSONL(.gz) with id and text (title optional); with --precision the folder "
+                                       "holding xwlb_zh.jsonl.gz and jargon_en.jsonl.gz (default ../shared/data)")
     parser.add_argument("--originals", type=int, default=1000, help="documents sampled as originals")
     parser.add_argument("--distractors", default="all", help="other documents indexed with them: a number or 'all'")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"variant kinds (default all: {','.join(KINDS)})")
@@ -507,8 +524,23 @@ def main() -> None:
     parser.add_argument("--dump-fp", metavar="METHOD:K", help="print the false positives of one method at one k")
     parser.add_argument("--show-boilerplate", action="store_true",
                         help="print what the boilerplate rules drop from the originals and the variants")
+    parser.add_argument("--precision", action="store_true",
+                        help="instead: the precision of whole groups runs and the recall of planted short copies "
+                             "(scripts/quality_precision.py)")
+    parser.add_argument("--corpora", default="titles,glossary,news,mixed", help="with --precision: the corpora")
+    parser.add_argument("--per-kind", type=int, default=300, help="with --precision: planted copies per kind")
+    parser.add_argument("--groups-args", default="", help="with --precision: options given to dedup-hbase groups")
     args = parser.parse_args()
     t_start = time.time()
+    if args.precision:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import quality_precision
+
+        quality_precision.main(args.data or str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"),
+                               args.corpora, args.per_kind, args.seed, args.groups_args, args.json, args.markdown)
+        return
+    if not args.data:
+        parser.error("--data is required")
 
     methods = ALL_METHODS if args.methods == "all" else [m.strip() for m in args.methods.split(",") if m.strip()]
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]

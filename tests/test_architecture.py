@@ -22,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("pipelines",), ("report",), ("cli",),
           ("__main__",)]
 ORDER = {
-    "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms"],
+    "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms", "shorts"],
     "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
               "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],

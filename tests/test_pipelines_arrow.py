@@ -365,3 +365,25 @@ def test_the_recall_preset_answers_as_the_check_job_and_the_service(tmp_path, pl
     assert [a["added"] for a in answers] == [r["added"] for r in added]
     assert [(a["matches"][0]["id"], a["matches"][0]["distance"]) if a.get("matches") else (None, None)
             for a in answers] == [(r["via"], r["distance"]) for r in added]
+
+
+def test_an_index_with_the_short_text_rule_sketches_and_answers_as_the_check_job(tmp_path, xwlb_path):
+    """``init --short-texts 12`` (text/shorts.py): the sketch column is the index's own
+    (``Index.sketch``: the bigram sketch of a short text), and a check of news titles, unrelated
+    ones among them that share one dominant term, answers as the check job."""
+    import gzip
+
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        titles = [json.loads(line)["title"] for _, line in zip(range(400), f)]
+    index = Index.create(open_store(f"local:{tmp_path / 'idx'}"), k=3, short=12)
+    index.add_many([Document(f"t{i}", index.fingerprint(t), {}, (), index.sketch(t)) for i, t in enumerate(titles[:300])])
+    rows = [(f"q{i}", t) for i, t in enumerate(titles)]
+    out = arrow.check(batch_of(rows), index, max_matches=None).to_pylist()
+    assert [r["sketch"] for r in out] == [index.sketch(t) for _, t in rows]
+    path = tmp_path / "queries.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
+                    encoding="utf-8")
+    records = list(check_job(index, read_records([str(path)]), CheckOptions(max_matches=None)))
+    assert [[(m["id"], m["distance"]) for m in r["matches"]] for r in records] == \
+        [[(m["id"], m["distance"]) for m in r["matches"] or []] for r in out]
+    assert sum(bool(r["matches"]) for r in out) >= 300  # each indexed title finds itself

@@ -23,6 +23,7 @@ def run(*args, check=True):
 # an example here fails test_every_rule_refuses_its_example
 REFUSED = {
     "_confirm_needs_beyond_3": (dict(k=3, confirm=14), "confirm= confirms matches beyond 3 bits"),
+    "_short_bits": (dict(short=65), "short= is the bits two short texts' sketches may differ in, 0 to 64"),
     "_ttl_positive": (dict(ttl=0), "ttl is a whole number of seconds >= 1, not 0"),
     "_signatures_fit_the_scheme": (dict(scheme="11/3", k=8, signatures="body,lead150"), "scheme 11/3 has 165 flags"),
 }
@@ -37,13 +38,13 @@ def test_every_rule_refuses_its_example():
         assert "\n" not in str(refused.value)
         # the same options pass once the rule's own part is taken away
         rule = getattr(specs, name)
-        allowed = {**options, **{"confirm": None, "ttl": None, "signatures": None}}
+        allowed = {**options, **{"confirm": None, "ttl": None, "signatures": None, "short": None}}
         rule(IndexSpec.make(**allowed))
 
 
-COMBINATIONS = [dict(signatures=s, probes=p, confirm=c, ttl=t)
-                for s, p, c, t in itertools.product((None, "body,lead150"), (None, "8", "8,1"), (None, 10),
-                                                    (None, 3600))
+COMBINATIONS = [dict(signatures=s, probes=p, confirm=c, ttl=t, short=x)
+                for s, p, c, t, x in itertools.product((None, "body,lead150"), (None, "8", "8,1"), (None, 10),
+                                                       (None, 3600), (None, 12))
                 if not (p == "8,1" and s is None) and not (c is not None and p is None)]
 
 
@@ -55,12 +56,13 @@ def test_every_allowed_combination_round_trips_through_the_metadata(options):
     assert spec.probed == (options["probes"] is not None)
     assert spec.confirmed == (options["confirm"] is not None)
     assert spec.rows_per_document == 4 * (2 if spec.several else 1)
-    assert spec.head == 8 * (len(spec.signatures) + spec.confirmed)
+    assert spec.sketched == (options["confirm"] is not None or options["short"] is not None)
+    assert spec.head == 8 * (len(spec.signatures) + spec.sketched)
     items = [SimpleNamespace(more=(7,), masks=((1,),), sketch=5)] * 2
     more, probes, sketches = spec.lookup_args(items)
-    assert (more is not None, probes is not None, sketches is not None) == (spec.several, spec.probed, spec.confirmed)
+    assert (more is not None, probes is not None, sketches is not None) == (spec.several, spec.probed, spec.sketched)
     needs = spec.needs_texts()
-    assert (needs is None) == (not (spec.several or spec.probed or spec.confirmed))
+    assert (needs is None) == (not (spec.several or spec.probed or spec.sketched))
 
 
 def test_what_precomputed_fingerprints_cannot_give():
@@ -69,6 +71,8 @@ def test_what_precomputed_fingerprints_cannot_give():
     with pytest.raises(InvalidInput, match=r"^an index with signatures body,lead150 fingerprints the texts themselves"):
         IndexSpec.make(signatures="body,lead150").check_inputs(True)
     IndexSpec.make(signatures="body,lead150").check_inputs(False)
+    with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(character sketches within 12 bits\) fing"):
+        IndexSpec.make(short=12).check_inputs(True)
 
 
 def test_presets_are_options_and_given_options_win():

@@ -51,7 +51,7 @@ HINTS = {
 }
 # The flag of each library argument an error names (DedupError.arguments): the one place
 # where the library's names become the command line's.
-FLAGS = {"confirm": "--confirm", "k": "--k", "probes": "--probes", "signatures": "--signatures",
+FLAGS = {"confirm": "--confirm", "short": "--short-texts", "k": "--k", "probes": "--probes", "signatures": "--signatures",
          "fingerprints": "--fingerprints", "max_rejects": "--max-rejects", "engine": "--engine", "out": "--out",
          "add_new": "--add-new", "tokens": "--tokens", "insecure": "--insecure", "certfile": "--certfile",
          "keyfile": "--keyfile", "groups_dir": "--groups-dir", "spark_env": "--spark-env"}

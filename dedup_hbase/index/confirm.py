@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from ..errors import InvalidInput
+from ..text.shorts import SHORT_FLAG
 from .candidates import Run
 
 CONFIRMED_BEYOND = 3  # matches within this many bits need no confirmation
@@ -43,6 +46,14 @@ def check_confirm(confirm: int | None, k: int, probes: bool = False) -> int | No
     return confirm
 
 
+def check_short(short: int | None) -> int | None:
+    """``short`` (the sketch bits two short texts may differ in, text/shorts.py) checked; None: off."""
+    if short is not None and (isinstance(short, bool) or not isinstance(short, int) or not 0 <= short <= 64):
+        raise InvalidInput(f"short= is the bits two short texts' sketches may differ in, 0 to 64, not {short!r}",
+                           arguments=("short",))
+    return short
+
+
 def sketch_spec(spec: dict) -> dict:
     """The fingerprinter spec of an index's sketches: its own, with the seed plus ``SEED_STEP``."""
     return {**spec, "seed": (spec.get("seed", 0) + SEED_STEP) % (1 << 32)}
@@ -62,16 +73,40 @@ class Sketched(list):
         return zip(self, self.sketches)
 
 
-def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int) -> list[list[Run]]:
+def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int | None,
+                   short: int | None = None) -> list[list[Run]]:
     """``found`` (per query, its runs, at their distance from the query; their ids read from
     cells with sketches: ``candidates.Ids.with_sketches``) without the documents beyond
     ``CONFIRMED_BEYOND`` bits whose sketch is more than ``allowed`` bits from the query's
-    (``sketches``, one per query); runs left empty dropped. Reads nothing from the store."""
+    (``sketches``, one per query), and with ``short`` (the short-text rule) at any distance
+    those ``sketches_agree`` refuses (every run's ids read); runs left empty dropped. Reads
+    nothing from the store."""
     out = []
     for runs, query in zip(found, sketches):
-        kept = [r if r.distance <= CONFIRMED_BEYOND else
+        kept = [r if r.distance <= CONFIRMED_BEYOND and short is None else
                 Run(r.distance, r.simhash, [i for i, sketch in r.ids.with_sketches()
-                                            if (sketch ^ query).bit_count() <= allowed])
+                                            if sketches_agree(r.distance, query, sketch, allowed, short)])
                 for r in runs]
         out.append([r for r in kept if r.ids])
     return out
+
+
+def sketches_agree(distance, a, b, confirm: int | None, short: int | None):
+    """Whether two documents at ``distance`` bits with sketches ``a`` and ``b`` match: the one
+    rule of every path (scalars, or numpy arrays of uint64 sketches elementwise). ``short``
+    None (an index without the short-text rule, text/shorts.py): within 3 bits always, beyond
+    only with ``confirm`` and the sketches within ``confirm`` bits. With ``short``: a pair of
+    which either is short (bit 0 of its sketch) matches, at any distance, only when both are
+    and their sketches are within ``short`` bits; any other pair as without it."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a, np.uint64), np.asarray(b, np.uint64)
+        apart = np.bitwise_count(a ^ b)
+        plain = (np.asarray(distance) <= CONFIRMED_BEYOND) | ((apart <= confirm) if confirm is not None else False)
+        if short is None:
+            return plain
+        flag_a, flag_b = (a & np.uint64(SHORT_FLAG)) != 0, (b & np.uint64(SHORT_FLAG)) != 0
+        return np.where(flag_a | flag_b, flag_a & flag_b & (apart <= short), plain)
+    apart = (a ^ b).bit_count()
+    if short is not None and (a | b) & SHORT_FLAG:
+        return bool(a & b & SHORT_FLAG) and apart <= short
+    return distance <= CONFIRMED_BEYOND or (confirm is not None and apart <= confirm)

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import DedupError, IndexMismatch, IndexNotFound, IndexOutdated, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
+from ..text.shorts import text_sketch
 from ..text.signatures import Signatures
 from .confirm import sketch_spec
 from .documents import (
@@ -85,18 +86,19 @@ class Index:
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
                ttl: int | None = None, signatures: Signatures | str | None = None,
                probes: Sequence[int] | str | None = None, confirm: int | None = None,
-               preset: str | None = None) -> "Index":
+               preset: str | None = None, short: int | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
         ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py). ``probes``
         (``"8"`` or ``"8,4"``: per signature, how many of a query's least sure bits a lookup
         flips, one at a time; lookup.py): none. ``confirm`` (T: matches beyond 3 bits need their
-        sketches within T bits; confirm.py, k above 3): none. ``preset`` (spec.PRESETS: "recall")
+        sketches within T bits; confirm.py, k above 3): none. ``short`` (T: the short-text rule,
+        text/shorts.py; such as 12): none. ``preset`` (spec.PRESETS: "recall")
         sets signatures, probes and confirm as measured; an option given beside it overrides its."""
         options = preset_options(preset, signatures=signatures, probes=probes, confirm=confirm)
         fingerprinter = fingerprinter or make_fingerprinter()
-        index = cls(store, IndexSpec.make(scheme, k, ttl=ttl, **options), fingerprinter)
+        index = cls(store, IndexSpec.make(scheme, k, ttl=ttl, short=short, **options), fingerprinter)
         if not store.exists():
             schema = load_schema(regions)
             for table in ("index", "docs") if ttl else ():
@@ -107,7 +109,7 @@ class Index:
         # else: tables made beforehand (e.g. from `dedup-hbase schema` in the HBase shell)
         config = {"format": FORMAT, **index.spec.config(), "fingerprint": fingerprinter.spec,
                   "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  **({"sketches": SKETCHES_IN} if index.spec.confirmed else {})}
+                  **({"sketches": SKETCHES_IN} if index.spec.sketched else {})}
         store.put("meta", [(_CONFIG_KEY, json.dumps(config).encode())])
         return index
 
@@ -191,8 +193,10 @@ class Index:
         return self.spec.lookup_args(records, lambda r: self.probe_masks(r.text))
 
     def sketch(self, text: str) -> int | None:
-        """``text``'s sketch in an index with a confirmation (confirm.py), else None."""
-        return None if self.sketcher is None else self.sketcher.fingerprint(text)
+        """``text``'s sketch in an index with a confirmation (confirm.py) or the short-text rule
+        (text/shorts.py: ``text_sketch``), else None."""
+        other = None if self.sketcher is None else self.sketcher.fingerprint(text)
+        return text_sketch(text, other) if self.spec.short is not None else other
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
             meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = (), sketch: int | None = None) -> int:
@@ -220,10 +224,10 @@ class Index:
             return Written(0, 0)
         ids, simhashes, chosen = checked_columns(docs)
         columns = self._columns(simhashes, chosen)
-        if self.confirm is None and (kept := next((d for d in chosen if d.sketch is not None), None)):
+        if not self.spec.sketched and (kept := next((d for d in chosen if d.sketch is not None), None)):
             raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without confirm=)",
                                arguments=("confirm",))
-        sketches = sketch_column(chosen) if self.confirm is not None else None  # checked before a write
+        sketches = sketch_column(chosen) if self.spec.sketched else None  # checked before a write
         stored = columns + ([sketches] if sketches is not None else [])
         written = self.retire_old_fingerprints(ids, simhashes, columns, sketches)
         self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)),
@@ -255,7 +259,7 @@ class Index:
         matching. Says how many of the ids are new to the index and how many had other
         fingerprints. Writes no new row."""
         columns = [np.asarray(simhashes, dtype=np.uint64)] if columns is None else columns
-        sketched = self.confirm is not None
+        sketched = self.spec.sketched
         if sketched and (sketches is None or len(sketches) != len(raw_ids)):
             raise InvalidInput("this index keeps a sketch of each document (confirm=): give the documents' sketches",
                                arguments=("confirm",))
@@ -274,7 +278,7 @@ class Index:
         ids = [encode_id(i) for i in dict.fromkeys(doc_ids)]
         values = self.store.get("docs", ids)
         found = [(raw, v) for raw, v in zip(ids, values) if v is not None]
-        sketched = self.confirm is not None
+        sketched = self.spec.sketched
         self.store.delete("index", index_keys(self.schemes, [stored_cells(raw, v, len(self.signatures), sketched)
                                                              for raw, v in found]))
         self.store.delete("docs", [raw for raw, _ in found])
@@ -285,7 +289,7 @@ class Index:
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         """The stored documents (fingerprint and metadata), None for unknown ids."""
         values = self.store.get("docs", [encode_id(i) for i in doc_ids])
-        more, sketch = len(self.signatures) - 1, self.confirm is not None
+        more, sketch = len(self.signatures) - 1, self.spec.sketched
         return [None if v is None else parse_document(i, v, more, sketch) for i, v in zip(doc_ids, values)]
 
     def query(self, simhash: int, k: int | None = None, max_matches: int | None = None,
@@ -326,7 +330,7 @@ class Index:
         needs them there; confirm.py)."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
-        confirm = confirmation(self.confirm, k, any(self.probes), simhashes, sketches)
+        confirm = confirmation(self.confirm, k, any(self.probes), simhashes, sketches, self.spec.short)
         columns = [list(simhashes)]
         if more is not None:
             if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):
@@ -339,7 +343,7 @@ class Index:
             raise InvalidInput(f"give the probes of each query: {len(probes)} for {len(simhashes)} queries")
         names = list(self.signatures.names[:len(columns)]) if len(self.signatures) > 1 else [None]
         return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, self.head,
-                             confirm, split_qualifier if self.confirm is not None else None)
+                             confirm, split_qualifier if self.spec.sketched else None)
 
     def stats(self) -> dict[str, Any]:
         """Counts from a full read of the keys (exact; takes time on a big index)."""

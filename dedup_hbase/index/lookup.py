@@ -87,15 +87,24 @@ class Confirm(NamedTuple):
     """A lookup's confirmation (confirm.py): per query its sketch, and the sketch bits allowed."""
 
     sketches: Sequence[int]
-    allowed: int
+    allowed: int | None
+    short: int | None = None
 
 
 def confirmation(allowed: int | None, k: int, probes: bool, simhashes: Sequence[int],
-                 sketches: Sequence[int] | None) -> Confirm | None:
+                 sketches: Sequence[int] | None, short: int | None = None) -> Confirm | None:
     """The confirmation of a lookup of ``simhashes`` within ``k`` bits in an index that allows
     ``allowed`` sketch bits (None: an index without a confirmation; ``probes``: it probes, so
     matches reach k + 1): None where none applies (no confirmation, or nothing beyond 3 bits);
-    refuses sketches an index does not take, and a lookup without them that needs them."""
+    refuses sketches an index does not take, and a lookup without them that needs them. ``short``:
+    the index's short-text rule (text/shorts.py), which applies at any distance."""
+    if short is not None:
+        if sketches is None or len(sketches) != len(simhashes):
+            raise InvalidInput("this index matches short texts by a sketch of the text (short=): look a text up "
+                               "(query TEXT, check; Index.query_text), or give each query's sketch",
+                               arguments=("short",))
+        check_queries(sketches, None)
+        return Confirm(sketches, allowed, short)
     if allowed is None:
         if sketches is not None:
             raise InvalidInput("this index keeps no sketch (made without confirm=): give no sketches", arguments=("confirm",))
@@ -125,7 +134,7 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
         prefixes, inverse = plan(scheme, queries)
         found = runs(queries, store.scan_cells("index", prefixes), inverse, k, split)
         if confirm is not None:
-            found = confirmed_runs(found, confirm.sketches[start:start + BATCH], confirm.allowed)
+            found = confirmed_runs(found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.short)
         if ttl:
             found = unexpired_runs(store, found, ttl, head=head)
         for query_runs in found:
@@ -180,7 +189,7 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
                 near[i][run.simhash] = Run(hamming(run.simhash, simhashes[i]), run.simhash, run.ids)
     joined: list[list[Run]] = [list(runs_of.values()) for runs_of in near]
     if confirm is not None:
-        joined = confirmed_runs(joined, confirm.sketches, confirm.allowed)
+        joined = confirmed_runs(joined, confirm.sketches, confirm.allowed, confirm.short)
     if ttl:
         joined = unexpired_runs(store, joined, ttl, head=head)
     out = []

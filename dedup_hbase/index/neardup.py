@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import ranges
-from .confirm import CONFIRMED_BEYOND
+from .confirm import CONFIRMED_BEYOND, sketches_agree
 from .layout import Scheme
 
 _BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
@@ -176,13 +176,14 @@ def earlier_matches(simhashes: np.ndarray, scheme: Scheme, k: int) -> dict[int, 
 
 
 def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                   k: int, confirm: tuple[Sequence[int], int] | None = None) -> dict[int, list[tuple[int, int, int]]]:
+                   k: int, confirm: tuple[Sequence[int], int | None, int | None] | None = None
+                   ) -> dict[int, list[tuple[int, int, int]]]:
     """``earlier_matches`` of an index of several signatures, with probes or a confirmation:
     position ``j`` -> ``[(i, distance, signature place), ...]``, every earlier ``i`` that a
     lookup of ``j`` would find if ``i`` were indexed (under signature ``p``: ``columns[p][i]``
     within ``k`` bits of ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one
-    at a time; with ``confirm`` (the sketches, the bits allowed) beyond 3 bits only with their
-    sketches within the bits allowed: confirm.py), once, at its nearest signature (the first on
+    at a time; with ``confirm`` (the sketches, the bits allowed, the short-text rule's bits or
+    None) only as ``confirm.sketches_agree`` says), once, at its nearest signature (the first on
     a tie), at its distance from ``j``'s own simhash; ``i`` ascending. Quadratic: for bounded
     batches (a service request)."""
     n = len(columns[0])
@@ -198,8 +199,7 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
             near = (np.bitwise_count(base[:j, None] ^ queries[None, :]) <= k).any(axis=1)
             for i in np.flatnonzero(near).tolist():
                 found = ((int(base[i]) ^ int(base[j])).bit_count(), place)
-                if confirm is not None and found[0] > CONFIRMED_BEYOND and \
-                        (confirm[0][i] ^ confirm[0][j]).bit_count() > confirm[1]:
+                if confirm is not None and not sketches_agree(found[0], confirm[0][i], confirm[0][j], *confirm[1:]):
                     continue
                 if found < best.get(i, (65, 0)):
                     best[i] = found
@@ -209,13 +209,16 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
 
 
 def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                schemes: Sequence[Scheme], k: int, confirm: tuple[Sequence[int], int] | None = None) -> np.ndarray:
+                schemes: Sequence[Scheme], k: int,
+                confirm: tuple[Sequence[int], int | None, int | None] | None = None) -> np.ndarray:
     """(m, 2) positions (i, j), i < j, spanning the components of "a lookup of ``j`` finds
     ``i``" over every signature and probe (``earlier_probed``'s relation), linear in copies: per
     signature, each copy of a fingerprint to its first copy, and each lookup of ``j`` (its
     simhash and probes) to the first copy of every fingerprint it finds that came before ``j``;
-    with ``confirm`` (the sketches, the bits allowed), a fingerprint beyond 3 bits of ``j``'s own
-    to the first copy of each of its sketches within the bits allowed of ``j``'s."""
+    with ``confirm`` (the sketches, the bits allowed, the short-text rule's bits or None), a
+    fingerprint beyond 3 bits of ``j``'s own (with the short-text rule, any fingerprint) to the first
+    copy of each of its sketches that ``confirm.sketches_agree`` lets join ``j``'s, and (the
+    short-text rule) each copy to the first copy of its fingerprint and sketch alone."""
     n = len(columns[0])
     sketches = None if confirm is None else np.asarray(confirm[0], dtype=np.uint64)
     out = [np.empty((0, 2), np.int64)]
@@ -229,6 +232,12 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
         first = np.full(len(found.unique), n, dtype=np.int64)  # per fingerprint its first copy (n: none)
         np.minimum.at(first, found.inverse[:n], np.arange(n))
         own = first[found.inverse[:n]]
+        if sketches is not None and confirm[2] is not None:  # a copy joins the first of its fingerprint and sketch
+            _, keyed = np.unique(np.stack([found.inverse[:n], sketches.view(np.int64)], axis=1), axis=0,
+                                 return_inverse=True)
+            head = np.full(n, n, dtype=np.int64)
+            np.minimum.at(head, keyed.ravel(), np.arange(n))
+            own = head[keyed.ravel()]
         copies = np.flatnonzero(own != np.arange(n))
         out.append(np.stack([own[copies], copies], axis=1))
         # each lookup's fingerprint to itself and to its near fingerprints, both ways
@@ -242,8 +251,9 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
         at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
         j, u = np.repeat(owner, counts), dst[at]
         if sketches is not None:
-            far = np.bitwise_count(base[j] ^ found.unique[u]) > CONFIRMED_BEYOND
-            out.append(_confirmed(found.inverse[:n], sketches, confirm[1], j[far], u[far]))
+            distance = np.bitwise_count(base[j] ^ found.unique[u])
+            far = (distance > CONFIRMED_BEYOND) | (confirm[2] is not None)
+            out.append(_confirmed(found.inverse[:n], sketches, confirm[1:], j[far], u[far], distance[far]))
             j, u = j[~far], u[~far]
         i = first[u]
         keep = i < j
@@ -251,14 +261,15 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
     return np.unique(np.concatenate(out).astype(np.int64), axis=0)
 
 
-def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, allowed: int, j: np.ndarray,
-               u: np.ndarray) -> np.ndarray:
-    """(m, 2) positions (i, j), i < j: for each found pair (``j``, fingerprint ``u``), the first
-    copy ``i`` of each sketch among ``u``'s copies (``fingerprint``: position -> its fingerprint)
-    within ``allowed`` bits of ``j``'s sketch."""
+def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, rule: tuple[int | None, int | None], j: np.ndarray,
+               u: np.ndarray, distance: np.ndarray) -> np.ndarray:
+    """(m, 2) positions (i, j), i < j: for each found pair (``j``, fingerprint ``u`` at
+    ``distance`` bits of ``j``'s), the first copy ``i`` of each sketch among ``u``'s copies
+    (``fingerprint``: position -> its fingerprint) whose sketch ``confirm.sketches_agree`` lets
+    join ``j``'s (``rule``: the bits allowed, the short-text rule's)."""
     which, i = first_per_sketch(fingerprint, sketches, u)
     j = j[which]
-    keep = (i < j) & (np.bitwise_count(sketches[i] ^ sketches[j]) <= allowed)
+    keep = (i < j) & sketches_agree(distance[which], sketches[i], sketches[j], *rule)
     return np.stack([i[keep], j[keep]], axis=1)
 
 

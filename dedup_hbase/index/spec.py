@@ -9,7 +9,10 @@ An index is made with a scheme and k (layout.py), and four options beyond them:
   time (lookup.py): more scans, no more rows; a probe's match reaches k + 1 bits;
 * ``confirm``: T, the sketch bits a match beyond 3 bits may differ in (confirm.py): each cell's
   column and each document row also hold the text's sketch;
-* ``ttl``: seconds a document counts (retention.py): older ones stop matching.
+* ``ttl``: seconds a document counts (retention.py): older ones stop matching;
+* ``short``: T, the short-text rule (text/shorts.py, confirm.py): a match of which either document
+  is short (under 200 characters) counts, at any distance, only when both are and their character
+  sketches are within T bits; the cells and rows hold the sketch as with ``confirm``.
 
 ``IndexSpec`` checks a combination once, from one table (``RULES``): whatever it lets through
 works on every path (both engines' load, check and groups, ``load --skip-near-dups``, ``check
@@ -29,7 +32,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..text.signatures import Signatures
-from .confirm import check_confirm, sketch_spec
+from .confirm import check_confirm, check_short, sketch_spec
 from .lookup import check_probes, parse_probes
 from .plan import choose_scheme
 from .retention import describe as describe_duration
@@ -62,18 +65,19 @@ class IndexSpec:
     probes: tuple[int, ...] = ()
     confirm: int | None = None
     ttl: int | None = None
+    short: int | None = None
 
     @classmethod
     def make(cls, scheme=None, k: int = 3, signatures: Signatures | str | Sequence[str] | None = None,
              probes: Sequence[int] | str | None = None, confirm: int | None = None,
-             ttl: int | None = None) -> "IndexSpec":
+             ttl: int | None = None, short: int | None = None) -> "IndexSpec":
         """A spec from options as a user gives them: ``scheme`` None (``plan.choose_scheme``),
         ``"5"`` or a ``Scheme``; ``signatures`` ``"body,lead150"``; ``probes`` ``"8,1"``. Every
         combination ``RULES`` refuses raises ``InvalidInput`` naming its argument."""
         scheme = choose_scheme(k, scheme)
         signatures = signatures if isinstance(signatures, Signatures) else Signatures.parse(signatures)
         spec = cls(scheme, scheme.check_k(k), signatures, check_probes(parse_probes(probes), len(signatures)),
-                   confirm, ttl)
+                   confirm, ttl, short)
         for rule in RULES:
             rule(spec)
         return spec
@@ -82,7 +86,7 @@ class IndexSpec:
     def from_config(cls, config: Mapping[str, Any]) -> "IndexSpec":
         """The spec an index's metadata records (``config``)."""
         return cls.make(config["scheme"], config["k"], config.get("signatures"), config.get("probes", ()),
-                        config.get("confirm"), config.get("ttl_s"))
+                        config.get("confirm"), config.get("ttl_s"), config.get("short"))
 
     # -- what the options mean ------------------------------------------------------
 
@@ -102,6 +106,11 @@ class IndexSpec:
         return self.confirm is not None
 
     @property
+    def sketched(self) -> bool:
+        """Whether the cells and rows hold a sketch: a confirmation, or the short-text rule."""
+        return self.confirmed or self.short is not None
+
+    @property
     def schemes(self) -> list:
         """Per signature, its scheme (its own flags: layout.Scheme.for_signature)."""
         return [self.scheme.for_signature(j) for j in range(len(self.signatures))]
@@ -118,7 +127,7 @@ class IndexSpec:
     @property
     def head(self) -> int:
         """The bytes of a document row before its metadata: every signature's simhash, the sketch."""
-        return 8 * (len(self.signatures) + self.confirmed)
+        return 8 * (len(self.signatures) + self.sketched)
 
     def needs_texts(self, lookups: bool = True) -> str | None:
         """What of this index a document given by its simhash alone cannot give (its other
@@ -127,7 +136,9 @@ class IndexSpec:
             return f"signatures {self.signatures.label}"
         if self.probed and lookups:
             return "probes"
-        return f"a confirmation (sketches within {self.confirm} bits)" if self.confirmed else None
+        if self.confirmed:
+            return f"a confirmation (sketches within {self.confirm} bits)"
+        return f"the short-text rule (character sketches within {self.short} bits)" if self.short is not None else None
 
     def check_inputs(self, precomputed: bool, lookups: bool = False, who: str = "an index") -> None:
         """Refuse precomputed fingerprints (``precomputed``) where this index (or ``who``: "groups")
@@ -143,14 +154,15 @@ class IndexSpec:
         None for each this spec does not take."""
         return ([x.more for x in items] if self.several else None,
                 [(masks(x) if masks else x.masks) for x in items] if self.probed else None,
-                [x.sketch for x in items] if self.confirmed else None)
+                [x.sketch for x in items] if self.sketched else None)
 
     def worker_spec(self, fingerprint: Mapping[str, Any], lookups: bool = False) -> dict[str, Any]:
         """A fingerprinter's spec (``fingerprint``) with what workers also make for this index: the
         signatures' names (several), for ``lookups`` the probes per signature, the sketch's spec."""
         return {**fingerprint, **({"signatures": self.signatures.spec} if self.several else {}),
                 **({"probes": list(self.probes)} if lookups and self.probed else {}),
-                **({"sketch": sketch_spec(dict(fingerprint))} if self.confirmed else {})}
+                **({"sketch": sketch_spec(dict(fingerprint))} if self.confirmed else {}),
+                **({"short": True} if self.short is not None else {})}
 
     # -- how it is written and said -------------------------------------------------
 
@@ -168,7 +180,8 @@ class IndexSpec:
         return {**({ttl_key: self.ttl} if self.ttl else {}),
                 **({"signatures": self.signatures.spec} if self.several else {}),
                 **({"probes": list(self.probes)} if self.probed else {}),
-                **({"confirm": self.confirm} if self.confirmed else {})}
+                **({"confirm": self.confirm} if self.confirmed else {}),
+                **({"short": self.short} if self.short is not None else {})}
 
     @property
     def preset(self) -> str | None:
@@ -183,11 +196,16 @@ class IndexSpec:
         return (f"{f', signatures {self.signatures.label}' if self.several else ''}"
                 f"{f', probes {list(self.probes)}' if self.probed else ''}"
                 f"{f', matches beyond 3 bits confirmed within {self.confirm} bits' if self.confirmed else ''}"
+                f"{f', short texts matched only with character sketches within {self.short} bits' if self.short is not None else ''}"
                 f"{f', ttl {describe_duration(self.ttl)} (older documents stop matching and are removed)' if self.ttl else ''}")
 
 
 def _confirm_needs_beyond_3(spec: IndexSpec) -> None:
     check_confirm(spec.confirm, spec.k, spec.probed)
+
+
+def _short_bits(spec: IndexSpec) -> None:
+    check_short(spec.short)
 
 
 def _ttl_positive(spec: IndexSpec) -> None:
@@ -201,4 +219,5 @@ def _signatures_fit_the_scheme(spec: IndexSpec) -> None:
 
 # Every combination refused, in one place: each rule raises InvalidInput for what it refuses.
 # (The scheme refuses a k it cannot guarantee, probes their count, when the spec is made.)
-RULES: tuple[Callable[[IndexSpec], None], ...] = (_confirm_needs_beyond_3, _ttl_positive, _signatures_fit_the_scheme)
+RULES: tuple[Callable[[IndexSpec], None], ...] = (_confirm_needs_beyond_3, _short_bits, _ttl_positive,
+                                                  _signatures_fit_the_scheme)

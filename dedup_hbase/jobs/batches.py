@@ -16,6 +16,7 @@ from itertools import islice
 from ..errors import IndexMismatch
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
+from ..text.shorts import text_sketch
 from ..text.signatures import Signatures, settled
 from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
@@ -75,7 +76,8 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
                   pool: FingerprintPool, signatures: Signatures = Signatures()) -> Iterator[list[Record]]:
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
-    ``more`` too, and with the pool's sketcher (an index with a confirmation) its ``sketch``
+    ``more`` too, with the pool's sketcher (an index with a confirmation) its ``sketch``, and
+    with the pool's ``short`` (the short-text rule) its ``sketch`` as ``shorts.text_sketch`` makes it
     (the job refuses ``use_simhash`` for them first: ``IndexSpec.check_inputs``)."""
     sketcher = pool.sketcher
 
@@ -90,6 +92,9 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
         _set_results(todo, results[:n], signatures)
         for record, sketch in zip(todo, results[n:]):
             record.sketch = sketch if isinstance(sketch, int) and not record.error else None
+        if pool.short:  # the short-text rule's sketch, made of the text here (text/shorts.py)
+            for record in todo:
+                record.sketch = None if record.error else text_sketch(record.text, record.sketch)
         yield batch
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InvalidInput
-from ..index.confirm import check_confirm
+from ..index.confirm import check_confirm, check_short
 from ..index.layout import Scheme
 from ..index.plan import best_scheme
 from ..index.spec import IndexSpec
@@ -147,17 +147,22 @@ class GroupsOptions(InputOptions):
     corpus size, ``scheme_for``), ``rejects`` (a JSONL file of every rejected record),
     ``signatures`` (two documents are near under any one of them: outputs.py), ``confirm`` (T:
     beyond 3 bits two documents are near only when their sketches are within T bits, as in an
-    index with a confirmation: index/confirm.py; None: no confirmation)."""
+    index with a confirmation: index/confirm.py; None: no confirmation), ``short`` (the
+    short-text rule, text/shorts.py: two documents of which either is short are near, at any
+    distance, only when both are and their character sketches are within this many bits;
+    None: off)."""
 
     k: int = DEFAULT_K
     scheme: str | None = None
     rejects: str | None = None
     signatures: Signatures = Signatures()
     confirm: int | None = None
+    short: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_confirm(self.confirm, self.k)
+        check_short(self.short)
         self.spec.check_inputs(self.fingerprints, who="groups")
         if self.scheme is not None:
             Scheme.parse(self.scheme).check_k(self.k)
@@ -166,7 +171,7 @@ class GroupsOptions(InputOptions):
     def spec(self) -> IndexSpec:
         """What an index of these options is, for what the pair search shares with one (no scheme:
         ``scheme_for`` picks it by corpus size)."""
-        return IndexSpec(None, self.k, self.signatures, confirm=self.confirm)
+        return IndexSpec(None, self.k, self.signatures, confirm=self.confirm, short=self.short)
 
     def scheme_for(self, documents: int) -> Scheme:
         """The given scheme, else the 4-split below ``SCHEME_5_FROM`` documents and the

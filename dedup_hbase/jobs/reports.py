@@ -226,6 +226,7 @@ class GroupsReport(JobReport):
     engine: str = "local"
     signatures: str = "body"    # groups --signatures: the signatures' names, comma-separated
     confirm: int | None = None  # groups --confirm: the sketch bits allowed beyond 3 bits
+    short: int | None = None    # groups --short-texts: the short texts' sketch bits allowed (text/shorts.py)
 
     @property
     def to_drop(self) -> int:
@@ -236,7 +237,8 @@ class GroupsReport(JobReport):
                 "multi_groups": self.multi_groups, "to_drop": self.to_drop, "rejected": self.rejected,
                 "rejected_by_reason": dict(self.rejected_by_reason), "scheme": self.scheme, "k": self.k,
                 "engine": self.engine, **({"signatures": self.signatures} if self.signatures != "body" else {}),
-                **({"confirm": self.confirm} if self.confirm is not None else {}), "elapsed_s": round(self.elapsed_s, 3)}
+                **({"confirm": self.confirm} if self.confirm is not None else {}),
+                **({"short_texts": self.short} if self.short is not None else {}), "elapsed_s": round(self.elapsed_s, 3)}
 
     def summary(self) -> str:
         reasons = self.reasons()
@@ -244,7 +246,8 @@ class GroupsReport(JobReport):
                 f"keep {self.groups}, drop {self.to_drop}; read {self.read}, rejected {self.rejected}"
                 f"{f' ({reasons})' if reasons else ''}; k={self.k}, scheme {self.scheme}, "
                 f"{f'signatures {self.signatures}, ' if self.signatures != 'body' else ''}"
-                f"{f'confirmed within {self.confirm} bits, ' if self.confirm is not None else ''}{self.engine} engine, "
+                f"{f'confirmed within {self.confirm} bits, ' if self.confirm is not None else ''}"
+                f"{f'short texts within {self.short} sketch bits, ' if self.short is not None else ''}{self.engine} engine, "
                 f"{self.elapsed_s:.1f} s")
 
 

@@ -116,12 +116,13 @@ class FingerprintPool:
     """
 
     def __init__(self, fingerprinter: Fingerprinter, workers: int | None = None,
-                 sketcher: Fingerprinter | None = None) -> None:
+                 sketcher: Fingerprinter | None = None, short: bool = False) -> None:
         workers = default_workers() if workers is None else workers
         if workers < 1:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.sketcher = sketcher  # an index with a confirmation: its texts' second SimHash, on the workers too
+        self.short = short  # the short-text rule: each text's sketch is text/shorts.py's text_sketch (batches.py)
         self.workers = workers
         self._processes = None  # the Python path's worker processes
         self._threads: ThreadPoolExecutor | None = None  # the compiled core's worker threads

@@ -91,8 +91,9 @@ def fingerprints(batch: Any, index: Index | None = None, *, id_column: str = "id
     compiled core's threads (``Fingerprinter.fingerprint_many``). Reads and writes no store;
     probes are not columns (a lookup makes them from the text)."""
     fingerprinter, signatures, sketcher = _fingerprinting(index, fingerprinter)
-    check_batch(batch, id_column, text_column, added_names(signatures, sketcher is not None))
-    found = fingerprinted(batch, text_column, id_column, fingerprinter, signatures, sketcher, threads)
+    short = index is not None and index.spec.short is not None
+    check_batch(batch, id_column, text_column, added_names(signatures, sketcher is not None or short))
+    found = fingerprinted(batch, text_column, id_column, fingerprinter, signatures, sketcher, threads, short)
     return with_columns(batch, fingerprint_columns(found, signatures))
 
 
@@ -237,9 +238,11 @@ def _online(index: Any) -> OnlineIndex:
 def _prints(batch: Any, index: Index, id_column: str, text_column: str, threads: int,
             adds: tuple[str, ...]) -> tuple[Fingerprinted, Any]:
     """The fingerprints of ``batch`` as ``index`` makes them, and the batch with their columns."""
-    check_batch(batch, id_column, text_column, (*added_names(index.signatures, index.sketcher is not None), *adds))
+    short = index.spec.short is not None
+    check_batch(batch, id_column, text_column, (*added_names(index.signatures, index.sketcher is not None or short),
+                                                *adds))
     found = fingerprinted(batch, text_column, id_column, index.fingerprinter, index.signatures, index.sketcher,
-                          threads)
+                          threads, short)
     return found, with_columns(batch, fingerprint_columns(found, index.signatures))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import EmptyDocument, InvalidInput
 from ..index.ids import MAX_ID_BYTES, encode_id
 from ..text.fingerprint import Fingerprinter
+from ..text.shorts import text_sketch
 from ..text.signatures import Signatures, settled
 
 ERROR = "error"
@@ -106,11 +107,12 @@ def id_errors(ids) -> dict[int, str]:
 
 def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: Fingerprinter,
                   signatures: Signatures = Signatures(), sketcher: Fingerprinter | None = None,
-                  threads: int = 1) -> Fingerprinted:
+                  threads: int = 1, short: bool = False) -> Fingerprinted:
     """The fingerprints of a checked batch (``check_batch``): the text column's chunks through
     ``Fingerprinter.fingerprint_arrow``, the leads of ``signatures`` after the body (as ``str``s,
     ``Signatures.extra_texts``; a lead without a feature takes the body's simhash, ``settled``),
-    the sketches by ``sketcher`` (the index's, from the buffers too)."""
+    the sketches by ``sketcher`` (the index's, from the buffers too); ``short``: an index with the
+    short-text rule, whose sketches ``text_sketch`` makes from each text (as ``str``s)."""
     pa = _pa()
     ids = whole(batch.column(id_column))
     texts = chunks_of(batch.column(text_column))
@@ -130,6 +132,12 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
             out.more[position] = settled(results[j * step:(j + 1) * step], int(simhashes[position]))
     if sketcher is not None:
         out.sketches, _ = _through(sketcher, texts, threads)  # the body's: none where the body has none
+    if short:
+        others = out.sketches
+        out.sketches = np.zeros(len(simhashes), np.uint64)
+        bodies = whole(batch.column(text_column)).take(pa.array(good, pa.int64())).to_pylist()
+        for position, text in zip(good.tolist(), bodies):
+            out.sketches[position] = text_sketch(text, None if others is None else int(others[position]))
     return out
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.confirm import sketches_agree
 from ..index.documents import Document
 from ..index.index import Index
 from ..index.plan import best_scheme, plan
@@ -38,12 +39,14 @@ from ..jobs.corpus import Fields, read_records
 from ..stores.memory import MemoryStore
 from ..text.features import normalize
 from ..text.fingerprint import Fingerprinter
+from ..text.shorts import MEASURED_BITS, SHORT_BELOW, bigrams, is_short, text_sketch
 from .copies import KINDS, copier_for
 
 MAX_K = 8
 FALSE_JACCARD = 0.3  # below this 4-gram Jaccard a match is clearly another document
 BUDGET = 0.005       # false matches per lookup a suggested k may have
 MAX_CANDIDATES = 100_000  # candidates per lookup (plan's estimate at docs) a suggested k may cost
+NEAR_BIGRAMS = 0.5  # below this character-bigram Jaccard two texts within 3 bits are a false drop
 
 
 def shingle_set(text: str) -> frozenset:
@@ -78,6 +81,10 @@ class Tuning:
     false: dict[str, list[int]] = field(default_factory=dict)
     natural: dict[str, list[int]] = field(default_factory=dict)
     featureless: int = 0  # copies without features: misses
+    short: int = 0  # sampled documents with a short text (text/shorts.py): their 64 bits alone cannot be trusted
+    near_pairs: int = 0  # pairs of sampled documents within 3 bits (what groups and --skip-near-dups join)
+    unrelated: int = 0  # of them, texts not near (character-bigram Jaccard < 0.5): false drops
+    unrelated_with_rule: int = 0  # of them, what the short-text rule (--short-texts 12) still joins
     costs: list[dict[str, Any]] = field(default_factory=list)
     checks: dict[str, Any] = field(default_factory=dict, repr=False)  # fingerprints, for tests
 
@@ -137,6 +144,8 @@ class Tuning:
                 "seed": self.seed,
                 "language": self.language, "docs": self.docs, "kinds": self.kinds, "lookups": self.lookups,
                 "found": self.found, "false": self.false, "natural": self.natural, "featureless": self.featureless,
+                "short": self.short, "near_pairs": self.near_pairs, "unrelated_pairs": self.unrelated,
+                "unrelated_pairs_with_short_texts": self.unrelated_with_rule,
                 "by_k": per_k, "suggested_k": self.suggested(), "why": self.why()}
 
 
@@ -179,6 +188,7 @@ def tune(paths: list[str], fingerprinter: Fingerprinter, sample: int = 1000, see
     valid = [j for j in range(len(variants)) if j not in var_errors]
     answers = dict(zip(valid, index.query_many([int(var_fps[j]) for j in valid], MAX_K)))
     _count(result, texts, variants, answers)
+    _false_drops(result, [texts[i] for i in usable], np.asarray([fps[i] for i in usable], np.uint64))
     result.featureless = len(var_errors)
     result.costs = [_cost(k, result.docs) for k in range(MAX_K + 1)]
     result.checks = {"doc_fps": fps, "usable": usable, "var_fps": var_fps, "valid": valid,
@@ -216,6 +226,21 @@ def _count(result: Tuning, texts: list[str], variants: list[tuple[str, int, str]
             counts[kind] = [a + b for a, b in zip(counts[kind], cumulative)]
 
 
+def _false_drops(result: Tuning, texts: list[str], fps: np.ndarray) -> None:
+    """The sample's short texts, its pairs within 3 bits, those whose texts are not near
+    (character-bigram Jaccard below ``NEAR_BIGRAMS``), and those the short-text rule still joins."""
+    result.short = sum(map(is_short, texts))
+    sketches = {}
+    for a in range(len(fps)):
+        for b in (a + 1 + np.flatnonzero(np.bitwise_count(fps[a + 1:] ^ fps[a]) <= 3)).tolist():
+            result.near_pairs += 1
+            if jaccard(bigrams(texts[a]), bigrams(texts[b])) < NEAR_BIGRAMS:
+                result.unrelated += 1
+                sa, sb = (sketches.setdefault(i, text_sketch(texts[i])) for i in (a, b))
+                result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sa, sb, None,
+                                                             MEASURED_BITS)
+
+
 def _cost(k: int, docs: int) -> dict[str, Any]:
     scheme = best_scheme(k, docs)
     row = plan(scheme, docs)
@@ -242,6 +267,10 @@ def lines(result: Tuning) -> list[str]:
         n = result.lookups[kind]
         out.append(f"  {kind:<{width}} " + " ".join(f"{result.found[kind][k] / n:>4.0%}" if n else "   -"
                                                   for k in range(MAX_K + 1)))
+    out.append(f"short texts (under {SHORT_BELOW} characters, their 64 bits alone unsure): {result.short:,} of "
+               f"{result.indexed:,} sampled; pairs within 3 bits: {result.near_pairs:,}, {result.unrelated:,} of them "
+               f"unrelated (character bigrams < {NEAR_BIGRAMS}), {result.unrelated_with_rule:,} with --short-texts "
+               f"{MEASURED_BITS}")
     k = result.suggested()
     out.append(f"suggested: {'none' if k is None else f'k={k}'}. {result.why()}")
     return out

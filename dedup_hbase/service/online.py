@@ -194,7 +194,7 @@ class OnlineIndex:
                     for j, found in earlier_matches(simhashes, index.scheme, index.k).items()}
         columns = [[d.simhash for d in docs], *map(list, zip(*(d.more for d in docs)))][:len(index.signatures)]
         names = index.signatures.names if len(index.signatures) > 1 else (None,)
-        confirm = None if index.confirm is None else ([d.sketch for d in docs], index.confirm)
+        confirm = ([d.sketch for d in docs], index.confirm, index.spec.short) if index.spec.sketched else None
         return {j: [Match(docs[i].id, columns[place][i], distance, names[place]) for i, distance, place in found]
                 for j, found in earlier_probed(columns, probes, index.k, confirm).items()}
 

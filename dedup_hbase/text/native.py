@@ -63,6 +63,11 @@ def _load():
     return core, ""
 
 
+def usable_core():
+    """The compiled core's module when it is usable (built for these patterns, not disabled), else None."""
+    return _load()[0]
+
+
 def line_rule() -> Callable[[str], str | None]:
     """``boilerplate.boilerplate_reason``: the core's when it is usable (the same answers,
     tests/test_native.py; a fifth of the time), else the reference (and for a line with a lone

@@ -24,7 +24,7 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     distinct fingerprint)."""
     report = CheckReport() if report is None else report
     index.spec.check_inputs(options.fingerprints, lookups=True)
-    with FingerprintPool(index.fingerprinter, options.workers, index.sketcher) as pool:
+    with FingerprintPool(index.fingerprinter, options.workers, index.sketcher, index.spec.short is not None) as pool:
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             good = report.count(batch)
             answers = iter(look_up(index, good, options.k, options.max_matches))

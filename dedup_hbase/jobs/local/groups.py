@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ...index.confirm import CONFIRMED_BEYOND, sketch_spec
+from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
 from ...index.neardup import NearPairs, first_per_sketch, near_pairs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
 from ..options import GroupsOptions
@@ -46,13 +47,17 @@ from .components import groups_of, roots, tree_parents
 
 
 def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | None = None,
-           confirm: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           confirm: tuple[np.ndarray, int | None] | None = None,
+           short: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per position (input order): the position of its group's first member, the position
     of its ``via`` (-1 for a kept document), their distance and the place of the signature
     that found them (0: the body; both -1 likewise). ``more``: (n, s) the simhashes of the
     signatures after the body (``Record.more``), None for the body alone; ``confirm``: (each
     position's sketch, the bits allowed): beyond 3 bits two documents are near only when their
-    sketches are within the bits allowed (index/confirm.py).
+    sketches are within the bits allowed (index/confirm.py); ``short`` (the short-text rule,
+    text/shorts.py, its sketch bits; ``confirm`` then holds the sketches, with None allowed
+    without a confirmation): a pair of which either is short is near only as
+    ``confirm.sketches_agree`` says, at any distance, copies of one fingerprint too.
 
     The nodes are the distinct fingerprints (with several signatures or a confirmation, the
     distinct tuples of them and the sketch: every document of a node has its first document's
@@ -76,7 +81,7 @@ def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | Non
     rank[order] = np.arange(len(order))
     node = rank[inverse]  # position -> its node
     first_of = first[order]  # node -> its first position
-    sketched = None if confirm is None else (keys[-1][first_of], confirm[1])  # node -> its sketch
+    sketched = None if confirm is None else (keys[-1][first_of], confirm[1], short)  # node -> its sketch
     parts = [_edges(f, node, place, first_of if len(keys) > 1 else None, sketched) for place, f in enumerate(found)]
     edges, weights = parts[0] if len(parts) == 1 else _nearest(np.concatenate([e for e, _ in parts]),
                                                                np.concatenate([w for _, w in parts]))
@@ -101,13 +106,22 @@ def _edges(found: NearPairs, node: np.ndarray, place: int, first_of: np.ndarray 
     pairs = node[found.first[found.pairs]] if len(found.pairs) else np.empty((0, 2), np.int64)
     distance = np.bitwise_count(found.unique[found.pairs[:, 0]] ^ found.unique[found.pairs[:, 1]]) \
         if len(found.pairs) else np.empty(0, np.int64)
+    flagged = None
     if confirm is not None:
         far = distance > CONFIRMED_BEYOND
+        if confirm[2] is not None:  # the short-text rule: every pair of a fingerprint with a short node
+            fingerprint = found.inverse[first_of]
+            flagged = np.zeros(len(found.unique), bool)
+            flagged[fingerprint[(confirm[0] & np.uint64(SHORT_FLAG)) != 0]] = True
+            if len(found.pairs):
+                far = far | flagged[found.pairs[:, 0]] | flagged[found.pairs[:, 1]]
         confirmed, confirmed_distance = _confirmed_pairs(found, node, first_of, confirm, far)
         pairs = np.concatenate([pairs[~far], confirmed])
         distance = np.concatenate([distance[~far], confirmed_distance])
     if first_of is not None:
         copies = np.stack([np.arange(len(first_of)), node[found.first[found.inverse[first_of]]]], axis=1)
+        if flagged is not None:
+            copies = np.concatenate([copies[~flagged[found.inverse[first_of]]], _short_copies(found, first_of, confirm, flagged)])
         pairs, distance = np.concatenate([pairs, copies]), np.concatenate([distance, np.zeros(len(copies), np.int64)])
     keep = pairs[:, 0] != pairs[:, 1]
     return pairs[keep].astype(np.int64), via_weight(distance[keep].astype(np.int64), place)
@@ -120,15 +134,37 @@ def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, c
     first node of each sketch of the other's within the bits allowed (every node of a
     fingerprint is joined to its first copy's, so one node per sketch stands for them); and
     their distances."""
-    sketches, allowed = confirm
+    sketches, allowed, short = confirm
     fingerprint = found.inverse[first_of]  # node -> its fingerprint under this signature
     near = found.pairs[far]
     which, a = first_per_sketch(fingerprint, sketches, near[:, 0])
     again, b = first_per_sketch(fingerprint, sketches, near[which, 1])
     a, which = a[again], which[again]
-    keep = np.bitwise_count(sketches[a] ^ sketches[b]) <= allowed
     distance = np.bitwise_count(found.unique[near[which, 0]] ^ found.unique[near[which, 1]])
+    keep = sketches_agree(distance, sketches[a], sketches[b], allowed, short)
     return np.stack([a[keep], b[keep]], axis=1).astype(np.int64), distance[keep]
+
+
+def _short_copies(found: NearPairs, first_of: np.ndarray, confirm: tuple, flagged: np.ndarray) -> np.ndarray:
+    """The short-text rule's edges inside the fingerprints ``flagged`` (some node short): each
+    node to the first node of its fingerprint and sketch, and the first nodes of each pair of
+    sketches of one fingerprint that agree at distance 0 (quadratic in a fingerprint's distinct
+    sketches: 165 unrelated poems of one fingerprint are 13,530 comparisons)."""
+    sketches, allowed, short = confirm
+    fingerprint = found.inverse[first_of]
+    mine = np.flatnonzero(flagged[fingerprint])
+    _, inverse = np.unique(np.stack([fingerprint[mine], sketches[mine].view(np.int64)], axis=1), axis=0,
+                           return_inverse=True)
+    inverse = inverse.ravel()
+    head = np.full(inverse.max() + 1 if len(mine) else 0, len(first_of), np.int64)
+    np.minimum.at(head, inverse, mine)
+    own = np.stack([mine, head[inverse]], axis=1)
+    wanted = np.flatnonzero(flagged)
+    which, a = first_per_sketch(fingerprint, sketches, wanted)
+    again, b = first_per_sketch(fingerprint, sketches, wanted[which])
+    a = a[again]
+    keep = (a < b) & sketches_agree(np.zeros(len(a), np.int64), sketches[a], sketches[b], allowed, short)
+    return np.concatenate([own, np.stack([a[keep], b[keep]], axis=1)]).astype(np.int64)
 
 
 def _nearest(edges: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,14 +186,14 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     options.check_inputs(paths)
     folder = prepare_out(out)
     started = time.perf_counter()
-    report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm)
+    report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm, short=options.short)
     ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
     chunks: list[np.ndarray] = []
     leads: list[np.ndarray] = []  # several signatures: (n, s - 1) per batch, Record.more
     sketches: list[np.ndarray] = []  # a confirmation: Record.sketch per batch
     sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
-                                                                   sketcher) as pool:
+                                                                   sketcher, options.short is not None) as pool:
         records = read_records(paths, options.fmt, options.fields)
         signatures = options.signatures
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
@@ -168,7 +204,7 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
             chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
             if len(signatures) > 1:
                 leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
-            if sketcher is not None:
+            if sketcher is not None or options.short is not None:
                 sketches.append(np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
     simhashes, scheme, (group, via, distance, place) = grouped(options, chunks, leads, sketches)
     report.documents, report.scheme = len(simhashes), scheme.name
@@ -189,9 +225,10 @@ def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.nda
     simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
     more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
     scheme = options.scheme_for(len(simhashes))
-    confirm = None if options.confirm is None else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
-                                                    options.confirm)
-    return simhashes, scheme, assign(simhashes, scheme, options.k, more, confirm)
+    sketched = options.confirm is not None or options.short is not None
+    confirm = None if not sketched else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
+                                         options.confirm)
+    return simhashes, scheme, assign(simhashes, scheme, options.k, more, confirm, options.short)
 
 
 def hex_digits(simhashes: np.ndarray) -> np.ndarray:

@@ -65,7 +65,8 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     started = time.perf_counter() - report.elapsed_s
     chained: dict = {}  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several): _chain
     try:
-        with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher) as pool:
+        with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher,
+                             index.spec.short is not None) as pool:
             remaining = islice(records, report.read, None)
             for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures):
                 good = report.count(batch, rejects, on_reject)
@@ -199,10 +200,10 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
             other = next((i for i in run.ids[:2] if i != record.id), None)
             if other is not None:
                 pairs.append((other, record.id))
-            pairs.extend(_chain(chained, (signature, run.simhash), run.ids, run.distance > CONFIRMED_BEYOND
-                                and sketches is not None))
+            pairs.extend(_chain(chained, (signature, run.simhash), run.ids,
+                                (run.distance > CONFIRMED_BEYOND or index.spec.short is not None) and sketches is not None))
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
-    confirm = None if sketches is None else (sketches, index.confirm)
+    confirm = None if sketches is None else (sketches, index.confirm, index.spec.short)
     for j, earlier in earlier_probed(columns, masks, index.k, confirm).items():
         other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
         if other is not None:

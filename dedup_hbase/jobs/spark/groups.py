@@ -36,6 +36,7 @@ from functools import reduce
 from ...errors import InvalidInput
 from ...index.confirm import CONFIRMED_BEYOND
 from ...text.fingerprint import Fingerprinter
+from ...text.shorts import SHORT_FLAG
 from ..options import GroupsOptions, SparkOptions, is_uri
 from ..outputs import (
     DOCUMENTS,
@@ -81,7 +82,8 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
 
     spec = options.spec.worker_spec(fingerprinter.spec)
     fingerprinted, helpers = records.fingerprinted(job, paths, options, spec)
-    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm)
+    report = GroupsReport(k=options.k, engine="spark", signatures=options.signatures.label, confirm=options.confirm,
+                          short=options.short)
     with rejects_file(options.rejects) as rejects:
         records.account(fingerprinted, report, rejects, fingerprinter.label, options.fingerprints)
     report.documents = report.read - report.rejected
@@ -89,17 +91,18 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     report.scheme = scheme.name
     signatures = options.signatures
     keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
-    nodes = keys + (["sketch"] if options.confirm is not None else [])  # what a node is the distinct tuples of
+    sketched = options.confirm is not None or options.short is not None
+    nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
     docs = job.persist(records.good(fingerprinted).select(
         records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
-        *(["sketch"] if options.confirm is not None else [])))
+        *(["sketch"] if sketched else [])))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k, options.confirm))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k, options.confirm, options.short))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
@@ -135,25 +138,38 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     return report
 
 
-def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None):
+def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None):
     """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
     ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
     the least ``via_weight`` of the signatures joining them: each signature's near pairs
     between the nodes of their first copies (beyond 3 bits with ``confirm``: ``_confirmed``) and
     (several signatures or a confirmation) each node to the node of its fingerprint's first
-    copy; local/groups.py's ``assign`` as DataFrames."""
+    copy; with ``short`` (the short-text rule) every pair of a fingerprint with a short node goes
+    through ``_confirmed`` too, and inside such a fingerprint each node joins the first node of its
+    sketch, and the first nodes of two sketches join where ``_agree`` says (``_short_copies``);
+    local/groups.py's ``assign`` as DataFrames."""
     from pyspark.sql import functions as F
 
-    if len(keys) == 1 and confirm is None:  # the nodes are the distinct fingerprints: their pairs, no mapping
+    sketched = confirm is not None or short is not None
+    if len(keys) == 1 and not sketched:  # the nodes are the distinct fingerprints: their pairs, no mapping
         near = pairs.distinct_pairs(firsts, scheme, k)
         return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
-    nodes = keys + (["sketch"] if confirm is not None else [])
+    nodes = keys + (["sketch"] if sketched else [])
     node_of = docs.join(firsts, nodes).select("pos", F.col("first").alias("node"))  # position -> node
     parts = []
     for place, key in enumerate(keys):
         own = pairs.distinct(docs.select("pos", F.col(key).alias("simhash")))  # (simhash, first)
         near = pairs.distinct_pairs(own, scheme, k)
-        if confirm is not None:
+        flagged = None
+        if short is not None:  # the fingerprints (their first positions) with a short node
+            flagged = (firsts.where(F.col("sketch").bitwiseAND(F.lit(SHORT_FLAG)) != 0).select(F.col(key).alias("simhash"))
+                       .distinct().join(own, "simhash").select(F.col("first").alias("at"), F.lit(True).alias("short")))
+            near = (near.join(flagged.withColumnRenamed("at", "a").withColumnRenamed("short", "fa"), "a", "left")
+                    .join(flagged.withColumnRenamed("at", "b").withColumnRenamed("short", "fb"), "b", "left"))
+            far = (F.col("distance") > CONFIRMED_BEYOND) | F.col("fa").isNotNull() | F.col("fb").isNotNull()
+            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), firsts, own, key, place, confirm, short))
+            near = near.where(~far).select("a", "b", "distance")
+        elif confirm is not None:
             parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), firsts, own, key, place, confirm))
             near = near.where(F.col("distance") <= CONFIRMED_BEYOND)
         parts.append(near.join(node_of.withColumnRenamed("pos", "a"), "a")
@@ -162,6 +178,9 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
                      .select("a", F.col("node").alias("b"), via_weight(F.col("distance"), F.lit(place)).alias("weight")))
         copies = (firsts.select(F.col(key).alias("simhash"), F.col("first").alias("a")).join(own, "simhash")
                   .join(node_of.withColumnRenamed("pos", "first"), "first"))
+        if flagged is not None:
+            copies = copies.join(flagged, F.col("first") == F.col("at"), "left_anti")
+            parts.append(_short_copies(firsts, own, flagged, key, place, confirm, short))
         parts.append(copies.select("a", F.col("node").alias("b"), F.lit(place).cast("long").alias("weight")))
     both = reduce(lambda x, y: x.unionByName(y), parts)
     return (both.where(F.col("a") != F.col("b"))
@@ -169,20 +188,55 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
             .groupBy("a", "b").agg(F.min("weight").alias("weight")))
 
 
-def _confirmed(far, firsts, own, key: str, place: int, allowed: int):
+def _agree(distance, allowed: int | None, short: int | None):
+    """``confirm.sketches_agree`` of the columns ``sa`` and ``sb`` (signed longs) at ``distance``."""
+    from pyspark.sql import functions as F
+
+    apart = F.bit_count(F.col("sa").bitwiseXOR(F.col("sb")))
+    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (apart <= F.lit(allowed) if allowed is not None else F.lit(False))
+    if short is None:
+        return plain
+    fa, fb = (F.col(c).bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in ("sa", "sb"))
+    return F.when(fa | fb, fa & fb & (apart <= F.lit(short))).otherwise(plain)
+
+
+def _sketches(firsts, own, key: str):
+    """Per fingerprint (``at``: its first position) and sketch, its first node."""
+    from pyspark.sql import functions as F
+
+    return (firsts.groupBy(F.col(key).alias("simhash"), "sketch").agg(F.min("first").alias("node"))
+            .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
+
+
+def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | None, short: int):
+    """``(a, b, weight)`` inside the fingerprints with a short node (local/groups.py's
+    ``_short_copies``): each node to the first node of its fingerprint and sketch, and the first
+    nodes of two sketches of one fingerprint where ``_agree`` says, at distance 0."""
+    from pyspark.sql import functions as F
+
+    heads = _sketches(firsts, own, key).join(flagged.select("at"), "at")
+    mine = (firsts.select(F.col(key).alias("simhash"), "sketch", F.col("first").alias("a")).join(own, "simhash")
+            .withColumnRenamed("first", "at").join(heads, ["at", "sketch"]))
+    left = heads.select("at", F.col("sketch").alias("sa"), F.col("node").alias("a"))
+    right = heads.select("at", F.col("sketch").alias("sb"), F.col("node").alias("b"))
+    weight = via_weight(F.lit(0), F.lit(place)).alias("weight")
+    return (mine.select("a", F.col("node").alias("b"), weight)
+            .unionByName(left.join(right, "at").where((F.col("a") < F.col("b")) & _agree(F.lit(0), allowed, short))
+                         .select("a", "b", weight)))
+
+
+def _confirmed(far, firsts, own, key: str, place: int, allowed: int | None, short: int | None = None):
     """``(a, b, weight)`` of one signature's near pairs beyond 3 bits (``far``: the first
     positions ``a``, ``b`` of two fingerprints, their distance): the first node of each sketch
     among one fingerprint's nodes to that of each sketch of the other's within ``allowed`` bits
     (local/groups.py's ``_confirmed_pairs``)."""
     from pyspark.sql import functions as F
 
-    # per fingerprint (named by its first position) and sketch, its first node
-    sketches = (firsts.groupBy(F.col(key).alias("simhash"), "sketch").agg(F.min("first").alias("node"))
-                .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
+    sketches = _sketches(firsts, own, key)
     left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"))
     right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"))
     return (far.join(left, "a").join(right, "b")
-            .where(F.bit_count(F.col("sa").bitwiseXOR(F.col("sb"))) <= F.lit(allowed))
+            .where(_agree(F.col("distance"), allowed, short))
             .select(F.col("na").alias("a"), F.col("nb").alias("b"),
                     via_weight(F.col("distance"), F.lit(place)).alias("weight")))
 

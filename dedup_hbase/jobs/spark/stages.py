@@ -22,6 +22,7 @@ from ...index.confirm import Sketched, confirmed_runs
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ...text.shorts import text_sketch
 from ...text.signatures import Signatures
 from ..batches import fingerprint_batch
 from ..reports import reason_of
@@ -60,7 +61,7 @@ def fingerprinter(spec: dict) -> Fingerprinter:
     fp = _fingerprinters.get(key)
     if fp is None:
         fp = _fingerprinters[key] = fingerprinter_from_spec({k: v for k, v in spec.items()
-                                                              if k not in ("signatures", "probes", "sketch")})
+                                                              if k not in ("signatures", "probes", "sketch", "short")})
     return fp
 
 
@@ -95,6 +96,9 @@ def fingerprint_records(spec: dict, use_simhash: bool):
             made = fingerprint_texts(fingerprinter(spec["sketch"]), [records[i].text for i in todo])
             for i, sketch in zip(todo, made):
                 out[i] = signed64(sketch) if isinstance(sketch, int) else None
+        if spec.get("short"):  # the short-text rule's sketch (text/shorts.py), the other one within it
+            out = [None if r.error else signed64(text_sketch(r.text, None if s is None else s & ((1 << 64) - 1)))
+                   for r, s in zip(records, out)]
         return out
 
     def finish(pairs):

@@ -27,7 +27,7 @@ def usable(spec: dict, fields: Fields, use_simhash: bool) -> bool:
     there, the five field names differ, texts are fingerprinted, one signature: the body's, no probes,
     no sketch)."""
     names = (fields.id, fields.text, fields.simhash, fields.title, fields.featurizer)
-    return (not use_simhash and len(set(names)) == len(names) and not {"signatures", "probes", "sketch"} & set(spec)
+    return (not use_simhash and len(set(names)) == len(names) and not {"signatures", "probes", "sketch", "short"} & set(spec)
             and stages.fingerprinter(spec).core is not None)
 
 

@@ -1,0 +1,187 @@
+"""An index with the short-text rule (``init --short-texts T``, text/shorts.py): a match of which
+either document is short counts, at any distance, only when both are and their character sketches
+are within T bits. Exact against a brute force with the same rule (``confirm.sketches_agree``) on
+planted structure on every store (with and without a confirmation beyond 3 bits), and on real
+short texts (news titles, unrelated ones sharing one heavy term, true copies) for check, load
+--skip-near-dups, load --groups and the service's check and add?if_new=true; the Spark engine
+(and so check --add-new, which only it runs) refuses such an index in one line."""
+
+import gzip
+import json
+import random
+import subprocess
+
+import pytest
+from test_confirm import flip
+
+from dedup_hbase import Document, Index, open_store
+from dedup_hbase.errors import InvalidInput
+from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.stores.memory import MemoryStore
+from dedup_hbase.text.shorts import SHORT_FLAG
+
+T = 12
+
+
+def planted(seed: int, k: int):
+    """Queries (simhash, sketch; short and long) and documents around them at 0 .. k + 1 bits,
+    each short with a sketch at T and at T + 1 bits from the query's (bit 0 kept), and long."""
+    rnd = random.Random(seed)
+    queries = [(rnd.getrandbits(64), rnd.getrandbits(64) | SHORT_FLAG if q % 2 else rnd.getrandbits(64) & ~SHORT_FLAG)
+               for q in range(40)]
+    docs = [Document(f"r{i}", rnd.getrandbits(64), {}, (), rnd.getrandbits(64)) for i in range(300)]
+    for q, (simhash, sketch) in enumerate(queries):
+        for d in range(k + 2):
+            for s in (T, T + 1):
+                near = sketch
+                for bit in rnd.sample(range(1, 64), s):
+                    near ^= 1 << bit
+                docs.append(Document(f"q{q}-d{d}-s{s}", flip(simhash, d, rnd), {}, (), near))
+            docs.append(Document(f"q{q}-d{d}-long", flip(simhash, d, rnd), {}, (), rnd.getrandbits(64) & ~SHORT_FLAG))
+            docs.append(Document(f"q{q}-d{d}-short", flip(simhash, d, rnd), {}, (), rnd.getrandbits(64) | SHORT_FLAG))
+    rnd.shuffle(docs)
+    return queries, docs
+
+
+def brute(queries, docs, k, confirm):
+    return [sorted(((doc.simhash ^ simhash).bit_count(), doc.id) for doc in docs
+                   if (doc.simhash ^ simhash).bit_count() <= k
+                   and sketches_agree((doc.simhash ^ simhash).bit_count(), sketch, doc.sketch, confirm, T))
+            for simhash, sketch in queries]
+
+
+@pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, "4", None), (6, "7/1", 10)])
+def test_lookups_are_the_brute_force_on_every_store(store_url, k, scheme, confirm):
+    queries, docs = planted(11 + k, k)
+    with open_store(store_url, create=True) as store:
+        index = Index.create(store, scheme, k, confirm=confirm, short=T)
+        index.write(docs)
+        got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
+        expected = brute(queries, docs, k, confirm)
+        assert [sorted((m.distance, m.id) for m in found) for found in got] == expected
+        assert [found.total for found in got] == [len(e) for e in expected]
+        one = index.query_many([s for s, _ in queries], max_matches=1, sketches=[c for _, c in queries])
+        assert [(m[0].distance, m[0].id, m.total) if m else None for m in one] == \
+            [(*e[0], len(e)) if e else None for e in expected]
+        # the rule is what the test compares: without it the same lookups find more
+        plain = [[d for d in docs if (d.simhash ^ s).bit_count() <= 3] for s, _ in queries]
+        assert sum(map(len, plain)) > sum(map(len, expected)) // 2 + 100
+        (stored,) = index.get([docs[0].id])
+        assert (stored.simhash, stored.sketch) == (docs[0].simhash, docs[0].sketch)
+        reopened = Index.open(store)
+        assert (reopened.spec.short, reopened.spec.sketched) == (T, True)
+
+
+UNRELATED = ["春节里的中国", "春节近 年味浓", "李希在福建调研", "李希在湖北调研", "李希在云南调研", "习近平会见菲律宾总统",
+             "习近平会见韩国总统"]
+
+
+@pytest.fixture(scope="module")
+def titles(xwlb_path):
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        texts = [t for _, line in zip(range(3000), f) if (t := json.loads(line)["title"])]
+    rnd = random.Random(44)
+    originals = UNRELATED + rnd.sample(texts, 300)
+    copies = ([t + "。" for t in rnd.sample(originals, 60)] + rnd.sample(originals, 40)
+              + [t.replace(" ", "，", 1) for t in originals if " " in t][:40] + rnd.sample(texts, 100))
+    return originals, copies
+
+
+def lines(path, texts, prefix):
+    path.write_text("".join(json.dumps({"id": f"{prefix}{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(texts)), encoding="utf-8")
+    return path
+
+
+def run(*args, check=True):
+    done = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def near(index, a: str, b: str) -> tuple[bool, int]:
+    sa, sb = index.fingerprint(a), index.fingerprint(b)
+    d = (sa ^ sb).bit_count()
+    return d <= index.k and sketches_agree(d, index.sketch(a), index.sketch(b), None, T), d
+
+
+def components(finds: list[list[bool]], ids: list[str]) -> set[frozenset]:
+    """The groups of a load: the components (of more than one id) of ``finds[j][i]`` (a lookup
+    of j finds the earlier i), by brute force."""
+    root = list(range(len(ids)))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for j, row in enumerate(finds):
+        for i, found in enumerate(row):
+            if found:
+                root[find(i)] = find(j)
+    members: dict[int, set] = {}
+    for j, doc_id in enumerate(ids):
+        members.setdefault(find(j), set()).add(doc_id)
+    return {frozenset(m) for m in members.values() if len(m) > 1}
+
+
+def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
+    from test_service import serving
+
+    originals, copies = titles
+    index = Index.create(MemoryStore(), short=T)
+    expected = {f"c{c}": sorted((d, f"o{o}") for o, original in enumerate(originals)
+                                for ok, d in [near(index, copy, original)] if ok)
+                for c, copy in enumerate(copies)}
+    unrelated_at_3 = [(a, b) for i, a in enumerate(UNRELATED) for b in UNRELATED[i + 1:]
+                      if (index.fingerprint(a) ^ index.fingerprint(b)).bit_count() <= 3]
+    assert len(unrelated_at_3) >= 3 and not any(near(index, a, b)[0] for a, b in unrelated_at_3)
+    assert sum(1 for e in expected.values() if e) >= 100  # the copies are found
+    store = str(tmp_path / "index")
+    run("--store", store, "init", "--short-texts", str(T))
+    run("--store", store, "load", str(lines(tmp_path / "o.jsonl", originals, "o")))
+    asked = lines(tmp_path / "c.jsonl", copies, "c")
+    answers = [json.loads(x) for x in run("--store", store, "check", str(asked), "--json").stdout.splitlines()]
+    assert {a["id"]: sorted((m["distance"], m["id"]) for m in a["matches"]) for a in answers} == expected
+
+    texts = originals + copies
+    ids = [f"d{j}" for j in range(len(texts))]
+    data = lines(tmp_path / "all.jsonl", texts, "d")
+    new = [not any(near(index, texts[i], t)[0] for i in range(j)) for j, t in enumerate(texts)]
+    assert 60 <= new.count(False) < len(texts)
+    run("--store", str(tmp_path / "skip"), "init", "--short-texts", str(T))
+    report = json.loads(run("--store", str(tmp_path / "skip"), "load", str(data), "--skip-near-dups", "--json").stdout)
+    assert report["near_duplicates_skipped"] == new.count(False)
+    run("--store", str(tmp_path / "grouped"), "init", "--short-texts", str(T))
+    run("--store", str(tmp_path / "grouped"), "load", str(data), "--groups", str(tmp_path / "g.jsonl"))
+    got = {frozenset(json.loads(x)["ids"]) for x in (tmp_path / "g.jsonl").read_text(encoding="utf-8").splitlines()}
+    assert got == components([[near(index, texts[i], t)[0] for i in range(j)] for j, t in enumerate(texts)], ids)
+    served = str(tmp_path / "served")
+    run("--store", served, "init", "--short-texts", str(T))
+    with serving(served) as (client, _):
+        answer = client.post("/v1/add?if_new=true", json=[{"id": i, "text": t} for i, t in zip(ids, texts)])
+        assert answer.status_code == 200 and [a["added"] for a in answer.json()] == new
+        checked = client.post("/v1/check", json=[{"id": f"c{j}", "text": t} for j, t in enumerate(copies)])
+    local = [json.loads(x) for x in run("--store", served, "check", str(asked), "--json").stdout.splitlines()]
+    assert checked.json() == local
+
+
+def test_what_the_short_text_rule_refuses(tmp_path):
+    from dedup_hbase.jobs.options import CheckOptions, LoadOptions, SparkOptions
+    from dedup_hbase.jobs.spark.check import spark_check_files
+    from dedup_hbase.jobs.spark.load import spark_load_files
+
+    index = Index.create(MemoryStore(), short=T)
+    with pytest.raises(InvalidInput, match="this index matches short texts by a sketch of the text"):
+        index.query_many([1])
+    with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
+        Index.create(MemoryStore(), short=-1)
+    for job in (lambda: spark_load_files(index, [str(tmp_path)], LoadOptions(), SparkOptions()),
+                lambda: spark_check_files(index, [str(tmp_path)], CheckOptions(out=str(tmp_path / "o")), SparkOptions())):
+        with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(short=\) is not yet loaded"):
+            job()
+    store = str(tmp_path / "index")
+    run("--store", store, "init", "--short-texts", str(T))
+    done = run("--store", store, "load", str(lines(tmp_path / "f.jsonl", ["x"], "f")), "--fingerprints", check=False)
+    assert done.returncode != 0 and "the short-text rule (character sketches within 12 bits) fingerprints" in done.stderr

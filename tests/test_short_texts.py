@@ -1,0 +1,206 @@
+"""The short-text rule (text/shorts.py, ``groups --short-texts T``): two documents of which either
+is short are near, at any distance, only when both are and their character-bigram sketches are
+within T bits; other pairs as before. The groups are a brute force's components over every pair
+with the same rule (``confirm.sketches_agree``), on planted structure (short and long nodes under
+one fingerprint, sketches at T and T + 1, pairs at 0-3 bits, with and without a confirmation
+beyond 3 bits) and on real short texts (unrelated titles sharing one heavy term, true copies);
+each via is near its document; both engines (local, Spark local[2]) write the same output byte
+for byte on news titles and bodies."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import numpy as np
+import pytest
+from test_groups import local_groups
+
+from dedup_hbase import make_fingerprinter
+from dedup_hbase.errors import InvalidInput
+from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.index.layout import Scheme
+from dedup_hbase.jobs.local.groups import assign
+from dedup_hbase.jobs.options import GroupsOptions
+from dedup_hbase.text.shorts import SHORT_BELOW, SHORT_FLAG, bigram_sketch, is_short, text_sketch
+
+T = 12
+
+
+def flip(value: int, bits: int, rnd: random.Random, low: int = 0) -> int:
+    for bit in rnd.sample(range(low, 64), bits):
+        value ^= 1 << bit
+    return value
+
+
+def test_short_is_by_length_of_the_squeezed_normalized_text():
+    assert is_short("字" * (SHORT_BELOW - 1)) and not is_short("字" * SHORT_BELOW)
+    assert is_short("字 " * (SHORT_BELOW - 1) + "\n\n")  # white space does not count
+    assert not is_short("ＡＢ" * (SHORT_BELOW // 2))  # full-width letters count once normalized
+
+
+def test_sketches_of_short_texts():
+    a, b = bigram_sketch("春节里的中国"), bigram_sketch("春节近 年味浓")
+    assert a & SHORT_FLAG and b & SHORT_FLAG
+    assert a == bigram_sketch("春节里的中国") == bigram_sketch(" 春节里的 中国 ")  # white space and repeats
+    assert (a ^ b).bit_count() > 20  # bigram Jaccard 0.11
+    assert (bigram_sketch("国务院常务会议研究部署防汛工作") ^ bigram_sketch("国务院常务会议研究部署防汛工作。")).bit_count() <= T // 2
+    long = "新闻" * SHORT_BELOW
+    assert text_sketch(long, 0xFF) == 0xFE and text_sketch(long) == 0
+    assert text_sketch("春节里的中国", 0xFF) == a
+
+
+def test_the_rule_on_scalars_is_the_rule_on_arrays():
+    rnd = random.Random(7)
+    rows = [(rnd.randrange(8), rnd.getrandbits(64), rnd.getrandbits(64), confirm, short)
+            for _ in range(2000) for confirm in (None, 10) for short in (None, T)]
+    for confirm in (None, 10):
+        for short in (None, T):
+            mine = [r for r in rows if r[3] == confirm and r[4] == short]
+            d = np.array([r[0] for r in mine])
+            a, b = np.array([r[1] for r in mine], np.uint64), np.array([r[2] for r in mine], np.uint64)
+            assert sketches_agree(d, a, b, confirm, short).tolist() == \
+                [sketches_agree(r[0], r[1], r[2], confirm, short) for r in mine]
+    assert sketches_agree(0, 1, 0, None, T) is False  # a short and a long document at 0 bits
+    assert sketches_agree(0, 1, 0, None, None) is True  # as before without the rule
+
+
+def planted(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Simhashes and sketches: randoms (long and short); families around a base fingerprint
+    holding long copies, short texts whose sketches are 0, T, T + 1 and far from the first's,
+    pairs at 1-3 bits and at 4-6 bits (short and long); shuffled."""
+    rnd = random.Random(seed)
+    rows, sketches = [], []
+
+    def add(simhash: int, sketch: int) -> None:
+        rows.append(simhash)
+        sketches.append(sketch)
+
+    for _ in range(300):
+        add(rnd.getrandbits(64), rnd.getrandbits(64) | SHORT_FLAG if rnd.random() < 0.5 else 0)
+    for _ in range(60):
+        base = rnd.getrandbits(64)
+        short = rnd.getrandbits(64) | SHORT_FLAG
+        add(base, 0)
+        add(base, 0)  # a long copy
+        add(base, short)  # short texts of the same fingerprint
+        add(base, short)
+        add(base, flip(short, T, rnd, 1))
+        add(base, flip(short, T + 1, rnd, 1))
+        add(base, rnd.getrandbits(64) | SHORT_FLAG)
+        for bits in (1, 2, 3, 4, 6):
+            add(flip(base, bits, rnd), flip(short, rnd.choice((T - 1, T + 1)), rnd, 1))
+            add(flip(base, bits, rnd), 0)
+    order = list(range(len(rows)))
+    rnd.shuffle(order)
+    return np.array([rows[i] for i in order], np.uint64), np.array([sketches[i] for i in order], np.uint64)
+
+
+def brute_groups(simhashes: np.ndarray, sketches: np.ndarray, k: int, confirm: int | None) -> list[int]:
+    n = len(simhashes)
+    root = list(range(n))
+
+    def find(x: int) -> int:
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for a in range(n):
+        distance = np.bitwise_count(simhashes[a + 1:] ^ simhashes[a]).astype(np.int64)
+        hits = (distance <= k) & sketches_agree(distance, np.full(n - a - 1, sketches[a], np.uint64),
+                                                sketches[a + 1:], confirm, T)
+        for b in (a + 1 + np.flatnonzero(hits)).tolist():
+            ra, rb = find(a), find(b)
+            root[max(ra, rb)] = min(ra, rb)
+    return [find(x) for x in range(n)]
+
+
+@pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, "4", None), (3, "5", None), (6, "7/1", 10)])
+def test_planted_groups_are_the_brute_force_and_each_via_is_near(k, scheme, confirm):
+    simhashes, sketches = planted(44 + k, )
+    group, via, distance, _ = assign(simhashes.copy(), Scheme.parse(scheme), k, None, (sketches, confirm), T)
+    expected = brute_groups(simhashes, sketches, k, confirm)
+    assert group.tolist() == expected
+    assert len(set(expected)) < len(expected) - 300  # the families are grouped
+    for j in np.flatnonzero(via >= 0).tolist():
+        i = int(via[j])
+        d = int(np.bitwise_count(simhashes[i] ^ simhashes[j]))
+        assert group[i] == group[j] and d == distance[j] and sketches_agree(d, int(sketches[i]), int(sketches[j]),
+                                                                            confirm, T), j
+    # without the rule the short texts of a fingerprint all join it: it is what decides
+    plain = assign(simhashes.copy(), Scheme.parse(scheme), k, None, None if confirm is None else (sketches, confirm))[0]
+    assert len(set(plain.tolist())) < len(set(expected))
+
+
+UNRELATED = ["春节里的中国", "春节近 年味浓", "李希在福建调研", "李希在湖北调研", "李希在云南调研", "李希在新疆调研"]
+COPIES = ["春节里的中国！", "李希在福建调研。", "李希在湖北调研"]
+
+
+def test_real_short_texts_against_a_brute_force(tmp_path):
+    rnd = random.Random(44)
+    texts = UNRELATED + COPIES + [f"{rnd.choice(UNRELATED)}{rnd.choice('，。！')}" for _ in range(30)]
+    texts.append("。".join(texts) * 3)  # one long text
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
+                           for i, t in enumerate(texts)), encoding="utf-8")
+    fp = make_fingerprinter()
+    simhashes = np.array([fp.fingerprint(t) for t in texts], np.uint64)
+    sketches = np.array([text_sketch(t) for t in texts], np.uint64)
+    assert int(np.bitwise_count(simhashes[0] ^ simhashes[1])) <= 3  # the fingerprints cannot tell them apart
+    expected = brute_groups(simhashes, sketches, 3, None)
+    local_groups([src], tmp_path / "short", GroupsOptions(short=T))
+    local_groups([src], tmp_path / "plain", GroupsOptions())
+    lines = [json.loads(x) for x in (tmp_path / "short" / "groups.jsonl").read_text(encoding="utf-8").splitlines()]
+    got = list(range(len(texts)))
+    for g in lines:
+        members = [int(i[1:]) for i in g["ids"]]
+        for m in members:
+            got[m] = min(members)
+    assert got == expected
+    assert len({got[i] for i in range(len(UNRELATED))}) == len(UNRELATED)  # none of the unrelated joined
+    assert got[len(UNRELATED)] == 0 and got[len(UNRELATED) + 1] == 2 and got[len(UNRELATED) + 2] == 3  # copies
+    plain = [json.loads(x) for x in (tmp_path / "plain" / "groups.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(plain) < len(lines) or max(g["size"] for g in plain) > max(g["size"] for g in lines)
+
+
+def test_what_the_rule_refuses():
+    with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
+        GroupsOptions(short=65)
+    with pytest.raises(InvalidInput, match="groups with the short-text rule .* fingerprints the texts themselves"):
+        GroupsOptions(short=T, fingerprints=True)
+
+
+@pytest.fixture(scope="module")
+def shorts(xwlb_path, tmp_path_factory):
+    """News titles (short) and bodies (most long), with copies of titles (a mark added, the same)
+    and the unrelated titles sharing one heavy term; shuffled."""
+    with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(1500), f)]
+    rnd = random.Random(45)
+    titles = [r["title"] for r in rows if r.get("title")]
+    docs = (titles + [r["text"] for r in rows[:300]] + [t + "。" for t in rnd.sample(titles, 100)]
+            + rnd.sample(titles, 60) + UNRELATED * 2)
+    rnd.shuffle(docs)
+    path = tmp_path_factory.mktemp("shorts") / "shorts.jsonl"
+    path.write_text("".join(json.dumps({"id": f"n{i}", "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in enumerate(docs)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, None, None), (6, "7/1", 10)])
+def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, confirm):
+    from test_groups import parquet_rows, spark_groups
+
+    options = GroupsOptions(k=k, scheme=scheme, confirm=confirm, short=T, workers=2)
+    local = local_groups([shorts], tmp_path / "local", options)
+    on_spark = spark_groups(spark, [shorts], tmp_path / "spark", options)
+    strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("elapsed_s", "engine")}
+    assert strip(local) == strip(on_spark) and local.to_dict()["short_texts"] == T
+    assert f"short texts within {T} sketch bits" in local.summary()
+    assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
+    for name in ("groups.jsonl", "dropped.jsonl"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()
+    plain = local_groups([shorts], tmp_path / "plain", GroupsOptions(k=k, scheme=scheme, confirm=confirm, workers=2))
+    assert plain.to_dict()["groups"] < local.to_dict()["groups"]  # the rule is what the engines agree on
