@@ -127,7 +127,7 @@ def write_durations(path: str, durations: dict[str, float]) -> list[str]:
         modules[module] = modules.get(module, 0.0) + seconds
     tests = [f"{seconds:9.1f}  {test}" for test, seconds in sorted(durations.items(), key=lambda t: -t[1])]
     lines = [f"# the suite's time: {sum(durations.values()):.0f} s of test time in {len(durations)} tests "
-             "(setup + call + teardown; two processes share it)", "", "## per module"]
+             "(setup + call + teardown; the test processes share it)", "", "## per module"]
     lines += [f"{seconds:9.1f}  {module}" for module, seconds in sorted(modules.items(), key=lambda m: -m[1])]
     Path(path).write_text("\n".join([*lines, "", "## per test", *tests, ""]), encoding="utf-8")
     return tests[:10]
