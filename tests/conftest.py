@@ -257,8 +257,11 @@ class SharedSpark:
             from dedup_hbase.jobs.spark.session import helper_jars, make_session
 
             # a heap of 3 GiB, not a job's quarter of the RAM: a process keeps its session to its end,
-            # beside the others' and the clusters' JVMs
-            self.session = make_session("local[2]", {"spark.driver.memory": "3g"}, helper_jars())
+            # beside the others' and the clusters' JVMs; C1 only, as for a small job (a test's jobs
+            # are small: C2 would spend more CPU compiling than it saves them)
+            self.session = make_session("local[2]", {"spark.driver.memory": "3g",
+                                                     "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1"},
+                                        helper_jars())
         return self.session
 
     def stop(self):
