@@ -4,8 +4,10 @@ Two texts side by side when the terminal is wide enough for two columns of ``MIN
 cells, else one above the other. What differs is marked: in colour on a terminal (red for
 what only the left/upper text has, green for what only the other has), and, without colour
 (a pipe, a file, ``--no-color``), as ``[-only a's-]`` and ``{+only b's+}``. Widths count the
-cells a character takes (two for East Asian wide characters). Then the distance, the bits
-that differ and each text's weightiest terms (``*`` a term both texts have).
+cells a character takes (two for East Asian wide characters). Then the distance beside the
+character-bigram Jaccard of the bodies, the bits that differ, what the short-text rule says of
+the pair (explain.py's ``rule_lines``) and each text's weightiest terms (``*`` a term both texts
+have).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import InvalidInput
+from ..index.confirm import check_short
 from ..jobs.corpus import Fields
 from ..text.fingerprint import Fingerprinter
 from . import sources
-from .explain import Pair, explain_pair
+from .explain import Pair, explain_pair, rule_lines
 
 MIN_COLUMN = 40  # cells of one column, side by side
 GAP = " │ "
@@ -99,10 +102,13 @@ def render_pair(pair: Pair, width: int = 100, color: bool = False, title: str = 
     style = Style(color)
     a, b = pair.a, pair.b
     distance = "no fingerprint" if pair.distance is None else f"{pair.distance} bits"
-    yield f"{title}{a.id} ~ {b.id}: distance {distance}, {pair.similarity:.0%} of the text the same"
+    yield (f"{title}{a.id} ~ {b.id}: distance {distance}, bigram Jaccard {pair.bigrams:.2f}, "
+           f"{pair.similarity:.0%} of the text the same")
     if pair.distance:
         yield f"  bits that differ: {', '.join(map(str, pair.differing_bits))}"
     yield f"  {a.id}: {_hex(a.simhash)}    {b.id}: {_hex(b.simhash)}"
+    for line in rule_lines(pair):
+        yield f"  {line}"
     column = (width - len(GAP)) // 2
     if column >= MIN_COLUMN:
         left, right = wrap(marked(pair, "a", style), column, style), wrap(marked(pair, "b", style), column, style)
@@ -157,10 +163,19 @@ class Shown:
 
 
 def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, groups_dir: str | None = None,
-            fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10) -> Shown:
+            fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10,
+            short_texts: int | None = None) -> Shown:
     """Two ids: that pair. One id and a groups output (``groups_dir``): its group, each dropped
     member beside its via (the id's own pair first, at most ``max_pairs`` pairs). Texts from
-    ``paths`` (the inputs of the groups job)."""
+    ``paths`` (the inputs of the groups job). Pairs judged under the short-text rule's
+    ``short_texts`` (T), else the one the groups output was made with."""
+    short_texts = check_short(short_texts)
+    if groups_dir:
+        made = (sources.summary(groups_dir) or {}).get("short_texts")
+        if short_texts is not None and made is not None and made != short_texts:
+            raise InvalidInput(f"{groups_dir} was grouped with short={made}: leave short= out, or give the same, "
+                               f"not {short_texts}", arguments=("short",))
+        short_texts = made if short_texts is None else short_texts
     if len(ids) == 2:
         wanted = [tuple(ids)]
         shown = Shown([])
@@ -176,7 +191,7 @@ def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, grou
     if missing:
         raise InvalidInput(f"no text for {', '.join(map(repr, missing[:5]))} in {', '.join(paths)}: "
                            "give the inputs the documents were read from")
-    shown.pairs = [explain_pair(a, texts[a].text, b, texts[b].text, fingerprinter, top) for a, b in wanted]
+    shown.pairs = [explain_pair(a, texts[a].text, b, texts[b].text, fingerprinter, top, short_texts) for a, b in wanted]
     return shown
 
 
