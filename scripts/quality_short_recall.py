@@ -51,8 +51,9 @@ BANDS = ((2, 31), (3, 21), (4, 15))  # (R hashes per band, B bands) of the bandi
 
 
 def minhashes(text: str, count: int = 63) -> np.ndarray:
-    """``count`` full 64-bit min-wise hashes of the text's bigrams (mmh3, then a bijective mix
-    per hash, as shorts.bigram_sketch before it keeps the lowest bit)."""
+    """``count`` full 64-bit min-wise hashes of the text's bigrams (mmh3, then per hash an odd
+    multiplier and splitmix64's finalizer: shorts.bigram_sketch's mix, with multipliers of its
+    own, before the sketch keeps the lowest bit)."""
     import mmh3
 
     grams = bigrams(text)

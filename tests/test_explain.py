@@ -96,7 +96,8 @@ def test_cli_group_and_pair(tmp_path, fp):
     lines = text.stdout.splitlines()
     assert lines[0].startswith(f"k ~ x: distance {(fp.fingerprint(BASE) ^ fp.fingerprint(OTHER)).bit_count()} bits")
     assert "{+The quick" in text.stdout and "  terms that weigh most (* in both):" in lines
-    for args, message in (([str(path), "--id", "k"], "give two ids (a pair), or one id and --groups-dir DIR"),
+    for args, message in (([str(path), "--id", "k", "--id", "x", "--id", "d"],
+                           "give one id (a document), two (a pair), or one id and --groups-dir DIR"),
                           ([str(path), "--id", "k", "--id", "nope"], "no text for 'nope' in"),
                           ([str(path), "--id", "zz", "--groups-dir", str(tmp_path / "g")], "'zz' is not a document"),
                           ([str(path), "--id", "k", "--groups-dir", str(tmp_path)], "is not a groups output")):
@@ -169,3 +170,27 @@ def test_cli_says_the_rule_of_the_groups_run(tmp_path, fp):
     other = runner.invoke(app, ["explain", str(path), "--id", "e", "--groups-dir", str(tmp_path / "g"),
                                 "--short-texts", "16"])
     assert other.exit_code == 1 and "was grouped with --short-texts 12: leave --short-texts out, or give the same, not 16" in other.stderr, other.output
+
+
+def test_one_document_and_the_rule(tmp_path, fp):
+    from dedup_hbase.text.shorts import bigram_sketch
+
+    path = tmp_path / "one.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in (("s", SPRING), ("l", LONG))), encoding="utf-8")
+    runner = CliRunner()
+    short = runner.invoke(app, ["explain", str(path), "--id", "s", "--short-texts", "12"])
+    assert short.exit_code == 0, short.output
+    assert short.stdout.splitlines() == [
+        f"s: fingerprint {fp.fingerprint(SPRING):016x}",
+        f"  s: short, 6 characters (under 200), sketch {bigram_sketch(SPRING):016x}",
+        "  --short-texts 12: it matches only a short text whose sketch is within 12 bits of its own, at any distance",
+        "  terms that weigh most: 春节 7543, 中国 3027"]
+    long = runner.invoke(app, ["explain", str(path), "--id", "l", "--json"])
+    doc = json.loads(long.stdout)["document"]
+    assert (doc["length"], doc["short"], doc["sketch"], doc["simhash"]) == (250, False, None, f"{fp.fingerprint(LONG):016x}")
+    assert doc["short_rule"] == ["l: not short, 250 characters (not under 200)",
+                                 "short-text rule off: the fingerprints alone decide (groups/init --short-texts T)"]
+    ruled = runner.invoke(app, ["explain", str(path), "--id", "l", "--short-texts", "12"])
+    assert ruled.stdout.splitlines()[2] == ("  --short-texts 12: no short text matches it; the fingerprints decide, "
+                                            "as without the rule")

@@ -29,7 +29,7 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output (J
 
 
 def explain(ctx: typer.Context, files: Inputs,
-            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups-dir for its group.")],
+            ids: Annotated[list[str], typer.Option("--id", help="A document id: one for that document; two for a pair; one with --groups-dir for its group.")],
             groups_dir: Annotated[str | None, typer.Option("--groups-dir", help="A groups output folder (the --out of groups): show the id's group, each dropped document beside its via.")] = None,
             top: Annotated[int, typer.Option(help="Terms shown per document, the weightiest first.")] = 10,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
@@ -39,7 +39,8 @@ def explain(ctx: typer.Context, files: Inputs,
             id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
             featurizer: FeaturizerName = None, shingle_size: Shingles = None, seed: HashSeed = None,
             json_: AsJson = False) -> None:
-    """Why two documents are near-duplicates: their texts side by side with the differences
+    """Why two documents are near-duplicates (or what one document's fingerprint and the
+    short-text rule make of it): their texts side by side with the differences
     marked, the distance beside the character-bigram Jaccard of the texts, the short-text rule
     (each text's body length against 200, a short one's sketch, the pair's decision under T),
     and the terms that weigh most in each fingerprint.

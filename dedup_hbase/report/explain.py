@@ -161,6 +161,28 @@ def side(doc_id: str, text: str, fingerprinter: Fingerprinter, mine: dict[str, i
     return Side(doc_id, text, simhash, *weightiest(mine, theirs, top), **shortness(text))
 
 
+def explain_document(doc_id: str, text: str, fingerprinter: Fingerprinter, top: int = TOP) -> Side:
+    """One document explained: its fingerprint, its ``top`` weightiest terms, its body's length
+    and, when short, its sketch."""
+    mine = weighted_terms(fingerprinter, text)
+    return Side(doc_id, text, fingerprinter.hasher.simhash(mine) if mine else None,
+                weightiest(mine, {}, top)[0], **shortness(text))
+
+
+def document_lines(doc: Side, short_texts: int | None) -> list[str]:
+    """What the short-text rule says of one document: short or not (its body's length against
+    ``SHORT_BELOW``), a short one's sketch, and what it may match under ``short_texts`` (T)."""
+    if doc.sketch is not None:
+        lines = [f"{doc.id}: short, {doc.length:,} characters (under {SHORT_BELOW}), sketch {to_hex(doc.sketch)}"]
+        rule = (f"--short-texts {short_texts}: it matches only a short text whose sketch is within {short_texts} "
+                "bits of its own, at any distance") if short_texts is not None else None
+    else:
+        lines = [f"{doc.id}: not short, {doc.length:,} characters (not under {SHORT_BELOW})"]
+        rule = (f"--short-texts {short_texts}: no short text matches it; the fingerprints decide, as without "
+                "the rule") if short_texts is not None else None
+    return lines + [rule or "short-text rule off: the fingerprints alone decide (groups/init --short-texts T)"]
+
+
 def texts_pair(a_id: str, a_text: str, b_id: str, b_text: str, pieces: list[tuple[str, str, str]],
                short_texts: int | None = None) -> Pair:
     """Two texts compared without a fingerprinter (the report page's pairs: their distance is the
