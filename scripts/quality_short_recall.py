@@ -20,7 +20,8 @@ in chunks), and a *variant* is a way of finding candidates:
 Each variant's candidates then pass the short-text rule at T (``confirm.sketches_agree``, as
 every path applies it), or, for ``--short-texts J``, the exact rule the sketch estimates (the
 texts' bigram Jaccard at least 0.5: what an index would need the texts, or a larger sketch,
-for), and the groups are the connected components with ``via`` the
+for), or, for ``--short-texts WN``, a 256-bit one-bit MinHash (of ``minhashes``) within N bits
+(both rules only over the pairs the sketch keeps: within ``KEEP_SKETCH`` bits), and the groups are the connected components with ``via`` the
 breadth-first tree of jobs/local/components.py (the local engine's own code), weights the
 SimHash distance; recall and the unrelated drops under 200 characters are counted as
 ``--precision`` counts them (``shorts.similarity`` < 0.5). Checked against the shipped
@@ -46,6 +47,7 @@ from dedup_hbase.text.shorts import SEED, SHORT_BELOW, bigrams, jaccard, similar
 
 J_SKETCH = 20     # the pairs the exact bigram rule ("T" J) is computed for
 KEEP_SKETCH = 24   # pairs with sketches at most this many bits apart are kept (every T measured is below)
+WIDE = 256         # bits of the wider one-bit MinHash of the "W" rules
 CHUNK = 400        # rows compared with all the others at once
 BANDS = ((2, 31), (3, 21), (4, 15))  # (R hashes per band, B bands) of the banding variants
 
@@ -170,9 +172,14 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
     found["all pairs"] = np.ones(len(i), bool)
     costs = {f"+bands {r}x{b}": round(band_cost(mins, r, b), 1) for r, b in BANDS}
     results = []
-    for t in (None, *[x if x == "J" else int(x) for x in shorts.split(",")]):
+    wide = None
+    for t in (None, *[x if x[0] in "JW" else int(x) for x in shorts.split(",")]):
+        if isinstance(t, str) and t[0] == "W" and wide is None:
+            wide = np.stack([np.packbits((minhashes(x, WIDE) & np.uint64(1)).astype(bool)).view(np.uint64) for x in texts])
         rule = np.ones(len(i), bool) if t is None else (
-            bigram_rule(texts, i, j, dsk) if t == "J" else sketches_agree(dsim, sketches[i], sketches[j], None, t))
+            bigram_rule(texts, i, j, dsk) if t == "J" else
+            np.bitwise_count(wide[i] ^ wide[j]).sum(axis=1) <= int(t[1:]) if isinstance(t, str) else
+            sketches_agree(dsim, sketches[i], sketches[j], None, t))
         for name, mask in found.items():
             if t is None and name != "simhash<=3":
                 continue
