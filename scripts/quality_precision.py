@@ -36,7 +36,7 @@ from dedup_hbase.text.shorts import squeezed as squeeze
 
 NEAR_JACCARD = 0.5
 BANDS = ((0, 50, "<50"), (50, 200, "50-200"), (200, 1000, "200-1000"), (1000, 1 << 62, ">1000"))
-SHORT = 200  # planted copies are made of originals shorter than this (normalized characters)
+SHORT = 200  # planted copies are made of originals shorter than this (characters of the squeezed body)
 PLANTED_KINDS = ("char_edited", "word_added", "punctuation")
 PUNCT = {"zh": "，。、！？：；", "en": ",.;:!?-"}
 
