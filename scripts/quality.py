@@ -530,8 +530,19 @@ def main() -> None:
     parser.add_argument("--corpora", default="titles,glossary,news,mixed", help="with --precision: the corpora")
     parser.add_argument("--per-kind", type=int, default=300, help="with --precision: planted copies per kind")
     parser.add_argument("--groups-args", default="", help="with --precision: options given to dedup-hbase groups")
+    parser.add_argument("--short-recall", action="store_true",
+                        help="instead: recall of planted short copies by the way candidates are found, all pairs "
+                             "compared (scripts/quality_short_recall.py; the first of --corpora)")
+    parser.add_argument("--short-texts", default="12,16,18,20", help="with --short-recall: the T values measured")
     args = parser.parse_args()
     t_start = time.time()
+    if args.short_recall:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import quality_short_recall
+
+        quality_short_recall.main(args.data or str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"),
+                                  args.corpora.split(",")[0], args.per_kind, args.seed, args.short_texts, args.json)
+        return
     if args.precision:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import quality_precision

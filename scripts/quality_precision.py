@@ -6,9 +6,10 @@ planted copies of short texts, runs ``dedup-hbase groups`` (the command as shipp
 ``--groups-args`` passed on, engine local) and reads ``dropped.jsonl`` back:
 
 * precision: among the dropped documents, the share whose text is not near its ``via`` --
-  character-bigram Jaccard of the normalized texts (``features.normalize``, whitespace removed)
-  below 0.5, a measure that does not use the fingerprint -- by length band of the dropped
-  document's normalized text (< 50, 50-200, 200-1,000, > 1,000 characters);
+  character-bigram Jaccard of the texts' bodies (``shorts.similarity``: of ``shorts.squeezed``,
+  the normalized body without white space, what ``report`` and ``explain`` show too) below 0.5,
+  a measure that does not use the fingerprint -- by length band of the dropped document's
+  squeezed body (< 50, 50-200, 200-1,000, > 1,000 characters);
 * recall: the planted copies (of originals under 200 characters: a character edited, a word
   added, punctuation changed) that end in their original's group.
 
@@ -30,28 +31,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from dedup_hbase.text.features import normalize
+from dedup_hbase.text.shorts import similarity
+from dedup_hbase.text.shorts import squeezed as squeeze
 
 NEAR_JACCARD = 0.5
 BANDS = ((0, 50, "<50"), (50, 200, "50-200"), (200, 1000, "200-1000"), (1000, 1 << 62, ">1000"))
-SHORT = 200  # planted copies are made of originals shorter than this (normalized characters)
+SHORT = 200  # planted copies are made of originals shorter than this (characters of the squeezed body)
 PLANTED_KINDS = ("char_edited", "word_added", "punctuation")
 PUNCT = {"zh": "，。、！？：；", "en": ",.;:!?-"}
-
-
-def squeeze(text: str) -> str:
-    """The normalized text without whitespace: what the bigrams and the bands are taken of."""
-    return "".join(normalize(text).split())
-
-
-def bigrams(text: str) -> frozenset:
-    s = squeeze(text)
-    return frozenset(s[i:i + 2] for i in range(max(1, len(s) - 1)))
-
-
-def jaccard(a: frozenset, b: frozenset) -> float:
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter) if a and b else 0.0
 
 
 def band(length: int) -> str:
@@ -157,7 +144,7 @@ def measure(name: str, docs: list[tuple[str, str]], per_kind: int, seed: int, gr
         if doc_id.startswith("copy:"):
             continue  # the planted copies count for recall; precision is the corpus's own drops
         b = band(len(squeeze(texts[doc_id])))
-        j = jaccard(bigrams(texts[doc_id]), bigrams(texts[d["via"]]))
+        j = similarity(texts[doc_id], texts[d["via"]])
         per_band[b]["dropped"] += 1
         per_band[b]["identical"] += squeeze(texts[doc_id]) == squeeze(texts[d["via"]])
         if j < NEAR_JACCARD:

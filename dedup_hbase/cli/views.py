@@ -29,24 +29,29 @@ AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output (J
 
 
 def explain(ctx: typer.Context, files: Inputs,
-            ids: Annotated[list[str], typer.Option("--id", help="A document id: two for a pair; one with --groups-dir for its group.")],
+            ids: Annotated[list[str], typer.Option("--id", help="A document id: one for that document; two for a pair; one with --groups-dir for its group.")],
             groups_dir: Annotated[str | None, typer.Option("--groups-dir", help="A groups output folder (the --out of groups): show the id's group, each dropped document beside its via.")] = None,
             top: Annotated[int, typer.Option(help="Terms shown per document, the weightiest first.")] = 10,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
             width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
             no_color: Annotated[bool, typer.Option("--no-color", help="Mark differences as [-a's-] {+b's+}, not in colour (also when not a terminal, or NO_COLOR is set).")] = False,
+            short_texts: Annotated[int | None, typer.Option("--short-texts", help="Judge the pairs under the short-text rule with this T, as groups/init --short-texts T (default: the --groups-dir run's, else off).")] = None,
             id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
             featurizer: FeaturizerName = None, shingle_size: Shingles = None, seed: HashSeed = None,
             json_: AsJson = False) -> None:
-    """Why two documents are near-duplicates: their texts side by side with the differences
-    marked, the distance, and the terms that weigh most in each fingerprint.
+    """Why two documents are near-duplicates (or what one document's fingerprint and the
+    short-text rule make of it): their texts side by side with the differences
+    marked, the distance beside the character-bigram Jaccard of the texts, the short-text rule
+    (each text's body length against 200, a short one's sketch, the pair's decision under T),
+    and the terms that weigh most in each fingerprint.
 
     Needs no --store: the texts come from the inputs."""
     from ..report.terminal import explain as explained
     from ..report.terminal import render
 
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
-    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field, encoding=encoding), top, max_pairs)
+    shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field, encoding=encoding), top, max_pairs,
+                      short_texts)
     if json_:
         out(shown.to_dict())
         return

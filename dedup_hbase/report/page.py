@@ -5,7 +5,10 @@ The page holds: the counts of the job's JSON summary (``summary.json``: document
 kept, dropped, rejected; the first four are counted again from ``documents/`` and must agree);
 a histogram of the sizes of the groups of two or more and one of the distances of the dropped
 documents to their vias (plain SVG); the largest groups; a sample of groups of two or more,
-each dropped document's text beside its via's with the differences marked (explain.py); a
+each dropped document's text beside its via's with the differences marked, the bits apart
+beside the character-bigram Jaccard of the whole texts and, for a short text or a run of
+``groups --short-texts T`` (summary.json's ``short_texts``), what the short-text rule says of
+the pair (explain.py); a
 search box that finds a document of a group of two or more by id; for a check output, its
 counts and the histogram of each record's nearest match.
 
@@ -30,7 +33,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..jobs.corpus import Fields
 from . import sources, svg
-from .explain import diff_pieces
+from .explain import diff_pieces, texts_pair
 from .page_parts import check_section, pair_html, render_page
 
 TEXT_CHARS = 4000   # of each text shown and compared
@@ -100,7 +103,7 @@ def build(groups_out: str, inputs: list[str], html_path: str, options: ReportOpt
     search = _search_index(table, options.searchable)
     body = [_counts_html(counts), '<section id="charts"><h2>Histograms</h2>' + "".join(charts) + "</section>",
             _largest_html(firsts, largest, members),
-            _sample_html(chosen, members, pairs, texts, options, len(firsts), bool(inputs))]
+            _sample_html(chosen, members, pairs, texts, options, len(firsts), bool(inputs), counts.get("short_texts"))]
     if check:
         body.append(check_section(check))
     page = render_page(f"dedup-hbase report: {groups_out}", "\n".join(body), _script_json(search["ids"]),
@@ -161,7 +164,7 @@ def _largest_html(firsts: list[dict], largest: list[int], members: dict[str, lis
 
 
 def _sample_html(chosen: list[str], members: dict[str, list[dict]], pairs, texts, options: ReportOptions,
-                 multi: int, have_inputs: bool) -> str:
+                 multi: int, have_inputs: bool, short_texts: int | None) -> str:
     how = (f"{len(chosen):,} of the {multi:,} groups of two or more, drawn with Python's "
            f"random.Random({options.seed}).sample from those groups in the order of their first member "
            f"(--sample {options.sample}, --sample-seed {options.seed}), shown in that order; of each, the first "
@@ -179,8 +182,9 @@ def _sample_html(chosen: list[str], members: dict[str, list[dict]], pairs, texts
                      f'{len(members[group]):,} documents</h3><p class="members">{escape(listed)}</p>')
         for via, doc, distance in by_group.get(group, []):
             if via in texts and doc in texts:
-                pieces = diff_pieces(texts[via].text[:TEXT_CHARS], texts[doc].text[:TEXT_CHARS])
-                parts.append(pair_html(via, doc, distance, pieces))
+                a, b = texts[via].text, texts[doc].text  # the figures of the whole texts, the pieces of their heads
+                pieces = diff_pieces(a[:TEXT_CHARS], b[:TEXT_CHARS])
+                parts.append(pair_html(via, doc, distance, texts_pair(via, a, doc, b, pieces, short_texts)))
             else:
                 parts.append(f'<p class="pair missing">{escape(doc)} via {escape(via)}, {distance} bits: '
                              "texts not in the inputs given</p>")

@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 from . import svg
+from .explain import Pair, rule_lines
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
@@ -27,7 +28,7 @@ svg .bar{fill:#4a7ab5} svg text{font:11px sans-serif;fill:#333}
 .pair .head{grid-column:1/3;font-weight:600}
 .text{white-space:pre-wrap;border:1px solid #ddd;padding:6px;background:#fafafa;overflow-wrap:anywhere}
 del{background:#fbb;text-decoration:line-through} ins{background:#bfb;text-decoration:none}
-.how,.note{color:#555} .members{font-size:12px;color:#444}
+.pair .rule{font-weight:400;color:#555} .how,.note{color:#555} .members{font-size:12px;color:#444}
 #found{margin:6px 0;font-family:monospace} .hidden{display:none}
 @media (max-width:800px){.pair{grid-template-columns:1fr}.pair .head{grid-column:1}}
 """
@@ -75,11 +76,12 @@ def render_page(title: str, body: str, index_json: str, searchable: int, note: s
     return re.sub(r"@[A-Z]+@", lambda m: values[m.group(0)], PAGE)  # one pass: no value is read again
 
 
-def pair_html(via: str, doc: str, distance: int, pieces: list[tuple[str, str, str]]) -> str:
-    """A dropped document's text (right) beside its via's (left), what only one has marked
-    (<del> on the left, <ins> on the right)."""
+def pair_html(via: str, doc: str, distance: int, pair: Pair) -> str:
+    """A dropped document's text (right) beside its via's (left, ``pair.a``), what only one has
+    marked (<del> on the left, <ins> on the right); the bits apart beside the bigram Jaccard,
+    and what the short-text rule says of the pair (``rule_lines``)."""
     left, right = [], []
-    for op, a, b in pieces:
+    for op, a, b in pair.pieces:
         if op == "equal":
             left.append(escape(a))
             right.append(escape(b))
@@ -88,8 +90,10 @@ def pair_html(via: str, doc: str, distance: int, pieces: list[tuple[str, str, st
             left.append(f"<del>{escape(a)}</del>")
         if b:
             right.append(f"<ins>{escape(b)}</ins>")
-    return (f'<div class="pair" data-via="{escape(via)}" data-doc="{escape(doc)}"><div class="head">'
-            f"{escape(doc)} dropped via {escape(via)}, {distance} bits apart</div>"
+    rule = "".join(f'<div class="rule">{escape(line)}</div>' for line in rule_lines(pair))
+    return (f'<div class="pair" data-via="{escape(via)}" data-doc="{escape(doc)}" data-bigrams="{pair.bigrams:.2f}">'
+            f'<div class="head">{escape(doc)} dropped via {escape(via)}, {distance} bits apart, '
+            f"bigram Jaccard {pair.bigrams:.2f}{rule}</div>"
             f'<div class="text via">{"".join(left)}</div><div class="text doc">{"".join(right)}</div></div>')
 
 

@@ -4,8 +4,10 @@ Two texts side by side when the terminal is wide enough for two columns of ``MIN
 cells, else one above the other. What differs is marked: in colour on a terminal (red for
 what only the left/upper text has, green for what only the other has), and, without colour
 (a pipe, a file, ``--no-color``), as ``[-only a's-]`` and ``{+only b's+}``. Widths count the
-cells a character takes (two for East Asian wide characters). Then the distance, the bits
-that differ and each text's weightiest terms (``*`` a term both texts have).
+cells a character takes (two for East Asian wide characters). Then the distance beside the
+character-bigram Jaccard of the bodies, the bits that differ, what the short-text rule says of
+the pair (explain.py's ``rule_lines``) and each text's weightiest terms (``*`` a term both texts
+have).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..errors import InvalidInput
+from ..index.confirm import check_short
 from ..jobs.corpus import Fields
 from ..text.fingerprint import Fingerprinter
 from . import sources
-from .explain import Pair, explain_pair
+from .explain import Pair, Side, document_lines, explain_document, explain_pair, rule_lines
 
 MIN_COLUMN = 40  # cells of one column, side by side
 GAP = " │ "
@@ -99,10 +102,13 @@ def render_pair(pair: Pair, width: int = 100, color: bool = False, title: str = 
     style = Style(color)
     a, b = pair.a, pair.b
     distance = "no fingerprint" if pair.distance is None else f"{pair.distance} bits"
-    yield f"{title}{a.id} ~ {b.id}: distance {distance}, {pair.similarity:.0%} of the text the same"
+    yield (f"{title}{a.id} ~ {b.id}: distance {distance}, bigram Jaccard {pair.bigrams:.2f}, "
+           f"{pair.similarity:.0%} of the text the same")
     if pair.distance:
         yield f"  bits that differ: {', '.join(map(str, pair.differing_bits))}"
     yield f"  {a.id}: {_hex(a.simhash)}    {b.id}: {_hex(b.simhash)}"
+    for line in rule_lines(pair):
+        yield f"  {line}"
     column = (width - len(GAP)) // 2
     if column >= MIN_COLUMN:
         left, right = wrap(marked(pair, "a", style), column, style), wrap(marked(pair, "b", style), column, style)
@@ -146,37 +152,59 @@ def _cut(text: str, width: int) -> str:
 @dataclass
 class Shown:
     """What ``explain`` shows: the pairs, and for a group its members (``id``, ``keep``,
-    ``via``, ``distance``, in input order; empty for a pair asked for by its two ids)."""
+    ``via``, ``distance``, in input order; empty for a pair asked for by its two ids); for one
+    id alone, that ``document`` (no pairs), judged under ``short_texts``."""
 
     pairs: list[Pair]
     group: str | None = None
     members: list[dict] = field(default_factory=list)
+    document: Side | None = None
+    short_texts: int | None = None
 
     def to_dict(self) -> dict:
-        return {"group": self.group, "members": self.members, "pairs": [p.to_dict() for p in self.pairs]}
+        out = {"group": self.group, "members": self.members, "pairs": [p.to_dict() for p in self.pairs]}
+        if self.document is not None:
+            out["document"] = {**self.document.to_dict(), "short_rule": document_lines(self.document, self.short_texts)}
+        return out
 
 
 def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, groups_dir: str | None = None,
-            fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10) -> Shown:
+            fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10,
+            short_texts: int | None = None) -> Shown:
     """Two ids: that pair. One id and a groups output (``groups_dir``): its group, each dropped
-    member beside its via (the id's own pair first, at most ``max_pairs`` pairs). Texts from
-    ``paths`` (the inputs of the groups job)."""
+    member beside its via (the id's own pair first, at most ``max_pairs`` pairs). One id alone:
+    that document (its fingerprint, terms and the short-text rule's view of it). Texts from
+    ``paths`` (the inputs of the groups job). Pairs judged under the short-text rule's
+    ``short_texts`` (T), else the one the groups output was made with."""
+    short_texts = check_short(short_texts)
+    if groups_dir:
+        made = (sources.summary(groups_dir) or {}).get("short_texts")
+        if short_texts is not None and made is not None and made != short_texts:
+            raise InvalidInput(f"{groups_dir} was grouped with short={made}: leave short= out, or give the same, "
+                               f"not {short_texts}", arguments=("short",))
+        short_texts = made if short_texts is None else short_texts
     if len(ids) == 2:
         wanted = [tuple(ids)]
         shown = Shown([])
-    elif len(ids) == 1 and groups_dir:
+    elif len(ids) == 1 and not groups_dir:
+        texts = sources.texts_of(paths, ids, fmt, fields)
+        if ids[0] not in texts:
+            raise InvalidInput(f"no text for {ids[0]!r} in {', '.join(paths)}: give the inputs the document was read from")
+        return Shown([], document=explain_document(ids[0], texts[ids[0]].text, fingerprinter, top), short_texts=short_texts)
+    elif len(ids) == 1:
         shown = group_of(groups_dir, ids[0])
         dropped = [(m["via"], m["id"]) for m in shown.members if not m["keep"]]
         dropped.sort(key=lambda pair: pair[1] != ids[0])  # stable: the id's own pair first
         wanted = dropped[:max_pairs]
     else:
-        raise InvalidInput("give two ids (a pair), or one id and groups_dir=DIR (its group)", arguments=("groups_dir",))
+        raise InvalidInput("give one id (a document), two (a pair), or one id and groups_dir=DIR (its group)",
+                           arguments=("groups_dir",))
     texts = sources.texts_of(paths, {x for pair in wanted for x in pair}, fmt, fields)
     missing = sorted({x for pair in wanted for x in pair} - set(texts))
     if missing:
         raise InvalidInput(f"no text for {', '.join(map(repr, missing[:5]))} in {', '.join(paths)}: "
                            "give the inputs the documents were read from")
-    shown.pairs = [explain_pair(a, texts[a].text, b, texts[b].text, fingerprinter, top) for a, b in wanted]
+    shown.pairs = [explain_pair(a, texts[a].text, b, texts[b].text, fingerprinter, top, short_texts) for a, b in wanted]
     return shown
 
 
@@ -192,6 +220,13 @@ def group_of(groups: str, doc_id: str) -> Shown:
 
 def render(shown: Shown, width: int = 100, color: bool = False) -> Iterator[str]:
     """The lines of ``shown`` for a terminal ``width`` cells wide."""
+    if shown.document is not None:
+        doc = shown.document
+        yield f"{doc.id}: fingerprint {_hex(doc.simhash)}"
+        for line in document_lines(doc, shown.short_texts):
+            yield f"  {line}"
+        yield "  terms that weigh most: " + ", ".join(f"{_term(t.term)} {t.weight}" for t in doc.terms)
+        return
     if shown.group is not None:
         yield f"group {shown.group}: {len(shown.members)} documents, keep {shown.group}"
         for m in shown.members:

@@ -39,7 +39,7 @@ from ..jobs.corpus import Fields, read_records
 from ..stores.memory import MemoryStore
 from ..text.features import normalize
 from ..text.fingerprint import Fingerprinter
-from ..text.shorts import MEASURED_BITS, SHORT_BELOW, bigrams, is_short, text_sketch
+from ..text.shorts import MEASURED_BITS, SHORT_BELOW, is_short, jaccard, similarity, text_sketch
 from .copies import KINDS, copier_for
 
 MAX_K = 8
@@ -53,13 +53,6 @@ def shingle_set(text: str) -> frozenset:
     """Character 4-grams of the letters and digits of the normalised text (for Jaccard)."""
     chars = "".join(ch for ch in normalize(text) if ch.isalnum())
     return frozenset(chars[i:i + 4] for i in range(max(1, len(chars) - 3)))
-
-
-def jaccard(a: frozenset, b: frozenset) -> float:
-    if not a or not b:
-        return 0.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
 
 
 @dataclass
@@ -234,7 +227,7 @@ def _false_drops(result: Tuning, texts: list[str], fps: np.ndarray) -> None:
     for a in range(len(fps)):
         for b in (a + 1 + np.flatnonzero(np.bitwise_count(fps[a + 1:] ^ fps[a]) <= 3)).tolist():
             result.near_pairs += 1
-            if jaccard(bigrams(texts[a]), bigrams(texts[b])) < NEAR_BIGRAMS:
+            if similarity(texts[a], texts[b]) < NEAR_BIGRAMS:
                 result.unrelated += 1
                 sa, sb = (sketches.setdefault(i, text_sketch(texts[i])) for i in (a, b))
                 result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sa, sb, None,

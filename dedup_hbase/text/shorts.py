@@ -71,6 +71,19 @@ def bigrams(text: str) -> frozenset:
     return frozenset(s[i:i + 2] for i in range(max(1, len(s) - 1)))
 
 
+def jaccard(a: frozenset, b: frozenset) -> float:
+    """|a & b| / |a | b|; 0.0 when either set is empty."""
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter) if a and b else 0.0
+
+
+def similarity(a: str, b: str) -> float:
+    """The character-bigram Jaccard of two texts (``bigrams``): the text measure, not the
+    fingerprint, that docs/quality.md judges a drop by (below 0.5: unrelated to its via) and
+    that ``report`` and ``explain`` show beside the bits apart."""
+    return jaccard(bigrams(a), bigrams(b))
+
+
 def bigram_sketch(text: str) -> int:
     """The 1-bit MinHash of ``text``'s character bigrams (a text of one character: itself), with
     ``SHORT_FLAG`` set, whatever its length."""

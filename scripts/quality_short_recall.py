@@ -1,0 +1,195 @@
+"""Recall of planted short copies under the short-text rule, by the way candidates are found
+(issue 44's target: 90%), measured by brute force over all pairs of a corpus of short texts.
+
+``python scripts/quality.py --short-recall`` runs it. The corpus and the planted copies are
+``--precision``'s (quality_precision.py: the same ``planted`` copies for the same ``--seed``);
+each document gets its SimHash (the default featurizer), its short-text sketch
+(``shorts.text_sketch``) and its squeezed body. Every pair of documents is compared (numpy,
+in chunks), and a *variant* is a way of finding candidates:
+
+* ``simhash<=3``: what every path does now (prefix scans of the SimHash within k = 3);
+* ``+sketch<=3``: the sketch also looked up as a signature within 3 bits (the prefix scans of
+  index/layout.py, any 64-bit value within k; ``signatures=body,lead150`` shows the form);
+* ``+exact``: also the pairs whose squeezed bodies are equal (a lookup of the body's hash);
+* ``+bands RxB``: also the pairs that agree in all R of the full 64-bit min-wise hashes of one
+  of B bands (the sketch's own min-wise hashes before their lowest bit is kept: LSH banding,
+  which an index would need as B more rows per document); its cost, the mean candidates a
+  document's bands bring (pairs sharing a band, over the documents);
+* ``all pairs``: every pair: the ceiling of any way of finding candidates under the rule.
+
+Each variant's candidates then pass the short-text rule at T (``confirm.sketches_agree``, as
+every path applies it), or, for ``--short-texts J``, the exact rule the sketch estimates (the
+texts' bigram Jaccard at least 0.5: what an index would need the texts, or a larger sketch,
+for), or, for ``--short-texts WN``, a 256-bit one-bit MinHash (of ``minhashes``) within N bits
+(both rules only over the pairs the sketch keeps: within ``KEEP_SKETCH`` bits), and the groups are the connected components with ``via`` the
+breadth-first tree of jobs/local/components.py (the local engine's own code), weights the
+SimHash distance; recall and the unrelated drops under 200 characters are counted as
+``--precision`` counts them (``shorts.similarity`` < 0.5). Checked against the shipped
+command: ``simhash<=3`` gives ``--precision``'s numbers for the same T.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from quality_precision import NEAR_JACCARD, PLANTED_KINDS, corpora, planted
+
+from dedup_hbase.errors import EmptyDocument
+from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.jobs.local.components import roots, tree_parents
+from dedup_hbase.text.fingerprint import make_fingerprinter
+from dedup_hbase.text.shorts import SEED, SHORT_BELOW, bigrams, jaccard, similarity, squeezed, text_sketch
+
+J_SKETCH = 20     # the pairs the exact bigram rule ("T" J) is computed for
+KEEP_SKETCH = 24   # pairs with sketches at most this many bits apart are kept (every T measured is below)
+WIDE = 256         # bits of the wider one-bit MinHash of the "W" rules
+CHUNK = 400        # rows compared with all the others at once
+BANDS = ((2, 31), (3, 21), (4, 15))  # (R hashes per band, B bands) of the banding variants
+
+
+def minhashes(text: str, count: int = 63) -> np.ndarray:
+    """``count`` full 64-bit min-wise hashes of the text's bigrams (mmh3, then per hash an odd
+    multiplier and splitmix64's finalizer: shorts.bigram_sketch's mix, with multipliers of its
+    own, before the sketch keeps the lowest bit)."""
+    import mmh3
+
+    grams = bigrams(text)
+    hashes = np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+    mix = np.random.default_rng(7).integers(1, 1 << 63, size=count, dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        x = hashes[None, :] * mix[:, None]
+        x ^= x >> np.uint64(30)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+    return x.min(axis=1)
+
+
+def fingerprints(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's SimHash (the default featurizer; 0 for a text ``groups`` rejects) and whether
+    it has one."""
+    fp = make_fingerprinter()
+    sims, valid = np.zeros(len(texts), np.uint64), np.zeros(len(texts), bool)
+    for n, text in enumerate(texts):
+        try:
+            sims[n], valid[n] = fp.fingerprint(text), True
+        except EmptyDocument:
+            pass
+    return sims, valid
+
+
+def close_pairs(sims: np.ndarray, sketches: np.ndarray, bodies: np.ndarray):
+    """Every pair i < j within 3 SimHash bits, or sketches within ``KEEP_SKETCH`` bits, or equal
+    bodies: (i, j, SimHash bits, sketch bits)."""
+    n = len(sims)
+    out = []
+    for lo in range(0, n, CHUNK):
+        i = np.arange(lo, min(lo + CHUNK, n))
+        dsim = np.bitwise_count(sims[i, None] ^ sims[None, :])
+        dsk = np.bitwise_count(sketches[i, None] ^ sketches[None, :])
+        same = bodies[i, None] == bodies[None, :]
+        upper = np.arange(n)[None, :] > i[:, None]
+        a, b = np.nonzero(upper & ((dsim <= 3) | (dsk <= KEEP_SKETCH) | same))
+        out.append((i[a], b, dsim[a, b], dsk[a, b]))
+    return [np.concatenate(x) for x in zip(*out)]
+
+
+def bigram_rule(texts: list[str], i: np.ndarray, j: np.ndarray, dsk: np.ndarray) -> np.ndarray:
+    """The rule a sketch can only estimate: the texts' bigram Jaccard at least ``NEAR_JACCARD``
+    (computed for the pairs with sketches within ``J_SKETCH`` bits: a pair at Jaccard 0.5 is
+    beyond them with probability about 1%; the others count as not near)."""
+    grams = [bigrams(t) for t in texts]
+    near = np.zeros(len(i), bool)
+    for n in np.flatnonzero(dsk <= J_SKETCH):
+        near[n] = jaccard(grams[i[n]], grams[j[n]]) >= NEAR_JACCARD
+    return near
+
+
+def band_agree(mins: np.ndarray, i: np.ndarray, j: np.ndarray, r: int, b: int) -> np.ndarray:
+    """Whether pairs (i, j) agree in all ``r`` hashes of one of ``b`` bands."""
+    agree = np.zeros(len(i), bool)
+    for band in range(b):
+        cols = slice(band * r, band * r + r)
+        agree |= (mins[i, cols] == mins[j, cols]).all(axis=1)
+    return agree
+
+
+def band_cost(mins: np.ndarray, r: int, b: int) -> float:
+    """The mean, over the documents, of the other documents sharing one of its bands (summed
+    over the bands: what a lookup would read)."""
+    total = 0
+    for band in range(b):
+        _, inverse, counts = np.unique(mins[:, band * r:band * r + r], axis=0, return_inverse=True, return_counts=True)
+        total += int((counts[inverse.ravel()] - 1).sum())
+    return total / len(mins)
+
+
+def judged(n: int, edges: np.ndarray, weights: np.ndarray, texts: list[str], copies, first_copy: int) -> dict:
+    """Groups of ``edges`` as the local engine makes them; the unrelated drops under 200 among
+    the corpus's own documents and the planted copies found."""
+    label = roots(n, edges)
+    parent, _ = tree_parents(n, edges, weights, label == np.arange(n))
+    dropped = unrelated = 0
+    for node in np.flatnonzero(parent[:first_copy] >= 0):
+        if len(squeezed(texts[node])) < SHORT_BELOW:
+            dropped += 1
+            unrelated += similarity(texts[node], texts[parent[node]]) < NEAR_JACCARD
+    found = Counter()
+    for copy, original, kind in copies:
+        found[kind] += bool(label[copy] == label[original])
+    return {"dropped": dropped, "unrelated": unrelated, "recall": {k: found[k] for k in PLANTED_KINDS}}
+
+
+def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out: str | None) -> None:
+    docs = corpora(Path(data))[corpus]
+    made = planted(docs, per_kind, random.Random(seed))
+    texts = [t for _, t in docs] + [t for _, t, _, _ in made]
+    index = {doc_id: n for n, (doc_id, _) in enumerate(docs)}
+    copies = [(len(docs) + n, index[original], kind) for n, (_, _, original, kind) in enumerate(made)]
+    per = Counter(kind for _, _, kind in copies)
+    sims, valid = fingerprints(texts)
+    sketches = np.array([text_sketch(t) for t in texts], np.uint64)
+    bodies = np.array([squeezed(t) for t in texts], object)
+    mins = np.stack([minhashes(t) for t in texts])
+    i, j, dsim, dsk = close_pairs(sims, sketches, bodies)
+    ok = valid[i] & valid[j]  # a text without features is rejected by groups: in no pair
+    i, j, dsim, dsk = i[ok], j[ok], dsim[ok], dsk[ok]
+    near = {kind: sum(similarity(texts[c], texts[o]) >= NEAR_JACCARD for c, o, k in copies if k == kind)
+            for kind in PLANTED_KINDS}
+    print(f"{corpus}: {len(texts):,} documents ({len(made)} planted: {dict(per)}), {len(i):,} close pairs; "
+          f"copies with bigram Jaccard >= {NEAR_JACCARD} to their original: {near}", file=sys.stderr)
+    found = {"simhash<=3": dsim <= 3}
+    found["+sketch<=3"] = found["simhash<=3"] | (dsk <= 3)
+    found["+exact"] = found["+sketch<=3"] | (bodies[i] == bodies[j])
+    for r, b in BANDS:
+        found[f"+bands {r}x{b}"] = found["+exact"] | band_agree(mins, i, j, r, b)
+    found["all pairs"] = np.ones(len(i), bool)
+    costs = {f"+bands {r}x{b}": round(band_cost(mins, r, b), 1) for r, b in BANDS}
+    results = []
+    wide = None
+    for t in (None, *[x if x[0] in "JW" else int(x) for x in shorts.split(",")]):
+        if isinstance(t, str) and t[0] == "W" and wide is None:
+            wide = np.stack([np.packbits((minhashes(x, WIDE) & np.uint64(1)).astype(bool)).view(np.uint64) for x in texts])
+        rule = np.ones(len(i), bool) if t is None else (
+            bigram_rule(texts, i, j, dsk) if t == "J" else
+            np.bitwise_count(wide[i] ^ wide[j]).sum(axis=1) <= int(t[1:]) if isinstance(t, str) else
+            sketches_agree(dsim, sketches[i], sketches[j], None, t))
+        for name, mask in found.items():
+            if t is None and name != "simhash<=3":
+                continue
+            keep = mask & rule & ((dsim <= 3) if t is None else True)
+            edges = np.stack([i[keep], j[keep]], axis=1)
+            r = judged(len(texts), edges, dsim[keep], texts, copies, len(docs))
+            r.update(T=t, variant=name, edges=int(keep.sum()), cost=costs.get(name))
+            results.append(r)
+            recall = " ".join(f"{k} {r['recall'][k] / per[k]:.3f}" for k in PLANTED_KINDS)
+            print(f"T={t} {name}: unrelated {r['unrelated']}/{r['dropped']} under 200, recall {recall}"
+                  + (f", {costs[name]} band candidates a document" if name in costs else ""), file=sys.stderr)
+    if json_out:
+        Path(json_out).write_text(json.dumps({"planted": dict(per), "near": near, "results": results}, indent=1))
