@@ -40,10 +40,10 @@ def check(index: Index, **options: Any) -> Callable[[Any], Any]:
 
 def add_new(index: Index, **options: Any) -> Callable[[Any], Any]:
     """The function of ``arrow.add_new(batch, index, **options)``: insert-if-new, ``added``,
-    ``via``, ``distance`` per row. ``map`` caches a dataset read from files: a second ``map``
-    with the same function would read its cached answers, not the index; give it
-    ``load_from_cache_file=False``. ``num_proc`` > 1 copies the function to other processes:
-    an embedded index is one process's (keep ``num_proc=1``)."""
+    ``via``, ``distance`` per row. ``datasets`` cannot hash the function (it holds an open
+    index) and warns once: each ``map`` calls it anew, never answering from a cache.
+    ``num_proc`` > 1 copies the function to other processes: an embedded index is one
+    process's (keep ``num_proc=1``)."""
     _index(index)
     return _batched(lambda table: arrow.add_new(table, index, **options), options)
 
