@@ -123,6 +123,7 @@ def test_two_actors_on_one_hbase_index_add_no_two_within_k(hbase_url, planted): 
         with open_store(url) as store:
             index = Index.open(store)
             assert index.stats()["documents"] == len(added)
+            assert all(d is not None for d in index.get(added))
     finally:
         with open_store(url) as store:
             store.drop()
