@@ -387,3 +387,22 @@ def test_an_index_with_the_short_text_rule_sketches_and_answers_as_the_check_job
     assert [[(m["id"], m["distance"]) for m in r["matches"]] for r in records] == \
         [[(m["id"], m["distance"]) for m in r["matches"] or []] for r in out]
     assert sum(bool(r["matches"]) for r in out) >= 300  # each indexed title finds itself
+
+
+def brute_insert_if_new(indexed: dict[str, int], rows: list[tuple[str, int | None]],
+                        batch_size: int) -> list[tuple[bool, str | None, int | None]]:
+    """Insert-if-new by brute force, batch by batch (the adapters' batches): per row (added,
+    via, distance); a row is refused when an indexed document or an earlier row of its batch is
+    within K, via the nearest by (distance, id); ``None`` for a row without a fingerprint."""
+    known, out = dict(indexed), []
+    for start in range(0, len(rows), batch_size):
+        earlier: list[tuple[str, int]] = []
+        for doc_id, h in rows[start:start + batch_size]:
+            if h is None:
+                out.append((False, None, None))
+                continue
+            near = sorted((hamming(h, o), i) for i, o in [*known.items(), *earlier] if hamming(h, o) <= K)
+            earlier.append((doc_id, h))
+            out.append((not near, near[0][1], near[0][0]) if near else (True, None, None))
+        known.update((i, h) for (i, h), (added, _, _) in zip(rows[start:start + batch_size], out[start:]) if added)
+    return out
