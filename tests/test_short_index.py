@@ -3,8 +3,8 @@ either document is short counts, at any distance, only when both are and their c
 are within T bits. Exact against a brute force with the same rule (``confirm.sketches_agree``) on
 planted structure on every store (with and without a confirmation beyond 3 bits), and on real
 short texts (news titles, unrelated ones sharing one heavy term, true copies) for check, load
---skip-near-dups, load --groups and the service's check and add?if_new=true; the Spark engine
-(and so check --add-new, which only it runs) refuses such an index in one line."""
+--skip-near-dups, load --groups and the service's check and add?if_new=true (the Spark engine's
+load, check and check --add-new: test_spark_check.py)."""
 
 import gzip
 import json
@@ -76,8 +76,9 @@ UNRELATED = ["春节里的中国", "春节近 年味浓", "李希在福建调研
              "习近平会见韩国总统"]
 
 
-@pytest.fixture(scope="module")
-def titles(xwlb_path):
+def title_texts(xwlb_path) -> tuple[list[str], list[str]]:
+    """Originals (``UNRELATED`` and 300 news titles) and copies of them (a full stop added, the
+    same, a space made a comma) with 100 other titles."""
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
         texts = [t for _, line in zip(range(3000), f) if (t := json.loads(line)["title"])]
     rnd = random.Random(44)
@@ -85,6 +86,11 @@ def titles(xwlb_path):
     copies = ([t + "。" for t in rnd.sample(originals, 60)] + rnd.sample(originals, 40)
               + [t.replace(" ", "，", 1) for t in originals if " " in t][:40] + rnd.sample(texts, 100))
     return originals, copies
+
+
+@pytest.fixture(scope="module")
+def titles(xwlb_path):
+    return title_texts(xwlb_path)
 
 
 def lines(path, texts, prefix):
@@ -168,19 +174,11 @@ def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
 
 
 def test_what_the_short_text_rule_refuses(tmp_path):
-    from dedup_hbase.jobs.options import CheckOptions, LoadOptions, SparkOptions
-    from dedup_hbase.jobs.spark.check import spark_check_files
-    from dedup_hbase.jobs.spark.load import spark_load_files
-
     index = Index.create(MemoryStore(), short=T)
     with pytest.raises(InvalidInput, match="this index matches short texts by a sketch of the text"):
         index.query_many([1])
     with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
         Index.create(MemoryStore(), short=-1)
-    for job in (lambda: spark_load_files(index, [str(tmp_path)], LoadOptions(), SparkOptions()),
-                lambda: spark_check_files(index, [str(tmp_path)], CheckOptions(out=str(tmp_path / "o")), SparkOptions())):
-        with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(short=\) is not yet loaded"):
-            job()
     store = str(tmp_path / "index")
     run("--store", store, "init", "--short-texts", str(T))
     done = run("--store", store, "load", str(lines(tmp_path / "f.jsonl", ["x"], "f")), "--fingerprints", check=False)
