@@ -69,11 +69,29 @@ def both(name: str, seed: int) -> tuple[Fingerprinter, Fingerprinter]:
     return fast, slow
 
 
+def squeezed_length(text: str) -> int:
+    """The reference's ``len(shorts.squeezed(text))``: Python's normalize and body_text alone."""
+    return len("".join(boilerplate.body_text(normalize(text)).split()))
+
+
+def assert_same_bodies(fast: Fingerprinter, texts: list[str], name: str) -> None:
+    """``fingerprint_bodies``: the fingerprints of ``fingerprint_many``, and of each text with
+    one its body's length as the reference takes it (jieba), or None (shingles: no body)."""
+    hashes, errors, chars = fast.fingerprint_bodies(texts)
+    want = fast.fingerprint_many(texts)
+    assert np.array_equal(hashes, want[0]) and errors == want[1]
+    surrogates = {i for i, t in enumerate(texts) if re.search("[\ud800-\udfff]", t)}
+    assert chars == [squeezed_length(t) if name == "jieba" and i not in errors and i not in surrogates else None
+                     for i, t in enumerate(texts)]
+
+
 def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
     fast, slow = both(name, seed)
     got, want = fast.fingerprint_many(texts), slow.fingerprint_many(texts)
     assert got[1] == want[1]
     assert got[0].dtype == np.uint64 and np.array_equal(got[0], want[0])
+    assert_same_bodies(fast, texts, name)
+    assert slow.fingerprint_bodies(texts)[2] == [None] * len(texts)  # the Python path: shorts.py takes them
 
 
 def in_use() -> bool:
@@ -153,6 +171,7 @@ def test_every_shared_document(xwlb_path, name, featurizer):
     hasher = Hasher(0)
     assert sorted(errors) == [i for i, features in enumerate(want) if not features]
     assert [int(h) for i, h in enumerate(hashes) if want[i]] == [hasher.simhash(f) for f in want if f]
+    assert_same_bodies(both(featurizer, 0)[0], texts, featurizer)  # the short-text rule's lengths (shorts.py)
     # the core's margins (how sure each bit is: what a lookup's probes flip) of every 7th document
     for i in range(0, len(texts), 7):
         if want[i]:

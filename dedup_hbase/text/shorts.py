@@ -60,9 +60,11 @@ def squeezed(text: str) -> str:
     return "".join(body(text).split())
 
 
-def is_short(text: str) -> bool:
-    """Whether ``text``'s SimHash cannot be trusted alone: fewer than ``SHORT_BELOW`` characters."""
-    return len(squeezed(text)) < SHORT_BELOW
+def is_short(text: str, chars: int | None = None) -> bool:
+    """Whether ``text``'s SimHash cannot be trusted alone: fewer than ``SHORT_BELOW`` characters
+    (``chars``: ``len(squeezed(text))`` as the compiled core gave it with the fingerprint;
+    None: taken here)."""
+    return (len(squeezed(text)) if chars is None else chars) < SHORT_BELOW
 
 
 def bigrams(text: str) -> frozenset:
@@ -87,7 +89,8 @@ def bigram_sketch(text: str) -> int:
     return int(np.bitwise_or.reduce(low << _SHIFT)) | SHORT_FLAG
 
 
-def text_sketch(text: str, other: int | None = None) -> int:
+def text_sketch(text: str, other: int | None = None, chars: int | None = None) -> int:
     """A document's sketch in an index with the short-text rule: ``bigram_sketch`` for a short
-    text; else ``other`` (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared."""
-    return bigram_sketch(text) if is_short(text) else (other or 0) & ~SHORT_FLAG
+    text; else ``other`` (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared.
+    ``chars``: as ``is_short`` takes it."""
+    return bigram_sketch(text) if is_short(text, chars) else (other or 0) & ~SHORT_FLAG

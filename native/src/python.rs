@@ -47,14 +47,23 @@ fn batch<'py, F: Featurize>(
     texts: &Bound<'py, PyList>,
     seed: u32,
     threads: usize,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<Batch<'py>> {
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let strs = texts_of(&items)?;
-    let (hashes, status) =
-        py.detach(|| crate::fingerprint_batch(featurizer, &strs, seed, threads, works));
+    let (hashes, status, bodies) =
+        py.detach(|| crate::fingerprint_bodies(featurizer, &strs, seed, threads, works));
     let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
-    Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
+    let chars: Vec<u8> = bodies.iter().flat_map(|n| n.to_le_bytes()).collect();
+    Ok((
+        PyBytes::new(py, &bytes),
+        PyBytes::new(py, &status),
+        PyBytes::new(py, &chars),
+    ))
 }
+
+/// A batch's fingerprints (8 little-endian bytes a text), statuses (one byte a text) and
+/// bodies' characters without white space (4 little-endian bytes a text, 2^32 - 1 unknown)
+type Batch<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// The bytes of any object with the buffer protocol (`bytes`, a pyarrow `Buffer`, a
 /// memoryview), held for as long as this lives: no copy.
@@ -241,7 +250,8 @@ impl Jieba {
         margins_of(py, &self.0, &self.1, text, seed)
     }
 
-    /// `(fingerprints, statuses)`: 8 little-endian bytes and one status byte a text
+    /// `(fingerprints, statuses, bodies)`: 8 little-endian bytes, one status byte and 4
+    /// little-endian bytes (the body's characters without white space) a text
     #[pyo3(signature = (texts, seed, threads=1))]
     fn fingerprint_batch<'py>(
         &self,
@@ -249,7 +259,7 @@ impl Jieba {
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<Batch<'py>> {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
@@ -334,7 +344,7 @@ impl ShingleCore {
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<Batch<'py>> {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
