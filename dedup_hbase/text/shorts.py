@@ -41,12 +41,17 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _core: list = []  # the compiled core (native.py) or None, looked up once
 
 
+def _usable():
+    """The compiled core (native.py), or None: looked up once."""
+    if not _core:
+        _core.append(usable_core())
+    return _core[0]
+
+
 def body(text: str) -> str:
     """``body_text(normalize(text))``: by the compiled core when it is usable (the same answers,
     tests/test_native.py), else (and for a lone surrogate, which the core cannot take) the reference."""
-    if not _core:
-        _core.append(usable_core())
-    if _core[0] is not None:
+    if _usable() is not None:
         try:
             return _core[0].body_text(_core[0].normalize(text))
         except ValueError:
@@ -73,11 +78,23 @@ def bigrams(text: str) -> frozenset:
     return frozenset(s[i:i + 2] for i in range(max(1, len(s) - 1)))
 
 
+def _bigram_hashes(text: str) -> np.ndarray:
+    """mmh3 of each of ``bigrams(text)`` (uint64): by the compiled core when it is usable (each
+    bigram as often as it comes, which leaves every minimum as it is: the same sketch,
+    tests/test_native.py), else (and for a lone surrogate) the reference's, of the distinct ones."""
+    if (core := _usable()) is not None:
+        try:
+            return np.frombuffer(core.bigram_hashes(text, SEED), dtype="<u8").astype(np.uint64)
+        except ValueError:
+            pass
+    grams = bigrams(text)
+    return np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+
+
 def bigram_sketch(text: str) -> int:
     """The 1-bit MinHash of ``text``'s character bigrams (a text of one character: itself), with
     ``SHORT_FLAG`` set, whatever its length."""
-    grams = bigrams(text)
-    hashes = np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+    hashes = _bigram_hashes(text)
     with np.errstate(over="ignore"):
         x = hashes[None, :] * _MIX[:, None]  # per bit, a bijection of the 64-bit hashes (odd multiplier, splitmix64's finalizer)
         x ^= x >> np.uint64(30)
