@@ -19,6 +19,7 @@ from dedup_hbase.index.layout import cell_qualifier, split_qualifier
 from dedup_hbase.stores.memory import MemoryStore
 
 K, T = 6, 10
+NO_SHORT = ("--short-texts", "off")  # the CLI's indexes here: the confirmation alone (the rule: test_short_index.py)
 
 
 def flip(value: int, bits: int, rnd: random.Random) -> int:
@@ -205,7 +206,7 @@ def test_a_check_of_texts_is_the_brute_force_over_every_signature_and_probe(tmp_
     asked.write_text("".join(json.dumps({"id": f"c{i}", "text": t}, ensure_ascii=False) + "\n"
                              for i, t in enumerate(copies)), encoding="utf-8")
     init = ["--signatures", signatures] + (["--probes", probes] if probes else [])
-    run("--store", store, "init", "--k", str(k), *(["--scheme", "7/1"] if k > 3 else []), "--confirm", str(T), *init)
+    run("--store", store, "init", "--k", str(k), *(["--scheme", "7/1"] if k > 3 else []), "--confirm", str(T), *init, *NO_SHORT)
     run("--store", store, "load", str(data))
     answers = [json.loads(line) for line in run("--store", store, "check", str(asked), "--json").stdout.splitlines()]
     with open_store(store) as opened:
@@ -245,17 +246,17 @@ def test_skip_near_dups_and_the_service_decide_as_a_lookup(tmp_path, news):
     data.write_text("".join(json.dumps({"id": f"d{j}", "text": t}, ensure_ascii=False) + "\n"
                             for j, t in enumerate(texts)), encoding="utf-8")
     store = str(tmp_path / "index")
-    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T), *NO_SHORT)
     report = json.loads(run("--store", store, "load", str(data), "--skip-near-dups", "--json").stdout)
     assert report["near_duplicates_skipped"] == expected.count(False)
     groups = tmp_path / "g.jsonl"
-    run("--store", str(tmp_path / "grouped"), "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    run("--store", str(tmp_path / "grouped"), "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T), *NO_SHORT)
     run("--store", str(tmp_path / "grouped"), "load", str(data), "--groups", str(groups))
     got = {frozenset(json.loads(line)["ids"]) for line in groups.read_text(encoding="utf-8").splitlines()}
     assert got == components([(simhashes[0], sketch) for simhashes, _, sketch in facts], [f"d{j}" for j in
                                                                                           range(len(texts))])
     served = str(tmp_path / "served")
-    run("--store", served, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    run("--store", served, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T), *NO_SHORT)
     with serving(served) as (client, _):
         answer = client.post("/v1/add?if_new=true", json=[{"id": f"d{j}", "text": t} for j, t in enumerate(texts)])
         assert answer.status_code == 200
@@ -281,7 +282,7 @@ def test_precomputed_fingerprints_are_refused_by_both_engines(tmp_path):
     store = str(tmp_path / "index")
     data = tmp_path / "in.jsonl"
     data.write_text(json.dumps({"id": "a", "simhash": "00000000000000ff"}) + "\n")
-    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T))
+    run("--store", store, "init", "--k", str(K), "--scheme", "7/1", "--confirm", str(T), *NO_SHORT)
     for args, message in ((("load", str(data), "--engine", "spark", "--fingerprints"),
                            f"an index with a confirmation (sketches within {T} bits) fingerprints the texts themselves"),
                           (("load", str(data), "--fingerprints"),

@@ -63,7 +63,7 @@ def clean(tmp_path_factory, fingerprints):
     out = {}
     for mode in MODES:
         store = str(tmp_path_factory.mktemp("clean") / "store")
-        subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+        subprocess.run(["dedup-hbase", "init", "--store", store, "--short-texts", "off"], check=True, capture_output=True)  # fingerprints alone
         subprocess.run(load_cmd(store, fingerprints, mode, "-q"), check=True, capture_output=True)
         out[mode] = contents(store)
     assert len(out["skip-near-dups"][0]) < len(out["plain"][0]) == N
@@ -92,7 +92,7 @@ def killed_load(store, fingerprints, mode, records):
 def test_kill_9_mid_load_then_rerun(tmp_path, fingerprints, clean, mode, fraction):
     clean_docs, clean_keys = clean[mode]
     store = str(tmp_path / "store")
-    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    subprocess.run(["dedup-hbase", "init", "--store", store, "--short-texts", "off"], check=True, capture_output=True)  # fingerprints alone
     done = killed_load(store, fingerprints, mode, int(N * fraction))
     assert N * fraction <= done < N
     docs, keys = contents(store)  # reopens, and no document lacks index rows

@@ -46,7 +46,8 @@ def index_contents(path):
 def test_fingerprints_of_another_featurizer_are_refused_and_the_index_is_unchanged(tmp_path):
     docs = write_jsonl(tmp_path / "docs.jsonl", [{"id": f"d{i}", "text": t} for i, t in enumerate(NEWS * 100)])
     shingles = tmp_path / "shingles-index"
-    assert run("init", "--store", shingles, "--featurizer", "shingles").returncode == 0
+    # without the short-text rule: an index of the default's refuses fingerprints alone (test_short_index.py)
+    assert run("init", "--store", shingles, "--featurizer", "shingles", "--short-texts", "off").returncode == 0
     assert run("load", "--store", shingles, docs).returncode == 0
     before = index_contents(shingles)
     made = run("fingerprint", "--file", docs, "--json", "--featurizer", "jieba")  # no index here: jieba
@@ -68,7 +69,9 @@ def test_fingerprints_of_another_featurizer_are_refused_and_the_index_is_unchang
     assert keys_after == before[1] and [(k, v[:8]) for k, v in docs_after] == [(k, v[:8]) for k, v in before[0]]
 
 
-def test_unlabeled_fingerprints_and_replaced_documents_are_said(store, tmp_path):
+def test_unlabeled_fingerprints_and_replaced_documents_are_said(tmp_path):
+    store = tmp_path / "index"
+    assert run("init", "--store", store, "--short-texts", "off").returncode == 0  # fingerprints alone
     first = write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "simhash": "00000000000000ff"},
                                                 {"id": "b", "simhash": "ff00000000000000"}])
     result = run("load", "--store", store, "--fingerprints", first)

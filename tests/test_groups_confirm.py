@@ -181,4 +181,4 @@ def test_what_groups_with_a_confirmation_refuses(news, tmp_path):
     done = runner.invoke(app, ["groups", str(news), "--k", "6", "--confirm", "10", "--out", str(tmp_path / "out"),
                                "--workers", "1"])
     assert done.exit_code == 0, done.output
-    assert "signatures" not in done.stderr and "confirmed within 10 bits, local engine" in done.stderr
+    assert "signatures" not in done.stderr and "confirmed within 10 bits, short texts within 12 sketch bits, local engine" in done.stderr

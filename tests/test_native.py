@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from dedup_hbase.errors import EmptyDocument, InvalidInput
 from dedup_hbase.jobs import workers
-from dedup_hbase.text import boilerplate, native
+from dedup_hbase.text import boilerplate, native, shorts
 from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, normalize
 from dedup_hbase.text.fingerprint import Fingerprinter, Hasher, margins_of
 
@@ -69,11 +69,45 @@ def both(name: str, seed: int) -> tuple[Fingerprinter, Fingerprinter]:
     return fast, slow
 
 
+def reference_squeezed(text: str) -> str:
+    """The reference's ``shorts.squeezed(text)``: Python's normalize and body_text alone."""
+    return "".join(boilerplate.body_text(normalize(text)).split())
+
+
+def squeezed_length(text: str) -> int:
+    return len(reference_squeezed(text))
+
+
+def assert_same_bigram_hashes(text: str) -> None:
+    """The core's ``bigram_hashes`` (shorts.py's MinHash input): the reference's set of the mmh3
+    of each character bigram of the squeezed body, so the same minima, the same sketch."""
+    s = reference_squeezed(text)
+    want = {mmh3.hash64(s[i:i + 2], shorts.SEED, signed=False)[0] for i in range(max(1, len(s) - 1))}
+    got = np.frombuffer(core.bigram_hashes(text, shorts.SEED), dtype="<u8").tolist()
+    assert set(got) == want and len(got) == max(1, len(s) - 1)
+
+
+def assert_same_bodies(fast: Fingerprinter, texts: list[str], name: str) -> None:
+    """``fingerprint_bodies``: the fingerprints of ``fingerprint_many``, and of each text with
+    one its body's length as the reference takes it (jieba), or None (shingles: no body)."""
+    hashes, errors, chars = fast.fingerprint_bodies(texts)
+    want = fast.fingerprint_many(texts)
+    assert np.array_equal(hashes, want[0]) and errors == want[1]
+    surrogates = {i for i, t in enumerate(texts) if re.search("[\ud800-\udfff]", t)}
+    assert chars == [squeezed_length(t) if name == "jieba" and i not in errors and i not in surrogates else None
+                     for i, t in enumerate(texts)]
+    for i, text in enumerate(texts):
+        if name == "jieba" and i not in surrogates and chars[i] is not None and chars[i] < shorts.SHORT_BELOW:
+            assert_same_bigram_hashes(text)
+
+
 def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
     fast, slow = both(name, seed)
     got, want = fast.fingerprint_many(texts), slow.fingerprint_many(texts)
     assert got[1] == want[1]
     assert got[0].dtype == np.uint64 and np.array_equal(got[0], want[0])
+    assert_same_bodies(fast, texts, name)
+    assert slow.fingerprint_bodies(texts)[2] == [None] * len(texts)  # the Python path: shorts.py takes them
 
 
 def in_use() -> bool:
@@ -153,6 +187,7 @@ def test_every_shared_document(xwlb_path, name, featurizer):
     hasher = Hasher(0)
     assert sorted(errors) == [i for i, features in enumerate(want) if not features]
     assert [int(h) for i, h in enumerate(hashes) if want[i]] == [hasher.simhash(f) for f in want if f]
+    assert_same_bodies(both(featurizer, 0)[0], texts, featurizer)  # the short-text rule's lengths (shorts.py)
     # the core's margins (how sure each bit is: what a lookup's probes flip) of every 7th document
     for i in range(0, len(texts), 7):
         if want[i]:
@@ -261,6 +296,19 @@ text = st.lists(st.tuples(st.one_of(line, line, line, st.sampled_from(BOILERPLAT
 
 HYPOTHESIS = settings(max_examples=400, deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@HYPOTHESIS
+@given(text)
+def test_random_text_has_the_same_short_sketch(text):
+    assert_same_bigram_hashes(text)
+    reference = shorts._core[:]
+    try:
+        shorts._core[:] = [None]  # shorts.py's Python path
+        want = shorts.bigram_sketch(text)
+    finally:
+        shorts._core[:] = reference
+    assert shorts.bigram_sketch(text) == want
 
 
 @HYPOTHESIS

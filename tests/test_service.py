@@ -15,6 +15,10 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
+# the service's indexes without the short-text rule (the default's: test_short_index.py tests the
+# service under it): these tests add and look up documents by their simhash alone
+NO_SHORT = ("--short-texts", "off")
+
 
 def cli(*args, input=None):
     result = subprocess.run(["dedup-hbase", *args], capture_output=True, text=True, input=input)
@@ -73,7 +77,7 @@ def test_answers_equal_check_json(store_url, news, tmp_path):
     rnd = random.Random(3)
     sample = rnd.sample(news, 400)  # 5 in 6 indexed, the others not
     probes.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in sample), encoding="utf-8")
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     cli("load", "--store", store_url, str(corpus), "-q")
     expected = [json.loads(line) for line in cli("check", "--store", store_url, str(probes), "--json").splitlines()]
     assert sum(len(e["matches"]) > 0 for e in expected) >= 300  # the test compares real matches
@@ -102,7 +106,7 @@ def clusters(seed: int, count: int = 40, members: int = 5):
 
 
 def test_if_new_under_concurrent_clients_adds_each_cluster_once(store_url):
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     docs = clusters(7)
     ids = list(docs)
     with serving(store_url) as (client, _):
@@ -135,7 +139,7 @@ def test_if_new_under_concurrent_clients_adds_each_cluster_once(store_url):
 
 
 def test_upsert_get_and_delete(store_url):
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     with serving(store_url) as (client, _):
         two = [{"id": "a", "simhash": "00000000000000ff"}, {"id": "b", "simhash": "00000000000000fe"}]
         assert [a["added"] for a in client.post("/v1/add", json=two).json()] == [True, True]  # no if_new
@@ -175,7 +179,7 @@ BAD = [
 
 
 def test_every_kind_of_bad_input_gets_its_4xx_and_the_service_keeps_answering(store_url):
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     with serving(store_url, "--max-docs", "5", "--max-text-bytes", "1000", "--max-body-bytes", "20000") as (client, proc):
         for body, status, message in BAD:
             for path in ("/v1/check", "/v1/add?if_new=true"):
@@ -199,7 +203,7 @@ def test_every_kind_of_bad_input_gets_its_4xx_and_the_service_keeps_answering(st
 def test_the_service_starts_no_process_that_could_outlive_it(tmp_path):
     """Requests are served by threads of the one process: no child exists to be orphaned."""
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     with serving(store) as (client, proc):
         assert client.post("/v1/add", json=[{"id": "a", "text": "长江经济带生态环境保护"}]).status_code == 200
         children = [entry for entry in os.listdir("/proc") if entry.isdigit() and _parent(entry) == proc.pid]
@@ -218,7 +222,7 @@ def test_check_query_and_stats_read_a_store_that_serve_holds(tmp_path):
     """The embedded store has one writer (the server); other processes read it read-only, as
     of their opening, with the index's unmerged writes merged in memory; writers are refused."""
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     docs = clusters(8, count=120)  # 600 documents: 2,400 index cells, more than one direct write
     ids = list(docs)
     with serving(store) as (client, _):
@@ -244,7 +248,7 @@ def test_a_second_serve_or_load_on_a_held_embedded_store_is_refused_at_start(tmp
     """One writer: a second ``serve`` (or ``load``) on an embedded store another ``serve`` holds
     ends at start with one line and status 1, rather than serving and answering every add 503."""
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     (tmp_path / "docs.jsonl").write_text('{"id": "a", "simhash": "5ddcd9e58abddc86"}\n', encoding="utf-8")
     with serving(store) as (client, _):
         for args in (["serve", "--port", "0"], ["load", "--fingerprints", str(tmp_path / "docs.jsonl")]):
@@ -275,7 +279,7 @@ def test_ttl_an_expired_document_stops_matching_and_its_copy_is_added(store_url)
     a document matches while fresh on an index with a TTL: the next test's ``kept``.)"""
     import time
 
-    cli("init", "--store", store_url, "--ttl", "3s")
+    cli("init", "--store", store_url, *NO_SHORT, "--ttl", "3s")
     assert json.loads(cli("stats", "--store", store_url, "--json"))["ttl_s"] == 3
     original, copy = {"id": "a", "simhash": "5ddcd9e58abddc86"}, {"id": "a-copy", "simhash": "5ddcd9e58abddc87"}
     with serving(store_url) as (client, _):
@@ -292,7 +296,7 @@ def test_an_adds_own_ttl_expires_its_documents_sooner_than_the_index(store_url):
     """An index with a TTL of an hour: documents added with ``ttl=2s`` stop matching after 2 s
     and an insert-if-new of a copy then adds it, while a document added without one matches
     before and after; a ttl longer than the index's or not a duration is a 400 naming it."""
-    cli("init", "--store", store_url, "--ttl", "1h")
+    cli("init", "--store", store_url, *NO_SHORT, "--ttl", "1h")
     short, kept = {"id": "short", "simhash": "5ddcd9e58abddc86"}, {"id": "kept", "simhash": "0123456789abcdef"}
     short_copy, kept_copy = {"id": "short-copy", "simhash": "5ddcd9e58abddc87"}, {"id": "kept-copy", "simhash":
                                                                                    "0123456789abcdee"}
@@ -313,7 +317,7 @@ def test_an_adds_own_ttl_expires_its_documents_sooner_than_the_index(store_url):
 
 
 def test_a_ttl_on_an_index_without_one_is_refused(store_url):
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     with serving(store_url) as (client, _):
         refused = client.post("/v1/add?if_new=true&ttl=1h", json=[{"id": "a", "simhash": "0123456789abcdef"}])
         assert refused.status_code == 400
@@ -328,7 +332,7 @@ def test_a_document_with_many_matches_gets_the_nearest_and_the_true_count(store_
     rows += [{"id": f"near{i}", "simhash": f"{base ^ (1 << i):016x}"} for i in range(3)]  # 1 bit away
     corpus = tmp_path / "copies.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     cli("load", "--store", store_url, str(corpus), "--fingerprints", "-q")
     probe = [{"id": "probe", "simhash": f"{base ^ 1:016x}"}]  # near0 itself, 1 bit from the copies, 2 from near1, near2
     expected = json.loads(cli("check", "--store", store_url, "--fingerprints", "--max-matches", "4", "--json", "-",
@@ -354,7 +358,7 @@ def test_concurrent_one_document_requests_answer_as_alone(store_url, news, tmp_p
     corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in news[:1500]), encoding="utf-8")
     sample = random.Random(4).sample(news, 400)
     probes.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in sample), encoding="utf-8")
-    cli("init", "--store", store_url)
+    cli("init", "--store", store_url, *NO_SHORT)
     cli("load", "--store", store_url, str(corpus), "-q")
     expected = {e["id"]: e for e in map(json.loads, cli("check", "--store", store_url, str(probes), "--json").splitlines())}
     docs = clusters(9)
@@ -387,7 +391,7 @@ def test_every_route_and_every_miss_answer_json_with_the_same_headers(tmp_path):
     and `server`; a miss names the method and path (404, 405); a GET route answers HEAD with
     the headers alone; a trailing slash is another path."""
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     with serving(store) as (client, _):
         answers = [client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}]),
                    client.post("/v1/check", json=[{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化！"}]),
@@ -500,7 +504,7 @@ def test_the_document_endpoints_answer_the_same_bytes_whatever_form_the_request_
     body) answer the same bytes, errors included (but `connection: close` where the connection
     closes); pipelined requests after a lane request are answered in order on one connection."""
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     with serving(store) as (client, _):
         url = str(client.base_url).rstrip("/")
         client.post("/v1/add", json=[{"id": "长江", "text": "长江经济带生态环境保护发生了转折性变化"}])
@@ -542,7 +546,7 @@ def test_keep_alive_timeout_closes_a_connection_only_when_idle(tmp_path):
     import time
 
     store = str(tmp_path / "index")
-    cli("init", "--store", store)
+    cli("init", "--store", store, *NO_SHORT)
     body = json.dumps([{"id": "q", "text": "长江经济带生态环境保护发生了转折性变化"}], ensure_ascii=False).encode()
     with serving(store) as (client, _):
         host, port = str(client.base_url).rstrip("/").split("//", 1)[1].rsplit(":", 1)

@@ -34,7 +34,7 @@ def loaded(store: str, folder) -> str:
                             for i, t in (("base", BASE), ("other", OTHER), ("q", EDITED))), encoding="utf-8")
     loaded_part = folder / "indexed.jsonl"
     loaded_part.write_text("".join(path.read_text("utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
-    cli("init", "--store", store)
+    cli("init", "--store", store, "--short-texts", "off")  # it looks one document up by its simhash alone
     cli("load", "--store", store, str(loaded_part))
     return str(path)
 

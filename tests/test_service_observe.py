@@ -20,6 +20,8 @@ from dedup_hbase import open_store
 from conftest import ROOT, hbase_store_url, signal_process
 from serving import started
 
+# without the short-text rule (the default's): these tests add documents by their simhash alone
+NO_SHORT = ("--short-texts", "off")
 READER, WRITER = "reader-token-0123456789", "writer-token-0123456789"
 TOKENS = f"{READER} read\n{WRITER} read,write,delete\n"
 
@@ -45,7 +47,7 @@ def doc(i: str, simhash: int) -> dict:
 
 
 def test_metrics_and_the_access_log_count_exactly_the_requests_sent(store_url, tmp_path):
-    subprocess.run(["dedup-hbase", "init", "--store", store_url], check=True, capture_output=True)
+    subprocess.run(["dedup-hbase", "init", "--store", store_url, *NO_SHORT], check=True, capture_output=True)
     tokens, access = tmp_path / "tokens", tmp_path / "access.log"
     tokens.write_text(TOKENS)
     a, b, c = 0x0123456789ABCDEF, 0xFEDCBA9876543210, 0x5DDCD9E58ABDDC86
@@ -131,7 +133,7 @@ def test_metrics_and_the_access_log_count_exactly_the_requests_sent(store_url, t
 def test_healthz_readyz_and_an_access_log_on_stderr_on_the_embedded_store(tmp_path):
     """Also: without tokens /metrics is open, and with --count-every never it has no document count."""
     store, log = str(tmp_path / "index"), tmp_path / "serve.log"
-    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    subprocess.run(["dedup-hbase", "init", "--store", store, *NO_SHORT], check=True, capture_output=True)
     with started(store, "--access-log", "-", "--count-every", "never", log=log) as (url, _), \
             httpx.Client(base_url=url, timeout=60) as client:
         assert client.get("/readyz").json() == {"ready": True}
@@ -151,7 +153,7 @@ def test_the_document_count_takes_in_other_writers_at_its_next_count(hbase_url, 
     """Another writer of the same HBase tables (a load): the gauge misses its documents until
     the next count (every 2 s here), then has them."""
     store = hbase_store_url(hbase_url)
-    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    subprocess.run(["dedup-hbase", "init", "--store", store, *NO_SHORT], check=True, capture_output=True)
     try:
         with started(store, "--count-every", "2s", log=tmp_path / "serve.log") as (url, _), \
                 httpx.Client(base_url=url, timeout=60) as client:
@@ -192,7 +194,7 @@ def test_readyz_follows_the_hbase_it_uses(own_hbase, tmp_path):
     base, env, folder = own_hbase
     store = f"{base}&table_prefix=r{uuid.uuid4().hex[:8]}"
     launcher = ROOT / "scripts" / "hbase-local"
-    subprocess.run(["dedup-hbase", "init", "--store", store], check=True, capture_output=True)
+    subprocess.run(["dedup-hbase", "init", "--store", store, *NO_SHORT], check=True, capture_output=True)
     with started(store, log=tmp_path / "serve.log") as (url, _), httpx.Client(base_url=url, timeout=60) as client:
         assert readiness(url)[:2] == (200, {"ready": True})
         try:

@@ -3,8 +3,9 @@ either document is short counts, at any distance, only when both are and their c
 are within T bits. Exact against a brute force with the same rule (``confirm.sketches_agree``) on
 planted structure on every store (with and without a confirmation beyond 3 bits), and on real
 short texts (news titles, unrelated ones sharing one heavy term, true copies) for check, load
---skip-near-dups, load --groups and the service's check and add?if_new=true; the Spark engine
-(and so check --add-new, which only it runs) refuses such an index in one line."""
+--skip-near-dups, load --groups and the service's check and add?if_new=true (the Spark engine's
+load, check and check --add-new: test_spark_check.py); the rule is the default of init and groups,
+``--short-texts off`` makes an index without it, and one made before the default says so at open."""
 
 import gzip
 import json
@@ -18,7 +19,7 @@ from dedup_hbase import Document, Index, open_store
 from dedup_hbase.errors import InvalidInput
 from dedup_hbase.index.confirm import sketches_agree
 from dedup_hbase.stores.memory import MemoryStore
-from dedup_hbase.text.shorts import SHORT_FLAG
+from dedup_hbase.text.shorts import MEASURED_BITS, SHORT_FLAG
 
 T = 12
 
@@ -76,8 +77,9 @@ UNRELATED = ["春节里的中国", "春节近 年味浓", "李希在福建调研
              "习近平会见韩国总统"]
 
 
-@pytest.fixture(scope="module")
-def titles(xwlb_path):
+def title_texts(xwlb_path) -> tuple[list[str], list[str]]:
+    """Originals (``UNRELATED`` and 300 news titles) and copies of them (a full stop added, the
+    same, a space made a comma) with 100 other titles."""
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
         texts = [t for _, line in zip(range(3000), f) if (t := json.loads(line)["title"])]
     rnd = random.Random(44)
@@ -85,6 +87,11 @@ def titles(xwlb_path):
     copies = ([t + "。" for t in rnd.sample(originals, 60)] + rnd.sample(originals, 40)
               + [t.replace(" ", "，", 1) for t in originals if " " in t][:40] + rnd.sample(texts, 100))
     return originals, copies
+
+
+@pytest.fixture(scope="module")
+def titles(xwlb_path):
+    return title_texts(xwlb_path)
 
 
 def lines(path, texts, prefix):
@@ -167,21 +174,44 @@ def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
     assert checked.json() == local
 
 
-def test_what_the_short_text_rule_refuses(tmp_path):
-    from dedup_hbase.jobs.options import CheckOptions, LoadOptions, SparkOptions
-    from dedup_hbase.jobs.spark.check import spark_check_files
-    from dedup_hbase.jobs.spark.load import spark_load_files
-
+def test_what_the_short_text_rule_refuses_and_its_default(tmp_path):
     index = Index.create(MemoryStore(), short=T)
     with pytest.raises(InvalidInput, match="this index matches short texts by a sketch of the text"):
         index.query_many([1])
     with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
         Index.create(MemoryStore(), short=-1)
-    for job in (lambda: spark_load_files(index, [str(tmp_path)], LoadOptions(), SparkOptions()),
-                lambda: spark_check_files(index, [str(tmp_path)], CheckOptions(out=str(tmp_path / "o")), SparkOptions())):
-        with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(short=\) is not yet loaded"):
-            job()
+    fingerprints = tmp_path / "f.jsonl"
+    fingerprints.write_text('{"id": "f0", "simhash": "0123456789abcdef", "featurizer": "jieba/2;seed=0"}\n', encoding="utf-8")
     store = str(tmp_path / "index")
-    run("--store", store, "init", "--short-texts", str(T))
-    done = run("--store", store, "load", str(lines(tmp_path / "f.jsonl", ["x"], "f")), "--fingerprints", check=False)
-    assert done.returncode != 0 and "the short-text rule (character sketches within 12 bits) fingerprints" in done.stderr
+    run("--store", store, "init")  # the rule by default, at the measured bits
+    assert json.loads(run("--store", store, "stats", "--json").stdout)["short"] == MEASURED_BITS == T
+    done = run("--store", store, "load", str(fingerprints), "--fingerprints", check=False)
+    assert (done.returncode, done.stderr) == (1, "error: an index with the short-text rule (character sketches within "
+                                                 "12 bits) fingerprints the texts themselves: precomputed fingerprints "
+                                                 "(--fingerprints) carry the body's simhash alone; without the rule: "
+                                                 "--short-texts off\n")
+    done = run("--store", str(tmp_path / "bad"), "init", "--short-texts", "twelve", check=False)
+    assert (done.returncode, done.stderr) == (1, "error: --short-texts takes off or the bits two short texts' sketches "
+                                                 "may differ in, 0 to 64, not 'twelve'\n")
+    off = str(tmp_path / "off")
+    run("--store", off, "init", "--short-texts", "off")
+    assert run("--store", off, "load", str(fingerprints), "--fingerprints").stderr.startswith("read 1, indexed 1")
+    assert "short" not in json.loads(run("--store", off, "stats", "--json").stdout)
+    assert Index.read_config(open_store(off))["short"] is None  # said: not an index of before the default
+    # an index made before the rule was the default (no "short" in its metadata): as then, said at open
+    with open_store(off) as opened:
+        config = Index.read_config(opened)
+        del config["short"]
+        opened.put("meta", [(b"config", json.dumps(config).encode())])
+    done = run("--store", off, "stats")
+    assert done.stderr == (f"note: {off} was made before the short-text rule was the default: its short texts (under "
+                           "200 characters) match on their 64 bits alone, so unrelated ones sharing a term can match; "
+                           "for the rule, make it again (dedup-hbase init) and load its documents again\n")
+    assert run("--store", off, "load", str(fingerprints), "--fingerprints").returncode == 0
+    # groups: the rule by default, off with precomputed fingerprints (they carry no text) or when asked
+    texts = lines(tmp_path / "t.jsonl", UNRELATED, "u")
+    for extra, short, dropped in (((), T, 0), (("--short-texts", "off"), None, 4)):
+        done = json.loads(run("groups", str(texts), "--out", str(tmp_path / f"g{len(extra)}"), "--json", *extra).stdout)
+        assert (done.get("short_texts"), done["to_drop"]) == (short, dropped)
+    done = run("groups", str(fingerprints), "--fingerprints", "--out", str(tmp_path / "gf"), "--json")
+    assert "short_texts" not in json.loads(done.stdout)

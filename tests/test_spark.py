@@ -91,13 +91,15 @@ def index_cells(url: str) -> set[tuple[bytes, bytes]]:
 
 
 def documents(url: str) -> dict[str, tuple[int, dict]]:
-    """Every document: simhash and metadata without the load time."""
+    """Every document: simhash (with a sketch: the head's bytes, IndexSpec.head, as one number) and
+    metadata without the load time."""
     with open_store(url) as store:
+        head = Index.open(store).head
         out = {}
         for key, value in store.iterate("docs"):
-            meta = json.loads(value[8:]) if len(value) > 8 else {}
+            meta = json.loads(value[head:]) if len(value) > head else {}
             meta.pop("loaded", None)
-            out[key.decode()] = (int.from_bytes(value[:8], "big"), meta)
+            out[key.decode()] = (int.from_bytes(value[:head], "big"), meta)
         return out
 
 

@@ -1,7 +1,10 @@
 """check --engine spark against a real HBase and a local Spark (local[2]): the records of the
 local ``check --json`` on the same index, exactly (as sets of records); skew (a prefix holding
 thousands of copies of one fingerprint) bounded with the true count; --add-new leaves the
-index as ``load --skip-near-dups`` of the same input does; the refusals.
+index as ``load --skip-near-dups`` of the same input does; the refusals. An index with the
+short-text rule (text/shorts.py): a Spark load writes the local load's cells and rows, its check
+gives the local check's records and the brute force's matches, its --add-new the index of ``load
+--skip-near-dups``.
 
 One SparkSession serves the whole module (the JVM helper's jars on its classpath)."""
 
@@ -25,6 +28,7 @@ from dedup_hbase.jobs.corpus import Fields, read_records
 from dedup_hbase.jobs.local.check import check as local_check
 from dedup_hbase.jobs.local.load import load as local_load
 from dedup_hbase.jobs.options import CheckOptions, LoadOptions
+from dedup_hbase.stores.memory import MemoryStore
 
 from conftest import hbase_store_url, shared_corpus
 
@@ -36,9 +40,9 @@ def hbase_index(hbase_url):
     """A fresh HBase index URL (4-split, k = 3), dropped afterwards."""
     urls = []
 
-    def make(ttl=None):
+    def make(ttl=None, short=None):
         urls.append(with_zk(hbase_store_url(hbase_url)))
-        Index.create(open_store(urls[-1]), 4, 3, ttl=ttl)
+        Index.create(open_store(urls[-1]), 4, 3, ttl=ttl, short=short)
         return urls[-1]
     yield make
     for url in urls:
@@ -281,3 +285,31 @@ def test_expired_documents_do_not_match(hbase_index, spark, tmp_path):
     same_records(got, expected)
     found = {m["id"] for r in got for m in r["matches"]}
     assert found and not any(i.endswith("old") for i in found)
+
+
+def test_short_texts_load_check_and_add_new_as_the_local_engine(hbase_index, spark, tmp_path):
+    """Real short texts (news titles: unrelated ones sharing one heavy term, true copies) in an
+    index with the short-text rule: what each engine writes and answers, and the brute force."""
+    from test_short_index import T, lines, near, title_texts
+    from test_spark import documents, index_cells, same_report, spark_load_to
+
+    originals, copies = title_texts(shared_corpus("xwlb_zh.jsonl.gz"))
+    rule = Index.create(MemoryStore(), short=T)
+    expected = {f"c{c}": sorted((d, f"o{o}") for o, original in enumerate(originals)
+                                for ok, d in [near(rule, copy, original)] if ok) for c, copy in enumerate(copies)}
+    assert sum(1 for e in expected.values() if e) >= 100
+    base, asked = lines(tmp_path / "o.jsonl", originals, "o"), lines(tmp_path / "c.jsonl", copies, "c")
+    spark_url, local_url = hbase_index(short=T), hbase_index(short=T)
+    report = spark_load_to(spark_url, spark, [base])
+    same_report(report, load_local(local_url, base, fingerprints=False))
+    assert index_cells(spark_url) == index_cells(local_url) and documents(spark_url) == documents(local_url)
+    local = local_records(local_url, asked, fingerprints=False)
+    assert {r["id"]: sorted((m["distance"], m["id"]) for m in r["matches"]) for r in local} == expected
+    spark_check(spark_url, spark, [asked], tmp_path / "out")
+    same_records(json_records(tmp_path / "out"), local)
+    both = lines(tmp_path / "all.jsonl", copies + originals[::3], "n")
+    skipped = load_local(local_url, both, fingerprints=False, skip_near_dups=True, batch_size=5000)
+    added = spark_check(spark_url, spark, [both], tmp_path / "out", add_new=True)
+    assert skipped["near_duplicates_skipped"] >= 100
+    assert (added.added, added.skipped) == (skipped["indexed"], skipped["near_duplicates_skipped"])
+    assert index_state(spark_url) == index_state(local_url)

@@ -131,7 +131,13 @@ class Session:
         return self._store
 
     def index(self, read_only: bool | None = None) -> Index:
-        return Index.open(self.store(read_only=read_only))
+        """The command's index; one made before the short-text rule was the default says so on stderr."""
+        index = Index.open(self.store(read_only=read_only))
+        if index.before_short_default:
+            typer.echo(f"note: {index.store.url} was made before the short-text rule was the default: its short texts "
+                       "(under 200 characters) match on their 64 bits alone, so unrelated ones sharing a term can match; "
+                       "for the rule, make it again (dedup-hbase init) and load its documents again", err=True)
+        return index
 
     def close(self) -> None:
         """Close the store. An error closing it (a full disk) is one line and status 1, or,

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..errors import InvalidInput
-from ..text.shorts import SHORT_FLAG
+from ..text.shorts import MEASURED_BITS, SHORT_FLAG
 from .candidates import Run
 
 CONFIRMED_BEYOND = 3  # matches within this many bits need no confirmation
@@ -52,6 +52,21 @@ def check_short(short: int | None) -> int | None:
         raise InvalidInput(f"short= is the bits two short texts' sketches may differ in, 0 to 64, not {short!r}",
                            arguments=("short",))
     return short
+
+
+def parse_short(value: str | int | None, default: int | None = MEASURED_BITS) -> int | None:
+    """``--short-texts`` as given: not given, ``default`` (the measured bits: the rule is on by
+    default); ``off``: None (no rule); else a whole number of bits, checked (``check_short``)."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        if value.strip().lower() == "off":
+            return None
+        if not value.strip().isdigit():
+            raise InvalidInput(f"short= takes off or the bits two short texts' sketches may differ in, 0 to 64, "
+                               f"not {value!r}", arguments=("short",))
+        value = int(value)
+    return check_short(value)
 
 
 def sketch_spec(spec: dict) -> dict:

@@ -78,6 +78,9 @@ class Index:
         self.schemes = spec.schemes  # one per signature
         self.sketcher = fingerprinter_from_spec(sketch_spec(fingerprinter.spec)) if spec.confirmed else None
         self.head = spec.head  # the bytes of a document row before its metadata
+        # made before the short-text rule was the default (its metadata has no "short"): short
+        # texts match on their 64 bits alone, as then (text/shorts.py)
+        self.before_short_default = False
 
     # -- opening -------------------------------------------------------------
 
@@ -141,7 +144,9 @@ class Index:
         if "confirm" in config and config.get("sketches") != SKETCHES_IN:
             raise IndexOutdated(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
                                 "dedup-hbase): make it again with the same options and load its documents again")
-        return cls(store, IndexSpec.from_config(config), fingerprinter)
+        index = cls(store, IndexSpec.from_config(config), fingerprinter)
+        index.before_short_default = "short" not in config
+        return index
 
     @staticmethod
     def read_config(store: Store) -> dict[str, Any]:

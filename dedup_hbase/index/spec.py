@@ -144,9 +144,10 @@ class IndexSpec:
         """Refuse precomputed fingerprints (``precomputed``) where this index (or ``who``: "groups")
         fingerprints the texts themselves (``needs_texts``; ``lookups``: the job looks its records up)."""
         if precomputed and (what := self.needs_texts(lookups)):
+            off = "; without the rule: short=off" if what.startswith("the short-text rule") else ""
             raise InvalidInput(f"{who} with {what} fingerprints the texts themselves: precomputed "
-                               "fingerprints (fingerprints=True) carry the body's simhash alone",
-                               arguments=("fingerprints",))
+                               f"fingerprints (fingerprints=True) carry the body's simhash alone{off}",
+                               arguments=("fingerprints", "short") if off else ("fingerprints",))
 
     def lookup_args(self, items: Sequence[Any], masks: Callable[[Any], Any] | None = None) -> tuple:
         """``Index.query_many``'s ``more``, ``probes`` and ``sketches`` for ``items`` (records or
@@ -167,8 +168,10 @@ class IndexSpec:
     # -- how it is written and said -------------------------------------------------
 
     def config(self) -> dict[str, Any]:
-        """The metadata entries of these options (beside the format, featurizer and creation time)."""
-        return {"scheme": self.scheme.name, "k": self.k, **self._extras(ttl_key="ttl_s")}
+        """The metadata entries of these options (beside the format, featurizer and creation time);
+        ``short`` always (null: made without the short-text rule; an index made before the rule
+        was the default has no such entry: ``Index.before_short_default``)."""
+        return {"scheme": self.scheme.name, "k": self.k, **self._extras(ttl_key="ttl_s"), "short": self.short}
 
     def summary(self) -> dict[str, Any]:
         """The options beyond scheme and k as ``stats`` shows them, with the preset they match
@@ -185,9 +188,9 @@ class IndexSpec:
 
     @property
     def preset(self) -> str | None:
-        """The name of the preset these options are (at k = 3, whatever the scheme and ttl), or None."""
+        """The name of the preset these options are (at k = 3, whatever the scheme, ttl and short-text rule), or None."""
         for name, (options, _) in PRESETS.items():
-            if self.k == 3 and IndexSpec.make(self.scheme, 3, ttl=self.ttl, **options) == self:
+            if self.k == 3 and IndexSpec.make(self.scheme, 3, ttl=self.ttl, short=self.short, **options) == self:
                 return name
         return None
 

@@ -16,7 +16,6 @@ from itertools import islice
 from ..errors import IndexMismatch
 from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
-from ..text.shorts import text_sketch
 from ..text.signatures import Signatures, settled
 from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
@@ -86,15 +85,13 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
         while batch := list(islice(it, batch_size)):
             yield batch, _to_fingerprint(batch, use_simhash)
 
-    sketched = (lambda item: [r.text for r in item[1]]) if sketcher is not None else (lambda item: [])
+    sketches = sketcher is not None or pool.short
+    sketched = (lambda item: [r.text for r in item[1]]) if sketches else (lambda item: [])
     for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures), sketched):
-        n = len(results) - (len(todo) if sketcher is not None else 0)
+        n = len(results) - (len(todo) if sketches else 0)
         _set_results(todo, results[:n], signatures)
         for record, sketch in zip(todo, results[n:]):
             record.sketch = sketch if isinstance(sketch, int) and not record.error else None
-        if pool.short:  # the short-text rule's sketch, made of the text here (text/shorts.py)
-            for record in todo:
-                record.sketch = None if record.error else text_sketch(record.text, record.sketch)
         yield batch
 
 

@@ -38,6 +38,7 @@ from typing import TypeVar
 
 from ..errors import EmptyDocument, InvalidInput
 from ..text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ..text.shorts import text_sketch
 
 T = TypeVar("T")
 Result = int | str  # a simhash, or why there is none
@@ -73,22 +74,34 @@ def _start(spec: dict, parent: int, sketch_spec: dict | None = None) -> None:
     _sketcher = fingerprinter_from_spec(sketch_spec) if sketch_spec is not None else None
 
 
-def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str]) -> list[Result]:
-    """Simhash of each text, or the reason it has none (featureless text)."""
-    hashes, errors = fingerprinter.fingerprint_many(texts)
-    return [f"{EmptyDocument.REASON}: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
+def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str], bodies: bool = False) -> list[Result]:
+    """Simhash of each text, or the reason it has none (featureless text); with ``bodies``,
+    also (a second list) each body's characters without white space or None
+    (``Fingerprinter.fingerprint_bodies``)."""
+    hashes, errors, *chars = fingerprinter.fingerprint_bodies(texts) if bodies else fingerprinter.fingerprint_many(texts)
+    done = [f"{EmptyDocument.REASON}: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
+    return (done, chars[0]) if bodies else done
 
 
 def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: Fingerprinter | None,
-                     sketch_texts: list[str]) -> list[Result]:
+                     sketch_texts: list[str], short: bool = False) -> list[Result]:
     """``fingerprint_texts`` of ``texts``, then (an index with a confirmation) of ``sketch_texts``
-    by the ``sketcher``, in one list."""
-    done = fingerprint_texts(fingerprinter, texts)
-    return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
+    by the ``sketcher``, in one list. With ``short`` (the short-text rule; ``sketch_texts`` the
+    first of ``texts``) the sketches after the fingerprints are ``shorts.text_sketch``'s, which
+    tells a short text by the body's length the fingerprint's featurizer took (None: a text
+    without a fingerprint)."""
+    if not short:
+        done = fingerprint_texts(fingerprinter, texts)
+        return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
+    done, chars = fingerprint_texts(fingerprinter, texts, bodies=True)
+    others = fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else ()
+    return done + [None if isinstance(done[i], str) else
+                   text_sketch(text, others[i] if others and isinstance(others[i], int) else None, chars[i])
+                   for i, text in enumerate(sketch_texts)]
 
 
-def _work(texts: list[str], sketch_texts: list[str]) -> list[Result]:
-    return fingerprint_both(_worker, texts, _sketcher, sketch_texts)
+def _work(texts: list[str], sketch_texts: list[str], short: bool) -> list[Result]:
+    return fingerprint_both(_worker, texts, _sketcher, sketch_texts, short)
 
 
 @contextmanager
@@ -122,7 +135,7 @@ class FingerprintPool:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.sketcher = sketcher  # an index with a confirmation: its texts' second SimHash, on the workers too
-        self.short = short  # the short-text rule: each text's sketch is text/shorts.py's text_sketch (batches.py)
+        self.short = short  # the short-text rule: each text's sketch is text/shorts.py's text_sketch (fingerprint_both)
         self.workers = workers
         self._processes = None  # the Python path's worker processes
         self._threads: ThreadPoolExecutor | None = None  # the compiled core's worker threads
@@ -159,15 +172,18 @@ class FingerprintPool:
     def _submit(self, texts: list[str], sketch_texts: list[str]) -> Callable[[], list[Result]]:
         """Start fingerprinting ``texts`` (and sketching ``sketch_texts``); returns what waits for the results."""
         if self._threads is not None:
-            return self._threads.submit(fingerprint_both, self.fingerprinter, texts, self.sketcher, sketch_texts).result
-        return self._processes.apply_async(_work, (texts, sketch_texts)).get
+            return self._threads.submit(fingerprint_both, self.fingerprinter, texts, self.sketcher, sketch_texts,
+                                        self.short).result
+        return self._processes.apply_async(_work, (texts, sketch_texts, self.short)).get
 
     def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]],
             sketch_of: Callable[[T], list[str]] = lambda batch: []) -> Iterator[tuple[T, list[Result]]]:
-        """Per batch, the results of its ``texts_of``, then (with a sketcher) of its ``sketch_of``."""
+        """Per batch, the results of its ``texts_of``, then (with a sketcher or ``short``) the
+        sketches of its ``sketch_of`` (``fingerprint_both``)."""
         if self._threads is None and self._processes is None:
             for batch in batches:
-                yield batch, fingerprint_both(self.fingerprinter, texts_of(batch), self.sketcher, sketch_of(batch))
+                yield batch, fingerprint_both(self.fingerprinter, texts_of(batch), self.sketcher, sketch_of(batch),
+                                              self.short)
             return
         pending: deque = deque()
         for batch in batches:

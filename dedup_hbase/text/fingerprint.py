@@ -163,6 +163,16 @@ class Fingerprinter:
                 errors[i] = str(e)
         return out, errors
 
+    def fingerprint_bodies(self, texts: list[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str], list]:
+        """``fingerprint_many``, and per text its body's characters without white space
+        (``len(shorts.squeezed(text))``) where the compiled core's featurizer took the body on
+        the way, else None (the Python path: text/shorts.py takes it itself)."""
+        if self._core is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise InvalidInput(f"threads must be a positive integer, not {threads!r}")
+            return self._core.fingerprint_bodies(texts, threads)
+        return (*self.fingerprint_many(texts, threads), [None] * len(texts))
+
     def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array (a slice too),
         a null's message ``native.NO_TEXT``. With the compiled core, it reads the array's

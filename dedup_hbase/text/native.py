@@ -34,6 +34,7 @@ from ..errors import EmptyDocument
 
 ENV = "DEDUP_HBASE_NATIVE"
 _OK, _EMPTY, _NO_FEATURES, _SURROGATE, _NULL, _NOT_UTF8 = range(6)
+_NO_BODY = (1 << 32) - 1  # a body length the core does not know (fingerprint_bodies)
 NO_TEXT = "no text"  # a null of an Arrow string array (jobs/batches.py's word for a record without one)
 NOT_UTF8 = "not UTF-8"
 
@@ -166,8 +167,15 @@ class NativeFingerprinter:
         the core works; with ``threads`` > 1 that many threads share the batch, each
         taking a few texts at a time until none is left (a long text holds up only its
         own thread). The texts' UTF-8 is taken on the calling thread first."""
-        hashes, status = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
-                                                     self.seed, threads)
+        return self.fingerprint_bodies(texts, threads)[:2]
+
+    def fingerprint_bodies(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str], list]:
+        """``fingerprint_many``, and per text the characters of its body that are not white
+        space (``len(shorts.squeezed(text))``), as the jieba featurizer took the body, or None
+        (no fingerprint, a featurizer of no body, a text the reference fingerprinted)."""
+        hashes, status, bodies = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
+                                                             self.seed, threads)
+        chars = [None if n == _NO_BODY else n for n in np.frombuffer(bodies, dtype="<u4").tolist()]
         out = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)
         codes = np.frombuffer(status, dtype=np.uint8)
         errors: dict[int, str] = {}
@@ -179,7 +187,7 @@ class NativeFingerprinter:
                     errors[i] = str(e)
             else:
                 errors[i] = EmptyDocument.EMPTY_TEXT if codes[i] == _EMPTY else EmptyDocument.NO_FEATURES
-        return out, errors
+        return out, errors, chars
 
     def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array, read from its

@@ -41,12 +41,17 @@ _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _core: list = []  # the compiled core (native.py) or None, looked up once
 
 
+def _usable():
+    """The compiled core (native.py), or None: looked up once."""
+    if not _core:
+        _core.append(usable_core())
+    return _core[0]
+
+
 def body(text: str) -> str:
     """``body_text(normalize(text))``: by the compiled core when it is usable (the same answers,
     tests/test_native.py), else (and for a lone surrogate, which the core cannot take) the reference."""
-    if not _core:
-        _core.append(usable_core())
-    if _core[0] is not None:
+    if _usable() is not None:
         try:
             return _core[0].body_text(_core[0].normalize(text))
         except ValueError:
@@ -60,9 +65,11 @@ def squeezed(text: str) -> str:
     return "".join(body(text).split())
 
 
-def is_short(text: str) -> bool:
-    """Whether ``text``'s SimHash cannot be trusted alone: fewer than ``SHORT_BELOW`` characters."""
-    return len(squeezed(text)) < SHORT_BELOW
+def is_short(text: str, chars: int | None = None) -> bool:
+    """Whether ``text``'s SimHash cannot be trusted alone: fewer than ``SHORT_BELOW`` characters
+    (``chars``: ``len(squeezed(text))`` as the compiled core gave it with the fingerprint;
+    None: taken here)."""
+    return (len(squeezed(text)) if chars is None else chars) < SHORT_BELOW
 
 
 def bigrams(text: str) -> frozenset:
@@ -84,11 +91,23 @@ def similarity(a: str, b: str) -> float:
     return jaccard(bigrams(a), bigrams(b))
 
 
+def _bigram_hashes(text: str) -> np.ndarray:
+    """mmh3 of each of ``bigrams(text)`` (uint64): by the compiled core when it is usable (each
+    bigram as often as it comes, which leaves every minimum as it is: the same sketch,
+    tests/test_native.py), else (and for a lone surrogate) the reference's, of the distinct ones."""
+    if (core := _usable()) is not None:
+        try:
+            return np.frombuffer(core.bigram_hashes(text, SEED), dtype="<u8").astype(np.uint64)
+        except ValueError:
+            pass
+    grams = bigrams(text)
+    return np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+
+
 def bigram_sketch(text: str) -> int:
     """The 1-bit MinHash of ``text``'s character bigrams (a text of one character: itself), with
     ``SHORT_FLAG`` set, whatever its length."""
-    grams = bigrams(text)
-    hashes = np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+    hashes = _bigram_hashes(text)
     with np.errstate(over="ignore"):
         x = hashes[None, :] * _MIX[:, None]  # per bit, a bijection of the 64-bit hashes (odd multiplier, splitmix64's finalizer)
         x ^= x >> np.uint64(30)
@@ -100,7 +119,8 @@ def bigram_sketch(text: str) -> int:
     return int(np.bitwise_or.reduce(low << _SHIFT)) | SHORT_FLAG
 
 
-def text_sketch(text: str, other: int | None = None) -> int:
+def text_sketch(text: str, other: int | None = None, chars: int | None = None) -> int:
     """A document's sketch in an index with the short-text rule: ``bigram_sketch`` for a short
-    text; else ``other`` (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared."""
-    return bigram_sketch(text) if is_short(text) else (other or 0) & ~SHORT_FLAG
+    text; else ``other`` (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared.
+    ``chars``: as ``is_short`` takes it."""
+    return bigram_sketch(text) if is_short(text, chars) else (other or 0) & ~SHORT_FLAG

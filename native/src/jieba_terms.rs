@@ -13,7 +13,7 @@ use crate::normalize::normalize;
 use crate::slice_map::SliceMap;
 pub use crate::term_counts::Work;
 use crate::term_counts::{count, text_of, A_GRAM, CHUNK_TOKENS, KEEP_TERMS};
-use crate::unicode::{is_alnum, is_alpha, len, splitlines, str_is_alpha, strip};
+use crate::unicode::{is_alnum, is_alpha, is_space, len, splitlines, str_is_alpha, strip};
 use rustc_hash::FxHashSet;
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -150,7 +150,9 @@ impl JiebaTerms {
     /// of its tokens or terms (a 50 MB text has millions).
     pub fn each_feature(&self, text: &str, work: &mut Work, sink: &mut dyn FnMut(&str, i64)) {
         let body = body_text(&normalize(text));
+        let body_chars = body.chars().filter(|&c| !is_space(c)).count();
         let Work {
+            body_chars: _,
             cut,
             tokens,
             codes,
@@ -206,6 +208,7 @@ impl JiebaTerms {
         if work.counts.capacity() > KEEP_TERMS {
             *work = Work::default();
         }
+        work.body_chars = body_chars;
     }
 
     /// The `Kind` of `word`, a token; `node` is its node when it is a word of the

@@ -50,6 +50,12 @@ pub trait Featurize: Send + Sync {
     /// Each `(feature, weight)` of `text`, in the order the Python dict has them.
     fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64));
 
+    /// After `each_feature` of a text with `work`: its body's characters that are not white
+    /// space (`len(shorts.squeezed(text))`), where the featurizer took the body; else None.
+    fn body_chars(&self, _work: &Self::Work) -> Option<usize> {
+        None
+    }
+
     /// `featurizer.features(text)`
     fn features(&self, text: &str) -> Vec<(String, i64)> {
         let mut out = Vec::new();
@@ -65,6 +71,10 @@ impl Featurize for jieba_terms::JiebaTerms {
 
     fn each_feature(&self, text: &str, work: &mut Self::Work, sink: &mut dyn FnMut(&str, i64)) {
         jieba_terms::JiebaTerms::each_feature(self, text, work, sink)
+    }
+
+    fn body_chars(&self, work: &Self::Work) -> Option<usize> {
+        Some(work.body_chars)
     }
 }
 
@@ -157,43 +167,67 @@ pub fn fingerprint_batch<F: Featurize>(
     threads: usize,
     works: &Works<F::Work>,
 ) -> (Vec<u64>, Vec<u8>) {
+    let (hashes, status, _) = fingerprint_bodies(featurizer, texts, seed, threads, works);
+    (hashes, status)
+}
+
+/// `fingerprint_batch`, and of each text with a fingerprint its body's characters that are
+/// not white space (`Featurize::body_chars`; `u32::MAX` where the featurizer took no body)
+pub fn fingerprint_bodies<F: Featurize>(
+    featurizer: &F,
+    texts: &[Option<&str>],
+    seed: u32,
+    threads: usize,
+    works: &Works<F::Work>,
+) -> (Vec<u64>, Vec<u8>, Vec<u32>) {
     let mut hashes = vec![0u64; texts.len()];
     let mut status = vec![0u8; texts.len()];
-    let run =
-        |texts: &[Option<&str>], hashes: &mut [u64], status: &mut [u8], work: &mut F::Work| {
-            for ((text, h), s) in texts.iter().zip(hashes.iter_mut()).zip(status.iter_mut()) {
-                match text {
-                    None => *s = Status::Surrogate as u8,
-                    Some(text) => match fingerprint(featurizer, text, seed, work) {
-                        Ok(value) => *h = value,
-                        Err(why) => *s = why as u8,
-                    },
-                }
+    let mut bodies = vec![u32::MAX; texts.len()];
+    let run = |texts: &[Option<&str>],
+               hashes: &mut [u64],
+               status: &mut [u8],
+               bodies: &mut [u32],
+               work: &mut F::Work| {
+        let outs = hashes.iter_mut().zip(status.iter_mut()).zip(bodies.iter_mut());
+        for (text, ((h, s), b)) in texts.iter().zip(outs) {
+            match text {
+                None => *s = Status::Surrogate as u8,
+                Some(text) => match fingerprint(featurizer, text, seed, work) {
+                    Ok(value) => {
+                        *h = value;
+                        if let Some(n) = featurizer.body_chars(work) {
+                            *b = u32::try_from(n).unwrap_or(u32::MAX - 1);
+                        }
+                    }
+                    Err(why) => *s = why as u8,
+                },
             }
-        };
+        }
+    };
     let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
     if threads == 1 {
-        works.with(|work| run(texts, &mut hashes, &mut status, work));
+        works.with(|work| run(texts, &mut hashes, &mut status, &mut bodies, work));
     } else {
         let chunks = std::sync::Mutex::new(
             texts
                 .chunks(CHUNK)
                 .zip(hashes.chunks_mut(CHUNK))
-                .zip(status.chunks_mut(CHUNK)),
+                .zip(status.chunks_mut(CHUNK))
+                .zip(bodies.chunks_mut(CHUNK)),
         );
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     works.with(|work| loop {
                         let next = chunks.lock().expect("a worker panicked").next();
-                        let Some(((t, h), s)) = next else { break };
-                        run(t, h, s, work);
+                        let Some((((t, h), s), b)) = next else { break };
+                        run(t, h, s, b, work);
                     })
                 });
             }
         });
     }
-    (hashes, status)
+    (hashes, status, bodies)
 }
 
 /// The texts of an Arrow `string` (`width` 4) or `large_string` (`width` 8) array from its

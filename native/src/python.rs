@@ -47,14 +47,23 @@ fn batch<'py, F: Featurize>(
     texts: &Bound<'py, PyList>,
     seed: u32,
     threads: usize,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+) -> PyResult<Batch<'py>> {
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let strs = texts_of(&items)?;
-    let (hashes, status) =
-        py.detach(|| crate::fingerprint_batch(featurizer, &strs, seed, threads, works));
+    let (hashes, status, bodies) =
+        py.detach(|| crate::fingerprint_bodies(featurizer, &strs, seed, threads, works));
     let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
-    Ok((PyBytes::new(py, &bytes), PyBytes::new(py, &status)))
+    let chars: Vec<u8> = bodies.iter().flat_map(|n| n.to_le_bytes()).collect();
+    Ok((
+        PyBytes::new(py, &bytes),
+        PyBytes::new(py, &status),
+        PyBytes::new(py, &chars),
+    ))
 }
+
+/// A batch's fingerprints (8 little-endian bytes a text), statuses (one byte a text) and
+/// bodies' characters without white space (4 little-endian bytes a text, 2^32 - 1 unknown)
+type Batch<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// The bytes of any object with the buffer protocol (`bytes`, a pyarrow `Buffer`, a
 /// memoryview), held for as long as this lives: no copy.
@@ -241,7 +250,8 @@ impl Jieba {
         margins_of(py, &self.0, &self.1, text, seed)
     }
 
-    /// `(fingerprints, statuses)`: 8 little-endian bytes and one status byte a text
+    /// `(fingerprints, statuses, bodies)`: 8 little-endian bytes, one status byte and 4
+    /// little-endian bytes (the body's characters without white space) a text
     #[pyo3(signature = (texts, seed, threads=1))]
     fn fingerprint_batch<'py>(
         &self,
@@ -249,7 +259,7 @@ impl Jieba {
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<Batch<'py>> {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
@@ -334,7 +344,7 @@ impl ShingleCore {
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<Batch<'py>> {
         batch(py, &self.0, &self.1, texts, seed, threads)
     }
 
@@ -382,6 +392,27 @@ fn hash64(data: &[u8], seed: u32) -> u64 {
     mmh3::hash64(data, seed)
 }
 
+/// `shorts.bigrams(text)`'s hashes (`mmh3.hash64(gram, seed, signed=False)[0]`), 8
+/// little-endian bytes each, a bigram as often as it comes (the MinHash takes minima): the
+/// character bigrams of the body without white space (a body of one character or none: itself)
+#[pyfunction]
+fn bigram_hashes<'py>(py: Python<'py>, text: &Bound<'py, PyAny>, seed: u32) -> PyResult<Bound<'py, PyBytes>> {
+    let body = boilerplate::body_text(&normalize::normalize(&str_arg(text)?));
+    let squeezed: String = body.chars().filter(|&c| !unicode::is_space(c)).collect();
+    let starts: Vec<usize> = squeezed
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(squeezed.len()))
+        .collect();
+    let grams = starts.len().saturating_sub(2).max(1);
+    let mut out = Vec::with_capacity(8 * grams);
+    for i in 0..grams {
+        let gram = &squeezed[starts[i]..starts[(i + 2).min(starts.len() - 1)]];
+        out.extend_from_slice(&mmh3::hash64(gram.as_bytes(), seed).to_le_bytes());
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
 #[pymodule]
 fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -400,6 +431,7 @@ fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ShingleCore>()?;
     m.add_function(wrap_pyfunction!(py_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(body_text, m)?)?;
+    m.add_function(wrap_pyfunction!(bigram_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(boilerplate_reason, m)?)?;
     m.add_function(wrap_pyfunction!(hash64, m)?)?;
     Ok(())

@@ -23,6 +23,9 @@ const KEPT_GRAM: u32 = u32::MAX - 3;
 /// The buffers of one text's features, kept from text to text (one per thread).
 #[derive(Default)]
 pub struct Work {
+    /// the characters of the last text's body that are not white space (`str.isspace`):
+    /// `len(shorts.squeezed(text))`, what tells a short text (text/shorts.py)
+    pub body_chars: usize,
     pub cut: Scratch,
     /// the tokens of a chunk of the body
     pub tokens: Vec<Token>,

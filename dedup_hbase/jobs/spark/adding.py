@@ -13,12 +13,15 @@ of the p1 (A), the first p1 whose id1 differs from A's (B) and the first p2 (P2)
 at position ``pos`` with ``id`` has an earlier near document with another id exactly when
 ``A.p1 < pos and A.id != id``, or ``B < pos``, or ``P2 < pos``.
 
-An index of several signatures, with probes or a confirmation (``earlier_found``): the same
+An index of several signatures, with probes, a confirmation or the short-text rule
+(``earlier_found``): the same
 firsts per signature, over the fingerprints each of a document's lookups (its simhash of that
 signature and each probe) finds among the input's, not over near fingerprints; a document has an
-earlier near one when any of its lookups does. With a confirmation the firsts are per fingerprint
-and sketch, and a lookup (with the document's own simhash and sketch) counts those beyond 3 bits
-of its own simhash only where the two sketches are within the bits allowed (index/confirm.py).
+earlier near one when any of its lookups does. With a sketch the firsts are per fingerprint
+and sketch, and a lookup (with the document's own simhash and sketch) counts a fingerprint where
+``confirm.sketches_agree`` says (pairs.sketches_agree): beyond 3 bits of its own simhash only
+with the two sketches within the bits allowed; with the short-text rule, a pair with a short
+document at any distance only when both are and their sketches are within the rule's bits.
 The firsts' rule holds over any partition of the earlier documents, so copies still cost in
 proportion: copies share their fingerprint, sketch and lookups.
 """
@@ -28,7 +31,6 @@ from __future__ import annotations
 import time
 from functools import reduce
 
-from ...index.confirm import CONFIRMED_BEYOND
 from ...index.index import Index
 from ..reports import LoadReport
 from . import bulk, pairs, records, rows
@@ -88,23 +90,24 @@ def earlier_near(good, index: Index):
 
 
 def earlier_found(good, index: Index):
-    """``earlier_near`` of an index of several signatures, with probes or a confirmation: whether
-    a lookup of a document (every signature's simhash and probe: lookup.py) finds an earlier
-    document of ``good`` with another id, for the documents where one does. Per signature, the
-    same three firsts as ``earlier_near`` (per fingerprint, and with a confirmation per
-    fingerprint and sketch), over the fingerprints each lookup finds (pairs.query_pairs)."""
+    """``earlier_near`` of an index of several signatures, with probes, a confirmation or the
+    short-text rule: whether a lookup of a document (every signature's simhash and probe:
+    lookup.py) finds an earlier document of ``good`` with another id, for the documents where
+    one does. Per signature, the same three firsts as ``earlier_near`` (per fingerprint, and
+    with a sketch per fingerprint and sketch), over the fingerprints each lookup finds
+    (pairs.query_pairs)."""
     from pyspark.sql import functions as F
 
-    confirm = index.confirm
+    sketched = index.spec.sketched
     docs = good.select("pos", "id", "simhash", "more", "masks",
-                       (F.col("sketch") if confirm is not None else F.lit(None).cast("bigint")).alias("sketch"))
-    # a lookup's answer depends on its query, and with a confirmation on its own simhash and sketch
-    lookup = ["q"] if confirm is None else ["q", "own", "sketch"]
+                       (F.col("sketch") if sketched else F.lit(None).cast("bigint")).alias("sketch"))
+    # a lookup's answer depends on its query, and with a sketch on its own simhash and sketch
+    lookup = ["q", "own", "sketch"] if sketched else ["q"]
     parts = []
     for place, scheme in enumerate(index.schemes):
         own = rows.signature_simhash(place)
         bases = docs.select("pos", "id", own.alias("simhash"), "sketch")
-        group = ["simhash"] if confirm is None else ["simhash", "sketch"]
+        group = ["simhash", "sketch"] if sketched else ["simhash"]
         first = bases.groupBy(*group).agg(F.min(F.struct("pos", "id")).alias("f"))
         second = (bases.join(first, group).where(F.col("id") != F.col("f.id"))
                   .groupBy(*group).agg(F.min("pos").alias("p2")))
@@ -114,13 +117,13 @@ def earlier_found(good, index: Index):
         queries = docs.select("pos", "id", own.alias("own"), "sketch",
                               F.explode(_queries(own, F.element_at("masks", place + 1) if probed else None)).alias("q"))
         near = pairs.query_pairs(queries.select("q").distinct(), stats.select("simhash").distinct(), scheme, index.k)
-        if confirm is None:
+        if not sketched:
             around = near.join(stats, "simhash")
         else:
             found = queries.select(*lookup).distinct().join(near, "q").join(
                 stats.withColumnRenamed("sketch", "their"), "simhash")
-            around = found.where((F.bit_count(F.col("own").bitwiseXOR(F.col("simhash"))) <= F.lit(CONFIRMED_BEYOND))
-                                 | (F.bit_count(F.col("sketch").bitwiseXOR(F.col("their"))) <= F.lit(confirm)))
+            around = found.where(pairs.sketches_agree(F.bit_count(F.col("own").bitwiseXOR(F.col("simhash"))),
+                                                      F.col("sketch"), F.col("their"), index.confirm, index.spec.short))
         a = around.groupBy(*lookup).agg(F.min(F.struct("p1", "id1")).alias("a"), F.min("p2").alias("p2"))
         b = (around.join(a.select(*lookup, F.col("a.id1").alias("a_id")), lookup).where(F.col("id1") != F.col("a_id"))
              .groupBy(*lookup).agg(F.min("p1").alias("b")))

@@ -102,7 +102,7 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
     targets = rows.partition_targets(total)
     (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = plans
     cells = rows.cells(winners, index.schemes, job_ms // 1000, (i_splits, targets[i_first:i_first + i_count], i_per),
-                       (d_splits, targets[d_first:d_first + d_count], d_per), index.confirm is not None)
+                       (d_splits, targets[d_first:d_first + d_count], d_per), index.spec.sketched)
     cells = cells.repartition(total, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
     hadoop.delete(spark, job_dir)  # what a killed run of the same load left
     try:

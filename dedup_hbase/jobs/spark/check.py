@@ -61,9 +61,6 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
     check records (outputs.py) written under ``options.out``; with ``options.add_new`` the new
     documents then indexed (adding.py). ``session``: a running SparkSession to use and leave
     running. Raises ``Interrupted`` on SIGINT or SIGTERM."""
-    if index.spec.short is not None:
-        raise InvalidInput("an index with the short-text rule (short=) is not yet loaded or checked by the Spark "
-                           "engine: use engine='local'", arguments=("short", "engine"))
     if index.store.hfile_target() is None:  # first: no --out makes this store one it reads
         raise InvalidInput("check engine=spark reads an HBase index (hbase://...); use the local engine here",
                            arguments=("engine",))

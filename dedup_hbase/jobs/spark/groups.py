@@ -192,12 +192,7 @@ def _agree(distance, allowed: int | None, short: int | None):
     """``confirm.sketches_agree`` of the columns ``sa`` and ``sb`` (signed longs) at ``distance``."""
     from pyspark.sql import functions as F
 
-    apart = F.bit_count(F.col("sa").bitwiseXOR(F.col("sb")))
-    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (apart <= F.lit(allowed) if allowed is not None else F.lit(False))
-    if short is None:
-        return plain
-    fa, fb = (F.col(c).bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in ("sa", "sb"))
-    return F.when(fa | fb, fa & fb & (apart <= F.lit(short))).otherwise(plain)
+    return pairs.sketches_agree(distance, F.col("sa"), F.col("sb"), allowed, short)
 
 
 def _sketches(firsts, own, key: str):

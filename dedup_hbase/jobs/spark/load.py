@@ -44,9 +44,6 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     if options.skip_near_dups or options.groups:
         raise InvalidInput("skipping near-duplicates and writing their groups need the local engine: they "
                            "look up each batch in the index as it grows")
-    if index.spec.short is not None:
-        raise InvalidInput("an index with the short-text rule (short=) is not yet loaded or checked by the Spark "
-                           "engine: use engine='local'", arguments=("short", "engine"))
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
     index.spec.check_inputs(options.fingerprints)

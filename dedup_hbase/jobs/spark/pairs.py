@@ -20,8 +20,24 @@ the groups (spark/groups.py) and the near fingerprints ``--add-new`` needs (spar
 
 from __future__ import annotations
 
+from ...index.confirm import CONFIRMED_BEYOND
 from ...index.layout import Scheme
+from ...text.shorts import SHORT_FLAG
 from .rows import segment
+
+
+def sketches_agree(distance, a, b, allowed: int | None, short: int | None):
+    """``confirm.sketches_agree`` in Spark SQL: whether a pair at ``distance`` with the sketches
+    ``a`` and ``b`` (signed long columns) matches, under a confirmation of ``allowed`` bits
+    (None: none) and the short-text rule of ``short`` bits (None: none)."""
+    from pyspark.sql import functions as F
+
+    apart = F.bit_count(a.bitwiseXOR(b))
+    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (apart <= F.lit(allowed) if allowed is not None else F.lit(False))
+    if short is None:
+        return plain
+    fa, fb = (c.bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in (a, b))
+    return F.when(fa | fb, fa & fb & (apart <= F.lit(short))).otherwise(plain)
 
 
 def distinct(df):

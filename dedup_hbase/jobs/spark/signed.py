@@ -1,5 +1,5 @@
-"""``check --engine spark`` of an index of several signatures, with probes or with a confirmation
-(text/signatures.py, index/lookup.py, index/confirm.py): the answers a local lookup gives, from
+"""``check --engine spark`` of an index of several signatures, with probes, a confirmation or the
+short-text rule (text/signatures.py, index/lookup.py, index/confirm.py, text/shorts.py): the answers a local lookup gives, from
 the same bulk read of the index.
 
 Data flow, after the records are fingerprinted (each with its signatures' simhashes, ``more``,
@@ -14,7 +14,8 @@ and with probes its ``masks``: stages.py)::
     J  each run joined back to the lookup keys that asked for it, at its distance from the
        signature's simhash itself (k + 1 where only a probe reached it)
     E  with a confirmation: the documents of the runs beyond 3 bits whose sketches (read with
-       their cells) the key's does not confirm left out (stages.confirm_runs)
+       their cells) the key's does not confirm left out, and with the short-text rule those of
+       any distance the rule does not match (stages.confirm_runs)
     E  per lookup key (hash-partitioned, sorted): ``merge_signed``, as ``lookup.merged``
        answers: each document once, at its nearest signature (on a tie the first), by
        (distance, id), the first ``max_matches``, named by its signature; the match count the
@@ -78,14 +79,14 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
         runs = hadoop.index_runs(spark, zk, target.tables["index"], load_schema()["family"],
                                  probes.repartitionByRange(tasks, "prefix").sortWithinPartitions("prefix"),
                                  len(scheme.flags) if scheme.first_flag == 1 else 255, k, None, scan_probes,
-                                 index.confirm is not None)
+                                 index.spec.sketched)
         if index.ttl:
             runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
         joined = lookups.join(runs.select("query", "simhash", "ids", "sketches"), "query").select(
             "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "sketch")
         found = joined if found is None else found.unionByName(joined)
-    if index.confirm is not None:
+    if index.spec.sketched:
         found = found.mapInArrow(stages.confirm_runs(index.store.url), stages.SIGNED_RUNS_SCHEMA)
     names = list(index.signatures.names) if len(index.schemes) > 1 else [None]
     return (found.repartition("key").sortWithinPartitions("key")

@@ -135,7 +135,7 @@ def old_fingerprints(url: str, chunk: int = 1000):
             sims = as_unsigned(batch.column("simhash").to_numpy(zero_copy_only=False))
             more = batch.column("more").to_pylist()
             sketches = as_unsigned(batch.column("sketch").to_numpy(zero_copy_only=False)) \
-                if index.confirm is not None else None
+                if index.spec.sketched else None
             extra = len(index.signatures) - 1
             columns = [sims] + [as_unsigned(np.array([m[j] for m in more], np.int64)) for j in range(extra)]
             known = replaced = 0
@@ -180,20 +180,22 @@ def expire_runs(url: str):
 def confirm_runs(url: str):
     """SIGNED_RUNS_SCHEMA batches (a lookup key's runs with their ids' sketches, read with their
     cells, and the key's sketch: signed.py) -> the same without the documents beyond 3 bits
-    whose sketch the key's does not confirm (``confirm.confirmed_runs``; no read), runs left
-    empty dropped, the sketches of the ids no longer carried."""
+    whose sketch the key's does not confirm, and with the short-text rule those of any distance
+    it does not match (``confirm.confirmed_runs``; no read), runs left empty dropped, the
+    sketches of the ids no longer carried."""
 
     def run(batches):
         import pyarrow as pa
 
-        allowed = index_of(url).confirm
+        index = index_of(url)
+        allowed, short = index.confirm, index.spec.short
         mask = (1 << 64) - 1
         for batch in batches:
             keys, places, simhashes, distances, ids, theirs, sketches = (batch.column(n).to_pylist() for n in (
                 "key", "j", "simhash", "distance", "ids", "sketches", "sketch"))
             found = confirmed_runs([[Run(d, s, Sketched(i, [x & mask for x in t]))]
                                     for d, s, i, t in zip(distances, simhashes, ids, theirs)],
-                                   [s & mask for s in sketches], allowed)
+                                   [s & mask for s in sketches], allowed, short)
             kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
             cols = [[keys[n] for n, _ in kept], [places[n] for n, _ in kept], [r.simhash for _, r in kept],
                     [r.distance for _, r in kept], [list(r.ids) for _, r in kept], [None] * len(kept),
