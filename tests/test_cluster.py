@@ -371,7 +371,7 @@ def loaded(cluster, pip_installed, work, restarts):
     hdfs(cluster, "-put", "-f", str(work / "fps.jsonl"), "/tmp/fps.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("s", "l")]
     for url in urls:
-        run(cluster, pip_installed, work, "init", "--store", url, "--regions", "8")
+        run(cluster, pip_installed, work, "init", "--store", url, "--regions", "8", "--short-texts", "off")  # fingerprints alone
     assert len(region_servers(urls[0], "index")) == 2  # the regions on both region servers
     command = ["load", "--store", urls[0], "--fingerprints", *spark_args(cluster, work), "--staging",
                cluster["DEDUP_HBASE_CLUSTER_STAGING"], "--json", f"{cluster['HDFS']}/tmp/fps.jsonl"]
@@ -474,7 +474,7 @@ def test_a_region_split_while_the_hfiles_are_written_leaves_the_index_exact(clus
     hdfs(cluster, "-put", "-f", str(work / "fps20k.jsonl"), "/tmp/fps20k.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("p", "q")]
     for url in urls:
-        run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4")
+        run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", "--short-texts", "off")  # fingerprints alone
     go = work / "split-now"
     index_table = table_name(open_store(urls[0]).table_prefix, "index")
     env = clean_env(**{**cluster, "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)})
@@ -510,7 +510,7 @@ def test_the_service_with_a_region_server_killed_indexes_each_cluster_once(clust
     from test_fleet import CLUSTERS, clusters, indexed_per_cluster, run_fleet
 
     url = f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}f"
-    made = subprocess.run(["dedup-hbase", "init", "--store", url, "--regions", "4"], capture_output=True, text=True,
+    made = subprocess.run(["dedup-hbase", "init", "--store", url, "--regions", "4", "--short-texts", "off"], capture_output=True, text=True,
                           env=clean_env(**cluster))
     assert made.returncode == 0, made.stderr
     assert len(region_servers(url, "index")) == 2

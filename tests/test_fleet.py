@@ -42,7 +42,7 @@ def clusters(seed: int) -> dict[str, tuple[int, int]]:
 @pytest.fixture
 def fleet_url(hbase_url):
     url = hbase_store_url(hbase_url)
-    result = subprocess.run(["dedup-hbase", "init", "--store", url], capture_output=True, text=True)
+    result = subprocess.run(["dedup-hbase", "init", "--store", url, "--short-texts", "off"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     yield url
     with open_store(url) as store:

@@ -114,7 +114,8 @@ def run_load(url: str, engine: str, path: Path, fingerprints: bool, master: str)
     """One `dedup-hbase load` in its own process into fresh tables; wall time from outside."""
     sep = "&" if "?" in url else "?"
     store = f"{url}{sep}table_prefix=bs{uuid.uuid4().hex[:8]}"
-    subprocess.run([sys.executable, "-m", "dedup_hbase", "init", "--store", store], check=True, capture_output=True)
+    off = ["--short-texts", "off"] if fingerprints else []  # precomputed fingerprints carry no text for the rule
+    subprocess.run([sys.executable, "-m", "dedup_hbase", "init", "--store", store, *off], check=True, capture_output=True)
     args = ["load", "--store", store, "--json", "-q", "--engine", engine, str(path)]
     if fingerprints:
         args.append("--fingerprints")
