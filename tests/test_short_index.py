@@ -188,8 +188,8 @@ def test_what_the_short_text_rule_refuses_and_its_default(tmp_path):
     done = run("--store", store, "load", str(fingerprints), "--fingerprints", check=False)
     assert (done.returncode, done.stderr) == (1, "error: an index with the short-text rule (character sketches within "
                                                  "12 bits) fingerprints the texts themselves: precomputed fingerprints "
-                                                 "(--fingerprints) carry the body's simhash alone; without the rule: "
-                                                 "--short-texts off\n")
+                                                 "(--fingerprints) carry the body's simhash alone; an index made without "
+                                                 "the rule (--short-texts off) takes them\n")
     done = run("--store", str(tmp_path / "bad"), "init", "--short-texts", "twelve", check=False)
     assert (done.returncode, done.stderr) == (1, "error: --short-texts takes off or the bits two short texts' sketches "
                                                  "may differ in, 0 to 64, not 'twelve'\n")

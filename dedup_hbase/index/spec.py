@@ -144,7 +144,7 @@ class IndexSpec:
         """Refuse precomputed fingerprints (``precomputed``) where this index (or ``who``: "groups")
         fingerprints the texts themselves (``needs_texts``; ``lookups``: the job looks its records up)."""
         if precomputed and (what := self.needs_texts(lookups)):
-            off = "; without the rule: short=off" if what.startswith("the short-text rule") else ""
+            off = "; an index made without the rule (short=off) takes them" if what.startswith("the short-text rule") else ""
             raise InvalidInput(f"{who} with {what} fingerprints the texts themselves: precomputed "
                                f"fingerprints (fingerprints=True) carry the body's simhash alone{off}",
                                arguments=("fingerprints", "short") if off else ("fingerprints",))
