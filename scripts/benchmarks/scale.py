@@ -88,16 +88,23 @@ def write_jsonl(path: Path, values: np.ndarray, prefix: str) -> None:
 
 def brute_force(fps: np.ndarray, queries: np.ndarray, k: int = K) -> list[dict[int, int]]:
     """For each query, {document number: distance} of every fingerprint within k bits, by
-    vectorised XOR + popcount over all of ``fps`` (chunks of 2^18 x 16 queries)."""
+    vectorised XOR + popcount over all of ``fps`` (chunks of 2^16 x 64 queries, into reused buffers)."""
     found: list[dict[int, int]] = [{} for _ in queries]
-    step, block = 1 << 18, 16
+    step, block = 1 << 16, 64
+    xor = np.empty((block, step), dtype=np.uint64)
+    bits = np.empty((block, step), dtype=np.uint8)
+    near = np.empty((block, step), dtype=bool)
     for start in range(0, fps.size, step):
         chunk = fps[start:start + step]
         for q0 in range(0, queries.size, block):
-            d = np.bitwise_count(chunk[None, :] ^ queries[q0:q0 + block, None])
-            rows, cols = np.nonzero(d <= k)
+            q = queries[q0:q0 + block, None]
+            x, b, m = xor[:q.shape[0], :chunk.size], bits[:q.shape[0], :chunk.size], near[:q.shape[0], :chunk.size]
+            np.bitwise_xor(chunk[None, :], q, out=x)
+            np.bitwise_count(x, out=b)
+            np.less_equal(b, k, out=m)
+            rows, cols = np.nonzero(m)
             for r, c in zip(rows.tolist(), cols.tolist()):
-                found[q0 + r][start + c] = int(d[r, c])
+                found[q0 + r][start + c] = int(b[r, c])
     return found
 
 
