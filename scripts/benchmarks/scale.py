@@ -241,7 +241,7 @@ def run_size(report: Report, args, n: int) -> dict:
     fps_file, queries_file = data_files(folder, n, args.seed, args.scale_queries)
     p = plant(n, args.seed)
     picked = str(best_scheme(K, n).blocks)
-    out: dict = {"n": n, "picked": picked, "planted": p.counts, "schemes": {}}
+    out: dict = {"n": n, "queries": args.scale_queries, "picked": picked, "planted": p.counts, "schemes": {}}
     every = max(1, args.scale_queries // args.scale_sampled)
     sampled = make_queries(p, args.scale_queries, args.seed)[::every]
     progress(f"  N = {n:,}: brute force of {sampled.size:,} queries over all N ...")
@@ -317,7 +317,8 @@ def table(report: Report, results: list[dict], queries: int) -> None:
             values = []
             for res in results:
                 r = res["schemes"].get(scheme)
-                values.append(value(res["n"], 4 if scheme == "4" else 10, {**r, "queries": queries}) if r else None)
+                r = {**r, "queries": res.get("queries", queries)} if r else None  # older results: this run's count
+                values.append(value(res["n"], 4 if scheme == "4" else 10, r) if r else None)
             cells = [(fmt.format(v) + (" *" if res["picked"] == scheme else "")) if v is not None else "—"
                      for v, res in zip(values, results)]
             growth = [exponent(a, b, na, nb) if a is not None and b is not None else "—"
@@ -329,8 +330,17 @@ def table(report: Report, results: list[dict], queries: int) -> None:
 def run(report: Report, args) -> None:
     report.section("Scale: load, check and groups as N grows (embedded store)")
     results = []
+    for path in args.scale_from or []:  # earlier runs' sizes, measured then (their results.json)
+        try:
+            earlier = json.loads(Path(path).read_text(encoding="utf-8"))["scale"]["results"]
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemExit(f"--scale-from {path}: not the results.json of a scale run ({e})") from None
+        results += [r for r in earlier if r["n"] not in args.sizes]
+        report.write(f"Sizes {', '.join(fmt_n(r['n']) for r in earlier)} from the earlier run {path} (its bench.md "
+                     "has its command, commit and load).\n")
     for n in args.sizes:
         results.append(run_size(report, args, n))
+    results.sort(key=lambda r: r["n"])
     r0 = results[0]
     report.write(f"Seed {args.seed}; per N: N/100 near copies (1..{K} bits), N/1000 pairs at exactly {K} and as many "
                  f"at {K + 1} bits, one fingerprint with min(10^5, N/100) copies; {args.scale_queries:,} check "
