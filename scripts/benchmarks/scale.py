@@ -285,6 +285,8 @@ def run_size(report: Report, args, n: int) -> dict:
         for part in r.values():
             part["stderr"] = part["stderr"][-1000:]
         out["schemes"][scheme] = r
+        partial = folder / f"results-{n}-seed{args.seed}.json"  # kept as each scheme ends: a long run cut short
+        partial.write_text(json.dumps({"scale": {"results": [out]}}, indent=1, default=str) + "\n")
         if not args.scale_keep:
             shutil.rmtree(work, ignore_errors=True)
     return out
