@@ -1,0 +1,102 @@
+"""scripts/bench scale: its planted structure, its brute force and its checks of a check and a
+groups output, at N = 10^4 (no dedup-hbase command runs here: the bench runs them)."""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from benchmarks.scale import K, brute_force, check_answers, check_groups, components, make_queries, plant  # noqa: E402
+
+N = 10_000
+
+
+def test_plant_is_seeded_and_brute_force_finds_exactly_the_planted_structure():
+    p = plant(N, 7)
+    assert np.array_equal(p.fps, plant(N, 7).fps)
+    assert p.counts == {"near_copies": 100, "pairs_at_k": 10, "pairs_at_k_plus_1": 10, "cluster": 100}
+    # every fingerprint against all N: the pairs within K bits are the planted edges' closure
+    found = brute_force(p.fps, p.fps)
+    pairs = {(i, j) for i, near in enumerate(found) for j in near if i < j}
+    roots = components(p.edges)
+    by_root: dict[int, list[int]] = {}
+    for doc, root in roots.items():
+        by_root.setdefault(root, []).append(doc)
+    assert {frozenset(c) for c in by_root.values()} == {frozenset(c) for c in
+                                                        _components_of(pairs, N) if len(c) > 1}
+    for a, b in p.far_pairs.tolist():  # the pairs at K + 1 bits: exactly that far, near to nothing
+        assert int(p.fps[a] ^ p.fps[b]).bit_count() == K + 1
+        assert found[a] == {a: 0} and found[b] == {b: 0}
+    a, b = p.edges[-len(p.edges) // 2].tolist()  # a planted near pair is at 1..K bits
+    assert int(p.fps[a] ^ p.fps[b]).bit_count() <= K
+
+
+def _components_of(pairs: set, n: int) -> list[set]:
+    parent = list(range(n))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        parent[find(a)] = find(b)
+    out: dict[int, set] = {}
+    for x in range(n):
+        out.setdefault(find(x), set()).add(x)
+    return list(out.values())
+
+
+def write_groups(folder: Path, group_of: list[str]) -> Path:
+    (folder / "documents").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(group_of))], "group": group_of}),
+                   folder / "documents" / "part-0.parquet")
+    return folder
+
+
+def planted_groups(p) -> list[str]:
+    roots = components(p.edges)
+    return [f"d{roots.get(i, i)}" for i in range(p.fps.size)]
+
+
+def test_check_groups_accepts_the_planted_groups_and_rejects_a_split_or_a_far_pair(tmp_path):
+    p = plant(N, 7)
+    right = planted_groups(p)
+    assert check_groups(write_groups(tmp_path / "right", right), p) == (None, 0)
+    split = list(right)
+    a, b = p.edges[0].tolist()
+    split[a] = "elsewhere"
+    assert "split" in check_groups(write_groups(tmp_path / "split", split), p)[0]
+    far = list(right)
+    a, b = p.far_pairs[0].tolist()
+    far[b] = far[a]
+    assert "not connected" in check_groups(write_groups(tmp_path / "far", far), p)[0]
+
+
+def test_check_answers_against_brute_force(tmp_path):
+    p = plant(N, 7)
+    qs = make_queries(p, 200, 7)
+    truth = brute_force(p.fps, qs[::10])
+    assert sum(map(len, truth)) >= 10  # the near half finds something
+
+    def write(answers):
+        path = tmp_path / "stdout"
+        path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+        return path
+
+    def answer(q, near):
+        return {"id": f"q{q}", "matches": [{"id": f"d{i}", "distance": d} for i, d in sorted(near.items())]}
+
+    right = [answer(q, truth[q // 10] if q % 10 == 0 else {}) for q in range(200)]
+    assert check_answers(write(right), truth, 10) is None
+    q = next(i for i, t in enumerate(truth) if t)
+    wrong = list(right)
+    wrong[q * 10] = answer(q * 10, {})
+    assert "matches, brute force" in check_answers(write(wrong), truth, 10)
