@@ -24,6 +24,7 @@ import uuid
 import pytest
 
 from dedup_hbase import Index, open_store
+from dedup_hbase.index.layout import cell_qualifier
 
 from conftest import require_or_skip
 
@@ -165,10 +166,10 @@ def assert_loaded_exactly_once(store, total):
         index = Index.open(s)
         stats = index.stats()
         docs = list(s.iterate("docs"))
-        keys = {key for key, _ in s.iterate("index")}
-        for raw_id, value in docs:
-            simhash = int.from_bytes(value[:8], "big")
-            assert all(k + raw_id in keys for k in index.scheme.row_keys(simhash)), raw_id
+        # a cell's key: the row key, then the id and (the short-text rule's) sketch (layout.cell_qualifier)
+        keys = {key[:13] + cell_qualifier(raw_id, int.from_bytes(value[8:16], "big"))
+                for raw_id, value in docs for key in index.scheme.row_keys(int.from_bytes(value[:8], "big"))}
+        assert index.head == 16 and keys == {key for key, _ in s.iterate("index")}
     assert stats["documents"] == total and stats["index_cells"] == 4 * total
 
 

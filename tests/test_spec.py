@@ -93,10 +93,11 @@ def test_init_preset_recall_is_the_measured_setting_in_one_flag(tmp_path):
     said = run("--store", store, "init", "--preset", "recall").stdout
     assert said.strip() == (f"created index at {store}: scheme 4 (4 blocks taken 1 at a time, 4 rows per document, finds every match "
                             "within 3 bits), k=3, featurizer jieba, signatures body,lead150, probes [8, 1], "
-                            "matches beyond 3 bits confirmed within 14 bits (preset recall)")
+                            "matches beyond 3 bits confirmed within 14 bits, short texts matched only with character "
+                            "sketches within 12 bits (preset recall)")
     stats = json.loads(run("--store", store, "stats", "--json").stdout)
-    assert (stats["signatures"], stats["probes"], stats["confirm"], stats["preset"]) == (
-        ["body", "lead150"], [8, 1], 14, "recall")
+    assert (stats["signatures"], stats["probes"], stats["confirm"], stats["short"], stats["preset"]) == (
+        ["body", "lead150"], [8, 1], 14, 12, "recall")
     typed = str(tmp_path / "typed")
     run("--store", typed, "init", "--signatures", "body,lead150", "--probes", "8,1", "--confirm", "14")
     assert json.loads(run("--store", typed, "stats", "--json").stdout)["preset"] == "recall"
