@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dedup_hbase.text.features import JiebaFeaturizer, normalize
 from dedup_hbase.text.fingerprint import Hasher
 
-from conftest import reference_features, require_or_skip, shared_corpus, shared_texts
+from conftest import reference_features, reference_texts, require_or_skip, shared_corpus
 
 try:
     import rjieba  # noqa: F401
@@ -34,7 +34,7 @@ def test_same_fingerprint_for_every_shared_document(name):
     want = reference_features(path, "jieba")
     hasher = Hasher()
     differing = []
-    for i, text in enumerate(shared_texts(path)):
+    for i, text in enumerate(reference_texts(path)):
         fast = FAST.features(text)
         if fast != want[i] or (fast and hasher.simhash(fast) != hasher.simhash(want[i])):
             differing.append(i)
