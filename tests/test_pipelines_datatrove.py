@@ -51,6 +51,22 @@ def news(xwlb_path, start: int, stop: int) -> list[tuple[str, str]]:
     return [(r["id"], r["text"]) for r in rows[start:]]
 
 
+def two_dumps_checked_by_the_cli(tmp_path, xwlb_path):
+    """News 0-300 loaded by the CLI into an embedded index; news 300-400 with ten copies of loaded
+    texts and a featureless one checked by the CLI (``check --json``): (the second dump, the
+    index's URL, the CLI's answers)."""
+    first, second = news(xwlb_path, 0, 300), news(xwlb_path, 300, 400)
+    second += [(f"copy-{i}", t) for i, t in first[:30:3]] + [("punct", "。。。")]
+    url = f"local:{tmp_path / 'idx'}"
+    write_jsonl(tmp_path / "one.jsonl", first)
+    write_jsonl(tmp_path / "two.jsonl", second)
+    for command in (["init", "-k", str(K)], ["load", str(tmp_path / "one.jsonl")]):
+        subprocess.run(["dedup-hbase", "--store", url, *command], check=True, capture_output=True)
+    cli = subprocess.run(["dedup-hbase", "--store", url, "check", str(tmp_path / "two.jsonl"), "--json"],
+                         capture_output=True, text=True, check=True)
+    return second, url, [json.loads(line) for line in cli.stdout.splitlines()]
+
+
 def test_arguments_are_checked_up_front():
     for kwargs, argument in [({"store": ""}, "store"), ({"store": "x", "mode": "keep"}, "mode"),
                              ({"store": "x", "batch_size": 0}, "batch_size"),

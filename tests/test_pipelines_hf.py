@@ -7,14 +7,11 @@ wrong argument refused. Exact, seeded, nothing timed."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pyarrow as pa
 import pytest
 from datasets import Dataset
 from test_pipelines_arrow import FP, K, brute_insert_if_new, index_of, planted  # noqa: F401 (a fixture)
-from test_pipelines_datatrove import news, write_jsonl
+from test_pipelines_datatrove import two_dumps_checked_by_the_cli
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.errors import InvalidInput
@@ -41,16 +38,7 @@ def test_add_new_is_the_brute_force(tmp_path, planted):  # noqa: F811
 
 
 def test_fingerprints_and_check_are_the_per_document_api_and_the_cli(tmp_path, xwlb_path):
-    first, second = news(xwlb_path, 0, 300), news(xwlb_path, 300, 400)
-    second += [(f"copy-{i}", t) for i, t in first[:30:3]] + [("punct", "。。。")]
-    url = f"local:{tmp_path / 'idx'}"
-    write_jsonl(tmp_path / "one.jsonl", first)
-    write_jsonl(tmp_path / "two.jsonl", second)
-    for command in (["init", "-k", str(K)], ["load", str(tmp_path / "one.jsonl")]):
-        subprocess.run(["dedup-hbase", "--store", url, *command], check=True, capture_output=True)
-    cli = subprocess.run(["dedup-hbase", "--store", url, "check", str(tmp_path / "two.jsonl"), "--json"],
-                         capture_output=True, text=True, check=True)
-    answers = [json.loads(line) for line in cli.stdout.splitlines()]
+    second, url, answers = two_dumps_checked_by_the_cli(tmp_path, xwlb_path)
     prints = dataset(second).map(hf_datasets.fingerprints(), batched=True, batch_size=BATCH)
     hashes, errors = FP.fingerprint_many([t for _, t in second])
     assert prints["simhash"].to_pylist() == [None if i in errors else h for i, h in enumerate(hashes.tolist())]

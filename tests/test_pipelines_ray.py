@@ -9,15 +9,13 @@ refused one near an added one or an earlier row of its batch. Exact, seeded, not
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
 import tempfile
 
 import pyarrow as pa
 import pytest
 import ray
 from test_pipelines_arrow import FP, K, batch_of, brute_insert_if_new, hamming, index_of, planted  # noqa: F401
-from test_pipelines_datatrove import news, write_jsonl
+from test_pipelines_datatrove import two_dumps_checked_by_the_cli
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.errors import InvalidInput
@@ -57,16 +55,7 @@ def test_a_batch_that_is_not_arrow_is_refused():
 
 
 def test_fingerprints_and_check_are_the_per_document_api_and_the_cli(tmp_path, xwlb_path):
-    first, second = news(xwlb_path, 0, 300), news(xwlb_path, 300, 400)
-    second += [(f"copy-{i}", t) for i, t in first[:30:3]] + [("punct", "。。。")]
-    url = f"local:{tmp_path / 'idx'}"
-    write_jsonl(tmp_path / "one.jsonl", first)
-    write_jsonl(tmp_path / "two.jsonl", second)
-    for command in (["init", "-k", str(K)], ["load", str(tmp_path / "one.jsonl")]):
-        subprocess.run(["dedup-hbase", "--store", url, *command], check=True, capture_output=True)
-    cli = subprocess.run(["dedup-hbase", "--store", url, "check", str(tmp_path / "two.jsonl"), "--json"],
-                         capture_output=True, text=True, check=True)
-    answers = [json.loads(line) for line in cli.stdout.splitlines()]
+    second, url, answers = two_dumps_checked_by_the_cli(tmp_path, xwlb_path)
     ds = ray.data.from_arrow(batch_of(second))
     prints = collect(ds.map_batches(ray_data.fingerprints, batch_format="pyarrow", batch_size=BATCH))
     hashes, errors = FP.fingerprint_many([t for _, t in second])
