@@ -262,8 +262,8 @@ def lines(result: Tuning) -> list[str]:
                                                   for k in range(MAX_K + 1)))
     out.append(f"short texts (under {SHORT_BELOW} characters, their 64 bits alone unsure): {result.short:,} of "
                f"{result.indexed:,} sampled; pairs within 3 bits: {result.near_pairs:,}, {result.unrelated:,} of them "
-               f"unrelated (character bigrams < {NEAR_BIGRAMS}), {result.unrelated_with_rule:,} with --short-texts "
-               f"{MEASURED_BITS}")
+               f"unrelated (character bigrams < {NEAR_BIGRAMS}) on their 64 bits alone (--short-texts off), "
+               f"{result.unrelated_with_rule:,} under the short-text rule at {MEASURED_BITS} bits (the default)")
     k = result.suggested()
     out.append(f"suggested: {'none' if k is None else f'k={k}'}. {result.why()}")
     return out
