@@ -406,3 +406,24 @@ def brute_insert_if_new(indexed: dict[str, int], rows: list[tuple[str, int | Non
             out.append((not near, near[0][1], near[0][0]) if near else (True, None, None))
         known.update((i, h) for (i, h), (added, _, _) in zip(rows[start:start + batch_size], out[start:]) if added)
     return out
+
+
+def assert_workers_added_exactly(url, answers, rows, simhash, batch: int) -> None:
+    """Two workers' insert-if-new of the same ``rows`` under ids ``{id}@{worker}`` into one index
+    at ``url`` (``answers``: (id, added, via, distance) of every row): no two added within K; each
+    refused one near (at its distance) an added one or an earlier row of its own batch of
+    ``batch``; the index holds exactly the added ones."""
+    place = {f"{i}@{n}": p for n in range(2) for p, (i, _) in enumerate(rows)}
+    h = {f"{i}@{n}": simhash[t] for n in range(2) for i, t in rows}
+    assert sorted(a[0] for a in answers) == sorted(place)
+    added = [me for me, was_added, _, _ in answers if was_added]
+    assert all(hamming(h[a], h[b]) > K for a, b in itertools.combinations(added, 2))
+    for me, was_added, via, distance in answers:
+        if not was_added:
+            assert via in added or (via.split("@")[1] == me.split("@")[1]
+                                    and place[via] // batch == place[me] // batch and place[via] < place[me])
+            assert distance == hamming(h[me], h[via]) <= K
+    with open_store(url) as store:
+        index = Index.open(store)
+        assert index.stats()["documents"] == len(added)
+        assert all(d is not None for d in index.get(added))

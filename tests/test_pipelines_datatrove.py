@@ -18,7 +18,7 @@ import pytest
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.readers import JsonlReader, ParquetReader
 from datatrove.pipeline.writers import JsonlWriter
-from test_pipelines_arrow import K, brute_insert_if_new, hamming, index_of, planted  # noqa: F401 (a fixture)
+from test_pipelines_arrow import K, assert_workers_added_exactly, brute_insert_if_new, hamming, index_of, planted  # noqa: F401 (a fixture)
 
 from dedup_hbase import Index, open_store
 from dedup_hbase.errors import InvalidInput
@@ -154,20 +154,8 @@ def test_two_tasks_on_one_hbase_index_add_no_two_within_k(tmp_path, hbase_url, p
              JsonlWriter(str(tmp_path / "out"))], tmp_path, tasks=2, workers=2)
         docs = written(tmp_path / "out")
         assert len(docs) == 2 * len(rows)
-        h = {d["id"]: simhash[d["text"]] for d in docs}
-        place = {f"{i}@{n}": p for n in range(2) for p, (i, _) in enumerate(rows)}
-        added = [d["id"] for d in docs if d["metadata"]["dedup_added"]]
-        assert all(hamming(h[a], h[b]) > K for a, b in itertools.combinations(added, 2))
-        for d in docs:
-            if not d["metadata"]["dedup_added"]:  # near an added one, or an earlier one of its own batch
-                via = d["metadata"]["dedup_via"]
-                assert via in added or (via.split("@")[1] == d["id"].split("@")[1]
-                                        and place[via] // BATCH == place[d["id"]] // BATCH and place[via] < place[d["id"]])
-                assert d["metadata"]["dedup_distance"] == hamming(h[d["id"]], h[d["metadata"]["dedup_via"]]) <= K
-        with open_store(url) as store:
-            index = Index.open(store)
-            assert index.stats()["documents"] == len(added)
-            assert all(d is not None for d in index.get(added))
+        assert_workers_added_exactly(url, [(d["id"], d["metadata"]["dedup_added"], d["metadata"]["dedup_via"],
+                                            d["metadata"]["dedup_distance"]) for d in docs], rows, simhash, BATCH)
     finally:
         with open_store(url) as store:
             store.drop()

@@ -8,13 +8,21 @@ refused one near an added one or an earlier row of its batch. Exact, seeded, not
 
 from __future__ import annotations
 
-import itertools
 import tempfile
 
 import pyarrow as pa
 import pytest
 import ray
-from test_pipelines_arrow import FP, K, batch_of, brute_insert_if_new, hamming, index_of, planted  # noqa: F401
+from test_pipelines_arrow import (  # noqa: F401
+    FP,
+    K,
+    assert_workers_added_exactly,
+    batch_of,
+    brute_insert_if_new,
+    hamming,
+    index_of,
+    planted,
+)
 from test_pipelines_datatrove import two_dumps_checked_by_the_cli
 
 from dedup_hbase import Index, open_store
@@ -99,20 +107,8 @@ def test_two_actors_on_one_hbase_index_add_no_two_within_k(hbase_url, planted): 
             ray_data.AddNew, fn_constructor_kwargs={"store": url}, batch_format="pyarrow", batch_size=10,
             concurrency=2)).to_pylist()
         assert len(out) == 2 * len(rows)
-        h = {r["id"]: simhash[r["text"]] for r in out}
-        place = {f"{i}@{n}": p for n in range(2) for p, (i, _) in enumerate(rows)}
-        added = [r["id"] for r in out if r["added"]]
-        assert all(hamming(h[a], h[b]) > K for a, b in itertools.combinations(added, 2))
-        for r in out:
-            if not r["added"]:  # near an added one, or an earlier row of its own batch of 10
-                via, me = r["via"], r["id"]
-                assert via in added or (via[-2:] == me[-2:] and place[via] // 10 == place[me] // 10
-                                        and place[via] < place[me])
-                assert r["distance"] == hamming(h[me], h[via]) <= K
-        with open_store(url) as store:
-            index = Index.open(store)
-            assert index.stats()["documents"] == len(added)
-            assert all(d is not None for d in index.get(added))
+        assert_workers_added_exactly(url, [(r["id"], r["added"], r["via"], r["distance"]) for r in out], rows,
+                                     simhash, 10)
     finally:
         with open_store(url) as store:
             store.drop()
