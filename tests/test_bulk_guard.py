@@ -30,9 +30,11 @@ def thrift_tables(url: str) -> list[bytes]:
         connection.close()
 
 
-def write(spark, index, url: str, folder: str, splits: list[bytes]):
+def write_and_load(spark, index, url: str, staging: str, splits: list[bytes], table: str | None = None):
+    """1,000 documents' index cells cut at ``splits``, written and bulk-loaded into ``table``
+    (the index's own by default) through the helper's data source."""
     from dedup_hbase.index.schema import load_schema
-    from dedup_hbase.jobs.spark import hadoop, rows
+    from dedup_hbase.jobs.spark import hadoop, hfiles, rows
 
     rnd = random.Random(4)
     docs = [(f"g{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(1000)]
@@ -42,37 +44,36 @@ def write(spark, index, url: str, folder: str, splits: list[bytes]):
              .repartition(parts, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
     t = load_schema()["tables"]["index"]
     target = index.store.hfile_target()
-    spec = hadoop.TableFiles(folder, target.tables["index"], "d", t["compression"], t["data_block_encoding"],
-                             t["bloom_filter"], t["bloom_prefix_length"], splits)
-    hadoop.write_hfiles(spark, cells, [spec], [0], 1234567890123, 3)
-    return hadoop.ZooKeeper.of(target, url), target.tables["index"]
+    spec = hfiles.TableFiles(f"{staging}/index", table or target.tables["index"], "d", t["compression"],
+                             t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"], splits)
+    hfiles.write_and_load(cells, hadoop.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 3, copy=True)
 
 
 def test_hfiles_that_no_longer_fit_a_region_are_refused_not_split(spark, hbase_url, tmp_path):
-    from dedup_hbase.jobs.spark import hadoop
+    from dedup_hbase.jobs.spark import hadoop, hfiles
 
     url = with_zk(hbase_store_url(hbase_url))
     index = Index.create(open_store(url), 4, 3, regions=4)
     try:
-        regions = hadoop.region_starts(spark, hadoop.ZooKeeper.of(index.store.hfile_target(), url),
-                                       [index.store.hfile_target().tables["index"]])
-        splits = next(iter(regions.values()))
-        assert len(splits) == 3
-        zk, table = write(spark, index, url, f"file://{tmp_path}/stale/index", [])  # cut for one region
-        with pytest.raises(DedupError) as refused:
-            hadoop.bulk_load(spark, zk, table, f"file://{tmp_path}/stale/index", copy=True)
+        table = index.store.hfile_target().tables["index"]
+        regions = hfiles.region_starts(spark, hadoop.ZooKeeper.of(index.store.hfile_target(), url), [table])
+        splits = regions[table]
+        assert len(splits) == 3 and splits == sorted(splits)
+        with pytest.raises(DedupError) as refused:  # cut for one region
+            write_and_load(spark, index, url, f"file://{tmp_path}/stale", [])
         assert str(refused.value) == (
             f"the regions of {table} changed (a split or a merge) while the HFiles were written: not loaded (a "
             "load that splits HFiles can lose data, HBASE-30501); run the same command again: it cuts the files "
             "at the regions of then")
+        assert isinstance(refused.value, hfiles.RegionsChanged) and refused.value.table == table
         assert index_cells(url) == set()
-        with pytest.raises(hadoop.BulkLoadFailed) as failed:  # not made: a failure of another kind, in one line
-            hadoop.bulk_load(spark, zk, f"{table}_gone", f"file://{tmp_path}/stale/index", copy=True)
+        with pytest.raises(hfiles.BulkLoadFailed) as failed:  # not made: a failure of another kind, in one line
+            write_and_load(spark, index, url, f"file://{tmp_path}/gone", splits, f"{table}_gone")
         assert str(failed.value).startswith(f"bulk load of {table}_gone failed: ")
         assert "TableNotFoundException" in str(failed.value) and "\n" not in str(failed.value)
         assert f"{table}_gone".encode() not in thrift_tables(url)
-        zk, table = write(spark, index, url, f"file://{tmp_path}/fresh/index", splits)
-        assert hadoop.bulk_load(spark, zk, table, f"file://{tmp_path}/fresh/index", copy=True) == 4
+        write_and_load(spark, index, url, f"file://{tmp_path}/fresh", splits)
         assert len(index_cells(url)) == 4000
+        assert not any(p.is_file() for p in tmp_path.rglob("*"))  # each staging folder removed, loaded or not
     finally:
         index.store.drop()

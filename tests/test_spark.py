@@ -5,6 +5,7 @@ One SparkSession serves the whole module (the JVM helper's jars on its classpath
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -306,8 +307,8 @@ def test_rerun_after_a_kill_between_the_bulk_loads_and_into_a_filled_index(spark
     load = subprocess.Popen(["dedup-hbase", "load", "--store", spark_url, "--engine", "spark", "--spark-master",
                              "local[2]", "--staging", str(staging), "--verbose", "-q", str(v2)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    for line in load.stderr:  # the log line of a step comes when the step is done (spark/harness.py)
-        if f"bulk load of {index_table}" in line:
+    for line in load.stderr:  # the helper's data source logs each table it loaded (jvm/ HFileSink)
+        if f"bulk load of {index_table}: " in line:
             os.killpg(load.pid, signal.SIGKILL)  # the load and its JVM
             break
     assert load.wait() == -signal.SIGKILL, "the load ended before it bulk-loaded its index table"
@@ -331,7 +332,7 @@ def test_rerun_after_a_kill_between_the_bulk_loads_and_into_a_filled_index(spark
 @pytest.mark.hbase
 def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path):
     from dedup_hbase.index.schema import load_schema
-    from dedup_hbase.jobs.spark import hadoop, rows
+    from dedup_hbase.jobs.spark import hadoop, hfiles, rows
 
     url = hbase_pair[0]
     store = open_store(url)
@@ -343,17 +344,20 @@ def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path
     splits = [bytes([i * 16]) for i in range(1, 16)]
     cells = (rows.index_rows(frame, index.scheme, splits, rows.partition_targets(16), 1)
              .repartition(16, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
-    folder = f"file://{tmp_path}/job/index"
     target = store.hfile_target()
-    spec = hadoop.TableFiles(folder, target.tables["index"], "d", t["compression"], t["data_block_encoding"],
-                             t["bloom_filter"], t["bloom_prefix_length"], splits)
-    written = hadoop.write_hfiles(spark, cells, [spec], [0], 1234567890123, 7)
-    assert len(written) == 16 and sum(w.cells for w in written) == 8000
-    zk = hadoop.ZooKeeper.of(target, url)
+    kept = f"file://{tmp_path}/kept"  # without a ZooKeeper: written, not loaded, kept
+    spec = hfiles.TableFiles(f"{kept}/index", target.tables["index"], "d", t["compression"],
+                             t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"], splits)
+    hfiles.write_and_load(cells, None, [spec], [0], kept, 1234567890123, 7)
+    assert len([f for f in (tmp_path / "kept" / "index" / "d").iterdir() if not f.name.startswith(".")]) == 16
+    assert index_cells(url) == set()
+    staging = f"file://{tmp_path}/job"
+    spec = dataclasses.replace(spec, folder=f"{staging}/index")
     for _ in range(2):
-        assert hadoop.bulk_load(spark, zk, target.tables["index"], folder, copy=True) == 16
-        got = index_cells(url)
-        assert len(got) == 8000
+        hfiles.write_and_load(cells, hadoop.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 7,
+                              copy=True)
+        assert len(index_cells(url)) == 8000
+        assert not (tmp_path / "job").exists()
     probe = docs[7]
     assert [m.id for m in index.query(probe[1] % (1 << 64))] == ["h7"]
 

@@ -1,7 +1,8 @@
 """The rows + HFiles step of ``load --engine spark`` alone: N documents (id, simhash, source,
 line), made and cached in Spark first, turned into index and document rows (spark/rows.py),
 shuffled to their regions' partitions, sorted and written as HFiles (the JVM helper) into a
-temporary folder; no HBase, no bulk load. Reports the wall time and the CPU seconds of Spark's
+temporary folder (the helper's data source without a ZooKeeper: the files kept, not loaded); no
+HBase, no bulk load. Reports the wall time and the CPU seconds of Spark's
 JVM (this step runs in no Python worker), so the per-core rate holds on a shared machine.
 
     python scripts/benchmarks/spark_hfiles.py 1000000 [--master local[2]] [--runs 2]
@@ -17,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
 
 def main() -> None:
@@ -30,7 +32,7 @@ def main() -> None:
 
     from dedup_hbase.index.layout import Scheme
     from dedup_hbase.index.schema import load_schema
-    from dedup_hbase.jobs.spark import hadoop, rows
+    from dedup_hbase.jobs.spark import hfiles, rows
     from dedup_hbase.jobs.spark.session import helper_jars, make_session, stop
 
     spark = make_session(args.master, {}, helper_jars())
@@ -57,7 +59,7 @@ def main() -> None:
             tables = []
             for name, splits in (("index", index_splits), ("docs", doc_splits)):
                 t = schema["tables"][name]
-                tables.append(hadoop.TableFiles(f"file://{folder}/{name}", f"bench:{name}", schema["family"],
+                tables.append(hfiles.TableFiles(f"file://{folder}/{name}", f"bench:{name}", schema["family"],
                                                 t["compression"], t["data_block_encoding"], t["bloom_filter"],
                                                 int(t.get("bloom_prefix_length") or 0), splits))
             cells = rows.cells(winners, scheme, 1, (index_splits, targets[:index_parts], 1),
@@ -65,11 +67,12 @@ def main() -> None:
             cells = (cells.repartition(len(targets), "part").sortWithinPartitions("key", "qualifier")
                      .select("key", "qualifier", "value"))
             cpu, wall = jvm_cpu(), time.perf_counter()
-            written = hadoop.write_hfiles(spark, cells, tables, [0, index_parts], 1, 1)
+            hfiles.write_and_load(cells, None, tables, [0, index_parts], f"file://{folder}", 1, 1)
             wall, cpu = time.perf_counter() - wall, jvm_cpu() - cpu
+            written = [p for p in Path(folder).rglob("*") if p.is_file() and "_tmp" not in p.parts]
             index_rows = len(scheme.flags) * args.n
             print(f"run {run + 1}: {args.n:,} documents -> {index_rows:,} index rows + {args.n:,} document rows, "
-                  f"{len(written)} HFiles, {sum(w.bytes for w in written) / 1e6:.0f} MB in {wall:.1f} s wall, "
+                  f"{len(written)} HFiles, {sum(p.stat().st_size for p in written) / 1e6:.0f} MB in {wall:.1f} s wall, "
                   f"{cpu:.1f} JVM CPU s: {index_rows / wall / cores:,.0f} index rows/s per core (wall, {cores} "
                   f"cores), {index_rows / cpu:,.0f} index rows per CPU second; load average "
                   f"{os.getloadavg()[0]:.1f}", flush=True)

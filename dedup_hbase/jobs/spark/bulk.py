@@ -8,15 +8,16 @@ BulkLoadHFiles.
        (skipped when the document table is empty)
     J  index and document rows (rows.py, Spark SQL), each tagged with its HBase region's
        Spark partition; one shuffle for both tables, sorted by (row, qualifier)
-    J  HFiles (the helper's HFileWriter), one per partition and region, in the staging folder
+    J  HFiles (the helper's data source, hfiles.py), one per partition and region, in the
+       staging folder; the document cells counted on the way (an Observation)
     D  BulkLoadHFiles: the index table, then the document table (a document row is written
        last, as in a local load). A table split or merged since its regions were read refuses
-       the files (hadoop.bulk_load: HBASE-30501): they are cut again at the regions of then,
-       up to CUTS times in all (what was loaded is loaded again: the same cells)
+       the files (HBASE-30501): they are cut again at the regions of then, up to CUTS times in
+       all (what was loaded is loaded again: the same cells)
 
 Staging: ``<staging>/<load key>/`` (default: the system's temp folder; on a cluster a folder
 on the HBase cluster's file system). A rerun of the same load first removes what a killed
-run left there; a finished or failed run removes its own.
+run left there; a finished or failed run removes its own (the data source does both).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ...index.schema import load_schema
 from ...index.store import HFileTarget
 from ..options import uri_of
 from ..reports import LoadReport
-from . import hadoop, rows, stages
+from . import hadoop, hfiles, rows, stages
 from .harness import SparkJob
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
         try:
             report.new = _cut_and_load(job, index, target, winners, job_dir, schema, parallelism, job_ms) - known
             break
-        except hadoop.RegionsChanged as changed:  # a split or a merge since the regions were read
+        except hfiles.RegionsChanged as changed:  # a split or a merge since the regions were read
             if attempt == CUTS:
                 raise
             logger.warning("the regions of %s changed while the HFiles were written (its files not loaded): "
@@ -80,20 +81,23 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
 def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job_dir: str, schema: dict,
                   parallelism: int, job_ms: int) -> int:
     """The winners' rows cut into HFiles at the tables' regions of now and bulk-loaded; the
-    document cells written (raises hadoop.RegionsChanged when the regions changed meanwhile:
+    document cells written (raises hfiles.RegionsChanged when the regions changed meanwhile:
     nothing of that table loaded)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
     spark, clock = job.session, job.clock
     zk = hadoop.ZooKeeper.of(target, index.store.url)
     # Both tables' rows in one shuffle: the first partitions are the index table's (per_region
     # of them per region), the rest the document table's; each sorted by (row, qualifier).
     names = {t: target.tables[t] for t in ("index", "docs")}
-    boundaries = hadoop.region_starts(spark, zk, [names["index"], names["docs"]])
+    boundaries = hfiles.region_starts(spark, zk, [names["index"], names["docs"]])
     tables, firsts, plans, total = [], [], [], 0
     for table in ("index", "docs"):
         splits = boundaries[names[table]]
         per_region = max(1, math.ceil(2 * parallelism / (len(splits) + 1)))
         t = schema["tables"][table]
-        tables.append(hadoop.TableFiles(f"{job_dir}/{table}", names[table], schema["family"], t["compression"],
+        tables.append(hfiles.TableFiles(f"{job_dir}/{table}", names[table], schema["family"], t["compression"],
                                         t["data_block_encoding"], t["bloom_filter"],
                                         int(t.get("bloom_prefix_length") or 0), splits))
         firsts.append(total)
@@ -103,18 +107,14 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
     (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = plans
     cells = rows.cells(winners, index.schemes, job_ms // 1000, (i_splits, targets[i_first:i_first + i_count], i_per),
                        (d_splits, targets[d_first:d_first + d_count], d_per), index.spec.sketched)
-    cells = cells.repartition(total, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value")
-    hadoop.delete(spark, job_dir)  # what a killed run of the same load left
-    try:
-        written = hadoop.write_hfiles(spark, cells, tables, firsts, job_ms, job_ms)
-        clock(f"HFiles ({len(written)})")
-        for table in ("index", "docs"):  # a document row last, as in a local load
-            if any(f"/{table}/{schema['family']}/" in w.path for w in written):
-                hadoop.bulk_load(spark, zk, names[table], f"{job_dir}/{table}")
-                clock(f"bulk load of {names[table]}")
-        return sum(w.cells for w in written if f"/docs/{schema['family']}/" in w.path)
-    finally:
-        hadoop.delete(spark, job_dir)
+    counted = Observation("document cells")
+    cells = (cells.repartition(total, "part").sortWithinPartitions("key", "qualifier")
+             .observe(counted, F.count(F.when(F.col("part").isin(targets[d_first:d_first + d_count]), 1)).alias("docs"))
+             .select("key", "qualifier", "value"))
+    # the index table, then the document table: a document row last, as in a local load
+    hfiles.write_and_load(cells, zk, tables, firsts, job_dir, job_ms, job_ms)
+    clock(f"HFiles written and bulk-loaded into {names['index']} and {names['docs']}")
+    return counted.get["docs"]
 
 
 def staging_root(staging: str | None) -> str:

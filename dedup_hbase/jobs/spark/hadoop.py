@@ -4,13 +4,8 @@ strings, spoken here and nowhere else. PySpark has no public way to the JVM (its
 ``SparkContext._jvm`` and ``_jsc``, a DataFrame's ``_jdf``, the session's ``_jsparkSession``):
 this module is the one place that reaches them.
 
-The helper's calls:
+The helper's calls (its data sources, reached without py4j, are hfiles.py's):
 
-* ``BulkLoad.splitKeys(quorum, port, parent, "table\\ntable")`` -> one line per table: its
-  region start keys but the first, hex, comma-joined.
-* ``HFileWriter.write(rows, specs, firstPartitions, timestamp, tag)``: ``specs`` one line
-  per table, TAB-separated (``TableFiles.line``); returns "path TAB cells TAB bytes" per file.
-* ``BulkLoad.load(quorum, port, parent, table, folder, copy)`` -> files loaded.
 * ``JsonLines.read(jsc, uri, ordinal, fields, splitBytes)`` -> rows of JSON_LINES_SCHEMA.
 * ``IndexLookup.runs(probes, quorum, port, parent, table, family, flags, k, limit, chunk)``
   -> rows of RUNS_SCHEMA: the index read by the executors with HBase's own client.
@@ -45,101 +40,8 @@ class ZooKeeper:
         return self.quorum, self.port, self.parent
 
 
-@dataclass(frozen=True)
-class TableFiles:
-    """What the HFile writer needs for one table: where its files go, the table, its
-    family's settings (schema/tables.json) and its region start keys."""
-
-    folder: str
-    table: str
-    family: str
-    compression: str
-    encoding: str
-    bloom: str
-    bloom_prefix: int
-    splits: list[bytes]
-    block_size: int = 65536
-
-    def line(self) -> str:
-        return "\t".join([self.folder, self.table, self.family, self.compression, self.encoding, self.bloom,
-                          str(self.bloom_prefix), str(self.block_size), ",".join(s.hex() for s in self.splits)])
-
-
-@dataclass(frozen=True)
-class Written:
-    path: str
-    cells: int
-    bytes: int
-
-
 def _helper(spark):
     return spark.sparkContext._jvm.dedup.hbase.spark
-
-
-def region_starts(spark, zk: ZooKeeper, tables: list[str]) -> dict[str, list[bytes]]:
-    """Each table's region start keys but the first (empty) one."""
-    lines = _helper(spark).BulkLoad.splitKeys(*zk.args(), "\n".join(tables)).split("\n")
-    return {table: [bytes.fromhex(h) for h in line.split(",") if h] for table, line in zip(tables, lines)}
-
-
-def write_hfiles(spark, rows, tables: list[TableFiles], firsts: list[int], timestamp: int, tag: int) -> list[Written]:
-    """HFiles of ``rows`` (a DataFrame of key, qualifier, value, sorted within partitions;
-    partition p belongs to the last table whose ``firsts`` entry is at most p), written in
-    the executors' JVMs from Spark's internal rows."""
-    gateway = spark.sparkContext._gateway
-    firsts_java = gateway.new_array(spark.sparkContext._jvm.int, len(firsts))
-    for i, first in enumerate(firsts):
-        firsts_java[i] = first
-    written = _helper(spark).HFileWriter.write(rows._jdf.queryExecution().toRdd().toJavaRDD(),
-                                               "\n".join(t.line() for t in tables), firsts_java, timestamp, tag)
-    out = []
-    for line in written:
-        path, cells, size = line.split("\t")
-        out.append(Written(path, int(cells), int(size)))
-    return out
-
-
-def bulk_load(spark, zk: ZooKeeper, table: str, folder: str, copy: bool = False) -> int:
-    """BulkLoadHFiles of every HFile under ``folder/<family>/`` into ``table`` (from the
-    driver's JVM); the number of files loaded. A file that no longer fits one region (the
-    table split or merged since the files were cut) is not split (HBASE-30501: a retried load
-    of split files lost data before HBase 2.6.8): RegionsChanged, and so when the regions are
-    seen mid-change. Any other failure: BulkLoadFailed with the JVM's causes, read while the
-    JVM still answers (a py4j error's text can no longer be read once Spark has stopped)."""
-    try:
-        loaded = _helper(spark).BulkLoad.load(*zk.args(), table, folder, copy)
-    except Exception as e:
-        raise BulkLoadFailed(_text(e)) from None
-    if loaded < 0:
-        raise RegionsChanged(table)
-    return loaded
-
-
-class BulkLoadFailed(DedupError):
-    """BulkLoadHFiles stopped for a reason other than the table's regions changing."""
-
-
-class RegionsChanged(DedupError):
-    """A table's regions split or merged between reading them and bulk-loading HFiles cut at
-    them: the load stopped (what it loaded before is loaded again, cell for cell, by a load of
-    files cut anew)."""
-
-    def __init__(self, table: str):
-        super().__init__(f"the regions of {table} changed (a split or a merge) while the HFiles were written: "
-                         "not loaded (a load that splits HFiles can lose data, HBASE-30501); run the same command "
-                         "again: it cuts the files at the regions of then")
-        self.table = table
-
-
-def _text(error: Exception) -> str:
-    """What py4j gives of a JVM error: its message's last line that names the JVM's error
-    (BulkLoad's causes), else the whole text (whose str() may itself fail)."""
-    try:
-        text = str(error)
-    except Exception:
-        return type(error).__name__
-    lines = [line for line in text.splitlines() if "bulk load of " in line]
-    return lines[0][lines[0].index("bulk load of "):] if lines else text
 
 
 def _fs(spark, uri: str):
@@ -174,13 +76,6 @@ def rename_suffix(spark, uri: str, old: str, new: str) -> None:
         name = status.getPath().getName()
         if status.isFile() and name.endswith(old):
             fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(path, name[:-len(old)] + new))
-
-
-def delete(spark, uri: str) -> None:
-    """Remove a file or folder (recursively) if it is there."""
-    path, fs = _fs(spark, uri)
-    if fs.exists(path):
-        fs.delete(path, True)
 
 
 JSON_LINES_SCHEMA = ("ordinal int, line long, id string, simhash long, title string, length long, "

@@ -84,11 +84,12 @@ def helper_jars(build: bool = True) -> list[str]:
 
 
 def _stale(jar: Path) -> bool:
-    """Whether the pom or a Java source is newer than ``jar`` (False where there are no sources)."""
+    """Whether the pom or a source (Java, or a resource such as the data sources' registry) is
+    newer than ``jar`` (False where there are no sources)."""
     if not _POM.exists():
         return False
     built = jar.stat().st_mtime
-    return any(p.stat().st_mtime > built for p in [_POM, *(_POM.parent / "src").rglob("*.java")])
+    return any(p.stat().st_mtime > built for p in [_POM, *(_POM.parent / "src").rglob("*")] if p.is_file())
 
 
 def _log_config() -> str:

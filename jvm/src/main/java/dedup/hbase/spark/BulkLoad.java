@@ -10,15 +10,11 @@ import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hbase.HBaseConfiguration;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.TableName;
-import org.apache.hadoop.hbase.client.Connection;
-import org.apache.hadoop.hbase.client.ConnectionFactory;
-import org.apache.hadoop.hbase.client.RegionLocator;
 import org.apache.hadoop.hbase.tool.BulkLoadHFiles;
-import org.apache.hadoop.hbase.util.Bytes;
 
 /**
- * The driver side: region boundaries of a table, and BulkLoadHFiles of a folder of HFiles.
- * Both talk to HBase through ZooKeeper ({@code quorum}: host[,host...]; {@code port}).
+ * The driver side: BulkLoadHFiles of a folder of HFiles ({@link HFileSink}'s commit), through
+ * HBase's ZooKeeper ({@code quorum}: host[,host...]; {@code port}).
  */
 public final class BulkLoad {
   private BulkLoad() {
@@ -32,29 +28,6 @@ public final class BulkLoad {
       conf.set(HConstants.ZOOKEEPER_ZNODE_PARENT, znodeParent);
     }
     return conf;
-  }
-
-  /**
-   * The start keys of each table's regions but the first (empty) one, hex, comma-joined; one
-   * line per table of {@code tables} (names, one per line).
-   */
-  public static String splitKeys(String quorum, int port, String znodeParent, String tables)
-      throws Exception {
-    List<String> lines = new ArrayList<>();
-    try (Connection connection = ConnectionFactory.createConnection(conf(quorum, port, znodeParent))) {
-      for (String table : tables.split("\n")) {
-        try (RegionLocator locator = connection.getRegionLocator(TableName.valueOf(table))) {
-          List<String> out = new ArrayList<>();
-          for (byte[] start : locator.getStartKeys()) {
-            if (start.length > 0) {
-              out.add(Bytes.toHex(start));
-            }
-          }
-          lines.add(String.join(",", out));
-        }
-      }
-    }
-    return String.join("\n", lines);
   }
 
   /**

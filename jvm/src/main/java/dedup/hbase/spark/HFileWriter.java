@@ -2,7 +2,6 @@ package dedup.hbase.spark;
 
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 
 import org.apache.hadoop.conf.Configuration;
@@ -23,18 +22,16 @@ import org.apache.hadoop.hbase.regionserver.StoreUtils;
 import org.apache.hadoop.hbase.util.BloomFilterUtil;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.sql.catalyst.InternalRow;
 
 /**
- * Writes sorted cells as HFiles, inside Spark's executor JVMs: one HFile per Spark partition and
- * HBase region (a new file starts at every region boundary the partition's keys cross), with the
+ * Writes sorted cells as HFiles, inside Spark's executor JVMs (a task of {@link HFileSink}): one
+ * HFile per Spark partition and HBase region (a new file starts at every region boundary the partition's keys cross), with the
  * family's compression, data block encoding and bloom filter, the way HFileOutputFormat2's record
  * writer makes them (same StoreFileWriter, same file info), so BulkLoadHFiles hands every file to
  * its region as it is.
  *
- * <p>Input rows: (key binary, qualifier binary, value binary), sorted by key then qualifier
- * within each partition, no two alike; a partition holds the rows of one table. Every cell gets the one timestamp of the job.
+ * <p>Cells come sorted by key then qualifier, no two alike, all of one table. Every cell gets the
+ * one timestamp of the job.
  *
  * <p>Files are written under {@code dir/_tmp/} with the task attempt in their name and renamed into
  * {@code dir/<family>/} when complete, so a failed or retried attempt never leaves a partial
@@ -43,43 +40,6 @@ import org.apache.spark.sql.catalyst.InternalRow;
  */
 public final class HFileWriter {
   private HFileWriter() {
-  }
-
-  /**
-   * Write every partition; returns one "path TAB cells TAB bytes" line per file written.
-   * {@code tables}: one line per table, TAB-separated: folder, table name, family, compression,
-   * data block encoding, bloom type, bloom prefix length, block size, region split keys (hex,
-   * comma-joined). Partition p belongs to the last table whose {@code firstPartitions} entry is
-   * at most p (so one shuffle and one job serve the index and the document table).
-   * Rows: Spark's internal rows (no conversion to Row objects), binary columns 0..2.
-   */
-  public static String[] write(JavaRDD<InternalRow> rows, String tables, int[] firstPartitions,
-      long timestamp, long jobTag) {
-    String[] specs = tables.split("\n");
-    List<String> written = rows.mapPartitionsWithIndex((partition, it) -> {
-      if (!it.hasNext()) {
-        return new ArrayList<String>().iterator(); // no file, no Hadoop configuration to build
-      }
-      int t = 0;
-      while (t + 1 < firstPartitions.length && firstPartitions[t + 1] <= partition) {
-        t++;
-      }
-      String[] f = specs[t].split("\t", -1);
-      Writer w = new Writer(f[0], f[1], f[2], f[3], f[4], f[5], Integer.parseInt(f[6]),
-          Integer.parseInt(f[7]), parseHex(f[8]), timestamp, jobTag, partition);
-      try {
-        while (it.hasNext()) {
-          InternalRow row = it.next();
-          w.append(row.getBinary(0), row.getBinary(1), row.getBinary(2));
-        }
-        w.finish();
-      } catch (IOException | RuntimeException e) {
-        w.abort();
-        throw e;
-      }
-      return w.files.iterator();
-    }, false).collect();
-    return written.toArray(new String[0]);
   }
 
   static byte[][] parseHex(String joined) {

@@ -1,0 +1,117 @@
+"""A Spark load's HFiles and their bulk load, through the JVM helper's two data sources
+(jvm/, ``dedup.hbase.spark``), reached by the DataFrame API alone (so the same in classic
+Spark and through Spark Connect):
+
+* ``dedup-hbase-regions`` (RegionStarts): tables' region start keys, read on the driver;
+* ``dedup-hbase-hfiles`` (HFileSink): cells written as HFiles in the executors, one per Spark
+  partition and region, then handed to HBase by BulkLoadHFiles when every task has committed,
+  table by table; the load's staging folder removed before the tasks start and after the load.
+
+What the data sources are told goes as options of strings; what a load wrote is counted by
+the caller (an Observation of its rows): the sink returns nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import DedupError
+from .hadoop import ZooKeeper
+
+REGIONS_CHANGED = "dedup-hbase: regions changed: "  # HFileSink.REGIONS_CHANGED
+FAILED = "bulk load of "  # BulkLoad.load's message of any other failure
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """What the HFile writer needs for one table: where its files go, the table, its
+    family's settings (schema/tables.json) and its region start keys."""
+
+    folder: str
+    table: str
+    family: str
+    compression: str
+    encoding: str
+    bloom: str
+    bloom_prefix: int
+    splits: list[bytes]
+    block_size: int = 65536
+
+    def line(self) -> str:
+        return "\t".join([self.folder, self.table, self.family, self.compression, self.encoding, self.bloom,
+                          str(self.bloom_prefix), str(self.block_size), ",".join(s.hex() for s in self.splits)])
+
+
+def _zk_options(zk: ZooKeeper | None) -> dict[str, str]:
+    return {} if zk is None else {"quorum": zk.quorum, "port": str(zk.port), "parent": zk.parent}
+
+
+def region_starts(spark, zk: ZooKeeper, tables: list[str]) -> dict[str, list[bytes]]:
+    """Each table's region start keys but the first (empty) one, in key order."""
+    found = (spark.read.format("dedup-hbase-regions").options(tables=",".join(tables), **_zk_options(zk))
+             .load().collect())
+    starts: dict[str, list[bytes]] = {table: [] for table in tables}
+    for row in found:
+        starts[row["table"]].append(bytes(row["start"]))
+    return {table: sorted(keys) for table, keys in starts.items()}
+
+
+def write_and_load(cells, zk: ZooKeeper | None, tables: list[TableFiles], firsts: list[int], staging: str, timestamp: int,
+                   tag: int, copy: bool = False) -> None:
+    """HFiles of ``cells`` (a DataFrame of key, qualifier, value, sorted within partitions;
+    partition p belongs to the last table whose ``firsts`` entry is at most p), bulk-loaded
+    table by table in the order of ``tables``, whose folders lie in ``staging`` (removed
+    before and after). A table whose regions changed since the files were cut is not loaded
+    and raises RegionsChanged (the tables before it stay loaded); any other failure of the load
+    BulkLoadFailed, in one line. ``copy``: HBase copies the files (else moves them when it
+    shares their file system). Without ``zk`` the files are written and kept, not loaded."""
+    try:
+        (cells.write.format("dedup-hbase-hfiles").mode("append")
+         .options(tables="\n".join(t.line() for t in tables), firsts=",".join(map(str, firsts)),
+                  timestamp=str(timestamp), tag=str(tag), staging=staging, copy=str(copy).lower(),
+                  **_zk_options(zk))
+         .save())
+    except Exception as e:  # classic: a captured JVM error; Spark Connect: a gRPC one; same texts
+        text = _jvm_text(e)
+        if REGIONS_CHANGED in text:
+            table = text[text.index(REGIONS_CHANGED) + len(REGIONS_CHANGED):].split()[0].rstrip(".;:,")
+            raise RegionsChanged(table) from None
+        if FAILED in text:
+            line = next(line for line in text.splitlines() if FAILED in line)
+            raise BulkLoadFailed(line[line.index(FAILED):]) from None
+        raise
+
+
+def _jvm_text(error: BaseException) -> str:
+    """Every message of a Spark error and its causes, as far as this client sees them:
+    Spark wraps the sink's error ("Writing job aborted"), so its own message lies in a cause
+    (classic) or in the server's stack trace (Spark Connect)."""
+    texts, seen = [], 0
+    current = error
+    while current is not None and seen < 10:
+        seen += 1
+        for part in (lambda: str(current), lambda: current.getStackTrace()):
+            try:
+                got = part()
+            except Exception:  # noqa: BLE001 - whatever a client can say of it
+                got = None
+            if got:
+                texts.append(got if isinstance(got, str) else "\n".join(map(str, got)))
+        current = getattr(current, "cause", None) or current.__cause__
+    return "\n".join(texts)
+
+
+class BulkLoadFailed(DedupError):
+    """BulkLoadHFiles stopped for a reason other than the table's regions changing."""
+
+
+class RegionsChanged(DedupError):
+    """A table's regions split or merged between reading them and bulk-loading HFiles cut at
+    them: the load stopped (what it loaded before is loaded again, cell for cell, by a load of
+    files cut anew)."""
+
+    def __init__(self, table: str):
+        super().__init__(f"the regions of {table} changed (a split or a merge) while the HFiles were written: "
+                         "not loaded (a load that splits HFiles can lose data, HBASE-30501); run the same command "
+                         "again: it cuts the files at the regions of then")
+        self.table = table
