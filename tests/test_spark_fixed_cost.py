@@ -105,7 +105,9 @@ def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(no_shared_s
 
 def test_a_few_files_as_a_jvm_table(spark):
     """records.file_rows: the same rows, schema and one file per partition as a parallelized
-    Python list, up to FEW_FILES; beyond, the list itself."""
+    Python list, up to FEW_FILES (built in the JVM) and beyond (the list as a table)."""
+    from pyspark.sql import functions as F
+
     from dedup_hbase.jobs.spark import inputs, records
 
     rows = [(0, "/a/b ü", "src", "jsonl", None, 0, -1, 1), (1, '/c"d\\e', "s2", "lines", "id1", 5, 100, 7),
@@ -116,4 +118,9 @@ def test_a_few_files_as_a_jvm_table(spark):
     assert [tuple(r) for r in built.collect()] == rows
     assert built.rdd.glom().map(len).collect() == [1, 1, 1]
     many = [(i, f"/f{i}", f"f{i}", "jsonl", None, 0, -1, 1) for i in range(records.FEW_FILES + 1)]
-    assert [tuple(r) for r in records.file_rows(spark, many).collect()] == many
+    table = records.file_rows(spark, many)
+    assert table.schema == listed.schema
+    assert sorted(tuple(r) for r in table.collect()) == many
+    assert table.rdd.getNumPartitions() == len(many)
+    per_partition = table.groupBy(F.spark_partition_id().alias("p")).count().collect()
+    assert len(per_partition) == len(many) and {r["count"] for r in per_partition} == {1}

@@ -54,7 +54,8 @@ HINTS = {
 FLAGS = {"confirm": "--confirm", "short": "--short-texts", "k": "--k", "probes": "--probes", "signatures": "--signatures",
          "fingerprints": "--fingerprints", "max_rejects": "--max-rejects", "engine": "--engine", "out": "--out",
          "add_new": "--add-new", "tokens": "--tokens", "insecure": "--insecure", "certfile": "--certfile",
-         "keyfile": "--keyfile", "groups_dir": "--groups-dir", "spark_env": "--spark-env"}
+         "keyfile": "--keyfile", "groups_dir": "--groups-dir", "spark_env": "--spark-env",
+         "spark_remote": "--spark-remote"}
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", rich_help_panel="Store and log", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]

@@ -93,7 +93,8 @@ Format = Annotated[str, typer.Option("--format", help=f"Input format: {', '.join
 Delimiter = Annotated[str | None, typer.Option(help="CSV/TSV: the character between fields (default: , for CSV, tab for TSV).", rich_help_panel="Input")]
 Featurizer = Annotated[str | None, typer.Option(help="jieba (words, TF-IDF; default) or shingles (character n-grams).", rich_help_panel="Fingerprint")]
 ShingleSize = Annotated[int | None, typer.Option(help="Characters per shingle (shingles featurizer; default 4).", rich_help_panel="Fingerprint")]
-SparkMaster = Annotated[str, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...).", rich_help_panel="Spark")]
+SparkMaster = Annotated[str | None, typer.Option(help="--engine spark: the Spark master (local[*], yarn, k8s://...). Default: local[*].", rich_help_panel="Spark")]
+SparkRemote = Annotated[str | None, typer.Option(envvar="SPARK_REMOTE", help="--engine spark: run the job through the Spark Connect server at sc://HOST:PORT (not with --spark-master; docs/spark.md#spark-connect).", rich_help_panel="Spark")]
 SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).", rich_help_panel="Spark")]
 Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).", rich_help_panel="Spark")]
 SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).", rich_help_panel="Spark")]
@@ -143,8 +144,8 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
          quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar, no per-record reports.")] = False,
          progress_every: Annotated[float, typer.Option(help="Off a terminal: a progress line on stderr at most every this many seconds (0: after every batch).")] = 10.0,
          engine: Annotated[str, typer.Option(help="local (this machine's cores; HBase: Thrift puts) or spark (a Spark job; HBase: HFiles + bulk load; docs/spark.md).")] = "local",
-         spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
-         spark_env: SparkEnv = None) -> None:
+         spark_master: SparkMaster = None, spark_conf: SparkConf = None, staging: Staging = None,
+         spark_env: SparkEnv = None, spark_remote: SparkRemote = None) -> None:
     """Bulk-load documents into the index, on every core.
 
     Bad records are reported (file, line, reason) and skipped; read = indexed + skipped +
@@ -156,7 +157,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     options = LoadOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                           batch_size=batch_size, workers=workers, skip_near_dups=skip_near_dups, groups=groups,
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
-    spark = _spark(engine, spark_master, spark_conf, staging, spark_env)
+    spark = _spark(engine, spark_master, spark_conf, staging, spark_env, spark_remote)
     index = ctx.obj.index(read_only=False)
     with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
@@ -175,11 +176,14 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
     exit_for_rejects(report, options.max_rejects, options.rejects)
 
 
-def _spark(engine: str, master: str, conf: list[str] | None, staging: str | None = None,
-           env: str | None = None) -> SparkOptions | None:
+def _spark(engine: str, master: str | None, conf: list[str] | None, staging: str | None = None,
+           env: str | None = None, remote: str | None = None) -> SparkOptions | None:
     """The Spark engine's options of a job's command line (None for the local engine)."""
     if engines.check_engine(engine) == "spark":
-        return SparkOptions(master, SparkOptions.parse_conf(conf), staging, env)
+        if remote and master:
+            raise InvalidInput("give --spark-master or --spark-remote (or SPARK_REMOTE), not both: a Spark Connect "
+                               "server runs its jobs on its own master")
+        return SparkOptions(master or "local[*]", SparkOptions.parse_conf(conf), staging, env, remote or None)
     return None
 
 
@@ -197,8 +201,8 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="T|off", help=f"Two documents of which either is under 200 characters are near, at any distance, only when both are and a character-bigram sketch of each is within T bits (docs/quality.md). Default {MEASURED_BITS} (measured; off with --fingerprints, which carry no text); off: their 64 bits alone.")] = None,
            workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
            engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
-           spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, spark_env: SparkEnv = None,
-           json_: Json = False) -> None:
+           spark_master: SparkMaster = None, spark_conf: SparkConf = None, spark_env: SparkEnv = None,
+           spark_remote: SparkRemote = None, json_: Json = False) -> None:
     """Near-duplicate groups of a corpus, no index needed: every pair within k bits and
     their connected components; each group keeps its first document in input order.
 
@@ -207,7 +211,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects, signatures=Signatures.parse(signatures),
                             confirm=confirm, short=parse_short(short_texts, None if fingerprints else MEASURED_BITS))
-    spark = _spark(engine, spark_master, spark_conf, env=spark_env)
+    spark = _spark(engine, spark_master, spark_conf, env=spark_env, remote=spark_remote)
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     report = engines.groups(files, out_dir, options, fp, engine, spark)
     if json_:
@@ -273,14 +277,14 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
           out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,
           add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
-          spark_master: SparkMaster = "local[*]", spark_conf: SparkConf = None, staging: Staging = None,
-          spark_env: SparkEnv = None) -> None:
+          spark_master: SparkMaster = None, spark_conf: SparkConf = None, staging: Staging = None,
+          spark_env: SparkEnv = None, spark_remote: SparkRemote = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
     read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
     report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
-                           _spark(engine, spark_master, spark_conf, staging, spark_env), on_answer=out if json_ else _print_answer)
+                           _spark(engine, spark_master, spark_conf, staging, spark_env, spark_remote), on_answer=out if json_ else _print_answer)
     if engine == "spark":
         if json_:
             out(report.to_dict())

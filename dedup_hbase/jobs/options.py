@@ -194,12 +194,18 @@ class SparkOptions:
     """Where and how a Spark job runs: the master (``local[*]``, ``yarn``, ``k8s://...``), Spark
     settings (``--spark-conf KEY=VALUE``), the staging folder or URI of the HFiles, and the
     executors' packed Python environment (``env``: an archive of ``dedup-hbase pack-env``,
-    shipped when the master is not a local one)."""
+    shipped when the master is not a local one); or, in place of a master, a Spark Connect
+    server (``remote``: ``sc://HOST:PORT``) that runs the job on its own."""
 
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     staging: str | None = None
     env: str | None = None
+    remote: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.remote is not None and not self.remote.startswith("sc://"):
+            raise InvalidInput(f"a Spark Connect server is sc://HOST:PORT, not {self.remote!r}")
 
     @staticmethod
     def parse_conf(items: list[str] | None) -> dict[str, str]:

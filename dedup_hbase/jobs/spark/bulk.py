@@ -46,11 +46,11 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
     ``key`` names the staging folder (a rerun of the same load finds what a killed run left)."""
     from pyspark.sql import functions as F
 
-    spark, clock = job.session, job.clock
+    clock = job.clock
     schema = load_schema()
     # partitioned by id first: one sort serves both halves of the aggregate (else each sorts);
     # a number of partitions that the cores divide (else adaptive execution picks one by size)
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = job.parallelism
     winners = (good.repartition(2 * parallelism, "id").groupBy("id")
                .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length", "more", "sketch")).alias("w"))
                .select("id", "w.*"))

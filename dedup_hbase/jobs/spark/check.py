@@ -45,7 +45,7 @@ from ..options import CheckOptions, SparkOptions, uri_of
 from ..outputs import CHECK_JSON, CHECK_PARQUET
 from ..reports import CheckReport
 from . import hadoop, records, rows, signed, stages
-from .harness import spark_job
+from .harness import refuse_connect, spark_job
 
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
 MERGED_SCHEMA = f"query long, matches {MATCH_TYPE}, match_count long"
@@ -73,6 +73,7 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
         raise InvalidInput(f"add_new=True finds near-duplicates within the index's k ({index.k}), not k={k}",
                            arguments=("add_new", "k"))
     index.spec.check_inputs(options.fingerprints, lookups=True)
+    refuse_connect(spark, "check --engine spark")
     hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
     with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:

@@ -70,7 +70,7 @@ def read(job, files: list[inputs.InputFile], fields: Fields, finish):
     from pyspark.sql import functions as F
 
     spark = job.session
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = job.parallelism
     names = [fields.id, fields.text, fields.simhash, fields.title, fields.featurizer]
     frames = []
     for f in files:

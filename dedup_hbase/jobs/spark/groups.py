@@ -52,7 +52,7 @@ from ..outputs import (
 )
 from ..reports import GroupsReport, rejects_file
 from . import components, hadoop, pairs, records
-from .harness import SparkJob, spark_job
+from .harness import SparkJob, refuse_connect, spark_job
 from .rows import json_string
 
 STOPPED = "run the same command again (it starts over and writes its output anew)"
@@ -66,6 +66,7 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     ``Interrupted`` on SIGINT or SIGTERM."""
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
+    refuse_connect(spark, "groups --engine spark")
     options.check_inputs(paths)
     target = out if is_uri(out) else str(prepare_out(out).resolve())
     with spark_job("dedup-hbase groups", spark, paths, jars=options.fingerprints, session=session,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ...errors import DedupError
 from ...index.store import HFileTarget
+from .session import is_connect
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,20 @@ class ZooKeeper:
         return self.quorum, self.port, self.parent
 
 
-def _helper(spark):
+def _classic(spark, what: str) -> None:
+    """Refuse, in one line, a Spark Connect session: this module's calls need py4j."""
+    if is_connect(spark):
+        raise DedupError(f"{what} does not run through Spark Connect yet (docs/spark.md#spark-connect): "
+                         "use --spark-master")
+
+
+def _helper(spark, what: str):
+    _classic(spark, what)
     return spark.sparkContext._jvm.dedup.hbase.spark
 
 
-def _fs(spark, uri: str):
+def _fs(spark, uri: str, what: str):
+    _classic(spark, what)
     jvm = spark.sparkContext._jvm
     path = jvm.org.apache.hadoop.fs.Path(uri)
     return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -53,7 +63,7 @@ def _fs(spark, uri: str):
 def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
     """Files under a URI through Spark's Hadoop file systems: (uri, path relative to a
     folder given, or None for a file given), sorted, hidden names skipped."""
-    path, fs = _fs(spark, uri)
+    path, fs = _fs(spark, uri, f"reading {uri}")
     status = fs.getFileStatus(path)
     if not status.isDirectory():
         return [(status.getPath().toString(), None)]
@@ -70,7 +80,7 @@ def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
 def rename_suffix(spark, uri: str, old: str, new: str) -> None:
     """Rename the files directly in the folder ``uri`` whose names end with ``old`` to end
     with ``new`` (e.g. Spark's text part files to ``.jsonl``)."""
-    path, fs = _fs(spark, uri)
+    path, fs = _fs(spark, uri, "writing check's output")
     jvm = spark.sparkContext._jvm
     for status in fs.listStatus(path):
         name = status.getPath().getName()
@@ -86,7 +96,7 @@ def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_byte
     """The helper's ``JsonLines.read``: the rows (JSON_LINES_SCHEMA) of a JSON lines file of
     precomputed fingerprints, read and checked in the executors' JVMs; ``field_names``: the
     id, text, simhash, title and featurizer fields."""
-    rdd = _helper(spark).JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
+    rdd = _helper(spark, "reading --fingerprints input").JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
     return _frame(spark, rdd, JSON_LINES_SCHEMA)
 
 
@@ -101,7 +111,7 @@ def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, flags: int
     fingerprint's document count, its first ``limit`` ids or all when None, and with
     ``sketched`` (an index with a confirmation: index/confirm.py) their sketches, else null);
     ``flags``: the scheme's number of flags; ``chunk``: probes per scan. No TTL is applied."""
-    rdd = _helper(spark).IndexLookup.runs(probes.select("query", "prefix")._jdf.queryExecution().toRdd().toJavaRDD(),
+    rdd = _helper(spark, "check --engine spark").IndexLookup.runs(probes.select("query", "prefix")._jdf.queryExecution().toRdd().toJavaRDD(),
                                           *zk.args(), table, family, flags, k, -1 if limit is None else limit, chunk,
                                           sketched)
     return _frame(spark, rdd, RUNS_SCHEMA)
@@ -119,8 +129,8 @@ def _frame(spark, rdd, schema: str):
 def single_file(spark, folder: str, target: str) -> None:
     """The one data file a job wrote into ``folder`` (Spark's ``part-*``; none when it wrote no
     rows: then an empty file) moved to ``target``, then ``folder`` removed."""
+    path, fs = _fs(spark, folder, "writing groups' output")
     jvm = spark.sparkContext._jvm
-    path, fs = _fs(spark, folder)
     destination = jvm.org.apache.hadoop.fs.Path(target)
     if fs.exists(destination):
         fs.delete(destination, False)

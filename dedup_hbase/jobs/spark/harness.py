@@ -22,9 +22,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ...errors import InvalidInput
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
-from .session import helper_jars, make_session
+from .hfiles import check_helper
+from .session import connect_session, helper_jars, make_session
 from .session import stop as stop_session
 from .ship import executor_pythons, ship_settings, use_shipped_python
 
@@ -39,6 +41,14 @@ class SparkJob:
         self.session = session
         self.started = self.last = time.perf_counter()
         self.persisted: list = []
+        self._parallelism: int | None = None
+
+    @property
+    def parallelism(self) -> int:
+        """The session's task slots (Spark's default parallelism), found once per job."""
+        if self._parallelism is None:
+            self._parallelism = default_parallelism(self.session)
+        return self._parallelism
 
     def clock(self, step: str) -> None:
         """Log ``step`` with the seconds since the step before."""
@@ -61,6 +71,26 @@ class SparkJob:
         for frame in frames:
             frame.unpersist()
             self.persisted = [f for f in self.persisted if f is not frame]
+
+
+def default_parallelism(spark) -> int:
+    """Spark's default parallelism through the DataFrame API alone (Spark Connect has no
+    SparkContext): ``spark.default.parallelism`` when set (``make_session`` sets it for a local
+    master: its cores, Spark's own default there), else the partitions of a range made
+    without a number of them (one small job: a cluster's executor cores, at least 2)."""
+    from pyspark.sql import functions as F
+
+    given = spark.conf.get("spark.default.parallelism", None)
+    if given:
+        return int(given)
+    return spark.range(0, 1 << 16).agg(F.max(F.spark_partition_id())).first()[0] + 1
+
+
+def refuse_connect(spark: SparkOptions, what: str) -> None:
+    """Refuse, before a session starts, a job that cannot run through Spark Connect yet."""
+    if spark.remote:
+        raise InvalidInput(f"{what} does not run through Spark Connect yet (docs/spark.md#spark-connect): use "
+                           "--spark-master", arguments=("spark_remote",))
 
 
 @contextmanager
@@ -97,7 +127,17 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     a local JVM writes its class archive at its end when there is none yet (``stop(session,
     done=True)`` keeps it, session.py). On a master that is not local: ``spark.env`` shipped
     (ship.py), and a task in each slot proves the executors run dedup-hbase (else the session
-    is stopped and a one-line DedupError raised)."""
+    is stopped and a one-line DedupError raised). With ``spark.remote``: a session of that
+    Spark Connect server, which has the jars and the executors' Python (checked for the jars)."""
+    if spark.remote:
+        session = connect_session(spark.remote, {"spark.app.name": name, **spark.conf})
+        if jars:
+            try:
+                check_helper(session, spark.remote)
+            except BaseException:
+                stop_session(session)
+                raise
+        return session
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = {"spark.app.name": name}
     shipping = bool(spark.env) and not submitted and not spark.master.startswith("local")
@@ -107,7 +147,7 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     session = make_session(spark.master, {**conf, **spark.conf},
                            helper_jars() if jars and not submitted else None,
                            small=input_bytes(paths) < SMALL_INPUT, make_archive=True)
-    if not session.sparkContext.master.startswith("local"):
+    if not session.conf.get("spark.master", "").startswith("local"):
         try:
             for found in executor_pythons(session):
                 logger.info("executors' Python: %s", json.dumps(found))

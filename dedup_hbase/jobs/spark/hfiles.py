@@ -86,19 +86,44 @@ def _jvm_text(error: BaseException) -> str:
     """Every message of a Spark error and its causes, as far as this client sees them:
     Spark wraps the sink's error ("Writing job aborted"), so its own message lies in a cause
     (classic) or in the server's stack trace (Spark Connect)."""
-    texts, seen = [], 0
-    current = error
+    texts: list[str] = []
+    current, seen = error, 0
     while current is not None and seen < 10:
         seen += 1
-        for part in (lambda: str(current), lambda: current.getStackTrace()):
-            try:
-                got = part()
-            except Exception:  # noqa: BLE001 - whatever a client can say of it
-                got = None
-            if got:
-                texts.append(got if isinstance(got, str) else "\n".join(map(str, got)))
+        texts.append(_said(str, current))
+        trace = _said(lambda e: e.getStackTrace(), current) if hasattr(current, "getStackTrace") else None
+        if trace:
+            texts.append(trace if isinstance(trace, str) else "\n".join(map(str, trace)))
         current = getattr(current, "cause", None) or current.__cause__
     return "\n".join(texts)
+
+
+def check_helper(spark, where: str) -> None:
+    """Refuse, in one line, a session whose driver lacks the JVM helper's data sources (a Spark
+    Connect server started without its jars); ``where``: the server, for the message. Reads
+    nothing (the source is resolved, not scanned)."""
+    try:
+        columns = spark.read.format("dedup-hbase-regions").options(tables="", quorum="-", port="0").load().columns
+    except Exception as e:  # classic or Connect, the same text
+        text = _jvm_text(e)
+        if "DATA_SOURCE_NOT_FOUND" in text or "dedup-hbase-regions" in text:
+            raise DedupError(f"the Spark session of {where} lacks dedup-hbase's JVM helper (the data source "
+                             "dedup-hbase-regions is not on its class path): start the server with the helper's "
+                             "jars on its driver's and executors' class path (scripts/connect-local does; "
+                             "docs/spark.md#spark-connect)") from None
+        raise
+    if columns != ["table", "start"]:
+        raise DedupError(f"the Spark session of {where} has another dedup-hbase-regions data source than "
+                         f"this dedup-hbase's (its columns: {', '.join(columns)})")
+
+
+def _said(read, error: BaseException):
+    """What ``read(error)`` gives, or "" when the client cannot say (a py4j error's str()
+    fails once its JVM is gone)."""
+    try:
+        return read(error) or ""
+    except Exception:  # whatever the client raises
+        return ""
 
 
 class BulkLoadFailed(DedupError):

@@ -23,6 +23,7 @@ from ..options import InputOptions
 from ..reports import JobReport, reject_line
 from . import fingerprints, hadoop, inputs, stages
 from .harness import SparkJob
+from .rows import partition_targets
 
 FEW_FILES = 64  # files (or pieces) of local input read from a JVM-built table (file_rows)
 LINE_BITS = 40  # a record's position: its file's ordinal << 40 | its line (files of under 2^40 lines)
@@ -49,7 +50,7 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
         jvm_read, planned = fingerprints.split(planned)
         if jvm_read:
             parts.append(fingerprints.read(job, jvm_read, fields, finish))
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = job.parallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f)  # another encoding: each file read whole (auto: its head)
              for piece in (inputs.pieces(f, parallelism) if fields.encoding == DEFAULT else [f])]
@@ -82,12 +83,16 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
 def file_rows(spark, rows: list[tuple]):
     """The planned files (inputs.FILE_SCHEMA), one per partition. A few: built in the JVM (a
     range of row numbers, each picking its row from one literal), so no Python worker runs
-    before the ones that read them (the first costs a Python process's start); more: a
-    parallelized Python list (the literal would go with every task)."""
+    before the ones that read them (the first costs a Python process's start); more: the
+    Python list as a table, each row sent to a partition of its own (the literal would go with
+    every task)."""
     from pyspark.sql import functions as F
 
     if len(rows) > FEW_FILES:
-        return spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), inputs.FILE_SCHEMA)
+        targets = partition_targets(len(rows))
+        table = spark.createDataFrame([(*row, targets[i]) for i, row in enumerate(rows)],
+                                      f"{inputs.FILE_SCHEMA}, part int")
+        return table.repartition(len(rows), "part").drop("part")
     names = [column.split()[0] for column in inputs.FILE_SCHEMA.split(", ")]
     table = F.from_json(F.lit(json.dumps([dict(zip(names, row)) for row in rows])),
                         "array<struct<" + ",".join(c.replace(" ", ":") for c in inputs.FILE_SCHEMA.split(", ")) + ">>")

@@ -166,6 +166,36 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     return spark
 
 
+def connect_session(remote: str, conf: dict[str, str]):
+    """A session of the Spark Connect server at ``remote`` (sc://HOST:PORT), with ``conf`` (the
+    server refuses a static setting). Needs PySpark's Connect client (grpcio and friends); a
+    server that does not answer is one line."""
+    try:
+        from pyspark.sql import SparkSession
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as e:
+        raise DedupError(f"--spark-remote needs PySpark's Spark Connect client ({e}): pip install "
+                         "'pyspark[connect]' (or the dedup-hbase 'spark' extra)") from None
+    builder = SparkSession.builder.remote(remote)
+    for key, value in conf.items():
+        if key != "spark.app.name":  # a Connect session has no app name of its own
+            builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+        spark.range(1).collect()  # the server answers
+    except Exception as e:  # gRPC's errors
+        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
+        raise DedupError(f"the Spark Connect server at {remote} does not answer: {first[:300]}") from None
+    return spark
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM of this process behind it)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 # What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's
 # launcher adds --add-modules=jdk.incubator.vector to every JVM, and Java warns of it at start.
 JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
@@ -200,6 +230,15 @@ def _pass_on(stream) -> None:
                     pass
 
 
+def connect_server_conf(master: str, jars: bool = True) -> dict[str, str]:
+    """The settings of a Spark Connect server that runs dedup-hbase's jobs (scripts/connect-local
+    starts one with them): those of a session ``make_session`` starts on ``master``, with the
+    JVM helper's jars on its class path when ``jars``."""
+    settings = _settings(master, {}, helper_jars() if jars else None, small=False)
+    del settings["spark.app.name"]
+    return settings
+
+
 def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: bool) -> dict[str, str]:
     """The Spark settings of a session ``make_session`` starts (``conf`` over the defaults)."""
     if master.startswith("local"):
@@ -226,6 +265,8 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
     }
     if master.startswith("local"):  # one JVM is driver and executors: a quarter of the RAM, 2-8 GiB
         settings["spark.driver.memory"] = f"{local_heap_gib()}g"
+        # its cores, as Spark's local default, said where a job reads it (harness.default_parallelism)
+        settings["spark.default.parallelism"] = str(local_cores(master))
     if small:  # a few tasks' work: planned once (adaptive execution runs a job per shuffle), few partitions
         settings["spark.sql.adaptive.enabled"] = "false"
         settings["spark.sql.shuffle.partitions"] = str(local_cores(master) or 16)
@@ -304,6 +345,12 @@ def stop(spark, done: bool = False) -> None:
     archive as it exits (cds.py) is given the time to (up to ``ARCHIVE_WAIT`` s; Ctrl-C or
     SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
     arrives while the JVM exits, when no archive is written)."""
+    if is_connect(spark):  # the client's session released; the server runs on
+        try:
+            spark.stop()
+        except Exception:  # a server gone meanwhile
+            pass
+        return
     _PY4J.quiet = True
     watchdog, archive = _STARTED.pop(id(spark), (None, None))
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)

@@ -1,0 +1,117 @@
+"""The Spark engine through Spark Connect: a real Connect server (scripts/connect-local, from the
+PySpark wheel, with the JVM helper's jars) and a real HBase; the command run as a user runs it,
+``dedup-hbase load --engine spark --spark-remote sc://...``, in a process of its own, whose
+index must equal, cell for cell, the local engine's load of the same input. A server started
+without the helper's jars is one line; so are the jobs that do not run through Connect yet
+and a remote beside a master."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_spark import documents, hbase_pair, index_cells, local_load_to, sample_docs  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.spark, pytest.mark.hbase]
+
+REPO = Path(__file__).resolve().parent.parent
+PORT, BARE_PORT = 15112, 15113  # beside scripts/connect-local's default (15102)
+
+
+def connect_local(command: str, port: int, folder: Path, jars: str = "helper") -> str:
+    env = {**os.environ, "DEDUP_HBASE_CONNECT_PORT": str(port), "DEDUP_HBASE_CONNECT_DIR": str(folder),
+           "DEDUP_HBASE_CONNECT_JARS": jars, "DEDUP_HBASE_PYTHON": sys.executable}
+    done = subprocess.run([str(REPO / "scripts" / "connect-local"), command], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A Connect server with the helper's jars, on local[2]."""
+    folder = tmp_path_factory.mktemp("connect")
+    said = connect_local("start", PORT, folder)
+    assert said.startswith(f"connect-local: ready: sc://127.0.0.1:{PORT} (master local[2], jars: helper;")
+    yield f"sc://127.0.0.1:{PORT}"
+    connect_local("stop", PORT, folder)
+
+
+def dedup_hbase(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+    return subprocess.run([str(Path(sys.executable).parent / "dedup-hbase"), *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def corpus(folder: Path) -> Path:
+    """300 news texts with an exact copy under a new id, a repeated id (the later wins), a line
+    that is not JSON and a record without text."""
+    docs = sample_docs(300, seed=8)
+    copy = json.loads(docs[3])
+    copy["id"] = "copy-of-3"
+    again = json.loads(docs[5])
+    again["text"] = again["text"][::-1]
+    lines = docs + [json.dumps(copy, ensure_ascii=False), json.dumps(again, ensure_ascii=False), "{not json",
+                    json.dumps({"id": "empty"})]
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("\n".join(lines[:150]) + "\n", encoding="utf-8")
+    (folder / "b.jsonl").write_text("\n".join(lines[150:]) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_a_load_through_spark_connect_equals_the_local_engines_cell_for_cell(server, hbase_pair, tmp_path):  # noqa: F811
+    connect_url, local_url = hbase_pair
+    files = corpus(tmp_path / "in")
+    done = dedup_hbase("load", "--store", connect_url, "--engine", "spark", "--spark-remote", server,
+                       "--staging", str(tmp_path / "staging"), "--rejects", str(tmp_path / "rejects.jsonl"), "--json",
+                       str(files))
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    want = local_load_to(local_url, [files], rejects=tmp_path / "local-rejects.jsonl")
+    assert (got["read"], got["indexed"], got["rejected"], got["new"]) == (
+        want["read"], want["indexed"], want["rejected"], want["new"]) == (304, 302, 2, 301)
+    assert (tmp_path / "rejects.jsonl").read_bytes() == (tmp_path / "local-rejects.jsonl").read_bytes()
+    assert index_cells(connect_url) == index_cells(local_url)
+    assert len(index_cells(connect_url)) == 4 * 301
+    assert documents(connect_url) == documents(local_url)
+    assert not any(p.is_file() for p in (tmp_path / "staging").rglob("*"))
+    again = dedup_hbase("load", "--store", connect_url, "--engine", "spark", "--spark-remote", server, "--json",
+                        str(files))
+    assert again.returncode == 0 and json.loads(again.stdout)["already_complete"]
+
+
+def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_path):  # noqa: F811
+    connect_local("start", BARE_PORT, tmp_path / "bare", jars="none")
+    try:
+        done = dedup_hbase("load", "--store", hbase_pair[0], "--engine", "spark", "--spark-remote",
+                           f"sc://127.0.0.1:{BARE_PORT}", str(corpus(tmp_path / "in")))
+    finally:
+        connect_local("stop", BARE_PORT, tmp_path / "bare")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: the Spark session of sc://127.0.0.1:{BARE_PORT} lacks dedup-hbase's JVM helper (the data source "
+        "dedup-hbase-regions is not on its class path): start the server with the helper's jars on its driver's "
+        "and executors' class path (scripts/connect-local does; docs/spark.md#spark-connect)")
+    assert index_cells(hbase_pair[0]) == set()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["load", "--store", "memory:", "--engine", "spark", "--spark-master", "local[2]", "--spark-remote",
+      "sc://127.0.0.1:1", "x.jsonl"],
+     "give --spark-master or --spark-remote (or SPARK_REMOTE), not both: a Spark Connect server runs its jobs on "
+     "its own master"),
+    (["groups", "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1", "--out", "OUT", "IN"],
+     "groups --engine spark does not run through Spark Connect yet (docs/spark.md#spark-connect): use --spark-master"),
+    (["load", "--store", "memory:", "--engine", "spark", "--spark-remote", "127.0.0.1:1", "x.jsonl"],
+     "a Spark Connect server is sc://HOST:PORT, not '127.0.0.1:1'"),
+])
+def test_what_does_not_run_through_connect_is_refused_in_one_line(args, said, tmp_path):
+    (tmp_path / "IN").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    done = subprocess.run([str(Path(sys.executable).parent / "dedup-hbase"), *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert said in done.stderr.strip().splitlines()[-1]
