@@ -124,3 +124,30 @@ def test_a_few_files_as_a_jvm_table(spark):
     assert table.rdd.getNumPartitions() == len(many)
     per_partition = table.groupBy(F.spark_partition_id().alias("p")).count().collect()
     assert len(per_partition) == len(many) and {r["count"] for r in per_partition} == {1}
+
+
+def test_the_default_parallelism_without_spark_default_parallelism(spark):
+    """harness.range_partitions, the path of a cluster's session (no spark.default.parallelism
+    set there): one small job's partitions, which on a local master are its task slots (the
+    CI run at 09eec03 failed on every cluster job here: an aggregate of spark_partition_id())."""
+    from dedup_hbase.jobs.spark.harness import default_parallelism, range_partitions
+
+    slots = spark.range(0, 1 << 16).rdd.getNumPartitions()
+    assert range_partitions(spark) == slots >= 1
+    assert default_parallelism(spark) == int(spark.conf.get("spark.default.parallelism", str(slots)))
+
+
+def test_a_failed_job_keeps_its_message_once_its_session_is_gone(spark):
+    """harness.SparkJobFailed reads a PySpark exception's message while the session runs: after
+    spark_job stops its own session, PySpark's str() of it fails (its JVM gone), and the CLI
+    printed ``AnalysisException: <exception str() failed>``."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    from dedup_hbase.jobs.spark.harness import SparkJobFailed
+
+    with pytest.raises(AnalysisException) as raised:
+        spark.range(4).agg(F.max(F.spark_partition_id())).first()
+    failed = SparkJobFailed(raised.value)
+    assert str(failed).startswith("AnalysisException: [AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION]")
+    assert failed.__traceback__ is raised.value.__traceback__

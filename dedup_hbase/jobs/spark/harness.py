@@ -3,7 +3,7 @@
 its steps timed in the log, SIGINT and SIGTERM turned into ``Interrupted``, and the frames it
 persisted unpersisted.
 
-    with spark_job("dedup-hbase groups", spark, paths, jars=False, session=None,
+    with spark_job("dedup-hbase groups", spark, paths, jars=True, session=None,
                    then="run the same command again (...)") as job:
         records = job.persist(...)
         job.clock("a step")
@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ...errors import InvalidInput
+from ...errors import DedupError, InvalidInput
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
 from .hfiles import check_helper
@@ -73,17 +73,40 @@ class SparkJob:
             self.persisted = [f for f in self.persisted if f is not frame]
 
 
+class SparkJobFailed(RuntimeError):
+    """A job's own failure (an ``AnalysisException``, a task that failed four times ...), with
+    its message and traceback taken while its session still runs: PySpark's exceptions read
+    their message from the session's JVM, which is gone once ``spark_job`` has stopped it
+    (printed then as ``<exception str() failed>``)."""
+
+    def __init__(self, failed: Exception) -> None:
+        try:
+            message = str(failed)
+        except Exception:  # the JVM gone already
+            message = getattr(failed, "_desc", None) or "(no message)"
+        super().__init__(f"{type(failed).__name__}: {message}")
+        self.with_traceback(failed.__traceback__)
+
+
 def default_parallelism(spark) -> int:
     """Spark's default parallelism through the DataFrame API alone (Spark Connect has no
     SparkContext): ``spark.default.parallelism`` when set (``make_session`` sets it for a local
     master: its cores, Spark's own default there), else the partitions of a range made
     without a number of them (one small job: a cluster's executor cores, at least 2)."""
-    from pyspark.sql import functions as F
-
     given = spark.conf.get("spark.default.parallelism", None)
     if given:
         return int(given)
-    return spark.range(0, 1 << 16).agg(F.max(F.spark_partition_id())).first()[0] + 1
+    return range_partitions(spark)
+
+
+def range_partitions(spark) -> int:
+    """The partitions of a range made without a number of them (Spark's default parallelism
+    on a cluster), by one small job: the partition ids projected first (a non-deterministic
+    expression cannot be an aggregate's argument)."""
+    from pyspark.sql import functions as F
+
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+    return ids.agg(F.max("p")).first()[0] + 1
 
 
 def refuse_connect(spark: SparkOptions, what: str) -> None:
@@ -111,6 +134,10 @@ def spark_job(name: str, spark: SparkOptions, paths: list[str], *, jars: bool, s
         try:
             yield job
             done = True
+        except Exception as failed:
+            if own and not isinstance(failed, (DedupError, OSError, *STOPS)):
+                raise SparkJobFailed(failed) from None
+            raise
         finally:
             if own:
                 stop_session(job.session, done)
