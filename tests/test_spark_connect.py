@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_groups import parquet_rows, parquet_schema
 from test_spark import documents, hbase_pair, index_cells, local_load_to, sample_docs  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.spark, pytest.mark.hbase]
@@ -47,16 +48,19 @@ def dedup_hbase(*args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=600)
 
 
-def corpus(folder: Path) -> Path:
+def corpus(folder: Path, near: int = 0) -> Path:
     """300 news texts with an exact copy under a new id, a repeated id (the later wins), a line
-    that is not JSON and a record without text."""
+    that is not JSON and a record without text; and ``near`` texts again with a character
+    added, each under a new id."""
     docs = sample_docs(300, seed=8)
     copy = json.loads(docs[3])
     copy["id"] = "copy-of-3"
     again = json.loads(docs[5])
     again["text"] = again["text"][::-1]
+    edited = [{**json.loads(d), "id": f"near-{i}", "text": json.loads(d)["text"] + "。"}
+              for i, d in enumerate(docs[10:10 + near])]
     lines = docs + [json.dumps(copy, ensure_ascii=False), json.dumps(again, ensure_ascii=False), "{not json",
-                    json.dumps({"id": "empty"})]
+                    json.dumps({"id": "empty"})] + [json.dumps(e, ensure_ascii=False) for e in edited]
     folder.mkdir()
     (folder / "a.jsonl").write_text("\n".join(lines[:150]) + "\n", encoding="utf-8")
     (folder / "b.jsonl").write_text("\n".join(lines[150:]) + "\n", encoding="utf-8")
@@ -84,6 +88,23 @@ def test_a_load_through_spark_connect_equals_the_local_engines_cell_for_cell(ser
     assert again.returncode == 0 and json.loads(again.stdout)["already_complete"]
 
 
+def test_groups_through_spark_connect_equal_the_local_engines_byte_for_byte(server, tmp_path):
+    files = corpus(tmp_path / "in", near=20)
+    on_connect = dedup_hbase("groups", "--engine", "spark", "--spark-remote", server, "--out", str(tmp_path / "c"),
+                             "--json", str(files))
+    assert on_connect.returncode == 0, on_connect.stderr
+    local = dedup_hbase("groups", "--out", str(tmp_path / "l"), "--json", str(files))
+    assert local.returncode == 0, local.stderr
+    strip = lambda said: {k: v for k, v in json.loads(said).items() if k not in ("elapsed_s", "engine", "out")}
+    assert strip(on_connect.stdout) == strip(local.stdout)
+    assert json.loads(local.stdout)["to_drop"] == 21  # the copy and the 20 near texts
+    for name in ("groups.jsonl", "dropped.jsonl"):
+        assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "l" / name).read_bytes()
+    assert parquet_rows(tmp_path / "c") == parquet_rows(tmp_path / "l")
+    assert parquet_schema(tmp_path / "c") == parquet_schema(tmp_path / "l")
+    assert not [p.name for p in (tmp_path / "c").iterdir() if p.name.startswith(("_", "."))]  # nothing left staged
+
+
 def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_path):  # noqa: F811
     connect_local("start", BARE_PORT, tmp_path / "bare", jars="none")
     try:
@@ -104,8 +125,9 @@ def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_p
       "sc://127.0.0.1:1", "x.jsonl"],
      "give --spark-master or --spark-remote (or SPARK_REMOTE), not both: a Spark Connect server runs its jobs on "
      "its own master"),
-    (["groups", "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1", "--out", "OUT", "IN"],
-     "groups --engine spark does not run through Spark Connect yet (docs/spark.md#spark-connect): use --spark-master"),
+    (["groups", "--engine", "spark", "--fingerprints", "--spark-remote", "sc://127.0.0.1:1", "--out", "OUT", "IN"],
+     "groups --engine spark --fingerprints does not run through Spark Connect yet (docs/spark.md#spark-connect): "
+     "use --spark-master"),
     (["load", "--store", "memory:", "--engine", "spark", "--spark-remote", "127.0.0.1:1", "x.jsonl"],
      "a Spark Connect server is sc://HOST:PORT, not '127.0.0.1:1'"),
 ])

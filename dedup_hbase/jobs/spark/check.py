@@ -44,7 +44,7 @@ from ...text.fingerprint import to_hex
 from ..options import CheckOptions, SparkOptions, uri_of
 from ..outputs import CHECK_JSON, CHECK_PARQUET
 from ..reports import CheckReport
-from . import hadoop, records, rows, signed, stages
+from . import files, hadoop, records, rows, signed, stages
 from .harness import refuse_connect, spark_job
 
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
@@ -142,8 +142,7 @@ def write_answers(spark, answers, out: str, clock=lambda step: None) -> CheckRep
         "id", F.col("simhash_hex").alias("simhash"), "matches", "match_count"))).otherwise(
         F.to_json(F.struct("id", "source", "line", "error", F.lit(None).cast("string").alias("simhash"),
                            F.array().alias("matches")), {"ignoreNullFields": "false"}))  # outputs.check_record's keys
-    answers.select(record.alias("value")).write.mode("overwrite").text(f"{out}/{CHECK_JSON}")
-    hadoop.rename_suffix(spark, f"{out}/{CHECK_JSON}", ".txt", ".jsonl")
+    files.write_folder(answers.select(record.alias("value")), f"{out}/{CHECK_JSON}", ".jsonl")
     clock("look up, merge, JSON lines")
     answers.select("id", F.col("simhash_hex").alias("simhash"), "matches", "match_count", "source", "line",
                    "error").write.mode("overwrite").parquet(f"{out}/{CHECK_PARQUET}")

@@ -51,7 +51,7 @@ from ..outputs import (
     write_summary,
 )
 from ..reports import GroupsReport, rejects_file
-from . import components, hadoop, pairs, records
+from . import components, files, pairs, records
 from .harness import SparkJob, refuse_connect, spark_job
 from .rows import json_string
 
@@ -66,11 +66,12 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     ``Interrupted`` on SIGINT or SIGTERM."""
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    refuse_connect(spark, "groups --engine spark")
+    if options.fingerprints:  # read by the helper's JsonLines (py4j)
+        refuse_connect(spark, "groups --engine spark --fingerprints")
     options.check_inputs(paths)
     target = out if is_uri(out) else str(prepare_out(out).resolve())
-    with spark_job("dedup-hbase groups", spark, paths, jars=options.fingerprints, session=session,
-                   then=STOPPED) as job:
+    # the helper's jars: its data source writes the line files (files.py), and reads --fingerprints
+    with spark_job("dedup-hbase groups", spark, paths, jars=True, session=session, then=STOPPED) as job:
         report = _groups(job, paths, target, options, fingerprinter)
     report.elapsed_s = job.elapsed()
     return report
@@ -246,10 +247,8 @@ def _write_dropped_file(session, dropped, out: str, signed: bool) -> None:
     for name in dropped_fields(signed):
         value = F.col(name).cast("string") if name == "distance" else json_string(F.col(name))
         pieces += [F.lit(('{' if not pieces else ', ') + f'"{name}": '), value]
-    folder = f"{out}/_{DROPPED_FILE}.parts"
-    (dropped.repartition(1).sortWithinPartitions("pos").select(F.concat(*pieces, F.lit("}")).alias("value"))
-     .write.mode("overwrite").text(folder))
-    hadoop.single_file(session, folder, f"{out}/{DROPPED_FILE}")
+    files.write_file(dropped.repartition(1).sortWithinPartitions("pos")
+                     .select(F.concat(*pieces, F.lit("}")).alias("value")), f"{out}/{DROPPED_FILE}")
 
 
 def _write_summary(session, report: GroupsReport, out: str) -> None:
@@ -257,10 +256,8 @@ def _write_summary(session, report: GroupsReport, out: str) -> None:
     if not is_uri(out):
         write_summary(out, report.to_dict())
         return
-    folder = f"{out}/_{SUMMARY_FILE}.parts"
-    session.createDataFrame([(json.dumps(report.to_dict(), ensure_ascii=False),)], "value string") \
-        .repartition(1).write.mode("overwrite").text(folder)
-    hadoop.single_file(session, folder, f"{out}/{SUMMARY_FILE}")
+    files.write_file(session.createDataFrame([(json.dumps(report.to_dict(), ensure_ascii=False),)], "value string")
+                     .repartition(1), f"{out}/{SUMMARY_FILE}")
 
 
 def _write_groups_file(session, members, out: str) -> None:
@@ -275,7 +272,5 @@ def _write_groups_file(session, members, out: str) -> None:
     ids = F.array_join(F.transform("m", lambda m: json_string(m["id"])), ", ")
     line = F.concat(F.lit('{"group": '), F.col("n").cast("string"), F.lit(', "size": '),
                     F.col("size").cast("string"), F.lit(', "ids": ['), ids, F.lit("]}"))
-    folder = f"{out}/_{GROUPS_FILE}.parts"
-    (numbered.repartition(1).sortWithinPartitions("group_pos").select(line.alias("value"))
-     .write.mode("overwrite").text(folder))
-    hadoop.single_file(session, folder, f"{out}/{GROUPS_FILE}")
+    files.write_file(numbered.repartition(1).sortWithinPartitions("group_pos").select(line.alias("value")),
+                     f"{out}/{GROUPS_FILE}")

@@ -77,17 +77,6 @@ def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
     return sorted(found, key=lambda x: x[1])
 
 
-def rename_suffix(spark, uri: str, old: str, new: str) -> None:
-    """Rename the files directly in the folder ``uri`` whose names end with ``old`` to end
-    with ``new`` (e.g. Spark's text part files to ``.jsonl``)."""
-    path, fs = _fs(spark, uri, "writing check's output")
-    jvm = spark.sparkContext._jvm
-    for status in fs.listStatus(path):
-        name = status.getPath().getName()
-        if status.isFile() and name.endswith(old):
-            fs.rename(status.getPath(), jvm.org.apache.hadoop.fs.Path(path, name[:-len(old)] + new))
-
-
 JSON_LINES_SCHEMA = ("ordinal int, line long, id string, simhash long, title string, length long, "
                      "text_bytes long, featurizer string, raw binary")
 
@@ -124,22 +113,3 @@ def _frame(spark, rdd, schema: str):
 
     parsed = spark._jsparkSession.parseDataType(_parse_datatype_string(schema).json())
     return DataFrame(spark._jsparkSession.createDataFrame(rdd, parsed), spark)
-
-
-def single_file(spark, folder: str, target: str) -> None:
-    """The one data file a job wrote into ``folder`` (Spark's ``part-*``; none when it wrote no
-    rows: then an empty file) moved to ``target``, then ``folder`` removed."""
-    path, fs = _fs(spark, folder, "writing groups' output")
-    jvm = spark.sparkContext._jvm
-    destination = jvm.org.apache.hadoop.fs.Path(target)
-    if fs.exists(destination):
-        fs.delete(destination, False)
-    parts = [s.getPath() for s in fs.listStatus(path) if s.getPath().getName().startswith("part-")]
-    if len(parts) > 1:
-        raise DedupError(f"{folder}: {len(parts)} files where one was written")
-    if parts:
-        if not fs.rename(parts[0], destination):
-            raise DedupError(f"could not move {parts[0].toString()} to {target}")
-    else:
-        fs.create(destination, True).close()
-    fs.delete(path, True)

@@ -13,6 +13,7 @@ import java.util.UUID;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -150,6 +151,13 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
       return SparkContext.getOrCreate().hadoopConfiguration(); // the driver's, with spark.hadoop.*
     }
 
+    /** {@code path}'s file system; a local one without its checksum files ({@code .NAME.crc}
+     * beside every file: not part of a job's output). */
+    static FileSystem fileSystem(Path path, Configuration conf) throws IOException {
+      FileSystem fs = path.getFileSystem(conf);
+      return fs instanceof LocalFileSystem ? ((LocalFileSystem) fs).getRawFileSystem() : fs;
+    }
+
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
       String dir = tmp;
@@ -166,7 +174,7 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
       }
       try {
         Path to = new Path(target);
-        FileSystem fs = to.getFileSystem(conf());
+        FileSystem fs = fileSystem(to, conf());
         if (single) {
           if (files.size() > 1) {
             throw new IllegalStateException(target + ": " + files.size() + " tasks wrote lines where one was to");
@@ -207,7 +215,7 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
     public void abort(WriterCommitMessage[] messages) {
       try {
         Path dir = new Path(tmp);
-        dir.getFileSystem(conf()).delete(dir, true);
+        fileSystem(dir, conf()).delete(dir, true);
       } catch (IOException ignored) {
         // the write fails anyway; a hidden folder is left
       }
@@ -228,7 +236,7 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
     @Override
     public void write(InternalRow row) throws IOException {
       if (out == null) {
-        fs = path.getFileSystem(new Configuration());
+        fs = Lines.fileSystem(path, new Configuration());
         out = fs.create(path, true);
       }
       if (!row.isNullAt(0)) {
