@@ -1,14 +1,15 @@
 """The Spark engine through Spark Connect: a real Connect server (scripts/connect-local, from the
 PySpark wheel, with the JVM helper's jars) and a real HBase; the command run as a user runs it,
 ``dedup-hbase load --engine spark --spark-remote sc://...``, in a process of its own, whose
-index must equal, cell for cell, the local engine's load of the same input. A server started
-without the helper's jars is one line; so are the jobs that do not run through Connect yet
-and a remote beside a master."""
+index must equal, cell for cell, the local engine's load of the same input, and whose groups
+the local engine's byte for byte (of texts and of fingerprints). A server started without the
+helper's jars is one line; so is a remote beside a master."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,65 @@ def test_groups_through_spark_connect_equal_the_local_engines_byte_for_byte(serv
     assert not [p.name for p in (tmp_path / "c").iterdir() if p.name.startswith(("_", "."))]  # nothing left staged
 
 
+def test_groups_of_fingerprints_through_spark_connect_equal_the_local_engines(server, tmp_path):
+    """groups --fingerprints through Connect: JSON lines of fingerprints (every kind of bad
+    record among them, test_spark.fingerprint_lines) read by the helper's data source on the
+    server, with near copies planted at 1 and 3 bits: the local engine's outputs byte for byte."""
+    from test_spark import fingerprint_lines
+
+    rnd = random.Random(4)
+    lines = fingerprint_lines("jieba/2;seed=0", n=2000, seed=4)  # the default featurizer's label
+    for i, line in enumerate(rnd.sample(lines[:2000], 40)):
+        record = json.loads(line)
+        flipped = int(record["simhash"], 16)
+        for bit in rnd.sample(range(64), 3 if i % 2 else 1):
+            flipped ^= 1 << bit
+        lines.append(json.dumps({"id": f"near-{i}", "simhash": f"{flipped:016x}"}))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text("\n".join(lines[:1000]) + "\n", encoding="utf-8")
+    (tmp_path / "in" / "b.jsonl").write_text("\n".join(lines[1000:]) + "\n", encoding="utf-8")
+    said = {}
+    for name, engine in (("c", ["--engine", "spark", "--spark-remote", server]), ("l", [])):
+        done = dedup_hbase("groups", *engine, "--fingerprints", "--out", str(tmp_path / name), "--json",
+                           "--rejects", str(tmp_path / f"{name}.rejects"), str(tmp_path / "in"))
+        assert done.returncode == 0, done.stderr
+        said[name] = {k: v for k, v in json.loads(done.stdout).items() if k not in ("elapsed_s", "engine", "out")}
+    assert said["c"] == said["l"] and said["l"]["rejected"] > 10 and said["l"]["to_drop"] >= 40
+    for name in ("groups.jsonl", "dropped.jsonl"):
+        assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "l" / name).read_bytes()
+    assert (tmp_path / "c.rejects").read_bytes() == (tmp_path / "l.rejects").read_bytes()
+
+
+LIST_THROUGH_CONNECT = """
+import json, sys
+from dedup_hbase.errors import InvalidInput
+from dedup_hbase.jobs.spark.files import list_files
+from dedup_hbase.jobs.spark.session import connect_session
+session = connect_session(sys.argv[1], {})
+try:
+    list_files(session, sys.argv[3])
+except InvalidInput as e:
+    missing = str(e)
+print(json.dumps([list_files(session, sys.argv[2]), missing]))
+session.stop()
+"""
+
+
+def test_remote_inputs_are_listed_through_connect(server, tmp_path):
+    """files.list_files through a Connect session (in a process of its own: PySpark's Connect
+    client, once used, leaves a process unable to start a classic session): the listing of
+    test_spark_fixed_cost's tree, by the server's file index."""
+    from test_spark_fixed_cost import listing_tree
+
+    expected = listing_tree(tmp_path / "in")
+    done = subprocess.run([sys.executable, "-c", LIST_THROUGH_CONNECT, server, f"file://{tmp_path}/in",
+                           f"file://{tmp_path}/nothing"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    listed, missing = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [tuple(f) for f in listed] == expected
+    assert missing == f"file://{tmp_path}/nothing: no such file or folder"
+
+
 def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_path):  # noqa: F811
     connect_local("start", BARE_PORT, tmp_path / "bare", jars="none")
     try:
@@ -125,9 +185,6 @@ def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_p
       "sc://127.0.0.1:1", "x.jsonl"],
      "give --spark-master or --spark-remote (or SPARK_REMOTE), not both: a Spark Connect server runs its jobs on "
      "its own master"),
-    (["groups", "--engine", "spark", "--fingerprints", "--spark-remote", "sc://127.0.0.1:1", "--out", "OUT", "IN"],
-     "groups --engine spark --fingerprints does not run through Spark Connect yet (docs/spark.md#spark-connect): "
-     "use --spark-master"),
     (["load", "--store", "memory:", "--engine", "spark", "--spark-remote", "127.0.0.1:1", "x.jsonl"],
      "a Spark Connect server is sc://HOST:PORT, not '127.0.0.1:1'"),
 ])

@@ -151,3 +151,31 @@ def test_a_failed_job_keeps_its_message_once_its_session_is_gone(spark):
     failed = SparkJobFailed(raised.value)
     assert str(failed).startswith("AnalysisException: [AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION]")
     assert failed.__traceback__ is raised.value.__traceback__
+
+
+def listing_tree(root: Path) -> list[tuple[str, str | None]]:
+    """A folder of inputs with hidden ones beside them: the (uri, relative) pairs files.list_files
+    must give for it."""
+    for name in ("b.jsonl", "a b%41.jsonl", "sub/deep/c.jsonl", "sub/_hidden.jsonl", ".dot/d.jsonl",
+                 "_staging/e.jsonl", "sub/.f.jsonl", "ü.txt"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}\n")
+    expected = ["a b%41.jsonl", "b.jsonl", "sub/deep/c.jsonl", "ü.txt"]
+    return [(f"file://{root}/{name}", name) for name in expected]
+
+
+def test_remote_inputs_are_listed_by_sparks_file_index(spark, tmp_path):
+    """files.list_files (the listing of an input URI, through the DataFrame API alone, as a
+    Spark Connect session lists too: test_spark_connect): files under folders, names with a
+    space, a '%' and non-ASCII as they are, hidden names skipped, sorted by relative path; a
+    file given is itself; a path not there one line."""
+    from dedup_hbase.errors import InvalidInput
+    from dedup_hbase.jobs.spark.files import list_files
+
+    expected = listing_tree(tmp_path / "in")
+    assert list_files(spark, f"file://{tmp_path}/in") == expected
+    assert list_files(spark, f"file://{tmp_path}/in/") == expected
+    assert list_files(spark, f"file://{tmp_path}/in/sub/deep/c.jsonl") == [(f"file://{tmp_path}/in/sub/deep/c.jsonl", None)]
+    with pytest.raises(InvalidInput) as missing:
+        list_files(spark, f"file://{tmp_path}/nothing")
+    assert str(missing.value) == f"file://{tmp_path}/nothing: no such file or folder"

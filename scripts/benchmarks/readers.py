@@ -2,7 +2,7 @@
 replace it, alternated in one run so that the machine's drift hits both sides:
 ``load --engine spark --fingerprints``'s read step (the records of a file of precomputed
 fingerprints, counted by one aggregate) on ``local[2]``: the JVM helper's reader
-(jvm/.../JsonLines.java, spark/fingerprints.py) against corpus.py's reader in the Python workers.
+(the data source jvm/.../FingerprintLines.java, spark/fingerprints.py) against corpus.py's reader in the Python workers.
 Each run a fresh process (its own Spark session); the step's wall seconds, and the CPU seconds
 the step took in the whole process tree (the driver, its JVM, the Python workers).
 
@@ -87,7 +87,7 @@ def main() -> None:
     parser.add_argument("--n", type=float, default=4e6, help="records in the file")
     args = parser.parse_args()
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    names = {True: "JVM reader (JsonLines.java)", False: "corpus.py reader"}
+    names = {True: "JVM reader (FingerprintLines.java)", False: "corpus.py reader"}
     wall, cpu = {True: [], False: []}, {True: [], False: []}
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "fps.jsonl"

@@ -1,9 +1,44 @@
-"""A job's output files written by Spark under their final names, through the JVM helper's
-data source ``dedup-hbase-lines`` (jvm/ LinesSink), reached by the DataFrame API alone: no file
-is moved or renamed afterwards by the caller (a Spark Connect client cannot reach the server's
-file systems). Each takes a DataFrame of one string column, ``value``, one line per row."""
+"""A job's files through the DataFrame API alone, so that a job runs through Spark Connect too (a
+Connect client cannot reach the server's file systems): the input files under a URI listed by
+Spark's own file index, and the output files written by Spark under their final names through
+the JVM helper's data source ``dedup-hbase-lines`` (jvm/ LinesSink): no file is moved or renamed
+afterwards by the caller. The writers take a DataFrame of one string column, ``value``, one line
+per row."""
 
 from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from ...errors import InvalidInput
+
+
+def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
+    """The files under ``uri`` (a folder, walked down, or a file) on any file system the session
+    reads: (uri, path relative to a folder given, or None for a file given), sorted by it; a
+    name of a folder or file starting with "." or "_" is hidden and skipped. Listed by Spark's
+    file index (``DataFrame.inputFiles`` of a ``binaryFile`` read, whose contents are never
+    read: no job runs). A ``uri`` that is not there: ``InvalidInput``."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        found = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(uri)
+                 .inputFiles())
+    except AnalysisException as e:
+        if "PATH_NOT_FOUND" not in f"{e.getCondition()}":
+            raise
+        raise InvalidInput(f"{uri}: no such file or folder") from None
+    given = urlsplit(uri).path.rstrip("/")
+    files: list[tuple[str, str | None]] = []
+    for escaped in found:  # the file index gives URIs, escaped ("a b" as "a%20b")
+        name = unquote(escaped)
+        path = unquote(urlsplit(escaped).path)
+        if path == given:
+            files.append((name, None))
+        elif path.startswith(given + "/"):
+            relative = path[len(given) + 1:]
+            if not any(part.startswith((".", "_")) for part in relative.split("/")):
+                files.append((name, relative))
+    return sorted(files, key=lambda f: f[1] or "")
 
 
 def write_file(lines, target: str) -> None:

@@ -1,6 +1,6 @@
-"""``--fingerprints`` inputs in JSON lines, read by Spark in the JVM (the helper's
-``JsonLines``: Hadoop's line reader split across tasks, Jackson's parser), no Python call
-per good record.
+"""``--fingerprints`` inputs in JSON lines, read by Spark in the JVM (the helper's data source
+``dedup-hbase-fingerprints``: Hadoop's line reader split across tasks, Jackson's parser; reached
+by the DataFrame API alone, so through Spark Connect too), no Python call per good record.
 
 The JVM takes a line only when it is plainly good (see jvm/.../JsonLines.java); any other
 line comes back with its bytes and is read here by corpus.py's own JSON lines reader, so a
@@ -22,7 +22,7 @@ from pathlib import Path
 from ...text.encodings import binary_reason
 from ..compressed import is_compressed
 from ..corpus import Fields, format_of, read_opened
-from . import hadoop, inputs, stages
+from . import inputs, stages
 
 _CODECS = {".gz": b"\x1f\x8b", ".bz2": b"BZh"}
 _OTHER_CODECS = (".deflate", ".zst", ".zstd", ".lz4", ".snappy", ".br", ".xz")
@@ -71,17 +71,13 @@ def read(job, files: list[inputs.InputFile], fields: Fields, finish):
 
     spark = job.session
     parallelism = job.parallelism
-    names = [fields.id, fields.text, fields.simhash, fields.title, fields.featurizer]
-    frames = []
-    for f in files:
-        uri = f.path if f.remote else "file://" + os.path.abspath(f.path)
-        size = 0 if f.remote else os.path.getsize(f.path)
-        split_bytes = min(inputs.MAX_PIECE, max(inputs.MIN_PIECE, -(-size // parallelism)))
-        frames.append(hadoop.json_lines(spark, uri, f.ordinal, names, split_bytes)
-                      .withColumn("source", F.lit(f.source)))
-    rows = frames[0]
-    for frame in frames[1:]:
-        rows = rows.unionByName(frame)
+    uris = [f.path if f.remote else "file://" + os.path.abspath(f.path) for f in files]
+    split_bytes = [min(inputs.MAX_PIECE, max(inputs.MIN_PIECE, -(-(0 if f.remote else os.path.getsize(f.path))
+                                                                    // parallelism))) for f in files]
+    rows = lines_read(spark, uris, [f.ordinal for f in files], split_bytes,
+                      [fields.id, fields.text, fields.simhash, fields.title, fields.featurizer])
+    sources = F.create_map(*[c for f in files for c in (F.lit(f.ordinal), F.lit(f.source))])
+    rows = rows.withColumn("source", sources[F.col("ordinal")])
     rows = job.persist(rows)
     none = F.lit(None).cast("string")
     clean = rows.where(F.col("raw").isNull()).select(
@@ -91,6 +87,21 @@ def read(job, files: list[inputs.InputFile], fields: Fields, finish):
     bad = (rows.where(F.col("raw").isNotNull()).select("ordinal", "line", "source", "raw")
            .mapInArrow(_read_lines(fields, finish), stages.FINGERPRINTED_SCHEMA))
     return clean.unionByName(bad)
+
+
+def lines_read(spark, uris: list[str], ordinals: list[int], split_bytes: list[int], field_names: list[str]):
+    """The rows (ordinal, line, id, simhash, title, length, text_bytes, featurizer, raw) of JSON lines files of fingerprints, read and checked
+    by the helper's data source in the executors: first the lines of each split counted (a job of
+    the line reader alone), then each line read with its line number in its file."""
+    reader = spark.read.format("dedup-hbase-fingerprints").options(
+        files="\n".join(uris), ordinals=",".join(map(str, ordinals)), splitBytes=",".join(map(str, split_bytes)),
+        fields="\t".join(field_names))
+    offsets, before, file = [], 0, None
+    for _, ordinal, lines in sorted((r["split"], r["ordinal"], r["lines"]) for r in reader.load().collect()):
+        before = before if ordinal == file else 0  # a file's first split
+        offsets.append(before)
+        before, file = before + lines, ordinal
+    return reader.option("offsets", ",".join(map(str, offsets))).load()
 
 
 def _read_lines(fields: Fields, finish):

@@ -52,7 +52,7 @@ from ..outputs import (
 )
 from ..reports import GroupsReport, rejects_file
 from . import components, files, pairs, records
-from .harness import SparkJob, refuse_connect, spark_job
+from .harness import SparkJob, spark_job
 from .rows import json_string
 
 STOPPED = "run the same command again (it starts over and writes its output anew)"
@@ -66,11 +66,9 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
     ``Interrupted`` on SIGINT or SIGTERM."""
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    if options.fingerprints:  # read by the helper's JsonLines (py4j)
-        refuse_connect(spark, "groups --engine spark --fingerprints")
     options.check_inputs(paths)
     target = out if is_uri(out) else str(prepare_out(out).resolve())
-    # the helper's jars: its data source writes the line files (files.py), and reads --fingerprints
+    # the helper's jars: its data sources write the line files (files.py) and read --fingerprints
     with spark_job("dedup-hbase groups", spark, paths, jars=True, session=session, then=STOPPED) as job:
         report = _groups(job, paths, target, options, fingerprinter)
     report.elapsed_s = job.elapsed()

@@ -1,12 +1,12 @@
-"""Every call of a Spark job into the JVM (py4j): Hadoop's file systems, and the project's
-JVM helper (jvm/, ``dedup.hbase.spark``) with its protocol of tab- and newline-separated
-strings, spoken here and nowhere else. PySpark has no public way to the JVM (its gateway
+"""Every call of a Spark job into the JVM (py4j): the project's JVM helper (jvm/,
+``dedup.hbase.spark``) with its protocol of tab- and newline-separated strings, spoken here and
+nowhere else. PySpark has no public way to the JVM (its gateway
 ``SparkContext._jvm`` and ``_jsc``, a DataFrame's ``_jdf``, the session's ``_jsparkSession``):
 this module is the one place that reaches them.
 
-The helper's calls (its data sources, reached without py4j, are hfiles.py's):
+The helper's call (its data sources, reached without py4j, are hfiles.py's, files.py's and
+fingerprints.py's):
 
-* ``JsonLines.read(jsc, uri, ordinal, fields, splitBytes)`` -> rows of JSON_LINES_SCHEMA.
 * ``IndexLookup.runs(probes, quorum, port, parent, table, family, flags, k, limit, chunk)``
   -> rows of RUNS_SCHEMA: the index read by the executors with HBase's own client.
 """
@@ -51,42 +51,6 @@ def _classic(spark, what: str) -> None:
 def _helper(spark, what: str):
     _classic(spark, what)
     return spark.sparkContext._jvm.dedup.hbase.spark
-
-
-def _fs(spark, uri: str, what: str):
-    _classic(spark, what)
-    jvm = spark.sparkContext._jvm
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    return path, path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-
-
-def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
-    """Files under a URI through Spark's Hadoop file systems: (uri, path relative to a
-    folder given, or None for a file given), sorted, hidden names skipped."""
-    path, fs = _fs(spark, uri, f"reading {uri}")
-    status = fs.getFileStatus(path)
-    if not status.isDirectory():
-        return [(status.getPath().toString(), None)]
-    root = status.getPath().toString().rstrip("/") + "/"
-    found, it = [], fs.listFiles(path, True)
-    while it.hasNext():
-        name = it.next().getPath().toString()
-        relative = name[len(root):] if name.startswith(root) else name
-        if not any(part.startswith((".", "_")) for part in relative.split("/")):
-            found.append((name, relative))
-    return sorted(found, key=lambda x: x[1])
-
-
-JSON_LINES_SCHEMA = ("ordinal int, line long, id string, simhash long, title string, length long, "
-                     "text_bytes long, featurizer string, raw binary")
-
-
-def json_lines(spark, uri: str, ordinal: int, field_names: list[str], split_bytes: int):
-    """The helper's ``JsonLines.read``: the rows (JSON_LINES_SCHEMA) of a JSON lines file of
-    precomputed fingerprints, read and checked in the executors' JVMs; ``field_names``: the
-    id, text, simhash, title and featurizer fields."""
-    rdd = _helper(spark, "reading --fingerprints input").JsonLines.read(spark.sparkContext._jsc, uri, ordinal, "\t".join(field_names), split_bytes)
-    return _frame(spark, rdd, JSON_LINES_SCHEMA)
 
 
 RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>, sketches array<bigint>"

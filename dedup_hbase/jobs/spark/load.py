@@ -24,11 +24,10 @@ import time
 from ...errors import InvalidInput
 from ...index.arrays import unsigned64
 from ...index.index import Document, Index, document_meta
-from ...text.encodings import DEFAULT
 from ..options import LoadOptions, SparkOptions
 from ..reports import Checkpoint, LoadReport, rejects_file
 from . import bulk, records, stages
-from .harness import refuse_connect, spark_job
+from .harness import spark_job
 
 STOPPED = "run the same command again to load (the job starts over; what it wrote is written again, nothing doubles)"
 
@@ -48,8 +47,6 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
     index.spec.check_inputs(options.fingerprints)
-    if options.fingerprints and options.fields.encoding == DEFAULT:  # read by the helper's JsonLines (py4j)
-        refuse_connect(spark, "load --engine spark --fingerprints")
     options.check_inputs(paths)
     key = options.checkpoint_key(paths)
     marker = Checkpoint(index, key)

@@ -21,7 +21,7 @@ from ..batches import check_featurizers
 from ..corpus import Fields, Record, parquet_columns
 from ..options import InputOptions
 from ..reports import JobReport, reject_line
-from . import fingerprints, hadoop, inputs, stages
+from . import files, fingerprints, inputs, stages
 from .harness import SparkJob
 from .rows import partition_targets
 
@@ -41,7 +41,7 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
     from pyspark.sql import functions as F
 
     spark = job.session
-    planned = inputs.plan(paths, fmt, lambda uri: hadoop.list_files(spark, uri))
+    planned = inputs.plan(paths, fmt, lambda uri: files.list_files(spark, uri))
     if not planned:
         raise DedupError("no input files")
     parts = []

@@ -6,28 +6,20 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CharsetDecoder;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
-import java.util.Iterator;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
-import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.io.LongWritable;
-import org.apache.hadoop.io.Text;
-import org.apache.hadoop.mapreduce.lib.input.TextInputFormat;
-import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * JSON lines of precomputed fingerprints ({@code load --fingerprints}), read and checked in the
- * executors' JVMs: Hadoop's line reader (split across tasks; .gz and .bz2 by their codec), the
- * line numbers of the file (every line counted, blank ones too, as the Python reader counts them),
- * Jackson's streaming parser.
+ * A line of JSON lines of precomputed fingerprints ({@code load --fingerprints}) checked in the
+ * executors' JVMs with Jackson's streaming parser (read by {@link FingerprintLines}, the data
+ * source, which gives the line numbers).
  *
  * <p>A line is taken here only when it is plainly good: valid UTF-8, one JSON object, no repeated
  * key, the id a non-empty string of at most 1024 UTF-8 bytes, the simhash a string of exactly 16
@@ -50,52 +42,6 @@ public final class JsonLines {
       .add("text_bytes", DataTypes.LongType).add("featurizer", DataTypes.StringType)
       .add("raw", DataTypes.BinaryType);
 
-  /**
-   * The rows of one file (of schema {@link #SCHEMA}). {@code fields}: the names of the id, text, simhash, title and
-   * featurizer fields, TAB-separated. {@code splitBytes}: the largest split of an uncompressed file.
-   */
-  public static JavaRDD<Row> read(JavaSparkContext jsc, String path, int ordinal, String fields, long splitBytes) {
-    Configuration conf = new Configuration(jsc.hadoopConfiguration());
-    conf.setLong("mapreduce.input.fileinputformat.split.maxsize", Math.max(1L << 16, splitBytes));
-    String[] names = fields.split("\t", -1);
-    JavaRDD<byte[]> lines = jsc.newAPIHadoopFile(path, TextInputFormat.class, LongWritable.class, Text.class, conf)
-        .map(pair -> Arrays.copyOf(pair._2().getBytes(), pair._2().getLength()));
-    return lines.zipWithIndex().mapPartitions(it -> new Rows(new Checker(names), ordinal, it));
-  }
-
-  /** The rows of a partition's lines, one at a time (a gzip file is one partition). */
-  static final class Rows implements Iterator<Row> {
-    final Checker checker;
-    final int ordinal;
-    final Iterator<scala.Tuple2<byte[], Long>> lines;
-    Row next;
-
-    Rows(Checker checker, int ordinal, Iterator<scala.Tuple2<byte[], Long>> lines) {
-      this.checker = checker;
-      this.ordinal = ordinal;
-      this.lines = lines;
-    }
-
-    @Override
-    public boolean hasNext() {
-      while (next == null && lines.hasNext()) {
-        scala.Tuple2<byte[], Long> line = lines.next();
-        next = checker.row(ordinal, line._2() + 1, line._1());
-      }
-      return next != null;
-    }
-
-    @Override
-    public Row next() {
-      if (!hasNext()) {
-        throw new java.util.NoSuchElementException();
-      }
-      Row row = next;
-      next = null;
-      return row;
-    }
-  }
-
   static final class Checker {
     final String idField;
     final String textField;
@@ -115,12 +61,12 @@ public final class JsonLines {
       featurizerField = names[4];
     }
 
-    Row fallback(int ordinal, long line, byte[] raw) {
-      return RowFactory.create(ordinal, line, null, null, null, null, null, null, raw);
+    InternalRow fallback(int ordinal, long line, byte[] raw) {
+      return new GenericInternalRow(new Object[] {ordinal, line, null, null, null, null, null, null, raw});
     }
 
-    /** The row of one line, or null for a blank line. */
-    Row row(int ordinal, long line, byte[] raw) {
+    /** The row of one line (of {@link #SCHEMA}), or null for a blank line. */
+    InternalRow row(int ordinal, long line, byte[] raw) {
       String text;
       try {
         CharBuffer chars = utf8.reset().decode(ByteBuffer.wrap(raw));
@@ -180,8 +126,12 @@ public final class JsonLines {
       }
       Long length = bodyGiven ? (long) body.codePointCount(0, body.length()) : null;
       long bytes = bodyGiven ? utf8Length(body) : 0L;
-      return RowFactory.create(ordinal, line, id, Long.parseUnsignedLong(simhash, 16), title, length, bytes,
-          featurizer, null);
+      return new GenericInternalRow(new Object[] {ordinal, line, UTF8String.fromString(id),
+          Long.parseUnsignedLong(simhash, 16), utf8(title), length, bytes, utf8(featurizer), null});
+    }
+
+    static UTF8String utf8(String s) {
+      return s == null ? null : UTF8String.fromString(s);
     }
 
     /** Python's str.strip() leaves nothing: every character is whitespace by str.isspace. */
