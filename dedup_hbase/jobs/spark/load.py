@@ -59,8 +59,9 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
 
         ZooKeeper.of(target, index.store.url)  # refused before a session starts
     job_ms = int(time.time() * 1000)
-    with spark_job("dedup-hbase load", spark, paths, jars=target is not None, session=session,
-                   then=STOPPED) as job:
+    # the helper's jars: its data sources write HBase's HFiles and read --fingerprints
+    with spark_job("dedup-hbase load", spark, paths, jars=target is not None or options.fingerprints,
+                   session=session, then=STOPPED) as job:
         fingerprinted, helpers = records.fingerprinted(job, paths, options, stages.job_spec(index))
         report = LoadReport()
         with rejects_file(options.rejects) as rejects:
