@@ -179,3 +179,55 @@ def test_remote_inputs_are_listed_by_sparks_file_index(spark, tmp_path):
     with pytest.raises(InvalidInput) as missing:
         list_files(spark, f"file://{tmp_path}/nothing")
     assert str(missing.value) == f"file://{tmp_path}/nothing: no such file or folder"
+
+
+def test_a_remote_inputs_size_is_of_the_files_the_listing_finds(spark, tmp_path):
+    """files.input_size: the bytes of the files list_files gives (hidden ones not counted), 0
+    for a path not there (the listing says so, in the job's words)."""
+    from dedup_hbase.jobs.spark.files import input_size
+
+    listing_tree(tmp_path / "in")
+    (tmp_path / "in" / "b.jsonl").write_text("x" * 1000)
+    (tmp_path / "in" / "_staging" / "e.jsonl").write_text("y" * 5000)  # hidden
+    assert input_size(spark, f"file://{tmp_path}/in") == 1000 + 3 * 3
+    assert input_size(spark, f"file://{tmp_path}/in/b.jsonl") == 1000
+    assert input_size(spark, f"file://{tmp_path}/nothing") == 0
+
+
+@pytest.fixture
+def sql_conf_restored(spark):
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    before = {key: spark.conf.get(key) for key in keys}
+    yield
+    for key, value in before.items():
+        spark.conf.set(key, value)
+
+
+def test_a_small_remote_input_gets_a_small_jobs_settings_once_the_session_runs(spark, sql_conf_restored, tmp_path):
+    """harness.fit_to_input, the path of a cluster's or a Connect server's session (a local one
+    has them from its start): a remote input under SMALL_INPUT bytes plans each shuffle in as
+    many partitions as the session has task slots, without adaptive execution; a setting the
+    user gave stays; an input at SMALL_INPUT bytes keeps the session's. (A ``file:`` URI is
+    sized as a local path; input_size, the remote files' size, is tested above.)"""
+    from dedup_hbase.jobs.options import SparkOptions
+    from dedup_hbase.jobs.spark import harness
+
+    small = tmp_path / "small.jsonl"
+    small.write_text("{}\n" * 10)
+    large = tmp_path / "large.bin"
+    with open(large, "wb") as f:
+        f.truncate(harness.SMALL_INPUT)
+    slots = harness.default_parallelism(spark)
+
+    def fitted(paths, conf=None):
+        for key, value in (("spark.sql.adaptive.enabled", "true"), ("spark.sql.shuffle.partitions", "16")):
+            spark.conf.set(key, value)
+        harness.fit_to_input(harness.SparkJob(spark), SparkOptions(master="spark://elsewhere:7077", conf=conf or {}),
+                             paths)
+        return spark.conf.get("spark.sql.adaptive.enabled"), spark.conf.get("spark.sql.shuffle.partitions")
+
+    assert fitted([f"file://{small}"]) == ("false", str(slots))
+    assert fitted([str(small)]) == ("false", str(slots))
+    assert fitted([f"file://{small}"], {"spark.sql.shuffle.partitions": "16"}) == ("false", "16")
+    assert fitted([f"file://{small}", str(large)]) == ("true", "16")
+    assert fitted([f"file://{large}"]) == ("true", "16")

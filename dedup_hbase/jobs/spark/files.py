@@ -41,6 +41,22 @@ def list_files(spark, uri: str) -> list[tuple[str, str | None]]:
     return sorted(files, key=lambda f: f[1] or "")
 
 
+def input_size(spark, uri: str) -> int:
+    """The bytes of the files ``list_files`` finds under ``uri`` (0 when there is none), summed
+    by a small job over Spark's file index (the files' contents are not read)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    try:
+        found = (spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(uri)
+                 .select(F.sum("length")).first()[0])
+    except AnalysisException as e:
+        if "PATH_NOT_FOUND" not in f"{e.getCondition()}":
+            raise
+        return 0  # said by the listing, in the job's own words
+    return found or 0
+
+
 def write_file(lines, target: str) -> None:
     """``lines`` as the one file ``target`` (replaced), written by one task in the order of the
     rows (``lines`` must have at most one non-empty partition); no rows: an empty file."""

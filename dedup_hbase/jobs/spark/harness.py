@@ -21,17 +21,19 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote, urlsplit
 
 from ...errors import DedupError, InvalidInput
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
+from . import files
 from .hfiles import check_helper
-from .session import connect_session, helper_jars, make_session
+from .session import connect_session, helper_jars, make_session, small_job_conf
 from .session import stop as stop_session
 from .ship import executor_pythons, ship_settings, use_shipped_python
 
 logger = logging.getLogger(__name__)
-SMALL_INPUT = 16 << 20  # bytes of local input under which the job's JVM compiles with C1 only (session.py)
+SMALL_INPUT = 16 << 20  # input bytes of a small job: few shuffle partitions (fit_to_input); local: C1 only too
 
 
 class SparkJob:
@@ -129,6 +131,7 @@ def spark_job(name: str, spark: SparkOptions, paths: list[str], *, jars: bool, s
         job = SparkJob(session)
         if own:
             job.session = start_session(spark, name, paths, jars)
+            fit_to_input(job, spark, paths)
             job.clock("spark session")
         done = False
         try:
@@ -184,12 +187,30 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     return session
 
 
+def fit_to_input(job: SparkJob, spark: SparkOptions, paths: list[str]) -> None:
+    """A job's own session, once it runs: on an input under ``SMALL_INPUT`` bytes (remote
+    files sized by Spark's file index) the settings of a small job (``small_job_conf``: its
+    task slots; a local master's session has them from its start already), except those the
+    user set (``--spark-conf``)."""
+    total = 0
+    for path in paths:
+        total += files.input_size(job.session, path) if is_uri(path) else input_bytes([path])
+        if total >= SMALL_INPUT:
+            return
+    for key, value in small_job_conf(job.parallelism).items():
+        if key not in spark.conf:
+            job.session.conf.set(key, value)
+
+
 def input_bytes(paths: list[str]) -> int:
-    """The bytes of the local files under ``paths`` (a remote input counts as large)."""
+    """The bytes of the local files under ``paths`` (a remote input counts as large; a
+    ``file:`` URI is local)."""
     total = 0
     for path in paths:
         if is_uri(path):
             return SMALL_INPUT
+        if path.startswith("file:"):
+            path = unquote(urlsplit(path).path)
         for root, _, names in os.walk(path) if os.path.isdir(path) else [("", [], [path])]:
             total += sum(os.path.getsize(os.path.join(root, n)) for n in names if os.path.isfile(os.path.join(root, n)))
     return total

@@ -120,10 +120,10 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     """A SparkSession for a job. ``conf`` (``--spark-conf``) overrides the defaults here.
     ``small``: a job on little input, whose JVMs compile with C1 only (a short job spends more
     CPU in the C2 compiler, warming up Spark's and HBase's classes, than C2 code saves it).
-    A small job also runs without adaptive execution, its shuffles in as many partitions as
-    a local master has cores. A local JVM maps the classes of its class path from an archive
-    (cds.py) when there is one; ``make_archive``: else its JVM writes one as it exits, kept
-    when ``stop(spark, done=True)`` stops it.
+    On a local master a small job also takes ``small_job_conf`` (its cores) from the start.
+    A local JVM maps the classes of its class path from an archive (cds.py) when there is
+    one; ``make_archive``: else its JVM writes one as it exits, kept when
+    ``stop(spark, done=True)`` stops it.
 
     Under ``spark-submit`` (its JVM is running already) the submit command owns the master,
     the class path and the JVM options: only ``conf`` is applied."""
@@ -239,6 +239,15 @@ def connect_server_conf(master: str, jars: bool = True) -> dict[str, str]:
     return settings
 
 
+def small_job_conf(slots: int) -> dict[str, str]:
+    """The SQL settings of a job on little input, with ``slots`` task slots: planned once
+    (adaptive execution runs a job per shuffle, and on a cluster each is queued behind the
+    others), each shuffle in as many partitions as there are slots (a task costs tens of ms on
+    two cores whatever its size: a 3,000-document ``groups`` on a 2-core cluster, 111 s with 16
+    adaptive partitions, 66 s with 2). Runtime settings: a running session takes them too."""
+    return {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(slots)}
+
+
 def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: bool) -> dict[str, str]:
     """The Spark settings of a session ``make_session`` starts (``conf`` over the defaults)."""
     if master.startswith("local"):
@@ -267,9 +276,8 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
         settings["spark.driver.memory"] = f"{local_heap_gib()}g"
         # its cores, as Spark's local default, said where a job reads it (harness.default_parallelism)
         settings["spark.default.parallelism"] = str(local_cores(master))
-    if small:  # a few tasks' work: planned once (adaptive execution runs a job per shuffle), few partitions
-        settings["spark.sql.adaptive.enabled"] = "false"
-        settings["spark.sql.shuffle.partitions"] = str(local_cores(master) or 16)
+    if small and master.startswith("local"):  # elsewhere set once the session knows its cores (harness.py)
+        settings.update(small_job_conf(local_cores(master)))
     if jars:
         # On the JVMs' own classpath, not spark.jars: hbase-shaded-mapreduce puts a few classes
         # into Hadoop's packages (org.apache.hadoop.metrics2.lib), which must share the class
