@@ -26,7 +26,8 @@ PORT, BARE_PORT = 15112, 15113  # beside scripts/connect-local's default (15102)
 
 def connect_local(command: str, port: int, folder: Path, jars: str = "helper") -> str:
     env = {**os.environ, "DEDUP_HBASE_CONNECT_PORT": str(port), "DEDUP_HBASE_CONNECT_DIR": str(folder),
-           "DEDUP_HBASE_CONNECT_JARS": jars, "DEDUP_HBASE_PYTHON": sys.executable}
+           "DEDUP_HBASE_CONNECT_JARS": jars, "DEDUP_HBASE_PYTHON": sys.executable,
+           "DEDUP_HBASE_CONNECT_JIT": "c1"}  # a test's jobs are short (docs/testing.md)
     done = subprocess.run([str(REPO / "scripts" / "connect-local"), command], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr

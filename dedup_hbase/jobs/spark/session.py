@@ -230,12 +230,16 @@ def _pass_on(stream) -> None:
                     pass
 
 
-def connect_server_conf(master: str, jars: bool = True) -> dict[str, str]:
+def connect_server_conf(master: str, jars: bool = True, c1: bool = False) -> dict[str, str]:
     """The settings of a Spark Connect server that runs dedup-hbase's jobs (scripts/connect-local
     starts one with them): those of a session ``make_session`` starts on ``master``, with the
-    JVM helper's jars on its class path when ``jars``."""
+    JVM helper's jars on its class path when ``jars``; its JVMs compiling with C1 only when
+    ``c1`` (a server for short jobs, as the tests': C2's compiling costs more than it saves)."""
     settings = _settings(master, {}, helper_jars() if jars else None, small=False)
     del settings["spark.app.name"]
+    if c1:
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            settings[key] += " -XX:TieredStopAtLevel=1"
     return settings
 
 
