@@ -40,6 +40,11 @@ settings.load_profile("dedup-hbase")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# A local Spark job's class archive (jobs/spark/cds.py) off, unless a test turns it on
+# (test_spark_fixed_cost.py): writing one costs a job about 33 CPU s more (67 against 34 for a
+# 300-text groups), mapping one saves about 5, and the suite's few later jobs do not earn it back.
+os.environ.setdefault("DEDUP_HBASE_SPARK_CDS", "0")
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 

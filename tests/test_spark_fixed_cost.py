@@ -34,6 +34,7 @@ def test_the_archive_key_follows_the_jars(tmp_path, monkeypatch):
     from dedup_hbase.jobs.spark import cds
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cds.ENV, "1")  # the suite turns it off (conftest.py)
     jar = tmp_path / "helper.jar"
     jar.write_bytes(b"one")
     first = cds.archive_for(str(jar), "2g")
@@ -77,6 +78,7 @@ def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(no_shared_s
     from dedup_hbase.jobs.spark.session import make_session, stop
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DEDUP_HBASE_SPARK_CDS", "1")  # the suite turns it off (conftest.py)
     folder = tmp_path / "cache" / "spark-cds"
 
     spark = make_session("local[1]", {}, None, small=True, make_archive=True)
