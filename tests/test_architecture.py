@@ -33,7 +33,7 @@ ORDER = {
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "load", "check", "groups", ""],
-    "jobs.spark": ["cds", "session", "ship", "hadoop", "hfiles", "files", "harness", "rows", "stages", "texts", "inputs",
+    "jobs.spark": ["cds", "connect", "session", "ship", "hadoop", "hfiles", "files", "harness", "rows", "stages", "texts", "inputs",
                    "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],

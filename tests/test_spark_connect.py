@@ -140,7 +140,7 @@ LIST_THROUGH_CONNECT = """
 import json, sys
 from dedup_hbase.errors import InvalidInput
 from dedup_hbase.jobs.spark.files import list_files
-from dedup_hbase.jobs.spark.session import connect_session
+from dedup_hbase.jobs.spark.connect import connect_session
 session = connect_session(sys.argv[1], {})
 try:
     list_files(session, sys.argv[3])

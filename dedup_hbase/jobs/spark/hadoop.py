@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...errors import DedupError
 from ...index.store import HFileTarget
-from .session import is_connect
+from .connect import is_connect
 
 
 @dataclass(frozen=True)

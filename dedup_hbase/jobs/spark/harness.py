@@ -27,8 +27,9 @@ from ...errors import DedupError, InvalidInput
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
 from . import files
+from .connect import connect_session
 from .hfiles import check_helper
-from .session import connect_session, helper_jars, make_session, small_job_conf
+from .session import helper_jars, make_session, small_job_conf
 from .session import stop as stop_session
 from .ship import executor_pythons, ship_settings, use_shipped_python
 

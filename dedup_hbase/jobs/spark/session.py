@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ...errors import DedupError
 from . import cds
+from .connect import is_connect
 
 JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
 _REPO = Path(__file__).resolve().parents[3]
@@ -164,36 +165,6 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
             cds.finish(archive, written=False)
         raise
     return spark
-
-
-def connect_session(remote: str, conf: dict[str, str]):
-    """A session of the Spark Connect server at ``remote`` (sc://HOST:PORT), with ``conf`` (the
-    server refuses a static setting). Needs PySpark's Connect client (grpcio and friends); a
-    server that does not answer is one line."""
-    try:
-        from pyspark.sql import SparkSession
-        from pyspark.sql.connect.utils import check_dependencies
-
-        check_dependencies()
-    except ImportError as e:
-        raise DedupError(f"--spark-remote needs PySpark's Spark Connect client ({e}): pip install "
-                         "'pyspark[connect]' (or the dedup-hbase 'spark' extra)") from None
-    builder = SparkSession.builder.remote(remote)
-    for key, value in conf.items():
-        if key != "spark.app.name":  # a Connect session has no app name of its own
-            builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-        spark.range(1).collect()  # the server answers
-    except Exception as e:  # gRPC's errors
-        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        raise DedupError(f"the Spark Connect server at {remote} does not answer: {first[:300]}") from None
-    return spark
-
-
-def is_connect(spark) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no JVM of this process behind it)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 # What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's
