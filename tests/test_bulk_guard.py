@@ -1,4 +1,4 @@
-"""The HBASE-30501 guard (jobs/spark/hadoop.py, jvm/ BulkLoad): HFiles cut at other region
+"""The HBASE-30501 guard (jobs/spark/hbase.py, jvm/ BulkLoad): HFiles cut at other region
 boundaries than the table's (its regions split or merged since the files were written) are not
 split by BulkLoadHFiles but refused, in one line, and nothing of them is loaded; files cut at
 the table's regions load; a load that fails otherwise says why in one line (and makes no table). Needs a real HBase and a local Spark with the jvm/ helper."""
@@ -34,7 +34,7 @@ def write_and_load(spark, index, url: str, staging: str, splits: list[bytes], ta
     """1,000 documents' index cells cut at ``splits``, written and bulk-loaded into ``table``
     (the index's own by default) through the helper's data source."""
     from dedup_hbase.index.schema import load_schema
-    from dedup_hbase.jobs.spark import hadoop, hfiles, rows
+    from dedup_hbase.jobs.spark import hbase, hfiles, rows
 
     rnd = random.Random(4)
     docs = [(f"g{i}", rnd.getrandbits(64) - (1 << 63)) for i in range(1000)]
@@ -46,17 +46,17 @@ def write_and_load(spark, index, url: str, staging: str, splits: list[bytes], ta
     target = index.store.hfile_target()
     spec = hfiles.TableFiles(f"{staging}/index", table or target.tables["index"], "d", t["compression"],
                              t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"], splits)
-    hfiles.write_and_load(cells, hadoop.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 3, copy=True)
+    hfiles.write_and_load(cells, hbase.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 3, copy=True)
 
 
 def test_hfiles_that_no_longer_fit_a_region_are_refused_not_split(spark, hbase_url, tmp_path):
-    from dedup_hbase.jobs.spark import hadoop, hfiles
+    from dedup_hbase.jobs.spark import hbase, hfiles
 
     url = with_zk(hbase_store_url(hbase_url))
     index = Index.create(open_store(url), 4, 3, regions=4)
     try:
         table = index.store.hfile_target().tables["index"]
-        regions = hfiles.region_starts(spark, hadoop.ZooKeeper.of(index.store.hfile_target(), url), [table])
+        regions = hfiles.region_starts(spark, hbase.ZooKeeper.of(index.store.hfile_target(), url), [table])
         splits = regions[table]
         assert len(splits) == 3 and splits == sorted(splits)
         with pytest.raises(DedupError) as refused:  # cut for one region

@@ -332,7 +332,7 @@ def test_rerun_after_a_kill_between_the_bulk_loads_and_into_a_filled_index(spark
 @pytest.mark.hbase
 def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path):
     from dedup_hbase.index.schema import load_schema
-    from dedup_hbase.jobs.spark import hadoop, hfiles, rows
+    from dedup_hbase.jobs.spark import hbase, hfiles, rows
 
     url = hbase_pair[0]
     store = open_store(url)
@@ -354,7 +354,7 @@ def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path
     staging = f"file://{tmp_path}/job"
     spec = dataclasses.replace(spec, folder=f"{staging}/index")
     for _ in range(2):
-        hfiles.write_and_load(cells, hadoop.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 7,
+        hfiles.write_and_load(cells, hbase.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 7,
                               copy=True)
         assert len(index_cells(url)) == 8000
         assert not (tmp_path / "job").exists()

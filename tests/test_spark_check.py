@@ -126,6 +126,7 @@ def test_check_gives_the_records_of_the_local_check(hbase_index, spark, tmp_path
     report = spark_check(url, spark, [probes], tmp_path / "out", fingerprints=True)
     got = json_records(tmp_path / "out")
     same_records(got, expected)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["json", "parquet"]  # no probes left
     assert (report.read, report.rejected) == (2001, 2)
     assert report.with_matches == sum(1 for r in expected if r.get("matches"))
     # the Parquet output holds the same records

@@ -1,8 +1,9 @@
 """The Spark engine through Spark Connect: a real Connect server (scripts/connect-local, from the
 PySpark wheel, with the JVM helper's jars) and a real HBase; the command run as a user runs it,
 ``dedup-hbase load --engine spark --spark-remote sc://...``, in a process of its own, whose
-index must equal, cell for cell, the local engine's load of the same input, and whose groups
-the local engine's byte for byte (of texts and of fingerprints). A server started without the
+index must equal, cell for cell, the local engine's load of the same input, whose groups
+the local engine's byte for byte (of texts and of fingerprints), and whose check records (and
+``--add-new``'s index) the local engine's. A server started without the
 helper's jars is one line; so is a remote beside a master."""
 
 from __future__ import annotations
@@ -88,6 +89,34 @@ def test_a_load_through_spark_connect_equals_the_local_engines_cell_for_cell(ser
     again = dedup_hbase("load", "--store", connect_url, "--engine", "spark", "--spark-remote", server, "--json",
                         str(files))
     assert again.returncode == 0 and json.loads(again.stdout)["already_complete"]
+
+
+def test_check_and_add_new_through_spark_connect_equal_the_local_engines(server, hbase_pair, tmp_path):  # noqa: F811
+    """``check --engine spark --add-new`` through Connect on an index holding half the corpus:
+    the records of the local check of the same index, then the index of ``load
+    --skip-near-dups`` of the same input; the lookup's probes (``--out``/_lookup) gone."""
+    from test_spark_check import json_records, load_local, local_records, same_records
+
+    connect_url, local_url = hbase_pair
+    base = tmp_path / "base.jsonl"
+    base.write_text("\n".join(sample_docs(300, seed=8)[:150]) + "\n", encoding="utf-8")
+    for url in hbase_pair:
+        local_load_to(url, [base])
+    lines = [line for f in sorted(corpus(tmp_path / "in", near=20).iterdir()) for line in f.read_text("utf-8").splitlines()]
+    given = tmp_path / "check.jsonl"
+    given.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = dedup_hbase("check", "--store", connect_url, "--engine", "spark", "--spark-remote", server, "--out",
+                       str(tmp_path / "out"), "--add-new", "--json", str(given))
+    assert done.returncode == 0, done.stderr
+    expected = local_records(local_url, given, fingerprints=False)
+    assert sum(1 for r in expected if r.get("matches")) >= 150 + 20  # the copies of the indexed half, the near texts
+    same_records(json_records(tmp_path / "out"), expected)
+    local = load_local(local_url, given, fingerprints=False, skip_near_dups=True)
+    report = json.loads(done.stdout)
+    assert (report["added"], report["near_duplicates_skipped"]) == (local["indexed"], local["near_duplicates_skipped"])
+    assert index_cells(connect_url) == index_cells(local_url)
+    assert documents(connect_url) == documents(local_url)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["json", "parquet"]
 
 
 def test_groups_through_spark_connect_equal_the_local_engines_byte_for_byte(server, tmp_path):

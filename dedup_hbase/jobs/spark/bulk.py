@@ -33,7 +33,7 @@ from ...index.schema import load_schema
 from ...index.store import HFileTarget
 from ..options import uri_of
 from ..reports import LoadReport
-from . import hadoop, hfiles, rows, stages
+from . import hbase, hfiles, rows, stages
 from .harness import SparkJob
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
     from pyspark.sql import functions as F
 
     spark, clock = job.session, job.clock
-    zk = hadoop.ZooKeeper.of(target, index.store.url)
+    zk = hbase.ZooKeeper.of(target, index.store.url)
     # Both tables' rows in one shuffle: the first partitions are the index table's (per_region
     # of them per region), the rest the document table's; each sorted by (row, qualifier).
     names = {t: target.tables[t] for t in ("index", "docs")}

@@ -7,8 +7,9 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
     J  the distinct query fingerprints, exploded to (query, scan prefix), one row per flag;
        range-partitioned by prefix (a task holds a contiguous range of prefixes, ~ a region)
        and sorted within each task
-    J  per task (hadoop.index_runs: the helper's IndexLookup, HBase's own client, no
-       gateway): its prefixes read with one multi-range scan per ``SCAN_PROBES`` probes,
+    J  the probes written to DIR/_lookup/ (a file per task, removed at the end)
+    J  per task (hbase.index_runs: the helper's data source IndexLookup, HBase's own
+       client): its file's prefixes read with one multi-range scan per ``SCAN_PROBES`` probes,
        each index row (one indexed fingerprint) compared once with each query of its
        prefix; out: (query, run) rows with the run's size and its first ``max_matches`` ids
        (every id with a TTL)
@@ -44,14 +45,15 @@ from ...text.fingerprint import to_hex
 from ..options import CheckOptions, SparkOptions, uri_of
 from ..outputs import CHECK_JSON, CHECK_PARQUET
 from ..reports import CheckReport
-from . import files, hadoop, records, rows, signed, stages
-from .harness import refuse_connect, spark_job
+from . import files, hbase, records, rows, signed, stages
+from .harness import SparkJob, spark_job
 
 MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int>>"
 MERGED_SCHEMA = f"query long, matches {MATCH_TYPE}, match_count long"
 PROBES_PER_TASK = 200_000  # (query, prefix) rows per lookup task, at least
 SCAN_PROBES = 200_000  # (query, prefix) rows read with one scan (bounds a task's memory)
 CHUNK = 50_000  # rows per output batch of the Python steps
+LOOKUP = "_lookup"  # the probes' folder in the output folder (hidden: "_"), while the job runs
 STOPPED = "run the same command again (it starts over and rewrites its output)"
 
 
@@ -73,12 +75,12 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
         raise InvalidInput(f"add_new=True finds near-duplicates within the index's k ({index.k}), not k={k}",
                            arguments=("add_new", "k"))
     index.spec.check_inputs(options.fingerprints, lookups=True)
-    refuse_connect(spark, "check --engine spark")
-    hadoop.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
+    hbase.ZooKeeper.of(index.store.hfile_target(), index.store.url)  # refused before a session starts
     options.check_inputs(paths)
     with spark_job("dedup-hbase check", spark, paths, jars=True, session=session, then=STOPPED) as job:
         fingerprinted, helpers = records.fingerprinted(job, paths, options, stages.job_spec(index, lookups=True))
-        answers = answer_records(job.session, index, fingerprinted, k, options.max_matches)
+        staged = f"{uri_of(options.out)}/{LOOKUP}"
+        answers = answer_records(job, index, fingerprinted, k, options.max_matches, staged)
         job.clock("read, fingerprint, plan")
         answers = job.persist(answers)
         report = write_answers(job.session, answers, uri_of(options.out), job.clock)
@@ -89,19 +91,23 @@ def spark_check_files(index: Index, paths: list[str], options: CheckOptions, spa
 
             report.added, report.skipped = add_new(job, index, fingerprinted, answers, spark.staging)
         job.unpersist(answers, fingerprinted)
+        files.remove(job.session, staged)
     report.elapsed_s = job.elapsed()
     return report
 
 
-def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int | None):
+def answer_records(job: SparkJob, index: Index, fingerprinted, k: int, max_matches: int | None, staged: str):
     """Per input record (ordinal, line, source, id, simhash, error): ``simhash_hex``,
     ``matches`` (by distance, id; null for a rejected record) and ``match_count`` (set when
-    there are more than ``matches``)."""
+    there are more than ``matches``). ``staged``: the folder of the lookups' probes, replaced
+    (the caller removes it once the answers are no longer read: ``files.remove``)."""
     from pyspark.sql import functions as F
 
+    spark = job.session
     good = F.col("error").isNull()
     if index.lookup_options:  # several signatures or probes: signed.py
-        merged = signed.signed_matches(spark, index, fingerprinted, k, max_matches, PROBES_PER_TASK, SCAN_PROBES)
+        merged = signed.signed_matches(job, index, fingerprinted, k, max_matches, staged, PROBES_PER_TASK,
+                                       SCAN_PROBES)
         joined = fingerprinted.withColumn("key", F.when(good, signed.lookup_key())).join(merged, "key", "left")
         return _answer_columns(joined, good, signed.SIGNED_MATCH_TYPE)
     queries = fingerprinted.where(good).select(F.col("simhash").alias("query")).distinct()
@@ -109,13 +115,13 @@ def answer_records(spark, index: Index, fingerprinted, k: int, max_matches: int 
     prefix = F.explode(F.array(*[F.shiftleft(rows.segment(index.scheme, f, F.col("query")), 8).bitwiseOR(F.lit(f))
                                  for f in flags]))
     probes = queries.select("query", prefix.alias("prefix"))
-    tasks = max(2 * spark.sparkContext.defaultParallelism, -(-probes.count() // PROBES_PER_TASK))
+    tasks = max(2 * job.parallelism, -(-probes.count() // PROBES_PER_TASK))
     target = index.store.hfile_target()
-    runs = hadoop.index_runs(spark, hadoop.ZooKeeper.of(target, index.store.url), target.tables["index"],
-                             load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
-                                 "prefix"), len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
+    runs = hbase.index_runs(spark, hbase.ZooKeeper.of(target, index.store.url), target.tables["index"],
+                           load_schema()["family"], probes.repartitionByRange(tasks, "prefix").sortWithinPartitions(
+                               "prefix"), staged, len(flags), k, None if index.ttl else max_matches, SCAN_PROBES)
     if index.ttl:
-        runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
+        runs = runs.mapInArrow(stages.expire_runs(index.store.url), hbase.RUNS_SCHEMA)
     merged = runs.repartition("query").sortWithinPartitions("query").mapInArrow(
         merge_runs(max_matches), MERGED_SCHEMA)
     joined = fingerprinted.join(merged, fingerprinted["simhash"] == merged["query"], "left")

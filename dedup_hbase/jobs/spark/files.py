@@ -68,3 +68,10 @@ def write_folder(lines, folder: str, suffix: str) -> None:
     ``_SUCCESS``; what ``folder`` held before is removed."""
     (lines.select("value").write.format("dedup-hbase-lines").mode("append")
      .options(folder=folder, suffix=suffix).save())
+
+
+def remove(spark, target: str) -> None:
+    """The file or folder ``target`` removed with what it holds (nothing there: nothing done), by
+    the driver of the session (an empty write to ``dedup-hbase-lines``)."""
+    (spark.createDataFrame([], "value string").write.format("dedup-hbase-lines").mode("append")
+     .option("remove", target).save())

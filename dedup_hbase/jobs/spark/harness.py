@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
-from ...errors import DedupError, InvalidInput
+from ...errors import DedupError
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
 from . import files
@@ -110,13 +110,6 @@ def range_partitions(spark) -> int:
 
     ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
     return ids.agg(F.max("p")).first()[0] + 1
-
-
-def refuse_connect(spark: SparkOptions, what: str) -> None:
-    """Refuse, before a session starts, a job that cannot run through Spark Connect yet."""
-    if spark.remote:
-        raise InvalidInput(f"{what} does not run through Spark Connect yet (docs/spark.md#spark-connect): use "
-                           "--spark-master", arguments=("spark_remote",))
 
 
 @contextmanager

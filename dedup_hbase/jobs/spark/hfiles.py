@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import DedupError
-from .hadoop import ZooKeeper
+from .hbase import ZooKeeper
 
 REGIONS_CHANGED = "dedup-hbase: regions changed: "  # HFileSink.REGIONS_CHANGED
 FAILED = "bulk load of "  # BulkLoad.load's message of any other failure

@@ -55,7 +55,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
         return finished
     target = index.store.hfile_target()
     if target is not None:
-        from .hadoop import ZooKeeper
+        from .hbase import ZooKeeper
 
         ZooKeeper.of(target, index.store.url)  # refused before a session starts
     job_ms = int(time.time() * 1000)

@@ -34,7 +34,7 @@ from operator import itemgetter
 
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
-from . import hadoop, rows, stages
+from . import hbase, rows, stages
 
 SIGNED_MATCH_TYPE = "array<struct<id:string,simhash:string,distance:int,signature:string>>"
 SIGNED_SCHEMA = f"key string, matches {SIGNED_MATCH_TYPE}, match_count long"
@@ -50,17 +50,19 @@ def lookup_key():
     return F.to_json(F.struct("simhash", "more", "masks", "sketch"))
 
 
-def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None, per_task: int, scan_probes: int):
+def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, staged: str, per_task: int,
+                   scan_probes: int):
     """Per lookup key of ``fingerprinted``'s good records (``lookup_key``): its ``matches`` and
-    ``match_count`` (SIGNED_SCHEMA). ``per_task``: (lookup, prefix) rows per lookup task, at
-    least; ``scan_probes``: per scan (check.py's)."""
+    ``match_count`` (SIGNED_SCHEMA). ``staged``: the folder of the probes (a subfolder per
+    signature); ``per_task``: (lookup, prefix) rows per lookup task, at least; ``scan_probes``:
+    per scan (check.py's)."""
     from pyspark.sql import functions as F
 
     keys = (fingerprinted.where(F.col("error").isNull()).select(lookup_key().alias("key"), "simhash", "more", "masks",
                                                                      "sketch")
             .dropDuplicates(["key"]))
     target = index.store.hfile_target()
-    zk = hadoop.ZooKeeper.of(target, index.store.url)
+    zk = hbase.ZooKeeper.of(target, index.store.url)
     found = None
     for j, scheme in enumerate(index.schemes):
         base = rows.signature_simhash(j)
@@ -73,15 +75,15 @@ def signed_matches(spark, index, fingerprinted, k: int, max_matches: int | None,
             F.shiftleft(rows.segment(scheme, f, F.col("query")), 8).bitwiseOR(F.lit(scheme.first_flag + f - 1))
             for f in range(1, len(scheme.flags) + 1)]))
         probes = queries.select("query", prefix.alias("prefix"))
-        tasks = max(2 * spark.sparkContext.defaultParallelism, -(-probes.count() // per_task))
+        tasks = max(2 * job.parallelism, -(-probes.count() // per_task))
         # flags: IndexLookup's test of neighbouring prefixes; 255 where the flags do not start at 1
         # (then no scan range spans two segments)
-        runs = hadoop.index_runs(spark, zk, target.tables["index"], load_schema()["family"],
-                                 probes.repartitionByRange(tasks, "prefix").sortWithinPartitions("prefix"),
-                                 len(scheme.flags) if scheme.first_flag == 1 else 255, k, None, scan_probes,
-                                 index.spec.sketched)
+        runs = hbase.index_runs(job.session, zk, target.tables["index"], load_schema()["family"],
+                                probes.repartitionByRange(tasks, "prefix").sortWithinPartitions("prefix"),
+                                f"{staged}/{j}", len(scheme.flags) if scheme.first_flag == 1 else 255, k, None,
+                                scan_probes, index.spec.sketched)
         if index.ttl:
-            runs = runs.mapInArrow(stages.expire_runs(index.store.url), hadoop.RUNS_SCHEMA)
+            runs = runs.mapInArrow(stages.expire_runs(index.store.url), hbase.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
         joined = lookups.join(runs.select("query", "simhash", "ids", "sketches"), "query").select(
             "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "sketch")

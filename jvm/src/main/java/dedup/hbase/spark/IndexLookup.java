@@ -1,13 +1,23 @@
 package dedup.hbase.spark;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Serializable;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
+import java.util.EnumSet;
 import java.util.Iterator;
 import java.util.List;
-import java.util.NoSuchElementException;
+import java.util.Map;
+import java.util.Set;
 
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.TableName;
@@ -19,16 +29,29 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.filter.MultiRowRangeFilter;
 import org.apache.hadoop.hbase.util.Bytes;
-import org.apache.spark.TaskContext;
-import org.apache.spark.api.java.JavaRDD;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.RowFactory;
+import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * {@code check --engine spark}'s read of the index, in the executors' JVMs with HBase's own
- * client (no gateway): each task scans the index rows of its scan prefixes and compares every
- * row once with the queries of its prefix.
+ * The Spark data source {@code dedup-hbase-lookup}: {@code check --engine spark}'s read of the
+ * index, in the executors' JVMs with HBase's own client. Each task scans the index rows of its
+ * probes' scan prefixes and compares every row once with the queries of its prefix.
  *
  * <p>An index row is segment(4B) + flag(1B) + simhash(8B) with one cell per document (the
  * qualifier is the document id, no value; in an index with a confirmation, {@code sketched}, the
@@ -36,87 +59,247 @@ import org.apache.spark.sql.catalyst.InternalRow;
  * index/confirm.py). A row is one indexed fingerprint, so the copies of one text are one
  * comparison per query however many there are (skew).
  *
- * <p>Input rows: Spark's internal rows (query long, prefix long), the prefix being
- * {@code segment << 8 | flag}, sorted by prefix within each partition. A task cuts them into
- * chunks of about {@code chunk} probes (cut between prefixes) and reads each chunk with one scan:
- * a {@link MultiRowRangeFilter} over the chunk's prefixes, neighbours merged into one range
- * (the scheme has no rows between flag {@code flags} of one segment and flag 1 of the next).
+ * <p>In: the folder {@code probes}, a file per task ({@code part-*}; hidden names skipped) of
+ * lines "QUERY PREFIX" (two signed decimal longs, the prefix being {@code segment << 8 | flag}),
+ * sorted by prefix within each file, as the job writes them with {@code dedup-hbase-lines}. A
+ * task cuts its file into chunks of about {@code chunk} probes (cut between prefixes) and reads
+ * each chunk with one scan: a {@link MultiRowRangeFilter} over the chunk's prefixes, neighbours
+ * merged into one range (the scheme has no rows between flag {@code flags} of one segment and
+ * flag 1 of the next; 255: never merge across segments).
  *
- * <p>Out: one row per (query, indexed fingerprint within k bits): query, simhash, distance,
- * total (the documents of the fingerprint), ids (the first {@code limit} in key order, or all
- * when {@code limit} is negative), and when {@code sketched} their sketches (else null). A
- * fingerprint found under several flags of one query comes out once per flag; the caller merges.
- * Nothing here applies a TTL or confirms.
+ * <p>Out ({@link #SCHEMA}): one row per (query, indexed fingerprint within {@code k} bits):
+ * query, simhash, distance, total (the documents of the fingerprint), ids (the first
+ * {@code limit} in key order, or all when {@code limit} is negative), and when {@code sketched}
+ * their sketches (else null). A fingerprint found under several flags of one query comes out once
+ * per flag; the caller merges. Nothing here applies a TTL or confirms. Other options: the
+ * index's {@code table} and {@code family}, HBase's ZooKeeper ({@code quorum}, {@code port},
+ * {@code parent}). This source does not write.
  */
-public final class IndexLookup {
-  private IndexLookup() {
-  }
-
+public final class IndexLookup implements TableProvider, DataSourceRegister {
   static final int PREFIX_BYTES = 5;
   static final int KEY_BYTES = 13;
+  static final StructType SCHEMA = new StructType().add("query", DataTypes.LongType)
+      .add("simhash", DataTypes.LongType).add("distance", DataTypes.IntegerType).add("total", DataTypes.LongType)
+      .add("ids", DataTypes.createArrayType(DataTypes.StringType))
+      .add("sketches", DataTypes.createArrayType(DataTypes.LongType));
 
-  /**
-   * The matches of every probe, as described above; {@code chunk}: the probes read with one scan
-   * (at least; a prefix is not cut). A task's output is made one chunk at a time; its connection
-   * is closed when the task ends.
-   */
-  public static JavaRDD<Row> runs(JavaRDD<InternalRow> probes, String quorum, int port, String znodeParent,
-      String table, String family, int flags, int k, int limit, int chunk, boolean sketched) {
-    byte[] columns = Bytes.toBytes(family);
-    return probes.mapPartitions(it -> {
-      if (!it.hasNext()) {
-        return Collections.<Row>emptyIterator(); // no connection for an empty task
+  @Override
+  public String shortName() {
+    return "dedup-hbase-lookup";
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    return SCHEMA;
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.catalog.Table getTable(StructType schema, Transform[] partitioning,
+      Map<String, String> properties) {
+    return new Lookup(new Settings(new CaseInsensitiveStringMap(properties)));
+  }
+
+  /** The options, checked on the driver. */
+  static final class Settings implements Serializable {
+    final String probes;
+    final String quorum;
+    final int port;
+    final String parent;
+    final String table;
+    final byte[] family;
+    final int flags;
+    final int k;
+    final int limit;
+    final int chunk;
+    final boolean sketched;
+
+    Settings(CaseInsensitiveStringMap o) {
+      probes = required(o, "probes");
+      quorum = required(o, "quorum");
+      port = Integer.parseInt(required(o, "port"));
+      parent = o.getOrDefault("parent", "");
+      table = required(o, "table");
+      family = Bytes.toBytes(required(o, "family"));
+      flags = Integer.parseInt(required(o, "flags"));
+      k = Integer.parseInt(required(o, "k"));
+      limit = Integer.parseInt(o.getOrDefault("limit", "-1"));
+      chunk = Integer.parseInt(required(o, "chunk"));
+      sketched = Boolean.parseBoolean(o.getOrDefault("sketched", "false"));
+    }
+
+    static String required(CaseInsensitiveStringMap o, String name) {
+      String value = o.get(name);
+      if (value == null) {
+        throw new IllegalArgumentException("dedup-hbase-lookup: the option " + name + " is required");
       }
-      Connection connection = ConnectionFactory.createConnection(BulkLoad.conf(quorum, port, znodeParent));
-      Table index = connection.getTable(TableName.valueOf(table));
-      TaskContext.get().addTaskCompletionListener((TaskContext context) -> {
-        try {
-          index.close();
-          connection.close();
-        } catch (IOException e) {
-          throw new RuntimeException(e);
+      return value;
+    }
+  }
+
+  /** One file of probes. */
+  static final class ProbeFile implements InputPartition {
+    final String path;
+
+    ProbeFile(String path) {
+      this.path = path;
+    }
+  }
+
+  static final class Lookup implements SupportsRead {
+    final Settings settings;
+
+    Lookup(Settings settings) {
+      this.settings = settings;
+    }
+
+    @Override
+    public String name() {
+      return "dedup-hbase-lookup";
+    }
+
+    @Override
+    public StructType schema() {
+      return SCHEMA;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      return () -> new org.apache.spark.sql.connector.read.Scan() {
+        @Override
+        public StructType readSchema() {
+          return SCHEMA;
         }
-      });
-      return new Iterator<Row>() {
-        InternalRow held; // the first probe of the next chunk
-        Iterator<Row> current = Collections.emptyIterator();
 
         @Override
-        public boolean hasNext() {
-          while (!current.hasNext() && (held != null || it.hasNext())) {
-            Chunk c = new Chunk();
-            if (held != null) {
-              c.add(held.getLong(0), held.getLong(1));
-              held = null;
+        public Batch toBatch() {
+          return new Batch() {
+            @Override
+            public InputPartition[] planInputPartitions() {
+              return files().toArray(new InputPartition[0]);
             }
-            while (it.hasNext()) {
-              InternalRow probe = it.next();
-              if (c.size() >= chunk && probe.getLong(1) != c.lastPrefix()) {
-                held = probe.copy();
-                break;
-              }
-              c.add(probe.getLong(0), probe.getLong(1));
-            }
-            List<Row> out = new ArrayList<>();
-            try {
-              c.scan(index, columns, flags, k, limit, sketched, out);
-            } catch (IOException e) {
-              throw new RuntimeException(e);
-            }
-            current = out.iterator();
-          }
-          return current.hasNext();
-        }
 
-        @Override
-        public Row next() {
-          if (!hasNext()) {
-            throw new NoSuchElementException();
-          }
-          return current.next();
+            @Override
+            public PartitionReaderFactory createReaderFactory() {
+              Settings s = settings;
+              return partition -> new Reader(((ProbeFile) partition).path, s);
+            }
+          };
         }
       };
-    });
+    }
+
+    /** The folder's probe files, by name. */
+    List<ProbeFile> files() {
+      Configuration conf = SparkContext.getOrCreate().hadoopConfiguration(); // with spark.hadoop.*
+      List<ProbeFile> found = new ArrayList<>();
+      try {
+        Path folder = new Path(settings.probes);
+        FileStatus[] listed = folder.getFileSystem(conf).listStatus(folder);
+        Arrays.sort(listed);
+        for (FileStatus f : listed) {
+          String name = f.getPath().getName();
+          if (f.isFile() && !name.startsWith("_") && !name.startsWith(".")) {
+            found.add(new ProbeFile(f.getPath().toString()));
+          }
+        }
+      } catch (IOException e) {
+        throw new IllegalStateException("dedup-hbase-lookup: cannot list the probes in " + settings.probes + ": " + e,
+            e);
+      }
+      return found;
+    }
+  }
+
+  /** A task: its file's probes read a chunk at a time, each chunk's matches made by one scan. */
+  static final class Reader implements PartitionReader<InternalRow> {
+    final Settings s;
+    final BufferedReader lines;
+    final String path;
+    long line; // lines read
+    long[] held; // the first probe of the next chunk: query, prefix
+    Iterator<InternalRow> current = java.util.Collections.emptyIterator();
+    InternalRow row;
+    Connection connection;
+    Table index;
+
+    Reader(String path, Settings s) {
+      this.s = s;
+      this.path = path;
+      try {
+        Path p = new Path(path);
+        FileSystem fs = p.getFileSystem(new Configuration());
+        lines = new BufferedReader(new InputStreamReader(fs.open(p), StandardCharsets.UTF_8), 1 << 16);
+      } catch (IOException e) {
+        throw new UncheckedIOException("dedup-hbase-lookup: cannot read " + path + ": " + e, e);
+      }
+    }
+
+    /** The next probe of the file, or null at its end. */
+    long[] probe() throws IOException {
+      String text = lines.readLine();
+      while (text != null && text.isEmpty()) {
+        line++;
+        text = lines.readLine();
+      }
+      if (text == null) {
+        return null;
+      }
+      line++;
+      int space = text.indexOf(' ');
+      try {
+        return new long[] {Long.parseLong(text.substring(0, space)), Long.parseLong(text.substring(space + 1))};
+      } catch (RuntimeException e) {
+        throw new IOException(path + ", line " + line + ": not \"QUERY PREFIX\": " + text);
+      }
+    }
+
+    @Override
+    public boolean next() throws IOException {
+      while (!current.hasNext()) {
+        long[] first = held != null ? held : probe();
+        held = null;
+        if (first == null) {
+          return false;
+        }
+        Chunk c = new Chunk();
+        c.add(first[0], first[1]);
+        for (long[] p = probe(); p != null; p = probe()) {
+          if (c.size() >= s.chunk && p[1] != c.lastPrefix()) {
+            held = p;
+            break;
+          }
+          c.add(p[0], p[1]);
+        }
+        if (index == null) { // opened for a file with probes only
+          connection = ConnectionFactory.createConnection(BulkLoad.conf(s.quorum, s.port, s.parent));
+          index = connection.getTable(TableName.valueOf(s.table));
+        }
+        List<InternalRow> out = new ArrayList<>();
+        c.scan(index, s.family, s.flags, s.k, s.limit, s.sketched, out);
+        current = out.iterator();
+      }
+      row = current.next();
+      return true;
+    }
+
+    @Override
+    public InternalRow get() {
+      return row;
+    }
+
+    @Override
+    public void close() throws IOException {
+      lines.close();
+      if (index != null) {
+        index.close();
+        connection.close();
+      }
+    }
   }
 
   /** Probes sorted by prefix: their distinct prefixes and, per prefix, its queries. */
@@ -170,7 +353,7 @@ public final class IndexLookup {
     }
 
     /** One scan of the chunk's prefixes; a row's matches appended to {@code out} when the row ends. */
-    void scan(Table index, byte[] family, int flags, int k, int limit, boolean sketched, List<Row> out)
+    void scan(Table index, byte[] family, int flags, int k, int limit, boolean sketched, List<InternalRow> out)
         throws IOException {
       if (distinct == 0) {
         return;
@@ -303,20 +486,18 @@ public final class IndexLookup {
       return out;
     }
 
-    void emit(List<Row> out) {
+    void emit(List<InternalRow> out) {
       if (key == null || count == 0) {
         return;
       }
-      String[] kept = ids.toArray(new String[0]);
-      Long[] their = null;
-      if (sketched) {
-        their = new Long[kept.length];
-        for (int i = 0; i < kept.length; i++) {
-          their[i] = sketches[i];
-        }
+      Object[] kept = new Object[ids.size()];
+      for (int i = 0; i < kept.length; i++) {
+        kept[i] = UTF8String.fromString(ids.get(i));
       }
+      GenericArrayData keptIds = new GenericArrayData(kept);
+      GenericArrayData their = sketched ? new GenericArrayData(Arrays.copyOf(sketches, kept.length)) : null;
       for (int i = 0; i < count; i++) {
-        out.add(RowFactory.create(matched[i], simhash, distances[i], total, kept, their));
+        out.add(new GenericInternalRow(new Object[] {matched[i], simhash, distances[i], total, keptIds, their}));
       }
       count = 0;
     }

@@ -45,6 +45,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * partition fails the write); no rows: an empty file. Replaced if there.
  * <li>{@code folder} (and {@code suffix}, such as ".jsonl"): a file per non-empty partition,
  * {@code part-NNNNN<suffix>}, and {@code _SUCCESS}; what the folder held before is removed.
+ * <li>{@code remove}: a file or folder removed (with what it holds) by the driver, written to by a
+ * DataFrame of no rows (a row fails the write): the way a job through Spark Connect removes what
+ * it staged.
  * </ul>
  * Tasks write under a hidden folder ({@code _dedup-lines-<job>}, beside the file or inside the
  * folder), renamed into place by the driver when every task has committed; a failed write leaves
@@ -68,21 +71,24 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
     CaseInsensitiveStringMap o = new CaseInsensitiveStringMap(properties);
     String file = o.get("file");
     String folder = o.get("folder");
-    if ((file == null) == (folder == null)) {
-      throw new IllegalArgumentException("dedup-hbase-lines: give the option file or the option folder");
+    String remove = o.get("remove");
+    if ((file == null ? 0 : 1) + (folder == null ? 0 : 1) + (remove == null ? 0 : 1) != 1) {
+      throw new IllegalArgumentException("dedup-hbase-lines: give one of the options file, folder and remove");
     }
-    return new Sink(file, folder, o.getOrDefault("suffix", ""));
+    return new Sink(file, folder == null ? remove : folder, o.getOrDefault("suffix", ""), remove != null);
   }
 
   static final class Sink implements SupportsWrite {
     final String file;
     final String folder;
     final String suffix;
+    final boolean remove;
 
-    Sink(String file, String folder, String suffix) {
+    Sink(String file, String folder, String suffix, boolean remove) {
       this.file = file;
       this.folder = folder;
       this.suffix = suffix;
+      this.remove = remove;
     }
 
     @Override
@@ -108,7 +114,7 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
           return new Write() {
             @Override
             public BatchWrite toBatch() {
-              return new Lines(file, folder, suffix);
+              return new Lines(file, folder, suffix, remove);
             }
           };
         }
@@ -132,10 +138,12 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
     final boolean single;
     final String suffix;
     final String tmp;
+    final boolean remove;
 
-    Lines(String file, String folder, String suffix) {
+    Lines(String file, String folder, String suffix, boolean remove) {
       this.single = file != null;
       this.suffix = suffix;
+      this.remove = remove;
       try {
         Path given = new Path(single ? file : folder);
         Path qualified = given.getFileSystem(conf()).makeQualified(given);
@@ -175,7 +183,15 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
       try {
         Path to = new Path(target);
         FileSystem fs = fileSystem(to, conf());
-        if (single) {
+        if (remove) {
+          for (Written w : files) {
+            fs.delete(new Path(w.path), false);
+          }
+          if (!files.isEmpty()) {
+            throw new IllegalStateException(target + ": rows written to a removal");
+          }
+          fs.delete(to, true);
+        } else if (single) {
           if (files.size() > 1) {
             throw new IllegalStateException(target + ": " + files.size() + " tasks wrote lines where one was to");
           }
