@@ -37,7 +37,7 @@ ORDER = {
                    "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
-    "pipelines": ["", "columns", "arrow", "frames", "polars_frames", "datatrove_step", "ray_data", "hf_datasets"],
+    "pipelines": ["", "columns", "arrow", "frames", "polars_frames", "spark_frames", "datatrove_step", "ray_data", "hf_datasets"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
     "cli": ["", "command", "environment", "views", "service", "commands"],
 }

@@ -3,7 +3,8 @@ PySpark wheel, with the JVM helper's jars) and a real HBase; the command run as 
 ``dedup-hbase load --engine spark --spark-remote sc://...``, in a process of its own, whose
 index must equal, cell for cell, the local engine's load of the same input, whose groups
 the local engine's byte for byte (of texts and of fingerprints), and whose check records (and
-``--add-new``'s index) the local engine's. A server started without the
+``--add-new``'s index) the local engine's; the DataFrame calls (pipelines/spark_frames.py) give
+the Arrow batch API's answers. A server started without the
 helper's jars is one line; so is a remote beside a master."""
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from pathlib import Path
 
 import pytest
 from test_groups import parquet_rows, parquet_schema
+from test_pipelines_arrow import K, batch_of, planted  # noqa: F401 (a fixture)
 from test_spark import documents, hbase_pair, index_cells, local_load_to, sample_docs  # noqa: F401 (a fixture)
+
+from dedup_hbase import Index, open_store
 
 pytestmark = [pytest.mark.spark, pytest.mark.hbase]
 
@@ -178,6 +182,54 @@ except InvalidInput as e:
 print(json.dumps([list_files(session, sys.argv[2]), missing]))
 session.stop()
 """
+
+
+FRAMES_THROUGH_CONNECT = """
+import json, sys
+from pyspark.sql import SparkSession
+from dedup_hbase.pipelines import spark_frames
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+rows = json.loads(open(sys.argv[2], encoding="utf-8").read())
+df = spark.createDataFrame([(n, i, t) for n, (i, t) in enumerate(rows)], "n long, id string, text string")
+plain = lambda r: {k: [m.asDict() for m in v] if isinstance(v, list) else v for k, v in r.asDict().items()}
+found = [[plain(r) for r in spark_frames.fingerprints(df).orderBy("n").collect()],
+         [plain(r) for r in spark_frames.groups(df.where("id is not null"), k=3).collect()],
+         [plain(r) for r in spark_frames.check(df, sys.argv[3], staging=sys.argv[4]).collect()]]
+print(json.dumps(found))
+spark.stop()
+"""
+
+
+def test_the_dataframe_calls_through_connect_are_the_arrow_apis(server, hbase_pair, planted, tmp_path):  # noqa: F811
+    """spark_frames' fingerprints, groups and check (of an HBase index) through a Connect session
+    (a process of its own): row for row the Arrow batch API's answers, as in a classic session
+    (tests/test_spark_frames.py)."""
+    from test_spark_frames import signed
+
+    from dedup_hbase.index.index import Document
+    from dedup_hbase.pipelines import arrow
+
+    indexed, queries, simhash = planted
+    url = hbase_pair[0]
+    index = Index.open(open_store(url))
+    index.add_many([Document(i, simhash[t]) for i, t in indexed])
+    (tmp_path / "rows.json").write_text(json.dumps(queries, ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", FRAMES_THROUGH_CONNECT, server, str(tmp_path / "rows.json"), url,
+                           str(tmp_path / "staging")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    printed, grouped, checked = json.loads(done.stdout.strip().splitlines()[-1])
+    batch = batch_of(queries)
+    want = arrow.fingerprints(batch).to_pylist()
+    assert printed == [{"n": n, **w, "simhash": signed(w["simhash"])} for n, w in enumerate(want)]
+    named = [(i, t) for i, t in queries if i is not None]
+    want = arrow.groups([batch_of(named)], k=K).to_pylist()
+    columns = ("id", "group", "size", "keep", "via", "distance", "error")
+    assert [tuple(r[c] for c in columns) for r in grouped] == [tuple(w[c] for c in columns) for w in want]
+    want = arrow.check(batch, index).to_pylist()
+    assert [(r["n"], r["simhash"], r["error"], r["matches"], r["match_count"]) for r in checked] == [
+        (n, signed(w["simhash"]), w["error"], w["matches"], w["match_count"]) for n, w in enumerate(want)]
+    assert sum(bool(w["matches"]) for w in want) > 100
 
 
 def test_remote_inputs_are_listed_through_connect(server, tmp_path):

@@ -92,6 +92,15 @@ def fingerprints(batch: Any, index: Index | None = None, *, id_column: str = "id
     probes are not columns (a lookup makes them from the text)."""
     fingerprinter, signatures, sketcher = _fingerprinting(index, fingerprinter)
     short = index is not None and index.spec.short is not None
+    return fingerprints_with(batch, fingerprinter, signatures, sketcher, short, id_column=id_column,
+                             text_column=text_column, threads=threads)
+
+
+def fingerprints_with(batch: Any, fingerprinter: Fingerprinter, signatures: Signatures, sketcher: Fingerprinter | None,
+                      short: bool, *, id_column: str = "id", text_column: str = "text", threads: int = 1) -> Any:
+    """``fingerprints`` with an index's parts given (its ``fingerprinter``, ``signatures``,
+    ``sketcher`` and whether it has the ``short``-text rule) instead of the index: where the
+    index is not at hand (a Spark worker: spark_frames.py)."""
     check_batch(batch, id_column, text_column, added_names(signatures, sketcher is not None or short))
     found = fingerprinted(batch, text_column, id_column, fingerprinter, signatures, sketcher, threads, short)
     return with_columns(batch, fingerprint_columns(found, signatures))

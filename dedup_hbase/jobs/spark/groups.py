@@ -77,7 +77,6 @@ def spark_group_files(paths: list[str], out: str, options: GroupsOptions, spark:
 
 def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
             fingerprinter: Fingerprinter) -> GroupsReport:
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     spec = options.spec.worker_spec(fingerprinter.spec)
@@ -92,24 +91,52 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     signatures = options.signatures
     keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
     sketched = options.confirm is not None or options.short is not None
-    nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
     docs = job.persist(records.good(fingerprinted).select(
         records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
         *(["sketch"] if sketched else [])))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
+    rows, helpers = group_rows(job, docs, keys, sketched, scheme, options.k, options.confirm, options.short,
+                               signatures.names)
+    rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
+    job.clock("groups, Parquet")
+    counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
+                                           F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
+    report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
+    _write_groups_file(job.session, rows.where(F.col("size") > 1), out)
+    _write_dropped_file(job.session, rows.where(~F.col("keep")), out, len(keys) > 1)
+    job.clock("groups.jsonl, dropped.jsonl")
+    job.unpersist(rows, *helpers, docs)
+    report.elapsed_s = job.elapsed()
+    _write_summary(job.session, report, out)
+    return report
+
+
+def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: int, confirm: int | None,
+               short: int | None, names: tuple[str, ...]):
+    """The groups of ``docs`` (pos, id, simhash, a column per other signature's simhash in
+    ``keys``, ``sketch`` when ``sketched``; ``pos`` unique, the order of "first"), persisted: per
+    document pos, id, simhash (hex), group (the id of its first member), size, keep, via (the id
+    it joined its group through), distance, with several signatures ``signature`` (of
+    ``names``), and group_pos; and the frames persisted on the way, for the caller to
+    unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks) joins a
+    group, with ``confirm`` and ``short`` as the local engine's ``assign``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, options.k, options.confirm, options.short))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
     weight = F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight"))
     distance, place = via_parts(weight, F.shiftright)
     # (when: Spark 4's element_at gave a name for a null place)
-    signature = ([F.when(weight.isNotNull(), F.element_at(F.array(*map(F.lit, signatures.names)),
+    signature = ([F.when(weight.isNotNull(), F.element_at(F.array(*map(F.lit, names)),
                                                           (place + 1).cast("int"))).alias(SIGNATURE)]
                  if len(keys) > 1 else [])
     labeled = (docs.join(firsts, nodes).join(found, F.col("first") == F.col("node"), "left")
@@ -124,18 +151,7 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
                                       F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
                                       F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "via",
                                       "distance", *([SIGNATURE] if len(keys) > 1 else []), "group_pos"))
-    rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
-    job.clock("groups, Parquet")
-    counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
-                                           F.sum(F.when(F.col("size") > 1, 1).otherwise(0)).alias("multi")).first()
-    report.groups, report.multi_groups = counts["groups"], counts["multi"] or 0
-    _write_groups_file(job.session, rows.where(F.col("size") > 1), out)
-    _write_dropped_file(job.session, rows.where(~F.col("keep")), out, len(keys) > 1)
-    job.clock("groups.jsonl, dropped.jsonl")
-    job.unpersist(rows, edges, firsts, docs)
-    report.elapsed_s = job.elapsed()
-    _write_summary(job.session, report, out)
-    return report
+    return rows, [edges, firsts]
 
 
 def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None):
