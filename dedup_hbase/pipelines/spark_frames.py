@@ -95,9 +95,9 @@ def check(df: Any, index: str, *, staging: str, id_column: str = "id", text_colu
     URL ``index`` (id, distance; within ``k`` bits, default the index's; at most
     ``max_matches``, the nearest first by (distance, id); None: all) and ``match_count`` (how
     many there are in all), null for a row with an error: ``arrow.check``'s answers, found as
-    ``check --engine spark`` finds them, the index read in bulk by the executors. ``staging``: a folder or URI every
-    executor reaches (the probes are written to a new folder in it while the call runs, then
-    removed). Does
+    ``check --engine spark`` finds them, the index read in bulk by the executors. ``staging``:
+    a folder or URI every executor reaches (the probes are written to a new folder in it,
+    ``dedup-hbase-lookup-*``, removed when the call returns; a call that fails leaves it). Does
     not compare the rows with each other; writes nothing to the index. Runs its jobs now."""
     from pyspark.sql import functions as F
 
