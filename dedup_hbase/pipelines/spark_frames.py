@@ -168,7 +168,9 @@ def _fingerprint_batches(spec: dict, id_column: str, text_column: str, longs: li
 
 def _records(spec: dict):
     """(id, text, row) batches -> the records of a Spark check (FINGERPRINTED_SCHEMA), its
-    line a row's place; an id or text that ``arrow.fingerprints`` refuses refused in its words."""
+    line a row's place; an id or text that ``arrow.fingerprints`` refuses refused in its words.
+    Records, not ``fingerprints``' columns: a probed index's lookups need each text's probe
+    masks, which the check job's ``stages.fingerprint_records`` makes with the fingerprints."""
     finish = stages.fingerprint_records(spec, False)
 
     def run(batches):

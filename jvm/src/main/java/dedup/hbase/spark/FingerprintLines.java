@@ -5,10 +5,8 @@ import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -24,17 +22,12 @@ import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -61,9 +54,11 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
   static final StructType COUNTS = new StructType().add("split", DataTypes.IntegerType)
       .add("ordinal", DataTypes.IntegerType).add("lines", DataTypes.LongType);
 
+  static final String NAME = "dedup-hbase-fingerprints";
+
   @Override
   public String shortName() {
-    return "dedup-hbase-fingerprints";
+    return NAME;
   }
 
   @Override
@@ -95,7 +90,7 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     }
   }
 
-  static final class Files implements SupportsRead {
+  static final class Files extends ReadOnlyTable {
     final String[] files;
     final int[] ordinals;
     final long[] splitBytes;
@@ -103,12 +98,13 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     final long[] offsets; // null: the counting read
 
     Files(CaseInsensitiveStringMap o) {
-      files = HFileSink.Options.required(o, "files").split("\n", -1);
-      ordinals = Arrays.stream(HFileSink.Options.required(o, "ordinals").split(",")).mapToInt(Integer::parseInt)
+      super(NAME, o.containsKey("offsets") ? JsonLines.SCHEMA : COUNTS);
+      files = ReadOnlyTable.required(o, NAME, "files").split("\n", -1);
+      ordinals = Arrays.stream(ReadOnlyTable.required(o, NAME, "ordinals").split(",")).mapToInt(Integer::parseInt)
           .toArray();
-      splitBytes = Arrays.stream(HFileSink.Options.required(o, "splitBytes").split(",")).mapToLong(Long::parseLong)
+      splitBytes = Arrays.stream(ReadOnlyTable.required(o, NAME, "splitBytes").split(",")).mapToLong(Long::parseLong)
           .toArray();
-      fields = HFileSink.Options.required(o, "fields").split("\t", -1);
+      fields = ReadOnlyTable.required(o, NAME, "fields").split("\t", -1);
       String given = o.get("offsets");
       offsets = given == null ? null : given.isEmpty() ? new long[0]
           : Arrays.stream(given.split(",")).mapToLong(Long::parseLong).toArray();
@@ -119,45 +115,14 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     }
 
     @Override
-    public String name() {
-      return "dedup-hbase-fingerprints";
+    InputPartition[] partitions() {
+      return splits().toArray(new InputPartition[0]);
     }
 
     @Override
-    public StructType schema() {
-      return offsets == null ? COUNTS : JsonLines.SCHEMA;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      StructType schema = schema();
-      return () -> new Scan() {
-        @Override
-        public StructType readSchema() {
-          return schema;
-        }
-
-        @Override
-        public Batch toBatch() {
-          return new Batch() {
-            @Override
-            public InputPartition[] planInputPartitions() {
-              return splits().toArray(new InputPartition[0]);
-            }
-
-            @Override
-            public PartitionReaderFactory createReaderFactory() {
-              String[] names = fields;
-              return partition -> new LinesReader((Split) partition, names);
-            }
-          };
-        }
-      };
+    PartitionReaderFactory readers() {
+      String[] names = fields;
+      return partition -> new LinesReader((Split) partition, names);
     }
 
     /** Every file's splits, as Hadoop's TextInputFormat cuts them, in file and offset order. */

@@ -8,11 +8,10 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
@@ -33,15 +32,11 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -83,9 +78,11 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
       .add("ids", DataTypes.createArrayType(DataTypes.StringType))
       .add("sketches", DataTypes.createArrayType(DataTypes.LongType));
 
+  static final String NAME = "dedup-hbase-lookup";
+
   @Override
   public String shortName() {
-    return "dedup-hbase-lookup";
+    return NAME;
   }
 
   @Override
@@ -114,25 +111,17 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
     final boolean sketched;
 
     Settings(CaseInsensitiveStringMap o) {
-      probes = required(o, "probes");
-      quorum = required(o, "quorum");
-      port = Integer.parseInt(required(o, "port"));
+      probes = ReadOnlyTable.required(o, NAME, "probes");
+      quorum = ReadOnlyTable.required(o, NAME, "quorum");
+      port = Integer.parseInt(ReadOnlyTable.required(o, NAME, "port"));
       parent = o.getOrDefault("parent", "");
-      table = required(o, "table");
-      family = Bytes.toBytes(required(o, "family"));
-      flags = Integer.parseInt(required(o, "flags"));
-      k = Integer.parseInt(required(o, "k"));
+      table = ReadOnlyTable.required(o, NAME, "table");
+      family = Bytes.toBytes(ReadOnlyTable.required(o, NAME, "family"));
+      flags = Integer.parseInt(ReadOnlyTable.required(o, NAME, "flags"));
+      k = Integer.parseInt(ReadOnlyTable.required(o, NAME, "k"));
       limit = Integer.parseInt(o.getOrDefault("limit", "-1"));
-      chunk = Integer.parseInt(required(o, "chunk"));
+      chunk = Integer.parseInt(ReadOnlyTable.required(o, NAME, "chunk"));
       sketched = Boolean.parseBoolean(o.getOrDefault("sketched", "false"));
-    }
-
-    static String required(CaseInsensitiveStringMap o, String name) {
-      String value = o.get(name);
-      if (value == null) {
-        throw new IllegalArgumentException("dedup-hbase-lookup: the option " + name + " is required");
-      }
-      return value;
     }
   }
 
@@ -145,52 +134,23 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
     }
   }
 
-  static final class Lookup implements SupportsRead {
+  static final class Lookup extends ReadOnlyTable {
     final Settings settings;
 
     Lookup(Settings settings) {
+      super(NAME, SCHEMA);
       this.settings = settings;
     }
 
     @Override
-    public String name() {
-      return "dedup-hbase-lookup";
+    InputPartition[] partitions() {
+      return files().toArray(new InputPartition[0]);
     }
 
     @Override
-    public StructType schema() {
-      return SCHEMA;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return () -> new org.apache.spark.sql.connector.read.Scan() {
-        @Override
-        public StructType readSchema() {
-          return SCHEMA;
-        }
-
-        @Override
-        public Batch toBatch() {
-          return new Batch() {
-            @Override
-            public InputPartition[] planInputPartitions() {
-              return files().toArray(new InputPartition[0]);
-            }
-
-            @Override
-            public PartitionReaderFactory createReaderFactory() {
-              Settings s = settings;
-              return partition -> new Reader(((ProbeFile) partition).path, s);
-            }
-          };
-        }
-      };
+    PartitionReaderFactory readers() {
+      Settings s = settings;
+      return partition -> new Reader(((ProbeFile) partition).path, s);
     }
 
     /** The folder's probe files, by name. */
@@ -208,7 +168,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
           }
         }
       } catch (IOException e) {
-        throw new IllegalStateException("dedup-hbase-lookup: cannot list the probes in " + settings.probes + ": " + e,
+        throw new IllegalStateException(NAME + ": cannot list the probes in " + settings.probes + ": " + e,
             e);
       }
       return found;
@@ -222,7 +182,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
     final String path;
     long line; // lines read
     long[] held; // the first probe of the next chunk: query, prefix
-    Iterator<InternalRow> current = java.util.Collections.emptyIterator();
+    Iterator<InternalRow> current = Collections.emptyIterator();
     InternalRow row;
     Connection connection;
     Table index;
@@ -235,7 +195,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
         FileSystem fs = p.getFileSystem(new Configuration());
         lines = new BufferedReader(new InputStreamReader(fs.open(p), StandardCharsets.UTF_8), 1 << 16);
       } catch (IOException e) {
-        throw new UncheckedIOException("dedup-hbase-lookup: cannot read " + path + ": " + e, e);
+        throw new UncheckedIOException(NAME + ": cannot read " + path + ": " + e, e);
       }
     }
 

@@ -3,10 +3,8 @@ package dedup.hbase.spark;
 import java.io.IOException;
 import java.io.Serializable;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Connection;
@@ -14,17 +12,12 @@ import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.RegionLocator;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
-import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.Table;
-import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
-import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
-import org.apache.spark.sql.connector.read.Scan;
-import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -42,9 +35,11 @@ public final class RegionStarts implements TableProvider, DataSourceRegister {
   static final StructType SCHEMA = new StructType().add("table", DataTypes.StringType)
       .add("start", DataTypes.BinaryType);
 
+  static final String NAME = "dedup-hbase-regions";
+
   @Override
   public String shortName() {
-    return "dedup-hbase-regions";
+    return NAME;
   }
 
   @Override
@@ -55,20 +50,21 @@ public final class RegionStarts implements TableProvider, DataSourceRegister {
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     CaseInsensitiveStringMap o = new CaseInsensitiveStringMap(properties);
-    String tables = HFileSink.Options.required(o, "tables");
-    String quorum = HFileSink.Options.required(o, "quorum");
-    int port = Integer.parseInt(HFileSink.Options.required(o, "port"));
+    String tables = ReadOnlyTable.required(o, NAME, "tables");
+    String quorum = ReadOnlyTable.required(o, NAME, "quorum");
+    int port = Integer.parseInt(ReadOnlyTable.required(o, NAME, "port"));
     String parent = o.getOrDefault("parent", "");
     return new Regions(tables, quorum, port, parent);
   }
 
-  static final class Regions implements SupportsRead {
+  static final class Regions extends ReadOnlyTable {
     final String tables;
     final String quorum;
     final int port;
     final String parent;
 
     Regions(String tables, String quorum, int port, String parent) {
+      super(NAME, SCHEMA);
       this.tables = tables;
       this.quorum = quorum;
       this.port = port;
@@ -76,43 +72,13 @@ public final class RegionStarts implements TableProvider, DataSourceRegister {
     }
 
     @Override
-    public String name() {
-      return "dedup-hbase-regions";
+    InputPartition[] partitions() {
+      return new InputPartition[] {new Starts(read())};
     }
 
     @Override
-    public StructType schema() {
-      return SCHEMA;
-    }
-
-    @Override
-    public Set<TableCapability> capabilities() {
-      return EnumSet.of(TableCapability.BATCH_READ);
-    }
-
-    @Override
-    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      return () -> new Scan() {
-        @Override
-        public StructType readSchema() {
-          return SCHEMA;
-        }
-
-        @Override
-        public Batch toBatch() {
-          return new Batch() {
-            @Override
-            public InputPartition[] planInputPartitions() {
-              return new InputPartition[] {new Starts(read())};
-            }
-
-            @Override
-            public PartitionReaderFactory createReaderFactory() {
-              return partition -> new StartsReader(((Starts) partition).rows);
-            }
-          };
-        }
-      };
+    PartitionReaderFactory readers() {
+      return partition -> new StartsReader(((Starts) partition).rows);
     }
 
     /** Each table's region start keys but the first, read now. */
