@@ -16,6 +16,9 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
 * an index of ``init --preset recall`` (signatures, probes, a confirmation): its load the local
   engine's cells; ``check --add-new`` with a worker and a region server killed part way: the
   local engine's records, and the index then as ``load --skip-near-dups`` leaves it;
+* through a Spark Connect server beside the cluster's master, the environment shipped as the
+  session's artifact: ``load``, ``check --add-new`` and ``groups`` give the local engine's cells,
+  records and output;
 * a region split forced while a load's HFiles are written: the files are refused (the
   HBASE-30501 guard), cut again at the new regions and loaded: the local engine's index;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
@@ -37,6 +40,7 @@ import gzip
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -121,21 +125,27 @@ def work(tmp_path_factory, pip_installed):
 
 def run(cluster, venv: Path, cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """The pip-installed dedup-hbase, in ``cwd``, with the cluster's environment."""
+    _t = time.monotonic()
     done = subprocess.run([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, capture_output=True, text=True,
                           env=clean_env(**cluster), timeout=900)
+    print(f"TIMING run {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     if check:
         assert done.returncode == 0, done.stderr[-4000:]
     return done
 
 
 def hdfs(cluster, *args: str) -> None:
+    _t = time.monotonic()
     subprocess.run([str(SCRIPT), "hdfs", *args], env=clean_env(**cluster), check=True, capture_output=True)
+    print(f"TIMING hdfs {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
 
 
 def cl(cluster, *args: str) -> str:
     """scripts/cluster-local ARGS (kill, restart, admin) on the cluster; its output."""
     env = clean_env(**{**cluster, "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)})
+    _t = time.monotonic()
     done = subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
+    print(f"TIMING cl {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
     return done.stdout
 
@@ -204,6 +214,7 @@ def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults, restart
     once the job has ended, in the background (``restarts``; ``balance``: and the balancer run,
     restore())."""
     err = cwd / f"job-{time.monotonic_ns()}.err"
+    print(f"TIMING job-with-faults starts {time.monotonic()}", file=sys.stderr, flush=True)
     with open(err, "w") as f:
         job = subprocess.Popen([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, env=clean_env(**cluster),
                                stdout=subprocess.PIPE, stderr=f, text=True)
@@ -215,6 +226,7 @@ def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults, restart
             fault[0]() if callable(fault[0]) else cl(cluster, *fault)
             assert job.poll() is None, err.read_text()[-4000:]  # part way
         out, _ = job.communicate(timeout=900)
+        print(f"TIMING job-with-faults ends {time.monotonic()} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     finally:
         if job.poll() is None:
             job.kill()
@@ -462,6 +474,71 @@ def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_kil
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
     finally:
         restarts.wait()
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()
+
+
+def test_the_jobs_through_spark_connect_with_the_environment_as_an_artifact_equal_the_local_engines(
+        cluster, pip_installed, work):
+    """A Spark Connect server beside the cluster's master (``scripts/cluster-local connect``),
+    and the pip-installed dedup-hbase as its client with ``--spark-remote`` and the packed
+    environment shipped as the session's artifact (``--spark-env``: the executors' Python is the
+    archive's, unpacked in the session's folder of their working folders): ``load`` (HFiles
+    bulk-loaded by the server), ``check --add-new`` and ``groups`` give the local engine's
+    cells, records and output."""
+    rnd = random.Random(13)
+    texts = news(900, 5)
+    base = texts[:450]
+    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 60)]
+           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 40)] + texts[450:])
+    for name, records in (("c-base", base), ("c-new", new)):
+        write_jsonl(work / f"{name}.jsonl", records)
+        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+    urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("cs", "cl")]
+    staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
+    started = cl(cluster, "connect", "start")
+    try:
+        remote = ["--engine", "spark", "--spark-remote", re.search(r"ready: (sc://\S+)", started).group(1),
+                  "--spark-env", str(work / "env.tar.gz"), "--verbose"]
+        for url in urls:
+            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4")
+        done = run(cluster, pip_installed, work, "load", "--store", urls[0], *staging, *remote,
+                   f"{cluster['HDFS']}/tmp/c-base.jsonl")
+        pythons = [json.loads("{" + line.split("{", 1)[1]) for line in done.stderr.splitlines()
+                   if "executors' Python: {" in line]
+        work_dirs = [Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "data" / f"worker{i}" / "work" for i in (1, 2)]
+        assert pythons and {Path(p["python"]).parents[5] in work_dirs for p in pythons} == {True}, done.stderr[-2000:]
+        for found in pythons:  # <worker dir>/<app>/<executor>/<session>/env/bin/python: the artifact, unpacked
+            env = Path(found["python"]).parent.parent
+            assert env.name == "env" and found["dedup_hbase"] == str(env / "lib/python3.11/site-packages/dedup_hbase/__init__.py")
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "c-base.jsonl"))
+        for table in ("index", "docs"):  # the document rows: the simhash and the short-text sketch, then the metadata
+            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+        out = f"{cluster['HDFS']}/tmp/connect-check-{os.getpid()}"
+        run(cluster, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging, *remote,
+            f"{cluster['HDFS']}/tmp/c-new.jsonl")
+        hdfs(cluster, "-get", out, str(work / "connect-check"))
+        spark_records = [json.loads(line) for f in sorted((work / "connect-check" / "json").glob("*.jsonl"))
+                         for line in f.read_text(encoding="utf-8").splitlines()]
+        local = run(cluster, pip_installed, work, "check", "--store", urls[1], "--json", str(work / "c-new.jsonl"))
+        local_records = [json.loads(line) for line in local.stdout.splitlines()]
+        key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
+        assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+        assert sum(1 for r in local_records if r.get("matches")) >= 40  # the copies of indexed texts found
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "-q", str(work / "c-new.jsonl"))
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+        run(cluster, pip_installed, work, "groups", *remote, "--out", f"{cluster['HDFS']}/tmp/connect-groups",
+            f"{cluster['HDFS']}/tmp/c-base.jsonl", f"{cluster['HDFS']}/tmp/c-new.jsonl")
+        run(cluster, pip_installed, work, "groups", "--out", str(work / "local-c-groups"), str(work / "c-base.jsonl"),
+            str(work / "c-new.jsonl"))
+        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/connect-groups", str(work / "connect-groups"))
+        for name in ("groups.jsonl", "dropped.jsonl"):
+            assert (work / "connect-groups" / name).read_text() == (work / "local-c-groups" / name).read_text()
+        assert (work / "local-c-groups" / "groups.jsonl").read_text().count("\n") >= 40
+    finally:
+        cl(cluster, "connect", "stop")
         for url in urls:
             with open_store(url) as store:
                 store.drop()

@@ -59,3 +59,14 @@ def test_the_reason_of_a_failed_probe():
                     "(ModuleNotFoundError: No module named 'dedup_hbase')\nPYTHONPATH was: ...")
 
     assert ship.failure_reason(Failed()) == "No module named 'dedup_hbase'"
+
+
+def test_through_spark_connect_the_environment_is_a_local_file(tmp_path):
+    """ship_to_connect refuses, before the session is touched, an archive the client cannot upload."""
+    with pytest.raises(DedupError, match=r"^spark_env=hdfs://nn:8020/envs/e.tgz: through Spark Connect the "
+                                         r"environment is a local file \(the client uploads it to the server "
+                                         r"with the session\)$"):
+        ship.ship_to_connect(None, "hdfs://nn:8020/envs/e.tgz")
+    with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "
+                                         r"pack-env .*env.tar.gz\)$"):
+        ship.ship_to_connect(None, str(tmp_path / "env.tar.gz"))

@@ -97,7 +97,7 @@ SparkMaster = Annotated[str | None, typer.Option(help="--engine spark: the Spark
 SparkRemote = Annotated[str | None, typer.Option(envvar="SPARK_REMOTE", help="--engine spark: run the job through the Spark Connect server at sc://HOST:PORT (not with --spark-master; docs/spark.md#spark-connect).", rich_help_panel="Spark")]
 SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spark setting KEY=VALUE (repeatable).", rich_help_panel="Spark")]
 Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).", rich_help_panel="Spark")]
-SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master).", rich_help_panel="Spark")]
+SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master; through --spark-remote a local file, uploaded with the session).", rich_help_panel="Spark")]
 Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).", rich_help_panel="Fingerprint")]
 Preset = Annotated[str | None, typer.Option(help=f"A measured setting of --signatures, --probes and --confirm: {', '.join(f'{name} ({basis})' for name, (_, basis) in PRESETS.items())} (docs/quality.md).")]
 

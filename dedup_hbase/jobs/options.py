@@ -195,7 +195,8 @@ class SparkOptions:
     settings (``--spark-conf KEY=VALUE``), the staging folder or URI of the HFiles, and the
     executors' packed Python environment (``env``: an archive of ``dedup-hbase pack-env``,
     shipped when the master is not a local one); or, in place of a master, a Spark Connect
-    server (``remote``: ``sc://HOST:PORT``) that runs the job on its own."""
+    server (``remote``: ``sc://HOST:PORT``) that runs the job on its own (``env`` then a local
+    archive, uploaded as the session's artifact)."""
 
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)

@@ -282,7 +282,9 @@ def _write_groups_file(session, members, out: str) -> None:
 
     grouped = members.groupBy("group_pos").agg(F.first("size").alias("size"),
                                                F.sort_array(F.collect_list(F.struct("pos", "id"))).alias("m"))
-    numbered = grouped.withColumn("n", F.row_number().over(Window.orderBy("group_pos")))
+    # one window over every group, as one task writes them all (partitioned by a constant: the
+    # same plan, without Spark's warning of a window with no partition)
+    numbered = grouped.withColumn("n", F.row_number().over(Window.partitionBy(F.lit(0)).orderBy("group_pos")))
     ids = F.array_join(F.transform("m", lambda m: json_string(m["id"])), ", ")
     line = F.concat(F.lit('{"group": '), F.col("n").cast("string"), F.lit(', "size": '),
                     F.col("size").cast("string"), F.lit(', "ids": ['), ids, F.lit("]}"))

@@ -31,7 +31,7 @@ from .connect import connect_session
 from .hfiles import check_helper
 from .session import helper_jars, make_session, small_job_conf
 from .session import stop as stop_session
-from .ship import executor_pythons, ship_settings, use_shipped_python
+from .ship import executor_pythons, ship_settings, ship_to_connect, use_shipped_python
 
 logger = logging.getLogger(__name__)
 SMALL_INPUT = 16 << 20  # input bytes of a small job: few shuffle partitions (fit_to_input); local: C1 only too
@@ -152,15 +152,21 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     done=True)`` keeps it, session.py). On a master that is not local: ``spark.env`` shipped
     (ship.py), and a task in each slot proves the executors run dedup-hbase (else the session
     is stopped and a one-line DedupError raised). With ``spark.remote``: a session of that
-    Spark Connect server, which has the jars and the executors' Python (checked for the jars)."""
+    Spark Connect server, which has the jars (checked); ``spark.env`` shipped as the session's
+    artifact (ship.ship_to_connect), and the executors proved as above when it is given or the
+    server's master is not local."""
     if spark.remote:
         session = connect_session(spark.remote, {"spark.app.name": name, **spark.conf})
-        if jars:
-            try:
+        try:
+            if jars:
                 check_helper(session, spark.remote)
-            except BaseException:
-                stop_session(session)
-                raise
+            if spark.env:
+                ship_to_connect(session, spark.env)
+            if spark.env or not session.conf.get("spark.master", "local").startswith("local"):
+                log_executor_pythons(session)
+        except BaseException:
+            stop_session(session)
+            raise
         return session
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = {"spark.app.name": name}
@@ -173,12 +179,17 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
                            small=input_bytes(paths) < SMALL_INPUT, make_archive=True)
     if not session.conf.get("spark.master", "").startswith("local"):
         try:
-            for found in executor_pythons(session):
-                logger.info("executors' Python: %s", json.dumps(found))
+            log_executor_pythons(session)
         except BaseException:
             stop_session(session)
             raise
     return session
+
+
+def log_executor_pythons(session) -> None:
+    """``executor_pythons`` of the session, one --verbose line each (or its one-line refusal)."""
+    for found in executor_pythons(session, range_partitions(session)):
+        logger.info("executors' Python: %s", json.dumps(found))
 
 
 def fit_to_input(job: SparkJob, spark: SparkOptions, paths: list[str]) -> None:

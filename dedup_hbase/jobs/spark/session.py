@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -158,13 +159,31 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
             _launch_gateway(master, settings)
             spark = builder.getOrCreate()
             _STARTED[id(spark)] = (_watch(spark), archive)
-        spark.sparkContext.setLogLevel("WARN")
+        _set_log_level(spark, "WARN")
     except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
         _end_started_jvm()
         if archive is not None:
             cds.finish(archive, written=False)
         raise
     return spark
+
+
+def _set_log_level(spark, level: str) -> None:
+    spark.sparkContext.setLogLevel(level)
+
+
+@contextmanager
+def jvm_log_level(spark, level: str) -> Iterator[None]:
+    """A classic session's JVM logs at ``level`` meanwhile, and at WARN again once the block
+    has run without an error (after one, the session is about to stop: what Spark logs of it
+    then is not the user's concern). A Spark Connect server logs to its own log: nothing
+    changes."""
+    if is_connect(spark):
+        yield
+        return
+    _set_log_level(spark, level)
+    yield
+    _set_log_level(spark, "WARN")
 
 
 # What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's

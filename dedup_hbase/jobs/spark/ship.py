@@ -16,6 +16,7 @@ minor version (it is checked).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -25,7 +26,6 @@ import sysconfig
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from ...errors import DedupError
@@ -121,6 +121,22 @@ def ship_settings(archive: str) -> dict[str, str]:
     return {"spark.archives": f"{uri_of(archive)}#{ENV_NAME}", "spark.pyspark.python": SHIPPED_PYTHON}
 
 
+def ship_to_connect(spark, archive: str) -> None:
+    """Ship ``archive`` (a local file: the Spark Connect client uploads it) to the executors of a
+    Spark Connect session, as an artifact of the session unpacked to ``env`` in their working
+    folders, and run the session's Python UDFs with its Python (the session's
+    spark.sql.execution.pyspark.python). Other sessions of the server keep their own Python."""
+    if "://" in archive and not archive.startswith("file://"):
+        raise DedupError(f"spark_env={archive}: through Spark Connect the environment is a local file (the client "
+                         "uploads it to the server with the session)", arguments=("spark_env",))
+    path = archive.removeprefix("file://")
+    if not os.path.isfile(path):
+        raise DedupError(f"spark_env={archive}: no such file (make it with: dedup-hbase pack-env {archive})",
+                         arguments=("spark_env",))
+    spark.addArtifacts(f"{os.path.abspath(path)}#{ENV_NAME}", archive=True)
+    spark.conf.set("spark.sql.execution.pyspark.python", SHIPPED_PYTHON)
+
+
 def use_shipped_python(shipped: bool = True) -> None:
     """Make the Python workers of sessions started from now on run the shipped environment's
     Python (``shipped``), or no longer (a local session after a shipping one, same process)."""
@@ -130,26 +146,28 @@ def use_shipped_python(shipped: bool = True) -> None:
         del os.environ["PYSPARK_PYTHON"]
 
 
-def executor_pythons(spark) -> list[dict]:
-    """What each task slot's Python is: ``python`` (sys.executable), ``dedup_hbase`` (the file
-    of the package it imports) and ``version``, one entry per distinct answer. Raises a one-line
-    DedupError when the executors cannot run dedup-hbase (no such module, a Python they cannot
-    run) or cannot read a jar of their class path (``spark.executor.extraClassPath``: the JVM
-    helper's, at the driver's paths unless set otherwise)."""
-    context = spark.sparkContext
-    slots = max(1, context.defaultParallelism)
-    classpath = [p for p in context.getConf().get("spark.executor.extraClassPath", "").split(os.pathsep)
-                 if p.endswith(".jar")]
-    context.setLogLevel("OFF")  # a failing probe's task errors: said below in one line
+def executor_pythons(spark, slots: int) -> list[dict]:
+    """What each of the ``slots`` task slots' Python is: ``python`` (sys.executable),
+    ``dedup_hbase`` (the file of the package it imports) and ``version``, one entry per distinct
+    answer, found by a task per slot (a Python UDF over a range, no Arrow: the executors' Python
+    may lack it; classic or through Spark Connect). Raises a one-line DedupError when the
+    executors cannot run dedup-hbase (no such module, a Python they cannot run) or cannot read a
+    jar of their class path (``spark.executor.extraClassPath``: the JVM helper's, at the
+    driver's paths unless set otherwise). It does not prove that every slot of a cluster ran
+    the probe: Spark may run two of its tasks in one slot."""
+    from pyspark.sql import functions as F
+
+    from .session import jvm_log_level
+
+    classpath = [p for p in spark.conf.get("spark.executor.extraClassPath", "").split(os.pathsep) if p.endswith(".jar")]
+    probe = F.udf(lambda _: _probe(classpath), "string", useArrow=False)
     try:
-        found = context.parallelize(range(slots), slots).mapPartitions(partial(_probe, classpath)).collect()
-    except Exception as e:  # py4j's error; its str() may itself fail
-        # the log stays off: the session stops next, and Spark's warnings about the failed tasks'
-        # last messages (e.g. "Dispatcher: Message ... dropped due to sparkEnv is stopped") are not
-        # the user's concern
+        with jvm_log_level(spark, "OFF"):  # a failing probe's task errors: said below in one line
+            rows = spark.range(0, slots, 1, slots).select(probe("id").alias("found")).collect()
+    except Exception as e:  # py4j's or Spark Connect's error; its str() may itself fail
         raise DedupError(f"the Spark executors cannot run dedup-hbase ({failure_reason(e)}): ship an environment "
                          "made by `dedup-hbase pack-env ARCHIVE` with spark_env=ARCHIVE", arguments=("spark_env",)) from None
-    context.setLogLevel("WARN")
+    found = [json.loads(row["found"]) for row in rows]
     unread = sorted({p for f in found for p in f.pop("unreadable")})
     if unread:
         raise DedupError(f"the Spark executors cannot read {', '.join(unread)} (their class path: the JVM helper's "
@@ -158,18 +176,16 @@ def executor_pythons(spark) -> list[dict]:
     return [dict(t) for t in dict.fromkeys(tuple(sorted(f.items())) for f in found)]
 
 
-def _probe(classpath: list[str], _rows):
-    import os
-    import sys
-
+def _probe(classpath: list[str]) -> str:
+    """One executor Python's answer to ``executor_pythons``, as JSON."""
     import dedup_hbase
 
-    yield {"python": sys.executable, "dedup_hbase": dedup_hbase.__file__, "version": dedup_hbase.__version__,
-           "unreadable": [p for p in classpath if not os.access(p, os.R_OK)]}
+    return json.dumps({"python": sys.executable, "dedup_hbase": dedup_hbase.__file__, "version": dedup_hbase.__version__,
+                       "unreadable": [p for p in classpath if not os.access(p, os.R_OK)]})
 
 
 def failure_reason(error: Exception) -> str:
-    """The cause of a failed probe, found in what py4j gives of the executors' error."""
+    """The cause of a failed probe, found in what py4j or Spark Connect gives of the executors' error."""
     texts = []
     for get in (lambda: str(error), lambda: error.java_exception.toString()):
         try:
