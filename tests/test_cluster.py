@@ -21,6 +21,8 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   records and output;
 * a region split forced while a load's HFiles are written: the files are refused (the
   HBASE-30501 guard), cut again at the new regions and loaded: the local engine's index;
+* HBase's master killed: ``stats``, ``check`` and ``load`` answer; ``init`` ends with one line
+  after its timeout; ``scripts/cluster-local restart master``, and ``init`` works;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
   with ``add?if_new=true``, a region server killed part way: each cluster indexed once.
 
@@ -615,4 +617,41 @@ def test_the_service_with_a_region_server_killed_indexes_each_cluster_once(clust
     finally:
         restarts.start(cluster, "regionserver", "1")
         with open_store(url) as store:
+            store.drop()
+
+
+def test_with_the_master_down_the_index_answers_and_init_says_so_in_one_line(cluster, pip_installed, work):
+    """HBase's master killed (-9): ``stats``, ``check`` and ``load`` of an index answer (whether its
+    tables exist is read from hbase:meta on a region server, not asked of the master; before,
+    ``stats`` ran about 8 minutes before it failed); ``init``, which needs the master, ends after
+    its URL's timeout with one line. ``scripts/cluster-local restart master``: ``init`` works."""
+    rnd = random.Random(17)
+    fps = [{"id": f"m{i}", "simhash": f"{rnd.getrandbits(64):016x}"} for i in range(300)]
+    write_jsonl(work / "m-base.jsonl", fps[:200])
+    write_jsonl(work / "m-more.jsonl", fps[200:])
+    url, other = (f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("m", "n"))
+    run(cluster, pip_installed, work, "init", "--store", url, "--regions", "2", "--short-texts", "off")
+    run(cluster, pip_installed, work, "load", "--store", url, "--fingerprints", "-q", str(work / "m-base.jsonl"))
+    cl(cluster, "kill", "master")
+    try:
+        stats = json.loads(run(cluster, pip_installed, work, "stats", "--store", url, "--json").stdout)
+        assert stats["documents"] == 200
+        checked = [json.loads(line) for line in run(cluster, pip_installed, work, "check", "--store", url,
+                                                     "--fingerprints", "--json", str(work / "m-base.jsonl")).stdout.splitlines()]
+        assert [(r["id"], [m["id"] for m in r["matches"]]) for r in checked] == [(f["id"], [f["id"]]) for f in fps[:200]]
+        loaded = json.loads(run(cluster, pip_installed, work, "load", "--store", url, "--fingerprints", "--json", "-q",
+                                str(work / "m-more.jsonl")).stdout)
+        assert (loaded["indexed"], loaded["new"]) == (100, 100)
+        refused = run(cluster, pip_installed, work, "init", "--store", f"{other}&timeout=5000", "--short-texts", "off",
+                      check=False)
+        port = cluster["DEDUP_HBASE_STORE"].split("admin_port=")[1].split("&")[0]
+        assert (refused.returncode, refused.stderr.splitlines()) == (1, [
+            f"error: HBase did not create the tables within 5 s (no answer through the Thrift2 gateway at "
+            f"127.0.0.1:{port}): creating a table needs HBase's master; is it running? `dedup-hbase init` again "
+            "once it is"])
+    finally:
+        restore(cluster, "master", "")
+    run(cluster, pip_installed, work, "init", "--store", other, "--short-texts", "off")
+    for each in (url, other):
+        with open_store(each) as store:
             store.drop()

@@ -53,8 +53,8 @@ def test_init_creates_tables_as_the_schema_says(hbase_index_url):
 
 
 def test_init_without_a_thrift2_gateway_says_what_to_do(hbase_url):
-    """Tables are created through Thrift2 only: where its gateway does not answer, init fails at
-    once (no retries) and the CLI points at the HBase shell's DDL."""
+    """Whether the tables exist, creating them and the data go through Thrift2: where its gateway
+    does not answer, init fails at once (no retries) with one line naming that gateway."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         nowhere = s.getsockname()[1]
@@ -62,13 +62,11 @@ def test_init_without_a_thrift2_gateway_says_what_to_do(hbase_url):
     options = [o for o in query.split("&") if o and not o.startswith("admin_port=")] + [f"admin_port={nowhere}"]
     url = f"{base}?{'&'.join(options)}"
     result = subprocess.run(["dedup-hbase", "init", "--store", url], capture_output=True, text=True)
-    assert result.returncode == 1
-    assert result.stderr.startswith(f"error: creating tables needs HBase's Thrift2 gateway, not reachable at "
-                                    f"127.0.0.1:{nowhere} (")
-    assert result.stderr.endswith("; give its port as ?admin_port=N, or create the tables in the HBase shell; "
-                                  "`dedup-hbase schema` prints the DDL for the HBase shell; then run "
-                                  "`dedup-hbase init` again\n")
-    assert not open_store(url).exists()
+    assert (result.returncode, result.stderr) == (1, (
+        f"error: cannot reach HBase's Thrift2 gateway (the URL's admin_port) at 127.0.0.1:{nowhere}: "
+        f"Could not connect to ('127.0.0.1', {nowhere})\n"))
+    with pytest.raises(StoreError, match="^cannot reach HBase's Thrift2 gateway"):
+        open_store(url).exists()
 
 
 def test_describe_from_the_hbase_shell(hbase_index_url):
@@ -220,7 +218,7 @@ def test_load_survives_a_thrift_gateway_restart(own_hbase):
 def test_pooled_connections_to_a_restarted_gateway_are_replaced(own_hbase, gateway, caplog):
     """Every pooled connection of a gateway dies with it (SIGKILL, then a new gateway on the
     same port): the next calls drop the dead connections and succeed on new ones, for each
-    gateway's own pool (Thrift2's: the data; Thrift1's: which tables exist, dropping them)."""
+    gateway's own pool (Thrift2's: the data, which tables exist; Thrift1's: listing and dropping them)."""
     hbase_url, env, _ = own_hbase
     launcher = ROOT / "scripts" / "hbase-local"
     store = open_store(hbase_store_url(hbase_url) + "&pool_size=3&retries=12")
@@ -228,11 +226,12 @@ def test_pooled_connections_to_a_restarted_gateway_are_replaced(own_hbase, gatew
         index = Index.create(store, 4, 3)
         index.add_many([Document(f"p{i}", 1000 + i) for i in range(50)])
         before = index.query_many([1000 + i for i in range(50)])  # every pooled connection in use
-        assert store.exists()  # a Thrift1 connection in its pool
+        tables = lambda: store.gateways.run1(lambda conn: conn.tables())  # Thrift1's calls: listing, dropping
+        assert tables()  # a Thrift1 connection in its pool
         subprocess.run([str(launcher), f"restart-{gateway}"], check=True, capture_output=True, env=env)
         caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
         if gateway == "thrift":
-            assert store.exists()
+            assert tables()
         assert index.query_many([1000 + i for i in range(50)]) == before
         assert any("attempt 1 of 12" in r.message for r in caplog.records)  # a dead connection was dropped
         index.add_many([Document("after", 1000)])

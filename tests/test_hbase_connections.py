@@ -1,7 +1,7 @@
 """The HBase store's connection layer (stores/hbase/connections.py) without a server: the pool
 hands out at most its size, reuses a connection that worked and drops one whose work raised;
-the retry loop retries a dropped connection and gives up with a StoreError naming the gateway;
-a Thrift1 gateway not there at the first call fails at once. The same against a real HBase,
+the retry loop retries a dropped connection and gives up with a StoreError naming the gateway,
+and a call that times out once more only; a gateway not there at the first call fails at once. The same against a real HBase,
 with gateways restarted and idle sockets closed by the server: tests/test_hbase.py."""
 
 import socket
@@ -12,6 +12,7 @@ import pytest
 from dedup_hbase.errors import StoreError
 from dedup_hbase.stores import open_store
 from dedup_hbase.stores.hbase.connections import Gateways, Pool
+from dedup_hbase.stores.hbase.wire import idl
 
 
 class Conn:
@@ -68,24 +69,35 @@ def unused_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_thrift2_gateway_that_is_not_there_is_retried_then_named(caplog):
-    port = unused_port()
+def test_a_gateway_that_went_away_is_retried_then_named(caplog):
+    """The pool made while the gateway was there (one connection opened); then it is gone: its
+    socket reset, every new connection refused: retried, then a StoreError naming the gateway."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
     gateways = Gateways("127.0.0.1", unused_port(), port, retries=2, timeout=2000)
+    gateways.run2(lambda channel: None)  # the pool made, one connection open (in the listen backlog)
+    server.close()  # the backlog's connection reset, the port closed
     caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
     with pytest.raises(StoreError, match=f"HBase at 127.0.0.1:{port} failed 2 times"):
-        gateways.call("get", b"t", None)
+        gateways.call("get", b"t", idl().TGet(row=b"r"))
     assert [r.message for r in caplog.records if "attempt" in r.message] == [
         caplog.records[0].message]  # one retry logged, then the error
     assert "attempt 1 of 2" in caplog.records[0].message
+    gateways.close()
 
 
-def test_a_thrift1_gateway_that_is_not_there_at_the_first_call_fails_at_once(caplog):
-    port = unused_port()
-    store = open_store(f"hbase://127.0.0.1:{port}/?admin_port={unused_port()}&retries=3")
+@pytest.mark.parametrize("thrift2", [False, True])
+def test_a_gateway_that_is_not_there_at_the_first_call_fails_at_once(caplog, thrift2):
+    ports = unused_port(), unused_port()
+    store = open_store(f"hbase://127.0.0.1:{ports[0]}/?admin_port={ports[1]}&retries=3")
     caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
+    first_call = store.exists if thrift2 else store.drop  # tableExists on Thrift2; drop lists the tables on Thrift1
     for _ in range(2):  # and again at the next call: no pool was kept
-        with pytest.raises(StoreError, match=f"cannot reach HBase at 127.0.0.1:{port}"):
-            store.exists()
+        gateway = "HBase's Thrift2 gateway \\(the URL's admin_port\\)" if thrift2 else "HBase"
+        with pytest.raises(StoreError, match=f"^cannot reach {gateway} at 127.0.0.1:{ports[thrift2]}: Could not connect"):
+            first_call()
     assert [r for r in caplog.records if "attempt" in r.message] == []
     store.close()
 
@@ -119,4 +131,19 @@ def test_a_dropped_connection_is_retried_on_a_fresh_one_and_a_bug_is_not(listeni
     with pytest.raises(KeyError):
         gateways.run2(bug)
     assert len(seen) == 3
+    gateways.close()
+
+
+def test_a_call_taken_and_never_answered_is_tried_twice_then_named(listening_port, caplog):
+    """A gateway that takes the call and never answers (frozen, or HBase behind it down): the
+    unit of work times out twice, not ``retries`` times, and the line says what may be down."""
+    gateways = Gateways("127.0.0.1", unused_port(), listening_port, retries=8, timeout=300)
+    caplog.set_level("DEBUG", logger="dedup_hbase.stores.hbase.connections")
+    with pytest.raises(StoreError) as raised:
+        gateways.call("get", b"t", idl().TGet(row=b"r"))
+    assert str(raised.value) == (
+        f"no answer from HBase at 127.0.0.1:{listening_port} within 0.3 s (twice): the Thrift gateway there took "
+        "the call, so it or HBase behind it is not answering (a frozen gateway; HBase's master, which table admin "
+        "needs; or the region servers holding the tables or hbase:meta)")
+    assert [r.message for r in caplog.records if "attempt" in r.message] == ["HBase call timed out, attempt 1 of 8"]
     gateways.close()

@@ -19,7 +19,8 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
     ranges_per_call=1000   row ranges one Thrift2 scan call carries at most
     wal=true               false: bulk writes skip the write-ahead log (faster; a region server
                            crash before the next flush loses them: rerun the load, it is idempotent)
-    timeout=60000          socket timeout in ms
+    timeout=60000          socket timeout in ms; a call not answered in it is tried once more, then
+                           fails (HBase's master or region servers down behind the gateway): 2 x timeout
     retries=8              attempts per unit of work (connection dropped, server idle timeout,
                            gateway restarting: about 20 s of back-off in all)
     admin_port=9091        the Thrift2 gateway: the data (one scan call per region for all prefixes of

@@ -12,5 +12,13 @@ package a caller may want to tell apart.
 from ...errors import StoreError
 
 
+class GatewayUnreachable(StoreError):
+    """No gateway listens at ``port`` at a pool's first connection (``reason``: the socket's error)."""
+
+    def __init__(self, host: str, port: int, reason: str, gateway: str = "") -> None:
+        super().__init__(f"cannot reach HBase{gateway} at {host}:{port}: {reason}")
+        self.host, self.port, self.reason = host, port, reason
+
+
 class AdminGatewayUnreachable(StoreError):
     """No Thrift2 gateway answers where tables are to be created."""

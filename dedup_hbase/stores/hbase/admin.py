@@ -6,8 +6,9 @@ filter needs, and defaults to VERSIONS 3 with no bloom filter; Thrift2's ``creat
 so the tables are made from schema/tables.json through it, each on a connection of its own,
 side by side, not retried: a Thrift2 gateway that is not there is ``AdminGatewayUnreachable``
 at once, and the same DDL then runs in the HBase shell (``schema.hbase_shell_ddl``,
-``dedup-hbase schema``). Whether the tables exist, and dropping them (side by side too), go
-through the Thrift1 gateway's pool and the retry loop (connections.py).
+``dedup-hbase schema``). Whether the tables exist goes through the Thrift2 pool (``tableExists``:
+hbase:meta, not the master), dropping them (side by side too) through the Thrift1 gateway's
+pool; both through the retry loop (connections.py).
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ class Admin:
         self.gateways, self.tables = gateways, tables
 
     def exists(self) -> bool:
-        """True when every table of the schema is there (but the locks table: older stores have none)."""
-        names = {name.encode() for t, name in self.tables.names().items() if t != "locks"}
-        return names <= set(self.gateways.run1(lambda conn: conn.tables()))
+        """True when every table of the schema is there (but the locks table: older stores have
+        none). Thrift2's ``tableExists`` reads hbase:meta on a region server, so this answers while
+        HBase's master is down (listing the tables would wait for the master): a store opens, and
+        its lookups and writes go on, as HBase's own clients do."""
+        hb2 = idl()
+        names = [hb2.TTableName(ns=b"default", qualifier=name.encode())
+                 for t, name in self.tables.names().items() if t != "locks"]
+        return all(self.gateways.parallel(lambda n: self.gateways.call("tableExists", n), names))
 
     def create(self, schema: dict) -> None:
         """Create the tables of ``schema``, side by side (HBase's master runs the creations in
@@ -55,6 +61,10 @@ class Admin:
                 channel.call("createTable", descriptor, splits or None)
         except hb2.TIOError as e:
             raise StoreError(f"HBase refused to create the tables: {e.message}") from None
+        except TimeoutError:
+            raise StoreError(f"HBase did not create the tables within {channel.timeout_ms / 1000:g} s (no answer "
+                             f"through the Thrift2 gateway at {channel.host}:{channel.port}): creating a table needs "
+                             "HBase's master; is it running? `dedup-hbase init` again once it is") from None
         finally:
             channel.close()
 

@@ -4,9 +4,12 @@
 connections to the Thrift1 gateway at PORT, ``wire.Channel``s to the Thrift2 gateway at
 ``admin_port``. A unit of work (a get, a scan read to its end, one batch of mutations) runs
 in ``run1`` or ``run2``: it leases a connection, does the work on it and gives it back; when
-the connection drops (a socket reset, refused or timed out: a gateway restarting, or closing
+the connection drops (a socket reset or refused: a gateway restarting, or closing
 sockets idle longer than its read timeout) the work runs again on a fresh connection, up to
-``retries`` attempts with growing pauses. Only idempotent work goes through here (reads, puts
+``retries`` attempts with growing pauses. A call the gateway takes and does not answer within
+the socket timeout (``timeout``: HBase's master or region servers down behind it) is tried once
+more, not ``retries`` times: a command against an HBase that does not answer ends within about
+twice the timeout (2 x 60 s by default) with one line saying so (``no_answer``). Only idempotent work goes through here (reads, puts
 of the same cells, deletes), so running it again is safe; the fleet locks' check-and-set
 calls read the cell after a "no" (locks.py). An error HBase answers with (a missing table, an
 illegal argument) is a StoreError at once, not retried. No work keeps anything of its lease:
@@ -27,9 +30,21 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from ...errors import StoreError
+from . import GatewayUnreachable
 from .wire import Channel
 
 logger = logging.getLogger(__name__)
+
+
+TIMEOUTS = 2  # calls of one unit of work that may time out: a second timeout ends it (bounded: 2 x timeout)
+
+
+def no_answer(host: str, port: int, timeout_ms: int, times: int) -> str:
+    """The one line for a gateway that took a call and did not answer it: what may be down."""
+    tries = "twice" if times == 2 else f"{times} time(s)"
+    return (f"no answer from HBase at {host}:{port} within {timeout_ms / 1000:g} s ({tries}): the Thrift gateway "
+            "there took the call, so it or HBase behind it is not answering (a frozen gateway; HBase's master, "
+            "which table admin needs; or the region servers holding the tables or hbase:meta)")
 
 
 class Pool:
@@ -99,22 +114,27 @@ class Gateways:
         with self._lock:
             pool = self._pools.get(thrift2)
             if pool is None:
-                pool = self._pools[thrift2] = Pool(self.pool_size, self.channel) if thrift2 else self._thrift1_pool()
+                pool = self._pools[thrift2] = self._new_pool(thrift2)
             return pool
 
-    def _thrift1_pool(self) -> Pool:
-        """happybase connections; one is opened at once, so that a gateway not there at the
-        first call fails at once (StoreError), not after the retries."""
-        import happybase
-
+    def _new_pool(self, thrift2: bool) -> Pool:
+        """A gateway's pool (``Channel``s to Thrift2's, happybase connections to Thrift1's); one
+        connection is opened at once, so that a gateway not there at the first call fails at
+        once (StoreError), not after the retries."""
         def connect():
+            import happybase
+
             return happybase.Connection(self.host, self.port, timeout=self.timeout, autoconnect=False,
                                         transport=self.transport)
-        pool = Pool(self.pool_size, connect)
+        pool = Pool(self.pool_size, self.channel if thrift2 else connect)
         try:
             pool.warm()
         except Exception as e:
-            raise StoreError(f"cannot reach HBase at {self.host}:{self.port}: {e}") from None
+            reason = getattr(e, "message", None) or str(e)
+            if thrift2:  # the gateway of the data, of whether the tables exist and of creating them
+                raise GatewayUnreachable(self.host, self.admin_port, reason,
+                                         "'s Thrift2 gateway (the URL's admin_port)") from None
+            raise GatewayUnreachable(self.host, self.port, reason) from None
         return pool
 
     def run1(self, work: Callable):
@@ -136,10 +156,16 @@ class Gateways:
         from thriftpy2.transport import TTransportException
 
         port = self.admin_port if thrift2 else self.port
+        timeouts = 0
         for attempt in range(1, self.retries + 1):
             try:
                 with self._pool(thrift2).lease() as conn:
                     return work(conn)
+            except TimeoutError:  # the gateway took the call; nothing answered within the timeout
+                timeouts += 1
+                if timeouts == TIMEOUTS or attempt == self.retries:
+                    raise StoreError(no_answer(self.host, port, self.timeout, timeouts)) from None
+                logger.debug("HBase call timed out, attempt %d of %d", attempt, self.retries)
             except (OSError, TTransportException) as e:  # OSError: sockets reset, refused, broken
                 if attempt == self.retries:
                     raise StoreError(f"HBase at {self.host}:{port} failed {attempt} times: {e}") from None
