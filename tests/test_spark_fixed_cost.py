@@ -47,6 +47,26 @@ def test_the_archive_key_follows_the_jars(tmp_path, monkeypatch):
     assert cds.archive_for(str(jar), "2g") is None
 
 
+def test_no_archive_with_a_configuration_folder_on_the_class_path(tmp_path, monkeypatch):
+    """Spark's launcher puts HADOOP_CONF_DIR (and SPARK_CONF_DIR, YARN_CONF_DIR) on the class path;
+    a JVM refuses to write or map an archive with a non-empty folder there (it printed "Cannot
+    have non-empty directory in paths" at the end of every job on a cluster's client conf)."""
+    from dedup_hbase.jobs.spark import cds
+
+    monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(cds.ENV, "1")
+    for name in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    jar = tmp_path / "helper.jar"
+    jar.write_bytes(b"one")
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    assert cds.archive_for(str(jar), "2g") is not None  # an empty folder: no harm
+    (conf / "core-site.xml").write_text("<configuration/>")
+    assert cds.archive_for(str(jar), "2g") is None
+
+
 def test_only_a_whole_archive_is_kept(tmp_path, monkeypatch):
     from dedup_hbase.jobs.spark import cds
 

@@ -12,7 +12,9 @@ archive. The JVM checks the archive itself and runs without it when it does not 
 
 Where: ``$DEDUP_HBASE_CACHE_DIR/spark-cds`` (default ``~/.cache/dedup-hbase``, as
 scripts/hbase-local), the last ``KEEP`` used. ``DEDUP_HBASE_SPARK_CDS=0`` turns it off.
-Local masters only: a cluster's executors are other machines' JVMs.
+Local masters only: a cluster's executors are other machines' JVMs; and none where a
+configuration folder with files in it is on the class path (``HADOOP_CONF_DIR``...: the JVM
+refuses an archive then).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def archive_for(classpath: str, heap: str) -> Archive | None:
     if os.environ.get(ENV, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
     java = _java()
-    if java is None:
+    if java is None or _conf_dir_on_classpath():
         return None
     from pyspark.find_spark_home import _find_spark_home
 
@@ -121,6 +123,20 @@ def _used(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def _conf_dir_on_classpath() -> bool:
+    """A configuration folder with files in it, which Spark's launcher puts on the class path
+    (a cluster's client conf: ``HADOOP_CONF_DIR`` and the like): the JVM can neither write nor
+    map an archive then ("Cannot have non-empty directory in paths", printed at the job's end)."""
+    for name in ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR"):
+        folder = os.environ.get(name)
+        try:
+            if folder and any(os.scandir(folder)):
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def _java() -> str | None:

@@ -78,8 +78,25 @@ def write_and_load(cells, zk: ZooKeeper | None, tables: list[TableFiles], firsts
             raise RegionsChanged(table) from None
         if FAILED in text:
             line = next(line for line in text.splitlines() if FAILED in line)
-            raise BulkLoadFailed(line[line.index(FAILED):]) from None
+            raise BulkLoadFailed(said_plainly(line[line.index(FAILED):])) from None
         raise
+
+
+# HBase's client's errors that say which part of HBase was not there, and what to say instead
+UNREACHABLE = (("MasterNotRunningException", "HBase's master is not running (BulkLoadHFiles asks it for the table)"),
+               ("NoServerForRegionException", "no region server holds the table's regions"),
+               ("ConnectionLossException", "HBase's ZooKeeper does not answer"))
+
+
+def said_plainly(message: str) -> str:
+    """BulkLoad.load's message (``bulk load of TABLE failed: CAUSE <- CAUSE ...``), shortened to
+    what was not there when HBase's client names it (after its retries: about 2 minutes)."""
+    for marker, plain in UNREACHABLE:
+        if marker in message:
+            table = message[len(FAILED):].split(" failed", 1)[0]
+            return (f"{FAILED}{table} failed: {plain}, after HBase's client's retries ({marker}); "
+                    "run the same command again once it is back")
+    return message
 
 
 def _jvm_text(error: BaseException) -> str:

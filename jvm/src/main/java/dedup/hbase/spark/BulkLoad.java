@@ -79,12 +79,21 @@ public final class BulkLoad {
   // the region server's refusal of a file sent to a region that split after it was located
   private static final String WRONG_REGION = "WrongRegionException";
 
-  /** Each cause's class and message, outermost first, joined by " <- ". */
+  /**
+   * Each cause's class and message, outermost first, joined by " <- ", on one line: a message
+   * of several lines (HBase's RetriesExhaustedException lists every attempt's error, one per
+   * line) gives its first line and its last, the latest attempt's error.
+   */
   static String causes(Throwable error) {
     List<String> out = new ArrayList<>();
     for (Throwable t = error; t != null && out.size() < 8; t = t.getCause()) {
-      out.add(t.getClass().getSimpleName() + ": " + t.getMessage());
+      out.add(t.getClass().getSimpleName() + ": " + oneLine(String.valueOf(t.getMessage())));
     }
     return String.join(" <- ", out);
+  }
+
+  static String oneLine(String message) {
+    String[] lines = message.strip().split("\\R");
+    return lines.length == 1 ? lines[0] : lines[0].strip() + " ... " + lines[lines.length - 1].strip();
   }
 }
