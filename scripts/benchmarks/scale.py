@@ -10,7 +10,8 @@ rows/s, peak RSS, bytes per fingerprint on disk as the load leaves it and once c
 command runs in its own process tree under a child subreaper (``groups.measure``): CPU and peak
 RSS are the rusage of every descendant. Exactness: sampled check answers against numpy brute force
 over all N, and the groups against the union of the planted structure (a wrong answer fails the run).
-HBase and the cluster are not measured here.
+``--scale-hbase URL``: load and check against an HBase too (scale_hbase.py). The cluster is not
+measured here.
 """
 
 from __future__ import annotations
@@ -284,6 +285,13 @@ def run_size(report: Report, args, n: int) -> dict:
         progress(f" {groups['wall_s']:.1f} s\n")
         for part in r.values():
             part["stderr"] = part["stderr"][-1000:]
+        if args.scale_hbase:
+            from .scale_hbase import run_scheme
+
+            r["hbase"] = run_scheme(args, dh, n, scheme, fps_file, queries_file, work,
+                                    lambda stdout: check_answers(stdout, truth, every))
+            if r["hbase"]["check"]["wrong"]:
+                report.fail(f"HBase check at N = {n:,}, scheme {scheme}: {r['hbase']['check']['wrong']}")
         out["schemes"][scheme] = r
         partial = folder / f"results-{n}-seed{args.seed}.json"  # kept as each scheme ends: a long run cut short
         partial.write_text(json.dumps({"scale": {"results": [out]}}, indent=1, default=str) + "\n")
@@ -306,7 +314,22 @@ FIGURES = [  # (label, function of (n, flags, results of one scheme) -> value, f
     ("groups: wall s", lambda n, f, r: r["groups"]["wall_s"], "{:,.1f}"),
     ("groups: CPU s", lambda n, f, r: r["groups"]["cpu_s"], "{:,.1f}"),
     ("groups: peak RSS MB (largest process)", lambda n, f, r: r["groups"]["max_rss_mb"], "{:,.0f}"),
+    ("HBase load: wall s", lambda n, f, r: _hb(r, "load", "wall_s"), "{:,.1f}"),
+    ("HBase load: CPU s (the command)", lambda n, f, r: _hb(r, "load", "cpu_s"), "{:,.1f}"),
+    ("HBase load: CPU s (HBase's processes)", lambda n, f, r: _hb(r, "load", "hbase_cpu_s"), "{:,.1f}"),
+    ("HBase load: index rows/s (wall)", lambda n, f, r: n * f / _hb(r, "load", "wall_s") if _hb(r, "load") else None,
+     "{:,.0f}"),
+    ("HBase check: lookups/s (wall, whole command)",
+     lambda n, f, r: r["queries"] / _hb(r, "check", "wall_s") if _hb(r, "check") else None, "{:,.0f}"),
+    ("HBase disk bytes / fingerprint compacted", lambda n, f, r: (r.get("hbase") or {}).get("bytes_compacted", 0) / n
+     or None, "{:,.1f}"),
 ]
+
+
+def _hb(r: dict, part: str, figure: str | None = None):
+    """A figure of the HBase leg (scale_hbase.py), None where it did not run."""
+    found = (r.get("hbase") or {}).get(part)
+    return found if figure is None or found is None else found.get(figure)
 
 
 def table(report: Report, results: list[dict], queries: int) -> None:
@@ -353,9 +376,10 @@ def run(report: Report, args) -> None:
     lines = []
     for res in results:
         for scheme, r in res["schemes"].items():
+            hbase = f"; on HBase: {r['hbase']['check']['wrong'] is None}" if r.get("hbase") else ""
             lines.append(f"- N = {fmt_n(res['n'])}, scheme {scheme}: check exact on {r['check']['sampled']:,} sampled "
-                         f"answers: {r['check']['exact']}; groups equal to the planted structure: {r['groups']['exact']} "
-                         f"({r['groups']['summary']['multi_groups']:,} groups of 2 or more, "
+                         f"answers: {r['check']['exact']}{hbase}; groups equal to the planted structure: "
+                         f"{r['groups']['exact']} ({r['groups']['summary']['multi_groups']:,} groups of 2 or more, "
                          f"{r['groups']['chance_merges']} joined by chance pairs, verified by brute force)")
     report.write("Exactness:\n\n" + "\n".join(lines) + "\n")
     report.data["scale"] = {"results": results, "load_average_end": os.getloadavg()[0]}
