@@ -9,8 +9,9 @@ sockets idle longer than its read timeout) the work runs again on a fresh connec
 ``retries`` attempts with growing pauses. A call the gateway takes and does not answer within
 the socket timeout (``timeout``: HBase's master or region servers down behind it) is tried once
 more, not ``retries`` times: a command against an HBase that does not answer ends within about
-twice the timeout (2 x 60 s by default) with one line saying so (``no_answer``). Only idempotent work goes through here (reads, puts
-of the same cells, deletes), so running it again is safe; the fleet locks' check-and-set
+twice the timeout (2 x 60 s by default) with one line saying so (``no_answer``). Only
+idempotent work goes through here (reads, puts of the same cells, deletes), so running it
+again is safe; the fleet locks' check-and-set
 calls read the cell after a "no" (locks.py). An error HBase answers with (a missing table, an
 illegal argument) is a StoreError at once, not retried. No work keeps anything of its lease:
 a scan is read completely inside it.
