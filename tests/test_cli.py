@@ -138,6 +138,17 @@ def test_fingerprints_load_and_delete(tmp_path, loaded):
     assert [m["id"] for m in out["matches"]] == ["f2"]
 
 
+def test_plan_takes_a_count_as_people_write_it():
+    """--docs 1e9, 1_000_000_000 and 1,000,000,000 are 1000000000; a fraction or a word is refused
+    saying what is wanted."""
+    want = CliRunner().invoke(app, ["plan", "--docs", "1000000000", "--json"]).stdout
+    for given in ("1e9", "1_000_000_000", "1,000,000,000"):
+        assert CliRunner().invoke(app, ["plan", "--docs", given, "--json"]).stdout == want
+    for bad in ("1.5", "many", "0"):
+        refused = CliRunner().invoke(app, ["plan", "--docs", bad])
+        assert refused.exit_code == 2 and "Invalid value for '--docs'" in refused.output, refused.output
+
+
 def test_plan_numbers():
     out = [json.loads(x) for x in CliRunner().invoke(app, ["plan", "--docs", "1000000000", "--json"]).stdout.splitlines()]
     four, five = out[0], out[1]

@@ -66,6 +66,28 @@ EncodingOption = Annotated[str, typer.Option(
                        "or auto (detected per file, each file's said on stderr).", rich_help_panel="Input")]
 
 
+def whole_count(text: str) -> int:
+    """A count as people write large ones: ``100000000``, ``100_000_000``, ``100,000,000`` or ``1e8``."""
+    plain = text.strip().replace("_", "").replace(",", "")
+    try:
+        value = int(plain)
+    except ValueError:
+        try:
+            exact = float(plain)
+        except ValueError:
+            exact = None
+        if exact is None or exact != int(exact) or abs(exact) > 1e18:
+            raise typer.BadParameter(f"{text!r} is not a whole number (such as 100000000, 100_000_000 or 1e8)") from None
+        value = int(exact)
+    if value < 1:
+        raise typer.BadParameter(f"{text!r}: at least 1")
+    return value
+
+
+Docs = Annotated[int, typer.Option(metavar="N", parser=whole_count,
+                                   help="Number of documents in the corpus (1e8, 100_000_000 or 100000000).")]
+
+
 class _ReadableArgument(TyperArgument):
     """A positional argument shown by its name alone (``FILES...``, ``[TEXT]``), not with a
     Python type beside it (``<list[str]>``). Typer takes no class for an argument (it does

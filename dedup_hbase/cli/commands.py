@@ -42,6 +42,7 @@ from ..text.signatures import Signatures
 from . import environment, service, views
 from .command import (
     STORE_HELP,
+    Docs,
     EncodingOption,
     Group,
     Session,
@@ -355,7 +356,7 @@ def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Do
 
 
 @_command
-def plan(ctx: typer.Context, docs: Annotated[int, typer.Option(help="Number of documents in the corpus.")],
+def plan(ctx: typer.Context, docs: Docs,
          k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
          id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
          signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,

@@ -15,7 +15,7 @@ import typer
 from ..errors import InvalidInput
 from ..jobs.corpus import FORMATS, Fields
 from ..text.fingerprint import make_fingerprinter
-from .command import EncodingOption, out
+from .command import EncodingOption, out, whole_count
 
 Inputs = Annotated[list[str], typer.Argument(help="The inputs the documents were read from (files or folders), as given to groups.")]
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.")]
@@ -93,7 +93,7 @@ def tune(ctx: typer.Context,
          files: Annotated[list[str], typer.Argument(help="Your corpus: files or folders (JSONL, CSV, TSV, text, Parquet; gz/bz2/xz/zst).")],
          sample: Annotated[int, typer.Option(help="Documents sampled from the inputs and indexed; a fifth of them are copied.")] = 1000,
          sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed of the sample and of the copies (not the hash seed: that is --seed).")] = 1,
-         docs: Annotated[int | None, typer.Option(help="The corpus size the cost of each k is given for (default: the records read).")] = None,
+         docs: Annotated[int | None, typer.Option(metavar="N", parser=whole_count, help="The corpus size the cost of each k is given for, such as 1e8 (default: the records read).")] = None,
          kinds: Annotated[str | None, typer.Option(help="Kinds of copies, comma-separated (default: all).")] = None,
          html: Annotated[str | None, typer.Option(help="Also write the results as an HTML page (tables and a chart, offline).")] = None,
          id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
