@@ -260,6 +260,21 @@ def exact_or_one_line(done: subprocess.CompletedProcess, again, restarts: Restar
     return f"stopped ({last}), then finished", rerun
 
 
+def check_equals_local(cluster, venv: Path, work: Path, out: str, folder: str, local_url: str,
+                       name: str) -> list[dict]:
+    """The records a Spark ``check --out OUT`` wrote on HDFS (fetched into ``work/folder``), as a
+    set equal to the local engine's ``check --json`` of ``work/name`` against ``local_url``;
+    the local records."""
+    hdfs(cluster, "-get", out, str(work / folder))
+    spark_records = [json.loads(line) for f in sorted((work / folder / "json").glob("*.jsonl"))
+                     for line in f.read_text(encoding="utf-8").splitlines()]
+    local = run(cluster, venv, work, "check", "--store", local_url, "--json", str(work / name))
+    local_records = [json.loads(line) for line in local.stdout.splitlines()]
+    key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
+    assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+    return local_records
+
+
 def news(n: int, step: int) -> list[dict]:
     with gzip.open(shared_corpus("xwlb_zh.jsonl.gz"), "rt", encoding="utf-8") as f:
         records = [json.loads(line) for line in f]
@@ -459,13 +474,7 @@ def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_kil
             (step_done("read, fingerprint, plan"), "kill", "regionserver", "1")], restarts)
         outcome, _ = exact_or_one_line(done, lambda: run(cluster, pip_installed, work, *command, check=False), restarts)
         print(f"check with worker 1 and region server 1 killed: {outcome}")
-        hdfs(cluster, "-get", out, str(work / "check"))
-        spark_records = [json.loads(line) for f in sorted((work / "check" / "json").glob("*.jsonl"))
-                         for line in f.read_text(encoding="utf-8").splitlines()]
-        local = run(cluster, pip_installed, work, "check", "--store", urls[1], "--json", str(work / "q-new.jsonl"))
-        local_records = [json.loads(line) for line in local.stdout.splitlines()]
-        key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
-        assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+        local_records = check_equals_local(cluster, pip_installed, work, out, "check", urls[1], "q-new.jsonl")
         # the copies of indexed texts were found (500 planted; a half under 200 characters of a longer text is
         # short, and the short-text rule keeps it from its original: 358 found at 328d750)
         assert sum(1 for r in local_records if r.get("matches")) >= 340
@@ -520,13 +529,7 @@ def test_the_jobs_through_spark_connect_with_the_environment_as_an_artifact_equa
         out = f"{cluster['HDFS']}/tmp/connect-check-{os.getpid()}"
         run(cluster, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging, *remote,
             f"{cluster['HDFS']}/tmp/c-new.jsonl")
-        hdfs(cluster, "-get", out, str(work / "connect-check"))
-        spark_records = [json.loads(line) for f in sorted((work / "connect-check" / "json").glob("*.jsonl"))
-                         for line in f.read_text(encoding="utf-8").splitlines()]
-        local = run(cluster, pip_installed, work, "check", "--store", urls[1], "--json", str(work / "c-new.jsonl"))
-        local_records = [json.loads(line) for line in local.stdout.splitlines()]
-        key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
-        assert sorted(map(key, spark_records)) == sorted(map(key, local_records))
+        local_records = check_equals_local(cluster, pip_installed, work, out, "connect-check", urls[1], "c-new.jsonl")
         assert sum(1 for r in local_records if r.get("matches")) >= 40  # the copies of indexed texts found
         run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "-q", str(work / "c-new.jsonl"))
         for table in ("index", "docs"):
