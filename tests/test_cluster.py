@@ -13,12 +13,11 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   before the bulk load: it finishes, or stops with one line and the same command run again
   finishes; the index equal, cell for cell, to the local engine's load of the same input; the
   index's regions on both region servers before and after;
-* an index of ``init --preset recall`` (signatures, probes, a confirmation): its load the local
-  engine's cells; ``check --add-new`` with a worker and a region server killed part way: the
-  local engine's records, and the index then as ``load --skip-near-dups`` leaves it;
-* through a Spark Connect server beside the cluster's master, the environment shipped as the
-  session's artifact: ``load``, ``check --add-new`` and ``groups`` give the local engine's cells,
-  records and output;
+* an index of ``init --preset recall`` (signatures, probes, a confirmation), loaded through a
+  Spark Connect server beside the cluster's master (the environment shipped as the session's
+  artifact): the local engine's cells; ``check --add-new`` in classic mode with a worker and a
+  region server killed part way: the local engine's records, and the index then as ``load
+  --skip-near-dups`` leaves it; ``groups`` through Connect: the local engine's output;
 * a region split forced while a load's HFiles are written: the files are refused (the
   HBASE-30501 guard), cut again at the new regions and loaded: the local engine's index;
 * HBase's master killed: ``stats``, ``check`` and ``load`` answer; ``init`` ends with one line
@@ -438,15 +437,21 @@ def test_a_load_with_a_worker_and_a_region_server_killed_equals_the_local_engine
     assert len(region_servers(spark_url, "index")) == 2
 
 
-def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_killed_equals_the_local_engine(
+def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal_the_local_engine(
         cluster, pip_installed, work, restarts):
     """An index made by the pip-installed package with ``init --preset recall`` (docs/quality.md's
-    bar: signatures body,lead150, probes 8,1, a confirmation): 1,500 news texts loaded on the
-    cluster (texts fingerprinted, leads and sketches made by the shipped Python; HFiles
-    bulk-loaded) give the local engine's cells; then ``check --add-new`` of 1,500 texts (halves and
-    copies of indexed ones, new ones) with a worker and a region server killed part way (lookups
-    and confirmations in the executors, HBase's client there) gives the local engine's records,
-    and the index a local ``load --skip-near-dups`` leaves."""
+    bar: signatures body,lead150, probes 8,1, a confirmation). 1,500 news texts loaded through a
+    Spark Connect server beside the cluster's master (``scripts/cluster-local connect``; the
+    packed environment shipped as the session's artifact, unpacked in the session's folder of the
+    workers' working folders; texts fingerprinted, leads and sketches made by the shipped Python;
+    HFiles bulk-loaded by the server) give the local engine's cells. Then, in classic mode,
+    ``check --add-new`` of 1,500 texts (halves and copies of indexed ones, new ones) with a worker
+    and a region server killed part way (lookups and confirmations in the executors, HBase's
+    client there) gives the local engine's records, and the index a local ``load
+    --skip-near-dups`` leaves. Before that, ``groups`` of both files through Connect: the local
+    engine's output byte for byte (the Connect server stopped then: its application holds every
+    core of the workers, a classic job would wait for them). (One test for both modes: each Spark job on the cluster costs a session
+    of its own, and the cells and records are the same comparison.)"""
     rnd = random.Random(11)
     texts = news(3000, 3)
     base = texts[:1500]
@@ -457,11 +462,31 @@ def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_kil
         hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("qs", "ql")]
     staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
+    started = cl(cluster, "connect", "start")
     try:
+        remote = ["--engine", "spark", "--spark-remote", re.search(r"ready: (sc://\S+)", started).group(1),
+                  "--spark-env", str(work / "env.tar.gz"), "--verbose"]
         for url in urls:
             run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", "--preset", "recall")
-        on_cluster(cluster, pip_installed, work, "load", "--store", urls[0], *staging, f"{cluster['HDFS']}/tmp/q-base.jsonl")
+        done = run(cluster, pip_installed, work, "load", "--store", urls[0], *staging, *remote,
+                   f"{cluster['HDFS']}/tmp/q-base.jsonl")
+        pythons = [json.loads("{" + line.split("{", 1)[1]) for line in done.stderr.splitlines()
+                   if "executors' Python: {" in line]
+        work_dirs = [Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "data" / f"worker{i}" / "work" for i in (1, 2)]
+        assert pythons and {Path(p["python"]).parents[5] in work_dirs for p in pythons} == {True}, done.stderr[-2000:]
+        for found in pythons:  # <worker dir>/<app>/<executor>/<session>/env/bin/python: the artifact, unpacked
+            env = Path(found["python"]).parent.parent
+            assert env.name == "env" and found["dedup_hbase"] == str(env / "lib/python3.11/site-packages/dedup_hbase/__init__.py")
         run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "q-base.jsonl"))
+        run(cluster, pip_installed, work, "groups", *remote, "--out", f"{cluster['HDFS']}/tmp/connect-groups",
+            f"{cluster['HDFS']}/tmp/q-base.jsonl", f"{cluster['HDFS']}/tmp/q-new.jsonl")
+        cl(cluster, "connect", "stop")  # its application holds every core of the workers
+        run(cluster, pip_installed, work, "groups", "--out", str(work / "local-q-groups"), str(work / "q-base.jsonl"),
+            str(work / "q-new.jsonl"))
+        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/connect-groups", str(work / "connect-groups"))
+        for name in ("groups.jsonl", "dropped.jsonl"):
+            assert (work / "connect-groups" / name).read_text() == (work / "local-q-groups" / name).read_text()
+        assert (work / "local-q-groups" / "groups.jsonl").read_text().count("\n") >= 300
         for table in ("index", "docs"):  # the document rows: two simhashes and the sketch, then the metadata
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
         out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
@@ -485,64 +510,6 @@ def test_the_quality_options_check_add_new_with_a_worker_and_a_region_server_kil
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
     finally:
         restarts.wait()
-        for url in urls:
-            with open_store(url) as store:
-                store.drop()
-
-
-def test_the_jobs_through_spark_connect_with_the_environment_as_an_artifact_equal_the_local_engines(
-        cluster, pip_installed, work):
-    """A Spark Connect server beside the cluster's master (``scripts/cluster-local connect``),
-    and the pip-installed dedup-hbase as its client with ``--spark-remote`` and the packed
-    environment shipped as the session's artifact (``--spark-env``: the executors' Python is the
-    archive's, unpacked in the session's folder of their working folders): ``load`` (HFiles
-    bulk-loaded by the server), ``check --add-new`` and ``groups`` give the local engine's
-    cells, records and output."""
-    rnd = random.Random(13)
-    texts = news(900, 5)
-    base = texts[:450]
-    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 60)]
-           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 40)] + texts[450:])
-    for name, records in (("c-base", base), ("c-new", new)):
-        write_jsonl(work / f"{name}.jsonl", records)
-        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
-    urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("cs", "cl")]
-    staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
-    started = cl(cluster, "connect", "start")
-    try:
-        remote = ["--engine", "spark", "--spark-remote", re.search(r"ready: (sc://\S+)", started).group(1),
-                  "--spark-env", str(work / "env.tar.gz"), "--verbose"]
-        for url in urls:
-            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4")
-        done = run(cluster, pip_installed, work, "load", "--store", urls[0], *staging, *remote,
-                   f"{cluster['HDFS']}/tmp/c-base.jsonl")
-        pythons = [json.loads("{" + line.split("{", 1)[1]) for line in done.stderr.splitlines()
-                   if "executors' Python: {" in line]
-        work_dirs = [Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "data" / f"worker{i}" / "work" for i in (1, 2)]
-        assert pythons and {Path(p["python"]).parents[5] in work_dirs for p in pythons} == {True}, done.stderr[-2000:]
-        for found in pythons:  # <worker dir>/<app>/<executor>/<session>/env/bin/python: the artifact, unpacked
-            env = Path(found["python"]).parent.parent
-            assert env.name == "env" and found["dedup_hbase"] == str(env / "lib/python3.11/site-packages/dedup_hbase/__init__.py")
-        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "c-base.jsonl"))
-        for table in ("index", "docs"):  # the document rows: the simhash and the short-text sketch, then the metadata
-            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
-        out = f"{cluster['HDFS']}/tmp/connect-check-{os.getpid()}"
-        run(cluster, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging, *remote,
-            f"{cluster['HDFS']}/tmp/c-new.jsonl")
-        local_records = check_equals_local(cluster, pip_installed, work, out, "connect-check", urls[1], "c-new.jsonl")
-        assert sum(1 for r in local_records if r.get("matches")) >= 40  # the copies of indexed texts found
-        run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "-q", str(work / "c-new.jsonl"))
-        for table in ("index", "docs"):
-            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
-        run(cluster, pip_installed, work, "groups", *remote, "--out", f"{cluster['HDFS']}/tmp/connect-groups",
-            f"{cluster['HDFS']}/tmp/c-base.jsonl", f"{cluster['HDFS']}/tmp/c-new.jsonl")
-        run(cluster, pip_installed, work, "groups", "--out", str(work / "local-c-groups"), str(work / "c-base.jsonl"),
-            str(work / "c-new.jsonl"))
-        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/connect-groups", str(work / "connect-groups"))
-        for name in ("groups.jsonl", "dropped.jsonl"):
-            assert (work / "connect-groups" / name).read_text() == (work / "local-c-groups" / name).read_text()
-        assert (work / "local-c-groups" / "groups.jsonl").read_text().count("\n") >= 40
-    finally:
         cl(cluster, "connect", "stop")
         for url in urls:
             with open_store(url) as store:
