@@ -33,7 +33,7 @@ ORDER = {
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "load", "check", "groups", ""],
-    "jobs.spark": ["cds", "connect", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
+    "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
                    "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
@@ -176,8 +176,9 @@ def test_pip_installs_every_package():
 PRIVATE_SPARK = re.compile(r"\b(_jvm|_jsc|_gateway|_jdf|_jsparkSession|sparkContext|toRdd|toJavaRDD|parallelize|"
                            r"launch_gateway)\b|\.rdd\b")
 # the modules that still use them, and how often: to be brought to none (issue 46); a module
-# freed of them leaves this list, a new use anywhere fails
-STILL_PRIVATE = {"jobs/spark/session.py": 13}
+# freed of them leaves this list, a new use anywhere fails. jvm.py: a classic session's JVM, a
+# child of this process that only PySpark's gateway knows (watched, ended, forgotten)
+STILL_PRIVATE = {"jobs/spark/jvm.py": 13}
 
 
 def test_no_new_use_of_pyspark_private_names():

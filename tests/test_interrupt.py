@@ -289,18 +289,18 @@ def test_a_busy_worker_dies_with_its_parent(tmp_path):
 
 def test_py4j_complaints_about_a_jvm_this_process_ends_are_dropped():
     """What py4j logs through the root logger (a command that met the JVM's end, with its
-    traceback) is dropped once a Spark job ends its JVM (``session.stop`` or an interrupted
+    traceback) is dropped once a Spark job ends its JVM (``jvm.stop`` or an interrupted
     start), so a stopped job's stderr is its one line; anything else is logged as before
     (``make_session`` makes py4j's errors heard again for its new JVM)."""
     import logging
 
-    from dedup_hbase.jobs.spark import session
+    from dedup_hbase.jobs.spark import jvm
 
     def record(path: str) -> logging.LogRecord:
         return logging.LogRecord("root", logging.ERROR, path, 1, "Exception while sending command.", None, None)
 
     py4j, ours = record("/venv/site-packages/py4j/java_gateway.py"), record("/venv/site-packages/dedup_hbase/x.py")
-    quiet = session._QuietPy4J()
+    quiet = jvm._QuietPy4J()
     assert quiet.filter(py4j) and quiet.filter(ours)
     quiet.quiet = True
     assert not quiet.filter(py4j) and quiet.filter(ours)

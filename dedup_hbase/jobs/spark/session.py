@@ -8,21 +8,16 @@ the other's. The same jars go to the driver and, through ``spark.jars``, to ever
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from ...errors import DedupError
-from . import cds
+from . import cds, jvm
 from .connect import is_connect
 
 JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
@@ -30,26 +25,6 @@ _REPO = Path(__file__).resolve().parents[3]
 _POM = _REPO / "jvm" / "pom.xml"
 _TARGET = _REPO / "jvm" / "target"
 _PACKAGED = Path(__file__).resolve().parent / "jars"  # an installed (not editable) package's (setup.py)
-ARCHIVE_WAIT = 180  # s: the longest a job's end waits for its JVM to write its class archive (cds.py)
-
-
-class _QuietPy4J(logging.Filter):
-    """Drops what py4j logs through the root logger (``logging.exception("Exception while
-    sending command.")``, with its traceback) while this process ends the JVM it started: a
-    command of PySpark's that meets the JVM's end is expected then, and a stopped job says
-    what happened in its own one line. Installed on the root logger by ``make_session``;
-    quiet from ``stop`` or ``_end_started_jvm`` until the next session starts."""
-
-    quiet = False
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (self.quiet and f"{os.sep}py4j{os.sep}" in record.pathname)
-
-
-_PY4J = _QuietPy4J()
-# the sessions make_session started, by id: (their JVM's watchdog, the class archive their JVM
-# writes as it exits, or None), until ``stop``
-_STARTED: dict[int, tuple] = {}
 
 
 def helper_jars(build: bool = True) -> list[str]:
@@ -149,75 +124,23 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         if archive is not None and (archive.exists or not make_archive):
             archive = None  # nothing to write
     builder = SparkSession.builder.master(master)
-    _PY4J.quiet = False
-    if _PY4J not in logging.getLogger().filters:
-        logging.getLogger().addFilter(_PY4J)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    try:
-        with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
-            _launch_gateway(master, settings)
-            spark = builder.getOrCreate()
-            _STARTED[id(spark)] = (_watch(spark), archive)
-        _set_log_level(spark, "WARN")
-    except BaseException:  # interrupted or failed while the JVM starts: it must not outlive this
-        _end_started_jvm()
-        if archive is not None:
-            cds.finish(archive, written=False)
-        raise
-    return spark
+    return jvm.start(builder, master, settings, archive)
 
 
-def _set_log_level(spark, level: str) -> None:
-    spark.sparkContext.setLogLevel(level)
-
-
-@contextmanager
-def jvm_log_level(spark, level: str) -> Iterator[None]:
-    """A classic session's JVM logs at ``level`` meanwhile, and at WARN again once the block
-    has run without an error (after one, the session is about to stop: what Spark logs of it
-    then is not the user's concern). A Spark Connect server logs to its own log: nothing
-    changes."""
+def stop(spark, done: bool = False) -> None:
+    """Stop a session that ``make_session`` made. A classic session's JVM ends (``jvm.stop``:
+    ``done``, the job ran to its end, gives a JVM writing its class archive the time to); a
+    Spark Connect client's session is released, its server runs on. Never raises (but a signal
+    that arrives while a JVM exits, when no archive is written)."""
     if is_connect(spark):
-        yield
+        try:
+            spark.stop()
+        except Exception:  # a server gone meanwhile
+            pass
         return
-    _set_log_level(spark, level)
-    yield
-    _set_log_level(spark, "WARN")
-
-
-# What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's
-# launcher adds --add-modules=jdk.incubator.vector to every JVM, and Java warns of it at start.
-JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
-
-
-def _launch_gateway(master: str, settings: dict[str, str]) -> None:
-    """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stderr
-    through this process: a thread passes on every line to this process's stderr but
-    ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. Does
-    nothing where this process has a JVM already."""
-    from pyspark import SparkConf, SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    if SparkContext._gateway is not None:
-        return
-    conf = SparkConf().setMaster(master).setAll(list(settings.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    threading.Thread(target=_pass_on, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
-    SparkContext._ensure_initialized(gateway=gateway)
-
-
-def _pass_on(stream) -> None:
-    """The lines of ``stream`` to file descriptor 2 (where the JVM would have written them), but
-    ``JVM_NOISE``."""
-    with stream:
-        for line in iter(stream.readline, b""):
-            if line not in JVM_NOISE:
-                try:
-                    while line:
-                        line = line[os.write(2, line):]
-                except OSError:  # stderr closed: the lines have nowhere to go, the JVM goes on
-                    pass
+    jvm.stop(spark, done)
 
 
 def connect_server_conf(master: str, jars: bool = True, c1: bool = False) -> dict[str, str]:
@@ -288,122 +211,3 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
     return settings
 
 
-@contextmanager
-def _signals_deferred():
-    """SIGINT and SIGTERM recorded, not acted on, meanwhile; a recorded one is delivered to
-    the handler it would have reached as soon as the block ends. Main thread only (elsewhere
-    signals do not interrupt this thread anyway)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    arrived: list[int] = []
-    previous = {number: signal.signal(number, lambda n, frame: arrived.append(n))
-                for number in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-        for number in dict.fromkeys(arrived):
-            signal.raise_signal(number)
-
-
-def _end_started_jvm() -> None:
-    """End the JVM that PySpark launched in this process, if any (no session to stop yet)."""
-    from pyspark import SparkContext
-
-    _PY4J.quiet = True
-    process = getattr(SparkContext._gateway, "proc", None)
-    if process is not None and process.poll() is None:
-        process.kill()
-        process.wait()
-    _forget_gateway()
-
-
-# The watchdog: reads its stdin, a pipe from this process. A byte: this process stopped the
-# session itself, nothing to do. End of file without one: this process is gone (SIGKILL, the
-# OOM killer ...), so the JVM it started is killed, at once, not after Spark's shutdown hooks.
-_WATCHDOG = "import os, signal, sys\nif not os.read(0, 1):\n    os.kill(int(sys.argv[1]), signal.SIGKILL)\n"
-
-
-def _watch(spark) -> subprocess.Popen | None:
-    """Make the JVM of a session this process started end when this process ends, however
-    it ends; returns the watchdog process. PySpark's gateway JVM exits by itself when its
-    stdin closes, but through System.exit and Spark's shutdown hooks, which nothing bounds in
-    time; and PySpark gives the JVM no parent-death signal (it replaces any preexec_fn it is
-    given)."""
-    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
-    if process is None or not hasattr(os, "fork"):
-        return None
-    return subprocess.Popen(
-        [sys.executable, "-c", _WATCHDOG, str(process.pid)], stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
-
-def stop(spark, done: bool = False) -> None:
-    """Stop a session that ``make_session`` made, and end its JVM: a load's session is done
-    when it stops (even when an interruption broke off a call to the JVM half way and left
-    the gateway unusable). ``done``: the job ran to its end, so a JVM writing its class
-    archive as it exits (cds.py) is given the time to (up to ``ARCHIVE_WAIT`` s; Ctrl-C or
-    SIGTERM meanwhile end it at once, without the archive). Never raises (but a signal that
-    arrives while the JVM exits, when no archive is written)."""
-    if is_connect(spark):  # the client's session released; the server runs on
-        try:
-            spark.stop()
-        except Exception:  # a server gone meanwhile
-            pass
-        return
-    _PY4J.quiet = True
-    watchdog, archive = _STARTED.pop(id(spark), (None, None))
-    process = getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
-    accumulators = getattr(spark.sparkContext, "_accumulatorServer", None) if process is not None else None
-    if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits
-        spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
-        accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
-    try:
-        spark.stop()
-    except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
-        pass
-    writing = archive is not None and done
-    written = False
-    try:
-        if process is not None and process.poll() is None:
-            try:
-                process.stdin.close()  # PySpark's gateway exits when its stdin closes ...
-                process.wait(timeout=ARCHIVE_WAIT if writing else 5)
-                written = process.returncode == 0
-            except Exception:
-                process.kill()  # ... or not soon enough (Spark's shutdown hooks)
-                process.wait()
-            except BaseException:  # Ctrl-C or SIGTERM while it exits
-                process.kill()
-                process.wait()
-                if not writing:  # else the job is done: the signal only cut its archive short
-                    raise
-            finally:
-                _forget_gateway()
-    finally:
-        if accumulators is not None:  # its handler sees the JVM's end of the socket; the server's
-            threading.Thread(target=accumulators.shutdown, daemon=True).start()  # loop, within 0.5 s
-        if archive is not None:
-            cds.finish(archive, written and done)
-        if watchdog is not None:
-            try:
-                watchdog.stdin.write(b"x")  # stopped here: the watchdog leaves the JVM alone
-                watchdog.stdin.close()
-            except OSError:
-                pass
-            watchdog.wait()
-
-
-def _forget_gateway() -> None:
-    """PySpark keeps its JVM gateway in class attributes for the next session of the process:
-    the JVM is gone, so the next session must start its own."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    SparkContext._active_spark_context = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None

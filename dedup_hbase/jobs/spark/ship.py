@@ -157,7 +157,7 @@ def executor_pythons(spark, slots: int) -> list[dict]:
     the probe: Spark may run two of its tasks in one slot."""
     from pyspark.sql import functions as F
 
-    from .session import jvm_log_level
+    from .jvm import jvm_log_level
 
     classpath = [p for p in spark.conf.get("spark.executor.extraClassPath", "").split(os.pathsep) if p.endswith(".jar")]
     probe = F.udf(lambda _: _probe(classpath), "string", useArrow=False)
