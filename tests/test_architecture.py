@@ -39,7 +39,7 @@ ORDER = {
                 "server"],
     "pipelines": ["", "columns", "arrow", "frames", "polars_frames", "spark_frames", "datatrove_step", "ray_data", "hf_datasets"],
     "report": ["", "sources", "explain", "terminal", "svg", "page_parts", "page", "copies", "tune"],
-    "cli": ["", "command", "environment", "views", "service", "commands"],
+    "cli": ["", "command", "environment", "layout", "views", "service", "commands"],
 }
 # modules that import nothing of the package (Spark's daemon imports them before it forks)
 IMPORT_NOTHING = {"jobs", "jobs.spark_daemon"}

@@ -37,6 +37,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ..errors import DedupError, FeaturizerVersionMismatch, IndexNotFound, IndexOutdated, missing_package
 from ..index.index import Index
+from ..index.spec import PRESETS
 from ..jobs import corpus
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, signal_of
 from ..jobs.reports import JobReport
@@ -86,6 +87,10 @@ def whole_count(text: str) -> int:
 
 Docs = Annotated[int, typer.Option(metavar="N", parser=whole_count,
                                    help="Number of documents in the corpus (1e8, 100_000_000 or 100000000).")]
+
+
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).", rich_help_panel="Output")]
+Preset = Annotated[str | None, typer.Option(help=f"A measured setting of --signatures, --probes and --confirm: {', '.join(f'{name} ({basis})' for name, (_, basis) in PRESETS.items())} (docs/quality.md).")]
 
 
 class _ReadableArgument(TyperArgument):

@@ -21,30 +21,27 @@ import typer
 
 from .. import __version__
 from ..errors import InvalidInput
-from ..index import plan as planning
-from ..index.confirm import check_confirm, parse_short
+from ..index.confirm import parse_short
 from ..index.index import Index, fingerprinter_for
-from ..index.lookup import check_probes, parse_probes
 from ..index.retention import parse_duration
-from ..index.schema import hbase_shell_ddl, load_schema
-from ..index.spec import PRESETS, preset_options
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
 from ..jobs.corpus import FORMATS, Fields, read_records
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..jobs.reports import JobReport
-from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
+from ..stores import DEFAULT_URL, ENV_VAR
 from ..text.encodings import check_encoding, decode, label
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
 from ..text.shorts import MEASURED_BITS
 from ..text.signatures import Signatures
-from . import environment, service, views
+from . import environment, layout, service, views
 from .command import (
     STORE_HELP,
-    Docs,
     EncodingOption,
     Group,
+    Json,
+    Preset,
     Session,
     VerboseOption,
     command,
@@ -86,7 +83,6 @@ def _command(fn, takes_store: bool = True):
     return app.command(cls=_Command)(command(fn, takes_store))
 
 
-Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON / JSON lines).", rich_help_panel="Output")]
 K = Annotated[int | None, typer.Option("--k", "-k", help="Max differing bits (default: the index's k).")]
 IdField = Annotated[str, typer.Option(help="Input field holding the document id.", rich_help_panel="Input")]
 TextField = Annotated[str, typer.Option(help="Input field holding the text.", rich_help_panel="Input")]
@@ -100,7 +96,6 @@ SparkConf = Annotated[list[str] | None, typer.Option(help="--engine spark: a Spa
 Staging = Annotated[str | None, typer.Option(help="--engine spark: folder or URI for the HFiles before the bulk load (default: the temp folder).", rich_help_panel="Spark")]
 SparkEnv = Annotated[str | None, typer.Option(envvar="DEDUP_HBASE_SPARK_ENV", help="--engine spark on a cluster: the executors' Python environment, an archive of pack-env (not used by a local master; through --spark-remote a local file, uploaded with the session).", rich_help_panel="Spark")]
 Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes (default 0).", rich_help_panel="Fingerprint")]
-Preset = Annotated[str | None, typer.Option(help=f"A measured setting of --signatures, --probes and --confirm: {', '.join(f'{name} ({basis})' for name, (_, basis) in PRESETS.items())} (docs/quality.md).")]
 
 
 @_command
@@ -355,37 +350,8 @@ def delete(ctx: typer.Context, ids: Annotated[list[str], typer.Argument(help="Do
         typer.echo(f"deleted {len(deleted)}" + (f"; not found: {', '.join(missing)}" if missing else ""))
 
 
-@_command
-def plan(ctx: typer.Context, docs: Docs,
-         k: Annotated[int, typer.Option("--k", "-k", help="Max differing bits to guarantee.")] = 3,
-         id_bytes: Annotated[int, typer.Option(help="Average bytes of a document id.")] = 16,
-         signatures: Annotated[str | None, typer.Option(help="The signatures of init --signatures (body,lead150: each row, byte and scan twice).")] = None,
-         probes: Annotated[str | None, typer.Option(help="The probes of init --probes (8,1: nine more lookups in all).")] = None,
-         confirm: Annotated[int | None, typer.Option(help="The confirmation of init --confirm (14: a sketch of 10 more bytes in each index cell).")] = None,
-         preset: Preset = None, json_: Json = False) -> None:
-    """Index rows, bytes and expected candidates per lookup of each scheme for N documents."""
-    options = preset_options(preset, signatures=signatures, probes=probes, confirm=confirm)
-    signatures, probes, confirm = options.get("signatures"), options.get("probes"), options.get("confirm")
-    chosen = Signatures.parse(signatures)
-    probed = sum(check_probes(parse_probes(probes), len(chosen)))
-    sketch = check_confirm(confirm, k, bool(probed)) is not None
-    rows = planning.plans(docs, k, id_bytes, chosen, probed, sketch)
-    if json_:
-        for row in rows:
-            out(row.to_dict())
-    else:
-        typer.echo(planning.table(docs, k, id_bytes, rows, chosen, probed, sketch))
-
-
-@_command
-def schema(ctx: typer.Context, table_prefix: Annotated[str | None, typer.Option(help="Table name prefix (default: the hbase:// store's, else 'dedup').")] = None,
-           regions: Annotated[int | None, typer.Option(help="Regions of the index table.")] = None) -> None:
-    """Print the HBase shell DDL of the tables (from schema/tables.json)."""
-    if table_prefix is None:
-        table_prefix = parse_store_url(ctx.obj.url).options.get("table_prefix", "dedup")
-    typer.echo(hbase_shell_ddl(load_schema(regions), table_prefix), nl=False)
-
-
+_command(layout.plan)
+_command(layout.schema)
 _command(service.serve)
 _command(environment.pack_env)
 _command(views.explain)
