@@ -486,7 +486,7 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
         hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/connect-groups", str(work / "connect-groups"))
         for name in ("groups.jsonl", "dropped.jsonl"):
             assert (work / "connect-groups" / name).read_text() == (work / "local-q-groups" / name).read_text()
-        assert (work / "local-q-groups" / "groups.jsonl").read_text().count("\n") >= 300
+        assert (work / "local-q-groups" / "groups.jsonl").read_text().count("\n") >= 200  # the copies: 200 planted
         for table in ("index", "docs"):  # the document rows: two simhashes and the sketch, then the metadata
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
         out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
