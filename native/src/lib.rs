@@ -21,6 +21,7 @@ pub mod shingles;
 pub mod simhash;
 pub mod slice_map;
 pub mod term_counts;
+pub mod thrift;
 pub mod trie;
 pub mod unicode;
 

@@ -2,12 +2,12 @@
 //! checks the Unicode version and the patterns and falls back to the reference.
 
 use crate::{
-    boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, unicode, Featurize, Shingles, Status,
-    Works,
+    boilerplate, jieba_terms::JiebaTerms, mmh3, normalize, thrift, unicode, Featurize, Shingles,
+    Status, Works,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 /// The texts of a list: `None` for a text with a lone surrogate (not UTF-8);
 /// TypeError, as `Fingerprinter.fingerprint` raises, for an item that is not a str.
@@ -413,6 +413,27 @@ fn bigram_hashes<'py>(py: Python<'py>, text: &Bound<'py, PyAny>, seed: u32) -> P
     Ok(PyBytes::new(py, &out))
 }
 
+/// `thrift.reply_length`: the length of the Thrift2 reply message at the start of `buf`, None
+/// while it is incomplete; ValueError for bytes that are not a strict binary message.
+#[pyfunction]
+fn thrift_reply_length(buf: &[u8]) -> PyResult<Option<usize>> {
+    thrift::reply_length(buf).map_err(|m| PyValueError::new_err(m.0))
+}
+
+/// `thrift.decode_results` of a whole reply: (rows: list of bytes or None, the cells' row
+/// indexes as little-endian u32 bytes, qualifiers: list of bytes, values: list of bytes), or
+/// None where the reference must decode it.
+#[pyfunction]
+fn thrift_results<'py>(py: Python<'py>, buf: &[u8]) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let Some(found) = thrift::decode_results(buf) else { return Ok(None) };
+    let rows = PyList::new(py, found.rows.iter().map(|r| r.map(|b| PyBytes::new(py, b))))?;
+    let cells: Vec<u8> = found.cell_rows.iter().flat_map(|i| i.to_le_bytes()).collect();
+    let qualifiers = PyList::new(py, found.qualifiers.iter().map(|b| PyBytes::new(py, b)))?;
+    let values = PyList::new(py, found.values.iter().map(|b| PyBytes::new(py, b)))?;
+    Ok(Some(PyTuple::new(py, [rows.into_any(), PyBytes::new(py, &cells).into_any(), qualifiers.into_any(),
+                              values.into_any()])?))
+}
+
 #[pymodule]
 fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -434,5 +455,7 @@ fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bigram_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(boilerplate_reason, m)?)?;
     m.add_function(wrap_pyfunction!(hash64, m)?)?;
+    m.add_function(wrap_pyfunction!(thrift_reply_length, m)?)?;
+    m.add_function(wrap_pyfunction!(thrift_results, m)?)?;
     Ok(())
 }

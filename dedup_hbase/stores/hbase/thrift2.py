@@ -12,7 +12,9 @@ run in parallel over the pool. Puts and gets are hand-serialized ``putMultiple``
 ``getMultiple`` calls of ``batch_size`` cells (encoding.py), also in parallel.
 
 The module's functions are one unit of work on one leased ``Channel`` each (a scan is read to
-its end inside it); ``Thrift2Path`` runs them through the ``Gateways`` retry loop.
+its end inside it); ``Thrift2Path`` runs them through the ``Gateways`` retry loop. Scans and
+gets answer with ``Results`` (results.py: the rows and cells as flat lists, decoded by the
+compiled core).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ...errors import StoreError
 from ...index.store import Cells, Item, ListCells, row_width
 from .datapath import DataPath
 from .encoding import encode_get_multiple, encode_put_multiple, multi_row_range_filter
+from .results import Results
 from .tables import merge_ranges, prefix_range
 from .wire import Channel, idl
 
@@ -41,8 +44,8 @@ Ranges = Sequence[tuple[bytes, bytes | None]]
 # -- one unit of work on one channel ---------------------------------------------------
 
 
-def scan_once(channel: Channel, table: bytes, ranges: Ranges, family: bytes, rows: int) -> list:
-    """Up to ``rows`` rows (thriftpy2 ``TResult``, key order) of the union of ``ranges``
+def scan_once(channel: Channel, table: bytes, ranges: Ranges, family: bytes, rows: int) -> Results:
+    """Up to ``rows`` rows (key order) of the union of ``ranges``
     (sorted, disjoint: ``merge_ranges``): one ``getScannerResults`` call, which opens, reads
     and closes its scanner. Several ranges go as a ``MultiRowRangeFilter``; the scan's own
     start and stop rows are the first range's start and the last one's stop."""
@@ -50,30 +53,46 @@ def scan_once(channel: Channel, table: bytes, ranges: Ranges, family: bytes, row
     scan = hb2.TScan(startRow=ranges[0][0], stopRow=ranges[-1][1], columns=[hb2.TColumn(family=family)],
                      caching=min(rows, 10_000), maxVersions=1,
                      filterBytes=multi_row_range_filter(ranges) if len(ranges) > 1 else None)
-    return channel.call("getScannerResults", table, scan, rows)
+    return channel.call_results("getScannerResults", _message("getScannerResults", table, scan, rows))
+
+
+def _message(method: str, *args) -> bytes:
+    """A whole call of ``method(*args)`` in the strict binary protocol, as thriftpy2's client
+    sends it (sequence id 0)."""
+    from thriftpy2.protocol import TBinaryProtocol
+    from thriftpy2.thrift import TMessageType
+    from thriftpy2.transport import TMemoryBuffer
+
+    service = idl().THBaseService
+    call = getattr(service, method + "_args")(*args)
+    buffer = TMemoryBuffer()
+    protocol = TBinaryProtocol(buffer)
+    protocol.write_message_begin(method, TMessageType.CALL, 0)
+    call.write(protocol)
+    protocol.write_message_end()
+    return buffer.getvalue()
 
 
 def scan_ranges(channel: Channel, table: bytes, ranges: Ranges, family: bytes,
-                rows_per_call: int = ROWS_PER_CALL) -> list:
+                rows_per_call: int = ROWS_PER_CALL) -> Results:
     """Every row of the union of ``ranges`` (sorted, disjoint), in key order: one ``scan_once``
     per ``rows_per_call`` rows (usually one in all; the bound keeps the gateway's memory in
     check)."""
-    out: list = []
+    out: list[Results] = []
     ranges = list(ranges)
     while ranges:
         got = scan_once(channel, table, ranges, family, rows_per_call)
-        out.extend(got)
+        out.append(got)
         if len(got) < rows_per_call:
-            return out
-        after = got[-1].row + b"\x00"  # the smallest row key after the last one read
+            break
+        after = got.rows[-1] + b"\x00"  # the smallest row key after the last one read
         ranges = [(max(a, after), b) for a, b in ranges if b is None or b > after]
-    return out
+    return Results.concat(out) if out else Results.of([])
 
 
-def get_rows(channel: Channel, table: bytes, rows: Sequence[bytes], family: bytes) -> list:
-    """``TResult`` of each row, in order (``row`` None where the row is absent): one
-    ``getMultiple``, serialized by hand."""
-    return channel.call_raw("getMultiple", encode_get_multiple(table, family, rows)) if rows else []
+def get_rows(channel: Channel, table: bytes, rows: Sequence[bytes], family: bytes) -> Results:
+    """Each row, in order (None where the row is absent): one ``getMultiple``, serialized by hand."""
+    return channel.call_results("getMultiple", encode_get_multiple(table, family, rows)) if rows else Results.of([])
 
 
 def delete_cells(channel: Channel, table: bytes, cells: Sequence[tuple[bytes, bytes | None]], family: bytes,
@@ -91,32 +110,27 @@ def delete_cells(channel: Channel, table: bytes, cells: Sequence[tuple[bytes, by
 # -- rows -> what the store returns ---------------------------------------------------------
 
 
-def split_by_prefix(results: Sequence, prefixes: Sequence[bytes], row_bytes: int | None = None) -> list[list]:
+def split_by_prefix(results: Results, prefixes: Sequence[bytes], row_bytes: int | None = None) -> list[Results]:
     """For each prefix, the rows of ``results`` (sorted by row) in its ``prefix_range``, in
     order. A row under several prefixes (overlapping or repeated ones) goes to each. (A
     prefix longer than ``row_bytes`` reaches into the qualifiers: the caller filters cells.)"""
-    rows = [r.row for r in results]
+    rows = results.rows
     out = []
     for prefix in prefixes:
         start, stop = prefix_range(prefix, row_bytes)
         lo = bisect_left(rows, start)
         hi = len(rows) if stop is None else bisect_left(rows, stop, lo)
-        out.append(results[lo:hi])
+        out.append(results.slice(lo, hi))
     return out
 
 
-def cells_of(results: Sequence, prefix_bytes: int, row_bytes: int) -> tuple[np.ndarray, list[bytes]]:
+def cells_of(results: Results, prefix_bytes: int, row_bytes: int) -> tuple[np.ndarray, list[bytes]]:
     """The cells of rows of ``row_bytes`` bytes under one ``prefix_bytes``-long prefix, as
     ``ListCells`` wants them: each row's remaining 1 to 8 bytes as a uint64 (one per cell,
-    in key order) and the qualifiers. Builds no object per cell beyond its qualifier."""
+    in key order) and the qualifiers."""
     padding = bytes(8 - (row_bytes - prefix_bytes))
-    rests, quals = bytearray(), []
-    for result in results:
-        rest = padding + result.row[prefix_bytes:row_bytes]
-        for cv in result.columnValues:
-            rests += rest
-            quals.append(cv.qualifier)
-    return np.frombuffer(bytes(rests), dtype=">u8"), quals
+    rests = np.frombuffer(b"".join(padding + row[prefix_bytes:row_bytes] for row in results.rows), dtype=">u8")
+    return rests[results.cell_rows], results.qualifiers
 
 
 # -- the path ---------------------------------------------------------------------------------
@@ -171,15 +185,13 @@ class Thrift2Path(DataPath):
         answers = self.gateways.parallel(
             lambda chunk: self.gateways.run2(lambda channel: get_rows(channel, name, chunk, family)), chunks)
         found = {}
-        for chunk, results in zip(chunks, answers):
-            for row, result in zip(chunk, results):
-                if result.row is not None:
-                    found[row] = {cv.qualifier: cv.value for cv in result.columnValues}
+        for results in answers:
+            found.update(results.row_cells())
         return [found.get(row, {}).get(q) for row, q in cells]
 
     def scan(self, table: str, prefixes: Sequence[bytes], values: bool = True) -> list[list[Item]]:
-        return [[(key, cv.value if values else b"") for result in found for cv in result.columnValues
-                 if (key := result.row + cv.qualifier).startswith(prefix)]
+        return [[(key, value if values else b"") for row, qualifier, value in found.cells()
+                 if (key := row + qualifier).startswith(prefix)]
                 for prefix, found in zip(prefixes, self._scan(table, prefixes))]
 
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
@@ -195,14 +207,13 @@ class Thrift2Path(DataPath):
             rows = limit + 1
             found = self.gateways.run2(lambda channel, ranges=[(row_start, stop)], rows=rows:
                                        scan_once(channel, name, ranges, family, rows))
-            for result in found:
-                for cv in result.columnValues:
-                    key = result.row + cv.qualifier if n else result.row
-                    if key >= start and (stop is None or key < stop):
-                        out.append((key, cv.value))
+            for row, qualifier, value in found.cells():
+                key = row + qualifier if n else row
+                if key >= start and (stop is None or key < stop):
+                    out.append((key, value))
             if len(out) >= limit or len(found) < rows:
                 return out[:limit]
-            row_start = found[-1].row + b"\x00"
+            row_start = found.rows[-1] + b"\x00"
         return out[:limit]
 
     def delete(self, table: str, keys: Iterable[bytes]) -> None:
@@ -229,8 +240,8 @@ class Thrift2Path(DataPath):
             self._regions[table] = starts
         return starts
 
-    def _scan(self, table: str, prefixes: Sequence[bytes]) -> list[list]:
-        """For each prefix, its rows (thriftpy2 ``TResult``, key order). The distinct
+    def _scan(self, table: str, prefixes: Sequence[bytes]) -> list[Results]:
+        """For each prefix, its rows (key order). The distinct
         prefixes' row ranges are grouped by region, at most ``ranges_per_call`` to a
         call; the calls run in parallel, each one ``getScannerResults``."""
         if not prefixes:
@@ -248,5 +259,4 @@ class Thrift2Path(DataPath):
             groups[-1].append(r)
         parts = self.gateways.parallel(
             lambda group: self.gateways.run2(lambda channel: scan_ranges(channel, name, group, family)), groups)
-        results = [result for part in parts for result in part]  # groups are in key order, disjoint
-        return split_by_prefix(results, prefixes, n)
+        return split_by_prefix(Results.concat(parts), prefixes, n)  # groups are in key order, disjoint
