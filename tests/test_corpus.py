@@ -41,7 +41,8 @@ def test_bad_records_are_reported_with_line_and_reason(tmp_path):
                b'[1, 2]\n'
                b'{"text": "no id"}\n'
                b'{"id": "h", "simhash": "xyz"}\n'
-               b'{"id": "f", "simhash": "00000000000000FF"}\n')
+               b'{"id": "f", "simhash": "00000000000000FF"}\n'
+               b'{"id": "c", "text": "a\tb"}\n')
     got = records(tmp_path, "bad.jsonl", content)
     assert [(r.line, r.id, r.error) for r in got] == [
         (1, "ok", None),
@@ -53,8 +54,9 @@ def test_bad_records_are_reported_with_line_and_reason(tmp_path):
         (7, None, "no 'id' field"),
         (8, "h", "bad 'simhash': a simhash is 16 hex digits, not 'xyz'"),
         (9, "f", None),
+        (10, None, "malformed JSON: Invalid control character at column 23"),  # a raw tab in a string
     ]
-    assert got[-1].simhash == 255 and got[-1].text is None
+    assert got[-2].simhash == 255 and got[-2].text is None
 
 
 def test_csv_tsv_and_custom_fields(tmp_path):
