@@ -110,27 +110,35 @@ def delete_cells(channel: Channel, table: bytes, cells: Sequence[tuple[bytes, by
 # -- rows -> what the store returns ---------------------------------------------------------
 
 
-def split_by_prefix(results: Results, prefixes: Sequence[bytes], row_bytes: int | None = None) -> list[Results]:
-    """For each prefix, the rows of ``results`` (sorted by row) in its ``prefix_range``, in
-    order. A row under several prefixes (overlapping or repeated ones) goes to each. (A
-    prefix longer than ``row_bytes`` reaches into the qualifiers: the caller filters cells.)"""
-    rows = results.rows
+def prefix_spans(rows: Sequence[bytes], prefixes: Sequence[bytes], row_bytes: int | None = None) -> list[tuple[int, int]]:
+    """For each prefix, the rows ``[lo, hi)`` of ``rows`` (sorted) in its ``prefix_range``. A
+    row under several prefixes (overlapping or repeated ones) is in each span. (A prefix longer
+    than ``row_bytes`` reaches into the qualifiers: the caller filters cells.)"""
     out = []
     for prefix in prefixes:
         start, stop = prefix_range(prefix, row_bytes)
         lo = bisect_left(rows, start)
-        hi = len(rows) if stop is None else bisect_left(rows, stop, lo)
-        out.append(results.slice(lo, hi))
+        out.append((lo, len(rows) if stop is None else bisect_left(rows, stop, lo)))
     return out
 
 
-def cells_of(results: Results, prefix_bytes: int, row_bytes: int) -> tuple[np.ndarray, list[bytes]]:
-    """The cells of rows of ``row_bytes`` bytes under one ``prefix_bytes``-long prefix, as
-    ``ListCells`` wants them: each row's remaining 1 to 8 bytes as a uint64 (one per cell,
-    in key order) and the qualifiers."""
-    padding = bytes(8 - (row_bytes - prefix_bytes))
-    rests = np.frombuffer(b"".join(padding + row[prefix_bytes:row_bytes] for row in results.rows), dtype=">u8")
-    return rests[results.cell_rows], results.qualifiers
+def prefix_cells(results: Results, spans: Sequence[tuple[int, int]], prefixes: Sequence[bytes],
+                 row_bytes: int) -> list[ListCells]:
+    """Each prefix's cells (rows of ``row_bytes`` bytes, its ``span`` of ``results``) as
+    ``ListCells``: each row's remaining 1 to 8 bytes after the prefix as a uint64, one per cell
+    in key order, and the qualifiers. The rows' last 8 bytes are read into one array once, and a
+    prefix's remainders are a slice of them masked to its width: no work per cell in Python."""
+    widths = {row_bytes - len(p) for p in prefixes}
+    if not widths <= set(range(1, 9)):
+        raise ValueError(f"a row-key remainder is 1 to 8 bytes, not {sorted(widths - set(range(1, 9)))}")
+    padding, first = bytes(max(0, 8 - row_bytes)), max(0, row_bytes - 8)
+    tails = np.frombuffer(b"".join([padding + row[first:row_bytes] for row in results.rows]), dtype=">u8")
+    tails = tails[results.cell_rows].astype(np.uint64)
+    masked = {w: tails & np.uint64((1 << 8 * w) - 1) for w in widths}
+    bounds = np.searchsorted(results.cell_rows, np.array(spans, dtype=np.int64).reshape(-1)).tolist()
+    quals = results.qualifiers
+    return [ListCells(masked[row_bytes - len(p)][a:b], quals[a:b])
+            for p, a, b in zip(prefixes, bounds[0::2], bounds[1::2])]
 
 
 # -- the path ---------------------------------------------------------------------------------
@@ -190,14 +198,14 @@ class Thrift2Path(DataPath):
         return [found.get(row, {}).get(q) for row, q in cells]
 
     def scan(self, table: str, prefixes: Sequence[bytes], values: bool = True) -> list[list[Item]]:
-        return [[(key, value if values else b"") for row, qualifier, value in found.cells()
+        results, spans = self._scan(table, prefixes)
+        return [[(key, value if values else b"") for row, qualifier, value in results.slice(lo, hi).cells()
                  if (key := row + qualifier).startswith(prefix)]
-                for prefix, found in zip(prefixes, self._scan(table, prefixes))]
+                for prefix, (lo, hi) in zip(prefixes, spans)]
 
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
-        row = self.tables.row_bytes(table)
-        return [ListCells(*cells_of(found, len(prefix), row))
-                for prefix, found in zip(prefixes, self._scan(table, prefixes))]
+        results, spans = self._scan(table, prefixes)
+        return prefix_cells(results, spans, prefixes, self.tables.row_bytes(table))
 
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
         """getScannerResults calls of up to limit + 1 rows."""
@@ -240,12 +248,12 @@ class Thrift2Path(DataPath):
             self._regions[table] = starts
         return starts
 
-    def _scan(self, table: str, prefixes: Sequence[bytes]) -> list[Results]:
-        """For each prefix, its rows (key order). The distinct
-        prefixes' row ranges are grouped by region, at most ``ranges_per_call`` to a
-        call; the calls run in parallel, each one ``getScannerResults``."""
+    def _scan(self, table: str, prefixes: Sequence[bytes]) -> tuple[Results, list[tuple[int, int]]]:
+        """The rows under any of ``prefixes`` (key order), and each prefix's span of them
+        (``prefix_spans``). The distinct prefixes' row ranges are grouped by region, at most
+        ``ranges_per_call`` to a call; the calls run in parallel, each one ``getScannerResults``."""
         if not prefixes:
-            return []
+            return Results.of([]), []
         n, name, family = self.tables.row_bytes(table), self.tables.name(table), self.tables.family
         ranges = merge_ranges([prefix_range(p, n) for p in set(prefixes)])
         starts = self._region_starts(table)
@@ -259,4 +267,5 @@ class Thrift2Path(DataPath):
             groups[-1].append(r)
         parts = self.gateways.parallel(
             lambda group: self.gateways.run2(lambda channel: scan_ranges(channel, name, group, family)), groups)
-        return split_by_prefix(Results.concat(parts), prefixes, n)  # groups are in key order, disjoint
+        results = Results.concat(parts)  # groups are in key order, disjoint
+        return results, prefix_spans(results.rows, prefixes, n)
