@@ -22,7 +22,9 @@ from importlib import resources
 from ...text.native import usable_core
 from .results import Results
 
-READ_BYTES = 1 << 16  # the least a read of a reply's bytes asks the socket for
+# a read of a reply's bytes asks the socket for at least this many (it gives what it holds): after
+# each read the core looks for the reply's end from its start, so the fewer reads the better
+READ_BYTES = 1 << 20
 
 
 @functools.cache
