@@ -229,7 +229,6 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1, inva
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            # (json's message for a control character ends in "at" already)
             yield Record(source, number, error=f"malformed JSON: {e.msg.removesuffix(' at')} at column {e.colno}")
             continue
         except RecursionError:

@@ -68,6 +68,14 @@ impl<'a> Reader<'a> {
         let n = self.size()?;
         self.take(n)
     }
+    /// A struct's next field header, (id, type); None at its end.
+    fn field(&mut self) -> Step<Option<(i16, u8)>> {
+        let kind = self.u8()?;
+        if kind == STOP {
+            return Ok(None);
+        }
+        Ok(Some((self.i16()?, kind)))
+    }
     /// Skip one value of type `kind`.
     fn skip(&mut self, kind: u8, depth: usize) -> Step<()> {
         if depth > MAX_DEPTH {
@@ -79,14 +87,12 @@ impl<'a> Reader<'a> {
             I32 => self.take(4).map(|_| ()),
             DOUBLE | I64 => self.take(8).map(|_| ()),
             STRING => self.binary().map(|_| ()),
-            STRUCT => loop {
-                let field = self.u8()?;
-                if field == STOP {
-                    return Ok(());
+            STRUCT => {
+                while let Some((_, field)) = self.field()? {
+                    self.skip(field, depth + 1)?;
                 }
-                self.i16()?;
-                self.skip(field, depth + 1)?;
-            },
+                Ok(())
+            }
             MAP => {
                 let (k, v, n) = (self.u8()?, self.u8()?, self.size()?);
                 for _ in 0..n {
@@ -158,12 +164,7 @@ pub fn decode_results(buf: &[u8]) -> Option<Results<'_>> {
     }
     let mut out = Results::default();
     let mut answered = false;
-    loop {
-        let field = r.u8().ok()?;
-        if field == STOP {
-            break;
-        }
-        let id = r.i16().ok()?;
+    while let Some((id, field)) = r.field().ok()? {
         if id != 0 || field != LIST || answered {
             return None; // an exception the call declares, or not canonical: the reference's
         }
@@ -183,12 +184,7 @@ pub fn decode_results(buf: &[u8]) -> Option<Results<'_>> {
 fn result<'a>(r: &mut Reader<'a>, out: &mut Results<'a>) -> Option<()> {
     let index = u32::try_from(out.rows.len()).ok()?;
     let (mut seen, mut row) = (0u8, None);
-    loop {
-        let field = r.u8().ok()?;
-        if field == STOP {
-            break;
-        }
-        let id = r.i16().ok()?;
+    while let Some((id, field)) = r.field().ok()? {
         match (id, field) {
             (1, STRING) => {
                 once(&mut seen, 1)?;
@@ -223,12 +219,7 @@ fn result<'a>(r: &mut Reader<'a>, out: &mut Results<'a>) -> Option<()> {
 /// other ids skipped. (qualifier, value).
 fn column_value<'a>(r: &mut Reader<'a>) -> Option<(&'a [u8], &'a [u8])> {
     let (mut seen, mut qualifier, mut value) = (0u8, None, None);
-    loop {
-        let field = r.u8().ok()?;
-        if field == STOP {
-            break;
-        }
-        let id = r.i16().ok()?;
+    while let Some((id, field)) = r.field().ok()? {
         match (id, field) {
             (1, STRING) | (5, STRING) => {
                 once(&mut seen, id)?;
