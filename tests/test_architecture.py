@@ -32,7 +32,7 @@ ORDER = {
                      "store"],
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
-    "jobs.local": ["components", "load", "check", "groups", ""],
+    "jobs.local": ["heap", "components", "linked", "group_output", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
                    "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",

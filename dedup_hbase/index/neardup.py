@@ -25,7 +25,7 @@ import numpy as np
 
 from .arrays import ranges
 from .confirm import CONFIRMED_BEYOND, sketches_agree
-from .layout import Scheme
+from .layout import SEGMENT_BITS, Scheme
 
 _BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
 
@@ -76,30 +76,95 @@ class NearPairs:
 
 def near_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> NearPairs:
     """The near-duplicate structure (``NearPairs``) of ``simhashes`` (uint64) within ``k`` bits."""
+    return near_pairs_of_batches([np.asarray(simhashes, dtype=np.uint64)], scheme, k)
+
+
+def near_pairs_of_batches(batches: list[np.ndarray], scheme: Scheme, k: int) -> NearPairs:
+    """``near_pairs`` of the uint64 arrays ``batches`` taken as one, in order; the list is
+    emptied as it is read, so that the batches' memory goes before the pair search's comes
+    (at 10^8 fingerprints they are 800 MB)."""
     scheme.check_k(k)
-    simhashes = np.asarray(simhashes, dtype=np.uint64)
-    unique, first, inverse = np.unique(simhashes, return_index=True, return_inverse=True)
+    unique, first, inverse = distinct(batches)
     found = list(distinct_pairs(unique, scheme, k))
     pairs = np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
-    return NearPairs(unique, first.astype(np.int64), inverse.ravel().astype(np.int64), pairs)
+    return NearPairs(unique, first, inverse, pairs)
+
+
+def position_type(n: int) -> type:
+    """The integer type of positions among ``n``: int32 below 2^31 (half the memory of a
+    position array at 10^8), else int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
+def parts_of(n: int) -> int:
+    """How many parts a search over ``n`` values is cut into, a power of two: about 2^20
+    values a part (one below 2^21), at most 2^12; each part's sort and compare needs memory
+    for its own values only, so the search's transient memory stays near that of 2^20 values
+    whatever n is, for a scan of the n values per part (cheap beside the sort)."""
+    return 1 << min(12, max(0, n.bit_length() - 21))
+
+
+def distinct(batches: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)`` of the uint64 arrays
+    ``batches`` taken as one, in parts by the top bits (the same three arrays, positions as
+    ``position_type``): the sort's transient arrays are a part's, not the whole's. The list is
+    emptied once read."""
+    chunks = [np.asarray(c, dtype=np.uint64) for c in batches]
+    batches.clear()
+    n = sum(len(c) for c in chunks)
+    kind = position_type(n)
+    parts = parts_of(n)
+    shift = np.uint64(64 - parts.bit_length() + 1)
+    codes = [(chunk >> shift).astype(np.uint16) for chunk in chunks] if parts > 1 else None  # each value's part
+    inverse = np.empty(n, kind)
+    uniques, firsts, done = [], [], 0
+    for part in range(parts):
+        positions, values, offset = [], [], 0
+        for c, chunk in enumerate(chunks):
+            mine = np.flatnonzero(codes[c] == part) if parts > 1 else np.arange(len(chunk))
+            positions.append((mine + offset).astype(kind))
+            values.append(chunk[mine])
+            offset += len(chunk)
+        positions, values = np.concatenate(positions), np.concatenate(values)
+        unique, first, local = np.unique(values, return_index=True, return_inverse=True)
+        inverse[positions] = local.ravel() + done
+        uniques.append(unique)
+        firsts.append(positions[first])
+        done += len(unique)
+        if part == parts - 1:
+            chunks.clear()
+            codes = None
+    unique = np.concatenate(uniques) if uniques else np.empty(0, np.uint64)
+    first = np.concatenate(firsts) if firsts else np.empty(0, kind)
+    return unique, first, inverse
 
 
 def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int) -> Iterator[np.ndarray]:
     """Every pair (a, b), a < b, of positions of ``unique`` (distinct uint64 fingerprints)
-    within ``k`` bits, once each, as (m, 2) int64 arrays, flag by flag."""
+    within ``k`` bits, once each, as (m, 2) int64 arrays, flag by flag (each flag's search in
+    ``parts_of`` parts by its segment's top bits: a pair shares its segment, so its part)."""
     n = len(unique)
     if n < 2:
         return
+    parts = parts_of(n)
+    shift = np.uint32(SEGMENT_BITS - parts.bit_length() + 1)
     for flag in range(1, len(scheme.flags) + 1):
-        segments = scheme.segments(unique, flag)
-        order = np.argsort(segments, kind="stable")
-        ordered = segments[order]
-        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        lengths = np.diff(np.r_[starts, n])
-        small = (lengths > 1) & (lengths <= _BLOCK)
-        found = [_by_offset(unique, order, starts[small], lengths[small], k)]
-        for start, length in zip(starts[lengths > _BLOCK].tolist(), lengths[lengths > _BLOCK].tolist()):
-            found.extend(_by_tiles(unique, order[start:start + length], k))
+        segments = _segments(unique, scheme, flag)
+        part_of = (segments >> shift).astype(np.uint16) if parts > 1 else None
+        found = []
+        for part in range(parts):
+            members = np.flatnonzero(part_of == part) if parts > 1 else np.arange(n)
+            mine = segments[members]
+            ordering = np.argsort(mine, kind="stable")
+            order, ordered = members[ordering], mine[ordering]
+            del mine, ordering
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else members[:0]
+            lengths = np.diff(np.r_[starts, len(ordered)])
+            small = (lengths > 1) & (lengths <= _BLOCK)
+            found.append(_by_offset(unique, order, starts[small], lengths[small], k))
+            for start, length in zip(starts[lengths > _BLOCK].tolist(), lengths[lengths > _BLOCK].tolist()):
+                found.extend(_by_tiles(unique, order[start:start + length], k))
+        del segments, part_of
         pairs = np.concatenate(found)
         if flag > 1 and len(pairs):  # a pair sharing an earlier flag's segment was found there
             a, b = unique[pairs[:, 0]], unique[pairs[:, 1]]
@@ -109,6 +174,15 @@ def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int) -> Iterator[np.nd
             pairs = pairs[~seen]
         if len(pairs):
             yield pairs
+
+
+def _segments(unique: np.ndarray, scheme: Scheme, flag: int, step: int = 1 << 20) -> np.ndarray:
+    """``scheme.segments`` of ``unique`` as uint32 (a segment is SEGMENT_BITS wide), made
+    ``step`` values at a time: the shifts' temporaries are a step's, not the whole's."""
+    out = np.empty(len(unique), np.uint32)
+    for start in range(0, len(unique), step):
+        out[start:start + step] = scheme.segments(unique[start:start + step], flag)
+    return out
 
 
 def _by_offset(unique: np.ndarray, order: np.ndarray, starts: np.ndarray, lengths: np.ndarray, k: int) -> np.ndarray:

@@ -21,7 +21,7 @@ Four calls, each over the library call its behaviour already has (one path per b
   ``distance``;
 * ``groups``: over an iterable of batches, per row ``group``, ``size``, ``keep``, ``via``,
   ``distance`` (the groups job's semantics and columns: jobs/local/groups.py's ``grouped`` and
-  ``groups_table``), holding ids and fingerprints, never texts.
+  group_output.py's ``groups_table``), holding ids and fingerprints, never texts.
 
 Every call checks its arguments before it fingerprints or reads anything (a missing column or
 one of another type is an ``InvalidInput`` naming the argument). A row that cannot be
@@ -47,7 +47,8 @@ from ..index.documents import two_versions
 from ..index.index import Document, Index, document_meta
 from ..jobs.corpus import Record
 from ..jobs.local.check import look_up
-from ..jobs.local.groups import grouped, groups_table
+from ..jobs.local.group_output import groups_table
+from ..jobs.local.groups import grouped
 from ..jobs.options import CheckOptions, GroupsOptions
 from ..service.online import OnlineIndex
 from ..text.fingerprint import Fingerprinter, fingerprinter_from_spec, make_fingerprinter
@@ -204,9 +205,9 @@ def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = 
             sketches.append(found.sketches[good])
     every = pa.chunked_array(ids, pa.string()) if ids else pa.chunked_array([], pa.string())
     positions = np.array([i for i, e in enumerate(errors) if e is None], dtype=np.int64)
-    simhashes, _, (group, via, distance, place) = grouped(options, chunks, leads, sketches)
+    _, linked = grouped(options, chunks, leads, sketches)
     names = options.signatures.names if len(options.signatures) > 1 else None
-    table = groups_table(every.take(pa.array(positions, pa.int64())), simhashes, group, via, distance, place, names)
+    table = groups_table(every.take(pa.array(positions, pa.int64())), linked, names=names)
     where = np.full(len(errors), -1, np.int64)
     where[positions] = np.arange(len(positions))
     table = table.take(pa.array(where, pa.int64(), mask=where < 0))  # every input row, in input order

@@ -14,45 +14,40 @@ broken by (distance, first position)).
 
 from __future__ import annotations
 
-import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
-from ...index.neardup import NearPairs, first_per_sketch, near_pairs
+from ...index.neardup import NearPairs, first_per_sketch, near_pairs, near_pairs_of_batches
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
 from ..options import GroupsOptions
-from ..outputs import (
-    DOCUMENTS,
-    DROPPED_FILE,
-    GROUPS_FILE,
-    dropped_fields,
-    parquet_columns,
-    prepare_out,
-    via_parts,
-    via_weight,
-    write_dropped_lines,
-    write_group_lines,
-    write_summary,
-)
+from ..outputs import prepare_out, via_weight, write_summary
 from ..reports import GroupsReport, rejects_file
 from ..workers import FingerprintPool
-from .components import groups_of, roots, tree_parents
+from .group_output import IdSpill, write
+from .heap import give_back
+from .linked import Linked, spread
 
 
 def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | None = None,
            confirm: tuple[np.ndarray, int | None] | None = None,
            short: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per position (input order): the position of its group's first member, the position
-    of its ``via`` (-1 for a kept document), their distance and the place of the signature
-    that found them (0: the body; both -1 likewise). ``more``: (n, s) the simhashes of the
-    signatures after the body (``Record.more``), None for the body alone; ``confirm``: (each
+    """``link``'s groups of ``simhashes`` as four arrays over every position (``Linked.dense``)."""
+    return link([np.asarray(simhashes, np.uint64)], scheme, k, more, confirm, short).dense()
+
+
+def link(batches: list[np.ndarray], scheme: Scheme, k: int, more: np.ndarray | None = None,
+         confirm: tuple[np.ndarray, int | None] | None = None, short: int | None = None) -> Linked:
+    """The groups (``Linked``: per document of a group of two or more, the position of its
+    group's first member, of its ``via``, their distance and the place of the signature that
+    found them, 0 for the body) of the body simhashes ``batches`` (uint64 arrays, in input
+    order, taken as one; the list is emptied as it is read). ``more``: (n, s) the simhashes of
+    the signatures after the body (``Record.more``), None for the body alone; ``confirm``: (each
     position's sketch, the bits allowed): beyond 3 bits two documents are near only when their
     sketches are within the bits allowed (index/confirm.py); ``short`` (the short-text rule,
     text/shorts.py, its sketch bits; ``confirm`` then holds the sketches, with None allowed
@@ -65,34 +60,32 @@ def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | Non
     signature's near pairs join the nodes of their first copies (beyond 3 bits with a
     confirmation, the first node of each sketch of one to that of each sketch of the other
     within the bits allowed), and its copies join each node to the node of its fingerprint's
-    first."""
+    first. The body alone, the input is never held twice: its batches are let go once the
+    distinct fingerprints are known (``near_pairs_of_batches``), and every array over all
+    positions is of ``position_type``."""
+    if more is None and confirm is None:
+        found = near_pairs_of_batches(batches, scheme, k)
+        edges, weights = _edges(found, found.inverse, 0)
+        give_back()  # the pair search's
+        return spread(found.inverse, found.first, edges, weights, found.unique, found.inverse)
+    simhashes = np.concatenate(batches) if batches else np.empty(0, np.uint64)
+    batches.clear()
     columns = [simhashes, *(() if more is None else np.asarray(more, np.uint64).T)]
     found = [near_pairs(np.ascontiguousarray(column), scheme, k) for column in columns]
     keys = columns + ([np.asarray(confirm[0], np.uint64)] if confirm is not None else [])
-    if len(keys) == 1:
-        first, inverse = found[0].first, found[0].inverse
-    else:
-        _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-    # nodes ranked by their first position: the smallest rank of a component is its earliest
-    # document, and ranks order ties as first positions do
+    _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
+    # nodes ranked by their first position: the sketches' first nodes (first_per_sketch) are
+    # then the earliest documents
     order = np.argsort(first, kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    node = rank[inverse]  # position -> its node
+    node = rank[inverse.ravel()]  # position -> its node
     first_of = first[order]  # node -> its first position
     sketched = None if confirm is None else (keys[-1][first_of], confirm[1], short)  # node -> its sketch
-    parts = [_edges(f, node, place, first_of if len(keys) > 1 else None, sketched) for place, f in enumerate(found)]
+    parts = [_edges(f, node, place, first_of, sketched) for place, f in enumerate(found)]
     edges, weights = parts[0] if len(parts) == 1 else _nearest(np.concatenate([e for e, _ in parts]),
                                                                np.concatenate([w for _, w in parts]))
-    component = roots(len(order), edges)
-    parent, weight = tree_parents(len(order), edges, weights, component == np.arange(len(order)))
-    positions = np.arange(len(simhashes))
-    own = first[inverse]
-    tree = parent[node]
-    via = np.where(own != positions, own, np.where(tree >= 0, first_of[np.maximum(tree, 0)], -1))
-    distance, place = via_parts(np.where(own != positions, 0, weight[node]))
-    return first_of[component[node]], via, np.where(via < 0, -1, distance), np.where(via < 0, -1, place)
+    return spread(node, first_of, edges, weights, found[0].unique, found[0].inverse)
 
 
 def _edges(found: NearPairs, node: np.ndarray, place: int, first_of: np.ndarray | None = None,
@@ -180,102 +173,77 @@ def _nearest(edges: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinter: Fingerprinter) -> GroupsReport:
     """Read and fingerprint ``paths`` (as ``load``: every core), find the groups and write
-    them to the folder ``out`` (outputs.py)."""
-    import pyarrow as pa
-
+    them to the folder ``out`` (outputs.py). What is held while the groups are found: each
+    document's simhashes (and sketch), not its id (``IdSpill``)."""
     options.check_inputs(paths)
     folder = prepare_out(out)
     started = time.perf_counter()
     report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm, short=options.short)
-    ids: list = []  # pyarrow string arrays, one per batch: compact, whatever the corpus holds
-    chunks: list[np.ndarray] = []
-    leads: list[np.ndarray] = []  # several signatures: (n, s - 1) per batch, Record.more
-    sketches: list[np.ndarray] = []  # a confirmation: Record.sketch per batch
-    sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
-    with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
-                                                                   sketcher, options.short is not None) as pool:
-        records = read_records(paths, options.fmt, options.fields)
-        signatures = options.signatures
-        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
-            good = report.count(batch, rejects)
-            if options.fingerprints:
-                check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
-            ids.append(pa.array([r.id for r in good], pa.string()))
-            chunks.append(np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
-            if len(signatures) > 1:
-                leads.append(np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
-            if sketcher is not None or options.short is not None:
-                sketches.append(np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
-    simhashes, scheme, (group, via, distance, place) = grouped(options, chunks, leads, sketches)
-    report.documents, report.scheme = len(simhashes), scheme.name
-    names = signatures.names if len(signatures) > 1 else None
-    write(folder, pa.chunked_array(ids, pa.string()), simhashes, group, via, distance, report, place, names)
+    spill = IdSpill(folder)
+    try:
+        chunks, leads, sketches = _read(paths, options, fingerprinter, report, spill)
+        give_back()  # the records' and batches' memory
+        scheme, linked = grouped(options, chunks, leads, sketches)
+        report.documents, report.scheme = linked.n, scheme.name
+        write(folder, spill, linked, report, options.signatures.names if len(options.signatures) > 1 else None)
+    finally:
+        spill.close()
     report.elapsed_s = time.perf_counter() - started
     write_summary(folder, report.to_dict())
     return report
 
 
-def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.ndarray],
-            sketches: list[np.ndarray]) -> tuple[np.ndarray, Scheme, tuple]:
-    """The simhashes of the batches (``chunks``, uint64, in input order; ``leads``: with several
-    signatures, each batch's (n, s - 1) simhashes after the body; ``sketches``: with a
-    confirmation, each batch's), the scheme of the pair search (``options.scheme_for``) and
-    ``assign``'s four arrays: the one groups of ``group_files`` and of the Arrow batch API."""
+def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter, report: GroupsReport,
+          spill: IdSpill) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Each batch's simhashes (uint64), with several signatures the (n, s - 1) simhashes after
+    the body (``Record.more``), with a confirmation or the short-text rule the sketches; the ids
+    into ``spill``; the rejected counted in ``report`` and written to ``--rejects``."""
+    import pyarrow as pa
+
+    chunks: list[np.ndarray] = []
+    leads: list[np.ndarray] = []
+    sketches: list[np.ndarray] = []
     signatures = options.signatures
-    simhashes = np.concatenate(chunks) if chunks else np.empty(0, np.uint64)
+    sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
+    with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
+                                                                   sketcher, options.short is not None) as pool:
+        records = read_records(paths, options.fmt, options.fields)
+        for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
+            good = report.count(batch, rejects)
+            if options.fingerprints:
+                check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
+            spill.append(pa.array([r.id for r in good], pa.string()))
+            _gather(chunks, np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
+            if len(signatures) > 1:
+                _gather(leads, np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
+            if sketcher is not None or options.short is not None:
+                _gather(sketches, np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
+    return chunks, leads, sketches
+
+
+def _gather(arrays: list[np.ndarray], batch: np.ndarray, size: int = 1 << 20) -> None:
+    """Append a batch's array to ``arrays``, joining the trailing small ones once they hold
+    ``size`` rows: a few large arrays rather than one per batch, whose memory the allocator
+    could not give back to the system once they are let go."""
+    arrays.append(batch)
+    tail = 0
+    while tail < len(arrays) and len(arrays[-1 - tail]) < size:
+        tail += 1
+    if tail > 1 and sum(len(a) for a in arrays[-tail:]) >= size:
+        arrays[-tail:] = [np.concatenate(arrays[-tail:])]
+
+
+def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.ndarray],
+            sketches: list[np.ndarray]) -> tuple[Scheme, Linked]:
+    """The scheme of the pair search (``options.scheme_for``) and the ``Linked`` groups of the
+    batches (``chunks``, uint64, in input order, emptied as they are read; ``leads``: with
+    several signatures, each batch's (n, s - 1) simhashes after the body; ``sketches``: with a
+    confirmation, each batch's): the one groups of ``group_files`` and of the Arrow batch API."""
+    signatures = options.signatures
+    n = sum(len(chunk) for chunk in chunks)
     more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
-    scheme = options.scheme_for(len(simhashes))
+    scheme = options.scheme_for(n)
     sketched = options.confirm is not None or options.short is not None
     confirm = None if not sketched else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
                                          options.confirm)
-    return simhashes, scheme, assign(simhashes, scheme, options.k, more, confirm, options.short)
-
-
-def hex_digits(simhashes: np.ndarray) -> np.ndarray:
-    """16 lower-case hex digits of every uint64 (``fingerprint.to_hex``), vectorised."""
-    raw = np.asarray(simhashes, dtype=np.uint64).astype(">u8").tobytes().hex().encode("ascii")
-    return np.frombuffer(raw, dtype="S16").astype(str) if raw else np.empty(0, dtype=str)
-
-
-def groups_table(ids, simhashes: np.ndarray, group: np.ndarray, via: np.ndarray, distance: np.ndarray,
-                 place: np.ndarray | None = None, names: tuple[str, ...] | None = None):
-    """The groups' Parquet rows (outputs.parquet_columns) as a pyarrow Table, in input order
-    (the arguments as ``write`` takes them)."""
-    import pyarrow as pa
-
-    n = len(ids)
-    sizes = np.bincount(group, minlength=n).astype(np.int64)
-    keep = group == np.arange(n)
-    columns = parquet_columns(names is not None)
-    schema = pa.schema([pa.field(name, pa.type_for_alias(kind), nullable) for name, kind, nullable in columns])
-    group_ids = ids.take(pa.array(group, pa.int64()))
-    via_ids = ids.take(pa.array(via, pa.int64(), mask=via < 0))
-    signature = [pa.array(names, pa.string()).take(pa.array(place, pa.int64(), mask=via < 0))] if names else []
-    return pa.table([ids, pa.array(hex_digits(simhashes), pa.string()), group_ids,
-                     pa.array(sizes[group], pa.int64()), pa.array(keep, pa.bool_()), via_ids,
-                     pa.array(distance, pa.int32(), mask=via < 0), *signature], schema=schema)
-
-
-def write(folder: Path, ids, simhashes: np.ndarray, group: np.ndarray, via: np.ndarray, distance: np.ndarray,
-          report: GroupsReport, place: np.ndarray | None = None, names: tuple[str, ...] | None = None) -> None:
-    """``documents/part-00000.parquet``, ``groups.jsonl`` and ``dropped.jsonl`` (``ids``: a
-    pyarrow chunked string array in input order; ``group``: each position's group's first
-    position; ``via``, ``distance`` and the signature's ``place`` as ``assign`` gives them;
-    ``names``: the signatures' names, None for the body alone); counts the groups."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    table = groups_table(ids, simhashes, group, via, distance, place, names)
-    keep = table["keep"].to_numpy()
-    report.groups = int(keep.sum())
-    report.multi_groups = int((keep & (table["size"].to_numpy() > 1)).sum())
-    shutil.rmtree(folder / DOCUMENTS, ignore_errors=True)  # an earlier output's files (Spark's: several)
-    (folder / DOCUMENTS).mkdir()
-    pq.write_table(table, folder / DOCUMENTS / "part-00000.parquet")
-    members, cuts = groups_of(group)
-    listed = ids.take(pa.array(members, pa.int64())).to_pylist()
-    write_group_lines((listed[cuts[g]:cuts[g + 1]] for g in range(len(cuts) - 1)), folder / GROUPS_FILE)
-    dropped = table.filter(pc.invert(table["keep"])).select(list(dropped_fields(names is not None)))
-    write_dropped_lines((row for batch in dropped.to_batches(65_536)
-                         for row in zip(*(column.to_pylist() for column in batch.columns))), folder / DROPPED_FILE)
+    return scheme, link(chunks, scheme, options.k, more, confirm, options.short)
