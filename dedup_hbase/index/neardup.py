@@ -104,16 +104,16 @@ def parts_of(n: int) -> int:
     return 1 << min(12, max(0, n.bit_length() - 21))
 
 
-def distinct(batches: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``np.unique(values, return_index=True, return_inverse=True)`` of the uint64 arrays
-    ``batches`` taken as one, in parts by the top bits (the same three arrays, positions as
-    ``position_type``): the sort's transient arrays are a part's, not the whole's. The list is
-    emptied once read."""
+    ``batches`` taken as one, in ``parts`` parts by the top bits (a power of two; by default
+    ``parts_of``; the same three arrays, positions as ``position_type``): the sort's transient
+    arrays are a part's, not the whole's. The list is emptied once read."""
     chunks = [np.asarray(c, dtype=np.uint64) for c in batches]
     batches.clear()
     n = sum(len(c) for c in chunks)
     kind = position_type(n)
-    parts = parts_of(n)
+    parts = parts_of(n) if parts is None else parts
     shift = np.uint64(64 - parts.bit_length() + 1)
     codes = [(chunk >> shift).astype(np.uint16) for chunk in chunks] if parts > 1 else None  # each value's part
     inverse = np.empty(n, kind)
@@ -139,14 +139,15 @@ def distinct(batches: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return unique, first, inverse
 
 
-def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int) -> Iterator[np.ndarray]:
+def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int, parts: int | None = None) -> Iterator[np.ndarray]:
     """Every pair (a, b), a < b, of positions of ``unique`` (distinct uint64 fingerprints)
     within ``k`` bits, once each, as (m, 2) int64 arrays, flag by flag (each flag's search in
-    ``parts_of`` parts by its segment's top bits: a pair shares its segment, so its part)."""
+    ``parts`` parts, by default ``parts_of``, by its segment's top bits: a pair shares its
+    segment, so its part)."""
     n = len(unique)
     if n < 2:
         return
-    parts = parts_of(n)
+    parts = parts_of(n) if parts is None else parts
     shift = np.uint32(SEGMENT_BITS - parts.bit_length() + 1)
     for flag in range(1, len(scheme.flags) + 1):
         segments = _segments(unique, scheme, flag)

@@ -132,14 +132,14 @@ def groups_table(ids, linked: Linked, start: int = 0, members=None, names: tuple
 
 
 def write(folder: Path, spill: IdSpill, linked: Linked, report: GroupsReport,
-          names: tuple[str, ...] | None = None) -> None:
+          names: tuple[str, ...] | None = None, rows: int = ROWS) -> None:
     """``documents/part-00000.parquet``, ``groups.jsonl`` and ``dropped.jsonl`` of ``linked``
     (the ids in ``spill``; ``names``: the signatures' names, None for the body alone), a slice
-    at a time; counts the groups."""
+    of about ``rows`` at a time; counts the groups."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    members = member_ids(spill.slices(), linked)
+    members = member_ids(spill.slices(rows), linked)
     kept = linked.group == linked.members
     report.groups = linked.n - int((~kept).sum())
     report.multi_groups = int(kept.sum())
@@ -147,7 +147,7 @@ def write(folder: Path, spill: IdSpill, linked: Linked, report: GroupsReport,
     (folder / DOCUMENTS).mkdir()
     writer = None
     try:
-        for start, ids in spill.slices():
+        for start, ids in spill.slices(rows):
             table = groups_table(ids, linked, start, members, names)
             if writer is None:
                 writer = pq.ParquetWriter(folder / DOCUMENTS / "part-00000.parquet", table.schema)
