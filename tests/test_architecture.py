@@ -24,7 +24,7 @@ LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"
           ("__main__",)]
 ORDER = {
     "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms", "shorts"],
-    "index": ["", "ids", "arrays", "layout", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
+    "index": ["", "ids", "arrays", "parts", "layout", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
               "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
@@ -32,7 +32,7 @@ ORDER = {
                      "store"],
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "options", "reports",
              "outputs", "local", "spark", "engines"],
-    "jobs.local": ["heap", "components", "linked", "group_output", "load", "check", "groups", ""],
+    "jobs.local": ["components", "linked", "group_output", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
                    "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",

@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_hbase.index.layout import Scheme
-from dedup_hbase.index.neardup import distinct, distinct_pairs, parts_of, position_type
+from dedup_hbase.index.neardup import distinct_pairs
+from dedup_hbase.index.parts import distinct, parts_of, position_type
 from dedup_hbase.jobs.local.group_output import SPILL, IdSpill, write
 from dedup_hbase.jobs.local.groups import group_files, link
 from dedup_hbase.jobs.options import GroupsOptions

@@ -26,6 +26,7 @@ import numpy as np
 from .arrays import ranges
 from .confirm import CONFIRMED_BEYOND, sketches_agree
 from .layout import SEGMENT_BITS, Scheme
+from .parts import distinct, parts_of
 
 _BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
 
@@ -88,55 +89,6 @@ def near_pairs_of_batches(batches: list[np.ndarray], scheme: Scheme, k: int) -> 
     found = list(distinct_pairs(unique, scheme, k))
     pairs = np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
     return NearPairs(unique, first, inverse, pairs)
-
-
-def position_type(n: int) -> type:
-    """The integer type of positions among ``n``: int32 below 2^31 (half the memory of a
-    position array at 10^8), else int64."""
-    return np.int32 if n < 2**31 else np.int64
-
-
-def parts_of(n: int) -> int:
-    """How many parts a search over ``n`` values is cut into, a power of two: about 2^20
-    values a part (one below 2^21), at most 2^12; each part's sort and compare needs memory
-    for its own values only, so the search's transient memory stays near that of 2^20 values
-    whatever n is, for a scan of the n values per part (cheap beside the sort)."""
-    return 1 << min(12, max(0, n.bit_length() - 21))
-
-
-def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``np.unique(values, return_index=True, return_inverse=True)`` of the uint64 arrays
-    ``batches`` taken as one, in ``parts`` parts by the top bits (a power of two; by default
-    ``parts_of``; the same three arrays, positions as ``position_type``): the sort's transient
-    arrays are a part's, not the whole's. The list is emptied once read."""
-    chunks = [np.asarray(c, dtype=np.uint64) for c in batches]
-    batches.clear()
-    n = sum(len(c) for c in chunks)
-    kind = position_type(n)
-    parts = parts_of(n) if parts is None else parts
-    shift = np.uint64(64 - parts.bit_length() + 1)
-    codes = [(chunk >> shift).astype(np.uint16) for chunk in chunks] if parts > 1 else None  # each value's part
-    inverse = np.empty(n, kind)
-    uniques, firsts, done = [], [], 0
-    for part in range(parts):
-        positions, values, offset = [], [], 0
-        for c, chunk in enumerate(chunks):
-            mine = np.flatnonzero(codes[c] == part) if parts > 1 else np.arange(len(chunk))
-            positions.append((mine + offset).astype(kind))
-            values.append(chunk[mine])
-            offset += len(chunk)
-        positions, values = np.concatenate(positions), np.concatenate(values)
-        unique, first, local = np.unique(values, return_index=True, return_inverse=True)
-        inverse[positions] = local.ravel() + done
-        uniques.append(unique)
-        firsts.append(positions[first])
-        done += len(unique)
-        if part == parts - 1:
-            chunks.clear()
-            codes = None
-    unique = np.concatenate(uniques) if uniques else np.empty(0, np.uint64)
-    first = np.concatenate(firsts) if firsts else np.empty(0, kind)
-    return unique, first, inverse
 
 
 def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int, parts: int | None = None) -> Iterator[np.ndarray]:

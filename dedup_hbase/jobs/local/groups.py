@@ -21,6 +21,7 @@ import numpy as np
 from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
 from ...index.neardup import NearPairs, first_per_sketch, near_pairs, near_pairs_of_batches
+from ...index.parts import give_back
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted
@@ -30,7 +31,6 @@ from ..outputs import prepare_out, via_weight, write_summary
 from ..reports import GroupsReport, rejects_file
 from ..workers import FingerprintPool
 from .group_output import IdSpill, write
-from .heap import give_back
 from .linked import Linked, spread
 
 
