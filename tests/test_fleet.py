@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from dedup_hbase import Index, open_store
+from dedup_hbase.stores.hbase.locks import AGREED
 
 from conftest import hbase_store_url
 
@@ -160,7 +161,8 @@ def test_a_server_killed_holding_locks_blocks_the_others_only_for_the_lease(flee
         victim = procs[0]
 
         def victims(held):
-            return [key for key, value in held if value.split(b"|")[0].rsplit(b":", 2)[1] == str(victim.pid).encode()]
+            return [key for key, value in held
+                    if key != AGREED and value.split(b"|")[0].rsplit(b":", 2)[1] == str(victim.pid).encode()]
 
         with open_store(url) as store:
             while clients_running():
@@ -183,7 +185,7 @@ def test_a_server_killed_holding_locks_blocks_the_others_only_for_the_lease(flee
     # which needed the same locks and took them over after the lease
     assert sum(s["fleet_locks"]["taken_over"] for s in stats) >= 1
     with open_store(url) as store:
-        assert store.scan_range("locks", b"", None, 10) == []  # every lock given back
+        assert store.scan_range("locks", b"", None, 10) == [(AGREED, b"64")]  # every lock given back
 
 
 def test_without_fleet_locks_racing_servers_double_clusters(fleet_url):
@@ -207,3 +209,23 @@ def test_a_store_without_a_locks_table_says_what_to_do(hbase_url):
         with pytest.raises(StoreError, match="no locks table: create it with the `dedup-hbase schema` line"):
             with store.fleet_locks().held([b"abcde"]):
                 pass
+
+
+def test_a_server_locking_otherwise_is_refused(fleet_url):
+    """The first add writes the fleet's lock_stripes into the locks table; a store of other
+    stripes is refused its adds in one line, one of the same stripes goes on."""
+    from dedup_hbase.errors import StoreError
+
+    with open_store(fleet_url) as store:
+        with store.fleet_locks().held([b"abcde"]):
+            pass
+        assert store.scan_range("locks", b"", None, 10) == [(AGREED, b"64")]
+    with open_store(fleet_url + "&lock_stripes=0") as store:
+        with pytest.raises(StoreError, match=r"^lock_stripes=0 is not the fleet's 64 \(row 'stripes' of the locks "
+                                             r"table [^)]*\): every server adding to one index must lock alike; "
+                                             r"give the store URL lock_stripes=64, or delete"):
+            with store.fleet_locks().held([b"abcde"]):
+                pass
+    with open_store(fleet_url + "&lock_stripes=64") as store:
+        with store.fleet_locks().held([b"abcde"]):
+            assert len(store.scan_range("locks", b"", None, 10)) == 2  # the stripe's lock, held

@@ -8,7 +8,7 @@ import pytest
 
 from dedup_hbase.errors import StoreError
 from dedup_hbase.stores.hbase import locks as hbase_locks
-from dedup_hbase.stores.hbase.locks import LeaseLocks
+from dedup_hbase.stores.hbase.locks import AGREED, STRIPE_TAG, LeaseLocks, stripe
 
 
 class Clock:
@@ -80,8 +80,14 @@ def clock(monkeypatch):
     return clock
 
 
-def locks(hbase, lease=10):
-    return LeaseLocks(hbase, b"t_locks", b"d", lease)
+def held(hbase) -> dict:
+    """The cells of locks (the row of the fleet's lock_stripes left out)."""
+    return {key: value for key, value in hbase.cells.items() if key != AGREED}
+
+
+def locks(hbase, lease=10, stripes=0):
+    """Locks on the keys themselves (stripes=0), as the protocol's tests name them."""
+    return LeaseLocks(hbase, b"t_locks", b"d", lease, stripes=stripes)
 
 
 def test_a_dead_holders_lease_is_taken_over_after_a_whole_lease_seen_unchanged(clock):
@@ -93,7 +99,7 @@ def test_a_dead_holders_lease_is_taken_over_after_a_whole_lease_seen_unchanged(c
         assert clock.now - started >= 10  # waited a whole lease first
         assert hbase.cells[b"k1"].startswith(mine.owner.encode())
         lease.check()  # a fresh lease: writing is safe
-    assert mine.counters["taken_over"] == 1 and hbase.cells == {}
+    assert mine.counters["taken_over"] == 1 and held(hbase) == {}
 
 
 def test_a_lease_that_keeps_changing_is_never_taken_over(clock):
@@ -122,7 +128,7 @@ def test_a_take_whose_reply_was_lost_counts_as_taken(clock):
     mine = locks(hbase)
     with mine.held([b"k1"]):
         assert hbase.cells[b"k1"].startswith(mine.owner.encode())
-    assert hbase.cells == {} and mine.counters["taken_over"] == 0
+    assert held(hbase) == {} and mine.counters["taken_over"] == 0
 
 
 def test_a_holder_with_less_than_half_its_lease_left_refuses_to_write(clock):
@@ -150,10 +156,48 @@ def test_it_waits_only_while_holding_a_sorted_prefix_of_its_keys(clock):
     hbase.on_wait = other_gives_back
     mine = locks(hbase)
     with mine.held([b"k3", b"k2", b"k1", b"k2"]):
-        assert sorted(hbase.cells) == [b"k1", b"k2", b"k3"]
-    calls = [(m, r) for m, r in hbase.log if m != "get"]
+        assert sorted(held(hbase)) == [b"k1", b"k2", b"k3"]
+    calls = [(m, r) for m, r in hbase.log if m != "get" and r != AGREED]
     first_k3 = calls.index(("checkAndPut", b"k3"))
     assert ("checkAndDelete", b"k3") in calls[first_k3:]  # given back while waiting for k2
     gave_back = calls.index(("checkAndDelete", b"k3"))
     assert calls.index(("checkAndPut", b"k2"), gave_back) < calls.index(("checkAndPut", b"k3"), gave_back)
-    assert hbase.cells == {}
+    assert held(hbase) == {}
+
+
+def test_prefixes_lock_their_stripes_and_equal_prefixes_one_stripe():
+    """An add locks each scan prefix's stripe (the high bits of its Fibonacci hash, scaled):
+    the 400 prefixes of 100 random fingerprints (4-split) spread over 63 of 64 stripes and 197
+    of 256 (chance expects 63.9 and 202; a hash whose low bits follow the prefix's last byte,
+    its flag, gives 4); the same prefix always the same stripe; stripes 0 the prefixes."""
+    import random
+
+    from dedup_hbase.index.layout import Scheme
+
+    rnd, scheme = random.Random(3), Scheme(4, 1)
+    prefixes = [p for _ in range(100) for p in scheme.prefixes(rnd.getrandbits(64))]
+    assert len(set(prefixes)) == 400
+    assert len({stripe(p, 64) for p in prefixes}) == 63 and len({stripe(p, 256) for p in prefixes}) == 197
+    assert all(0 <= stripe(p, 7) < 7 for p in prefixes)
+    keys = locks(FakeHBase(), stripes=64).lock_keys(prefixes + prefixes[:10])
+    assert keys == sorted({STRIPE_TAG + stripe(p, 64).to_bytes(2, "big") for p in prefixes}) and len(keys) == 63
+    assert all(len(key) == 3 for key in keys)  # never a 5-byte prefix of a lock per prefix
+    assert locks(FakeHBase(), stripes=0).lock_keys(prefixes) == sorted(set(prefixes))
+
+
+def test_servers_must_lock_alike():
+    """The first add writes the fleet's stripes; a server of the same stripes adds, one of
+    other stripes is refused in one line saying what to give, before it takes any lock."""
+    hbase = FakeHBase()
+    with locks(hbase, stripes=64).held([b"abcde"]):
+        pass
+    assert hbase.cells == {AGREED: b"64"}
+    with locks(hbase, stripes=64).held([b"abcde"]):
+        pass
+    before = len(hbase.log)
+    with pytest.raises(StoreError, match=r"^lock_stripes=16 is not the fleet's 64 \(row 'stripes' of the locks table "
+                                         r"t_locks\): every server adding to one index must lock alike; give the "
+                                         r"store URL lock_stripes=64, or delete that row once every server is stopped$"):
+        with locks(hbase, stripes=16).held([b"abcde"]):
+            pass
+    assert [m for m, _ in hbase.log[before:]] == ["checkAndPut", "get"] and hbase.cells == {AGREED: b"64"}

@@ -31,7 +31,8 @@ def serve(ctx: typer.Context,
     GET /healthz (the process lives), GET /readyz (the store answers). With if_new a
     document is added only when nothing within k bits is indexed or earlier in the request,
     exact across servers on one HBase (leases in its locks table; the store URL's
-    fleet_locks=false turns them off where one server does all the adds, lease=S sets them).
+    fleet_locks=false turns them off where one server does all the adds, lease=S and
+    lock_stripes=N set them).
     With --tokens, check, GET docs, stats and metrics need the scope read, add write, DELETE
     delete; a server on an address other than loopback needs --tokens (or --insecure).
     docs/service.md: running it in production."""

@@ -33,6 +33,8 @@ HBase options (all optional; ``HBASE_OPTIONS`` below is the one list of them)::
                            that it is exact across any number of servers on these tables (hbase/locks.py);
                            false: exact only within one process (one server does all the adds)
     lease=30               seconds a dead server's locks block others at most (from when they see them)
+    lock_stripes=64        the locks stand for stripes of the scan prefixes: an add takes at most this
+                           many (0: one per prefix, 4 a document); the same on every server of an index
 
 ``open_store`` (stores/__init__.py) turns a ``StoreURL`` into a store.
 """
@@ -120,6 +122,7 @@ HBASE_OPTIONS: dict[str, Callable[[str], Any]] = {
     "zk_parent": _zk_parent,
     "fleet_locks": lambda text: _choice("fleet_locks", "true", "false")(text) == "true",
     "lease": _whole("lease", 1, 86400),
+    "lock_stripes": _whole("lock_stripes", 0, 65535),
 }
 
 

@@ -426,33 +426,43 @@ def target_slices(measured, core: CoreWindow, seconds: float, slices: int) -> di
             "slices": [(r["requests"] / r["service_cpu_s"], r["core"][0] / r["core"][1]) for r in parts]}
 
 
-def fleet_cost(hbase_url: str, adds: int = 300, seed: int = 7) -> list[dict]:
+FLEET_SETTINGS = ("fleet_locks=true&lock_stripes=0", "fleet_locks=true&lock_stripes=64",
+                  "fleet_locks=true&lock_stripes=256", "fleet_locks=false")
+
+
+def fleet_cost(hbase_url: str, docs: int = 3000, sizes: tuple[int, ...] = (1, 100), seed: int = 7,
+               settings: tuple[str, ...] = FLEET_SETTINGS) -> list[dict]:
     """The cost of exactness across servers, without HTTP: ``OnlineIndex.add(if_new=True)``
-    of one random fingerprint per call, ``adds`` calls in a row, with the fleet locks (the
-    default) and without (``fleet_locks=false``), each on fresh tables of ``hbase_url``."""
+    of ``docs`` random fingerprints, ``size`` a call, calls in a row, under each of
+    ``settings`` (store URL options: a lock per scan prefix, per stripe of 64 or 256, none),
+    each on fresh tables of ``hbase_url``; the settings alternate per size."""
     import random
 
     from dedup_hbase import Document, Index, open_store
     from dedup_hbase.service.online import OnlineIndex
 
     rows = []
-    for locks in ("true", "false"):
-        sep = "&" if "?" in hbase_url else "?"
-        store = open_store(f"{hbase_url}{sep}table_prefix=cost{uuid.uuid4().hex[:8]}&fleet_locks={locks}")
-        try:
-            online = OnlineIndex(Index.create(store, 4, 3))
-            rnd = random.Random(seed)
-            docs = [Document(f"d{i}", rnd.getrandbits(64)) for i in range(adds)]
-            online.add(docs[:5], if_new=True)  # connections opened, regions cached
-            started = time.perf_counter()
-            for doc in docs[5:]:
-                online.add([doc], if_new=True)
-            seconds = time.perf_counter() - started
-            rows.append({"fleet_locks": locks, "adds": adds - 5, "adds_per_s": (adds - 5) / seconds,
-                         "ms_per_add": seconds * 1000 / (adds - 5)})
-        finally:
-            store.drop()
-            store.close()
+    for size in sizes:
+        for setting in settings:
+            sep = "&" if "?" in hbase_url else "?"
+            store = open_store(f"{hbase_url}{sep}table_prefix=cost{uuid.uuid4().hex[:8]}&{setting}")
+            try:
+                online = OnlineIndex(Index.create(store, 4, 3))
+                rnd = random.Random(seed)
+                batch = [Document(f"d{i}", rnd.getrandbits(64)) for i in range(docs)]
+                online.add(batch[:5], if_new=True)  # connections opened, regions cached
+                calls = [batch[i:i + size] for i in range(5, docs, size)]
+                started, cpu = time.perf_counter(), time.process_time()
+                for call in calls:
+                    online.add(call, if_new=True)
+                seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+                added = sum(len(c) for c in calls)
+                rows.append({"setting": setting, "docs_per_call": size, "calls": len(calls),
+                             "docs_per_s": added / seconds, "ms_per_call": seconds * 1000 / len(calls),
+                             "client_cpu_ms_per_call": cpu * 1000 / len(calls)})
+            finally:
+                store.drop()
+                store.close()
     return rows
 
 

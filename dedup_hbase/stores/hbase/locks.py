@@ -5,8 +5,20 @@ Two fingerprints within k bits share the scan prefix of at least one flag (layou
 looks up and writes cannot interleave with another add whose documents could be near-duplicates
 of its own: the second one waits, then sees the first one's documents. Within one process
 ``online.py`` does this with in-memory locks; across processes these locks are rows of the
-``locks`` table (schema/tables.json), one row per prefix while held, taken on HBase's atomic
-single-row operations through the Thrift2 gateway:
+``locks`` table (schema/tables.json), one row per lock while held, taken on HBase's atomic
+single-row operations through the Thrift2 gateway.
+
+A lock stands for a stripe of the prefixes (``lock_stripes`` S of the store URL, 64 by
+default): a prefix's stripe is the high bits of its Fibonacci hash, scaled to S (``stripe``), so two adds that share a
+prefix share its stripe and stay exclusive, and an add of d documents takes at most S locks
+where it took 4d (100 documents: 64 calls to take and 64 to give back rather than 400 and
+400, each a write of HBase's log). The price: two adds of unrelated documents whose stripes
+meet wait for each other (an add of 100 documents holds about every stripe). ``lock_stripes=0``
+locks each prefix itself. Every server adding to one index must use the same S: the first
+add of a server writes it into the locks table (row ``stripes``) if absent, and a server whose
+S differs refuses its adds in one line.
+
+The operations:
 
 - take: ``checkAndPut`` without an expected value (put only if the cell is absent) of a value
   unique to this acquisition: ``owner (host:pid:random) | lease expiry (ms since the epoch) | n``;
@@ -59,9 +71,18 @@ from ...errors import StoreError
 from .wire import idl
 
 QUALIFIER = b"o"
+AGREED = b"stripes"  # the row holding the fleet's lock_stripes
+STRIPE_TAG = b"S"  # a stripe's key: the tag and the stripe as 2 bytes (3 bytes: never a 5-byte prefix)
+_FIBONACCI = 0x9E3779B97F4A7C15
 POLL_S = (0.002, 0.02)  # waiting for a lock: first and longest pause between looks
 
 logger = logging.getLogger(__name__)
+
+
+def stripe(prefix: bytes, stripes: int) -> int:
+    """The stripe (0 .. ``stripes`` - 1) of a scan prefix: the high bits of its Fibonacci hash,
+    scaled (the low bits of the product would follow the prefix's last byte, its flag alone)."""
+    return ((int.from_bytes(prefix, "big") * _FIBONACCI) % 2**64 * stripes) >> 64
 
 
 class LeaseLocks:
@@ -74,9 +95,10 @@ class LeaseLocks:
     until ``held`` is used."""
 
     def __init__(self, call: Callable, table: bytes, family: bytes, lease_s: float,
-                 parallel: Callable = lambda fn, items: [fn(x) for x in items]) -> None:
+                 parallel: Callable = lambda fn, items: [fn(x) for x in items], stripes: int = 64) -> None:
         self.call, self.table, self.family, self.lease_s = call, table, family, lease_s
-        self.parallel = parallel
+        self.parallel, self.stripes = parallel, stripes
+        self._agreed = False
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._numbers = itertools.count(1)
         self._random = random.Random()
@@ -86,19 +108,29 @@ class LeaseLocks:
         expiry_ms = int((time.time() + self.lease_s) * 1000)
         return f"{self.owner}|{expiry_ms}|{next(self._numbers)}".encode()
 
+    def lock_keys(self, prefixes: Sequence[bytes]) -> list[bytes]:
+        """The locks' keys of scan ``prefixes``, sorted, each once: their stripes' (or, with
+        ``stripes`` 0, the prefixes themselves)."""
+        if not self.stripes:
+            return sorted(set(prefixes))
+        return sorted({STRIPE_TAG + stripe(p, self.stripes).to_bytes(2, "big") for p in prefixes})
+
     @contextmanager
-    def held(self, keys: Sequence[bytes]) -> Iterator["Lease"]:
-        """Hold a lock on every key (sorted, each once) for the body; yields the ``Lease``,
-        whose ``check()`` the body calls before it writes. Gives them back after."""
-        lease, keys = Lease(self), sorted(set(keys))
+    def held(self, prefixes: Sequence[bytes]) -> Iterator["Lease"]:
+        """Hold the lock of every scan prefix (``lock_keys``) for the body; yields the
+        ``Lease``, whose ``check()`` the body calls before it writes. Gives them back after."""
+        lease, keys = Lease(self), self.lock_keys(prefixes)
         try:
             try:
-                tried = self.parallel(self._try, keys)
+                theirs = self._agree()
+                tried = [] if theirs else self.parallel(self._try, keys)
             except StoreError as e:
                 if self.table.decode() in str(e):  # HBase names a missing table and nothing else
                     raise StoreError(f"{e} (no locks table: create it with the `dedup-hbase schema` line for it "
                                      "in the HBase shell, or use fleet_locks=false)") from None
                 raise
+            if theirs:
+                raise self._refuse(theirs)
             refused = {}
             for key, (mine, sent, taken) in zip(keys, tried):
                 if taken:
@@ -113,6 +145,26 @@ class LeaseLocks:
             yield lease
         finally:
             self._give_back(lease)
+
+    def _agree(self) -> bytes | None:
+        """Once: write this process's ``stripes`` into the locks table if no server did, else
+        read the one there; returns the fleet's when it differs (the adds would not exclude
+        each other's), else None."""
+        if self._agreed:
+            return None
+        mine = str(self.stripes).encode()
+        if not self.call("checkAndPut", self.table, AGREED, self.family, QUALIFIER, None, self._put(AGREED, mine)):
+            theirs = self._read(AGREED)
+            if theirs not in (None, mine):
+                return theirs
+        self._agreed = True
+        return None
+
+    def _refuse(self, theirs: bytes) -> StoreError:
+        fleet = theirs.decode(errors="replace")
+        return StoreError(f"lock_stripes={self.stripes} is not the fleet's {fleet} (row 'stripes' of the locks table "
+                          f"{self.table.decode()}): every server adding to one index must lock alike; give the store "
+                          f"URL lock_stripes={fleet}, or delete that row once every server is stopped")
 
     def _try(self, key: bytes) -> tuple[bytes, float, bool]:
         """One attempt at ``key``, without waiting: (our value, when sent, taken)."""

@@ -42,12 +42,12 @@ class HBaseStore(Store):
                  batch_size: int = 10000, wal: bool = True, timeout: int = 60000, retries: int = 8,
                  admin_port: int = 9091, ranges_per_call: int = 1000,
                  zk: str | None = None, zk_parent: str | None = None, fleet_locks: bool = True, lease: int = 30,
-                 url: str | None = None) -> None:
+                 lock_stripes: int = 64, url: str | None = None) -> None:
         """Checks its arguments (by the rules of the URL options, url.py); connects nowhere."""
         check_hbase_options(table_prefix=table_prefix, transport=transport,
                             pool_size=pool_size, batch_size=batch_size, wal=wal, timeout=timeout,
                             retries=retries, admin_port=admin_port, ranges_per_call=ranges_per_call,
-                            fleet_locks=fleet_locks, lease=lease,
+                            fleet_locks=fleet_locks, lease=lease, lock_stripes=lock_stripes,
                             **{k: v for k, v in (("zk", zk), ("zk_parent", zk_parent)) if v is not None})
         self.host, self.port, self.admin_port = host, port, admin_port
         self.zk, self.zk_parent = zk, zk_parent  # ZooKeeper: only the Spark engine's bulk load talks to it
@@ -56,7 +56,7 @@ class HBaseStore(Store):
         self.pool_size, self.batch_size, self.wal = pool_size, batch_size, wal
         self.timeout, self.retries = timeout, retries
         self.ranges_per_call = ranges_per_call
-        self.use_fleet_locks, self.lease = fleet_locks, lease
+        self.use_fleet_locks, self.lease, self.lock_stripes = fleet_locks, lease, lock_stripes
         self.url = url or f"hbase://{host}:{port}/?table_prefix={table_prefix}"
         self.tables = Tables(table_prefix, self.url)
         self.gateways = Gateways(host, port, admin_port, pool_size=pool_size, timeout=timeout, retries=retries,
@@ -74,7 +74,7 @@ class HBaseStore(Store):
         with self._lock:
             if self._locks is None:
                 self._locks = LeaseLocks(self.gateways.call, self.tables.name("locks"), self.tables.family,
-                                         self.lease, self.gateways.parallel)
+                                         self.lease, self.gateways.parallel, self.lock_stripes)
             return self._locks
 
     def hfile_target(self) -> HFileTarget:
