@@ -44,10 +44,31 @@ def test_vectorised_simhash_equals_reference(weighted):
 def test_hex_round_trip_and_errors():
     assert to_hex(0xABC) == "0000000000000abc"
     assert parse_hex("0x0123456789ABCDEF") == 0x0123456789ABCDEF
-    for bad in ("123", "0123456789abcdeg", "", "0123456789abcdef0"):
+    for bad in ("123", "0123456789abcdeg", "", "0123456789abcdef0",
+                "0123_456789abcde", "+123456789abcdef", "-123456789abcdef", "٠١٢٣٤٥٦٧٨٩abcdef",
+                "0123456789abcde\n", "0123456789ABCDEF\x00", "0x0x23456789abcdef"):  # int(.., 16) takes some
         with pytest.raises(ValueError, match="16 hex digits"):
             parse_hex(bad)
+    assert parse_hex(" 0123456789abcdef\n") == 0x0123456789ABCDEF  # surrounding space is not part of it
     assert hamming(0b1011, 0b0001) == 2
+
+
+def test_hex_parsing_takes_exactly_sixteen_ascii_hex_digits_on_random_strings():
+    """20,000 seeded strings of 14-18 characters drawn from hex digits, their capitals, and
+    characters int() or lower() treat specially: parsed exactly when, stripped, lower-cased and
+    without a leading 0x, they are 16 of 0-9a-f, else refused."""
+    import random
+
+    rnd = random.Random(44)
+    alphabet = "0123456789abcdefABCDEF" * 4 + "_+- x\u0660\u0130\uff10g\n"
+    for _ in range(20_000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(14, 18)))
+        digits = text.strip().lower().removeprefix("0x")
+        if len(digits) == 16 and all(c in "0123456789abcdef" for c in digits):
+            assert parse_hex(text) == int(digits, 16)
+        else:
+            with pytest.raises(ValueError, match="16 hex digits"):
+                parse_hex(text)
 
 
 def test_normalize_nfkc_casefold():

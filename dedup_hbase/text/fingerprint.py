@@ -10,6 +10,7 @@ depend on summation order, CPU or process.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -21,6 +22,7 @@ from .features import featurizer_from_spec, make_featurizer
 
 DEFAULT_SEED = 0
 _CACHE_LIMIT = 1 << 20
+_HEX_DIGITS = re.compile("[0-9a-f]{16}")
 
 
 def hamming(a: int, b: int) -> int:
@@ -36,7 +38,7 @@ def to_hex(simhash: int) -> str:
 def parse_hex(text: str) -> int:
     """Parse exactly 16 hex digits (an optional ``0x`` is allowed) into an int."""
     digits = text.strip().lower().removeprefix("0x")
-    if len(digits) != 16 or any(c not in "0123456789abcdef" for c in digits):
+    if _HEX_DIGITS.fullmatch(digits) is None:  # ASCII digits only (int() takes others), no sign, no _
         raise InvalidInput(f"a simhash is 16 hex digits, not {text!r}")
     return int(digits, 16)
 
