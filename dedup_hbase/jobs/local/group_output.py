@@ -160,9 +160,9 @@ def write(folder: Path, spill: IdSpill, linked: Linked, report: GroupsReport,
                        folder / DOCUMENTS / "part-00000.parquet")
     order = np.argsort(linked.group, kind="stable")  # by group (its first member), input order within
     listed = members.take(pa.array(order, pa.int64())).to_pylist()
-    cuts = np.r_[np.flatnonzero(np.r_[True, linked.group[order][1:] != linked.group[order][:-1]]) if len(order) else [],
-                 len(order)].astype(np.int64)
-    write_group_lines((listed[cuts[g]:cuts[g + 1]] for g in range(len(cuts) - 1)), folder / GROUPS_FILE)
+    grouped = linked.group[order]
+    cuts = np.r_[np.flatnonzero(grouped[1:] != grouped[:-1]) + 1, len(grouped)].tolist() if len(grouped) else []
+    write_group_lines((listed[a:b] for a, b in zip([0, *cuts], cuts)), folder / GROUPS_FILE)
     dropped = np.flatnonzero(~kept)
     write_dropped_lines(_dropped_rows(members, linked, dropped, names), folder / DROPPED_FILE)
 
