@@ -9,10 +9,10 @@ of its own: the second one waits, then sees the first one's documents. Within on
 single-row operations through the Thrift2 gateway.
 
 A lock stands for a stripe of the prefixes (``lock_stripes`` S of the store URL, 64 by
-default): a prefix's stripe is the high bits of its Fibonacci hash, scaled to S (``stripe``), so two adds that share a
-prefix share its stripe and stay exclusive, and an add of d documents takes at most S locks
-where it took 4d (100 documents: 64 calls to take and 64 to give back rather than 400 and
-400, each a write of HBase's log). The price: two adds of unrelated documents whose stripes
+default): a prefix's stripe is the high bits of its Fibonacci hash, scaled to S (``stripe``),
+so two adds that share a prefix share its stripe and stay exclusive, and an add of d documents
+takes at most S locks where it took 4d (100 documents: 64 calls to take and 64 to give back
+rather than 400 and 400, each a write of HBase's log). The price: two adds of unrelated documents whose stripes
 meet wait for each other (an add of 100 documents holds about every stripe). ``lock_stripes=0``
 locks each prefix itself. Every server adding to one index must use the same S: the first
 add of a server writes it into the locks table (row ``stripes``) if absent, and a server whose
