@@ -26,7 +26,7 @@ import numpy as np
 from .arrays import ranges
 from .confirm import CONFIRMED_BEYOND, sketches_agree
 from .layout import SEGMENT_BITS, Scheme
-from .parts import distinct, parts_of
+from .parts import distinct, give_back, parts_of
 
 _BLOCK = 1024  # distinct fingerprints of a run compared at once (tiles of _BLOCK x _BLOCK)
 
@@ -77,15 +77,22 @@ class NearPairs:
 
 def near_pairs(simhashes: np.ndarray, scheme: Scheme, k: int) -> NearPairs:
     """The near-duplicate structure (``NearPairs``) of ``simhashes`` (uint64) within ``k`` bits."""
-    return near_pairs_of_batches([np.asarray(simhashes, dtype=np.uint64)], scheme, k)
+    scheme.check_k(k)
+    return _paired(*distinct([np.asarray(simhashes, dtype=np.uint64)]), scheme, k)
 
 
 def near_pairs_of_batches(batches: list[np.ndarray], scheme: Scheme, k: int) -> NearPairs:
-    """``near_pairs`` of the uint64 arrays ``batches`` taken as one, in order; the list is
-    emptied as it is read, so that the batches' memory goes before the pair search's comes
-    (at 10^8 fingerprints they are 800 MB)."""
+    """``near_pairs`` of the uint64 arrays ``batches`` taken as one, in order, for a search over
+    a whole corpus: the list is emptied as it is read, and the memory of the batches and of
+    their sort is given back (``parts.give_back``) before the pair search's comes (at 10^8
+    fingerprints 800 MB and more)."""
     scheme.check_k(k)
     unique, first, inverse = distinct(batches)
+    give_back()
+    return _paired(unique, first, inverse, scheme, k)
+
+
+def _paired(unique: np.ndarray, first: np.ndarray, inverse: np.ndarray, scheme: Scheme, k: int) -> NearPairs:
     found = list(distinct_pairs(unique, scheme, k))
     pairs = np.concatenate(found) if found else np.empty((0, 2), dtype=np.int64)
     return NearPairs(unique, first, inverse, pairs)
@@ -106,12 +113,12 @@ def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int, parts: int | None
         part_of = (segments >> shift).astype(np.uint16) if parts > 1 else None
         found = []
         for part in range(parts):
-            members = np.flatnonzero(part_of == part) if parts > 1 else np.arange(n)
-            mine = segments[members]
+            members = np.flatnonzero(part_of == part) if parts > 1 else None  # None: all of them
+            mine = segments if members is None else segments[members]
             ordering = np.argsort(mine, kind="stable")
-            order, ordered = members[ordering], mine[ordering]
+            order, ordered = ordering if members is None else members[ordering], mine[ordering]
             del mine, ordering
-            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else members[:0]
+            starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else order[:0]
             lengths = np.diff(np.r_[starts, len(ordered)])
             small = (lengths > 1) & (lengths <= _BLOCK)
             found.append(_by_offset(unique, order, starts[small], lengths[small], k))
@@ -132,6 +139,8 @@ def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int, parts: int | None
 def _segments(unique: np.ndarray, scheme: Scheme, flag: int, step: int = 1 << 20) -> np.ndarray:
     """``scheme.segments`` of ``unique`` as uint32 (a segment is SEGMENT_BITS wide), made
     ``step`` values at a time: the shifts' temporaries are a step's, not the whole's."""
+    if len(unique) <= step:
+        return scheme.segments(unique, flag).astype(np.uint32)
     out = np.empty(len(unique), np.uint32)
     for start in range(0, len(unique), step):
         out[start:start + step] = scheme.segments(unique[start:start + step], flag)

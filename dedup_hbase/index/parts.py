@@ -48,15 +48,20 @@ def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.nd
     batches.reverse()
     while batches:
         batch = np.asarray(batches.pop(), dtype=np.uint64)
-        code = (batch >> np.uint64(64 - bits)).astype(np.uint16) if bits else np.zeros(len(batch), np.uint16)
-        order = np.argsort(code, kind="stable")  # a radix sort of 16-bit codes
-        cuts = np.searchsorted(code[order], np.arange(parts + 1))
-        for part in np.flatnonzero(np.diff(cuts)).tolist():
-            mine = order[cuts[part]:cuts[part + 1]]
-            values[part].append(batch[mine])
-            positions[part].append((mine + offset).astype(kind))
+        if not bits:  # one part (a small search: a request's, a batch's)
+            values[0].append(batch)
+            positions[0].append(np.arange(offset, offset + len(batch), dtype=kind))
+        else:
+            code = (batch >> np.uint64(64 - bits)).astype(np.uint16)
+            order = np.argsort(code, kind="stable")  # a radix sort of 16-bit codes
+            cuts = np.searchsorted(code[order], np.arange(parts + 1))
+            for part in np.flatnonzero(np.diff(cuts)).tolist():
+                mine = order[cuts[part]:cuts[part + 1]]
+                values[part].append(batch[mine])
+                positions[part].append((mine + offset).astype(kind))
+            del code, order
         offset += len(batch)
-        del batch, code, order
+        del batch
     inverse = np.empty(n, kind)
     uniques, firsts, done = [], [], 0
     for part in range(parts):
@@ -69,7 +74,6 @@ def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.nd
         uniques.append(unique)
         firsts.append(at[first])
         done += len(unique)
-    give_back()
     unique = np.concatenate(uniques) if uniques else np.empty(0, np.uint64)
     first = np.concatenate(firsts) if firsts else np.empty(0, kind)
     return unique, first, inverse
@@ -84,7 +88,8 @@ def _trim():
 
 
 def give_back() -> None:
-    """Return the freed pages of the heap to the system (a no-op without glibc)."""
+    """Return the freed pages of the heap to the system (a no-op without glibc). It walks the
+    heap (milliseconds on a fragmented one): for the end of a large phase, never per request."""
     trim = _trim()
     if trim is not None:
         trim(0)
