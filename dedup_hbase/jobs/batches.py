@@ -21,7 +21,7 @@ from .corpus import Record
 from .workers import FingerprintPool, fingerprint_texts
 
 
-def _to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
+def to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
     """Check what can be checked without fingerprinting (setting ``error`` where a record
     fails); return the records whose text must be fingerprinted."""
     todo = []
@@ -66,7 +66,7 @@ def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], 
     carries) or its ``error``, in place, and with several ``signatures`` its ``more``; the
     texts in one batch call. ``fingerprinter`` may be None when no record has a text to
     fingerprint."""
-    todo = _to_fingerprint(batch, use_simhash)
+    todo = to_fingerprint(batch, use_simhash)
     if todo:
         _set_results(todo, fingerprint_texts(fingerprinter, _texts(todo, signatures)), signatures)
 
@@ -83,7 +83,7 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     def checked() -> Iterator[tuple[list[Record], list[Record]]]:
         it = iter(records)
         while batch := list(islice(it, batch_size)):
-            yield batch, _to_fingerprint(batch, use_simhash)
+            yield batch, to_fingerprint(batch, use_simhash)
 
     sketches = sketcher is not None or pool.short
     sketched = (lambda item: [r.text for r in item[1]]) if sketches else (lambda item: [])

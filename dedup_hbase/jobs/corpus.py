@@ -179,7 +179,7 @@ def _text(stream: IO[bytes], encoding: str) -> IO[str]:
     return io.TextIOWrapper(stream, encoding=encoding, errors="surrogateescape", newline="")
 
 
-def _encoding(head: bytes, wanted: str, source: str, say: bool = True) -> tuple[str | None, int]:
+def encoding_of(head: bytes, wanted: str, source: str, say: bool = True) -> tuple[str | None, int]:
     """The encoding a file starting with ``head`` is read in (``wanted``, or the one detected for
     ``auto``, said in the log when ``say``; None when none fits) and the length of its byte-order
     mark, which is not read."""
@@ -203,7 +203,7 @@ def _read_stream(stream: IO[bytes], source: str, fmt: str, fields: Fields, first
         return
     encoding, reason = fields.encoding, None
     if first_line == 1:
-        encoding, skip = _encoding(head, fields.encoding, source)
+        encoding, skip = encoding_of(head, fields.encoding, source)
         head = head[len(stream.read(skip)):]
         reason = binary_reason(head, encoding) if encoding else NO_ENCODING
     if reason:  # one reject for the whole file
@@ -327,7 +327,7 @@ def _lines(text: IO[str], source: str, first_line: int = 1, invalid: str = "inva
 
 def _whole_file(stream: IO[bytes], source: str, doc_id: str, wanted: str = encodings.DEFAULT) -> Record:
     data = stream.read()
-    encoding, skip = _encoding(data[:1 << 16], wanted, source)
+    encoding, skip = encoding_of(data[:1 << 16], wanted, source)
     reason = binary_reason(data[skip:skip + _SNIFF], encoding) if encoding else NO_ENCODING
     if reason:
         return Record(source, 1, id=doc_id, error=reason)
@@ -392,7 +392,7 @@ def columns_of(path: Path, fmt: str, fields: Fields) -> list[str] | None:
                 import pyarrow.parquet as pq
 
                 return list(pq.ParquetFile(stream if stream.seekable() else io.BytesIO(stream.read())).schema_arrow.names)
-            encoding, skip = _encoding(stream.peek(1 << 16), fields.encoding, str(path), say=False)
+            encoding, skip = encoding_of(stream.peek(1 << 16), fields.encoding, str(path), say=False)
             stream.read(skip)
             line = _text(stream, encoding or encodings.DEFAULT).readline()
             return next(csv.reader([line], delimiter=fields.separator(kind)), [])

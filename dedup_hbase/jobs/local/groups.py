@@ -26,6 +26,7 @@ from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import read_records
+from ..fingerprint_blocks import fingerprint_parts
 from ..options import GroupsOptions
 from ..outputs import prepare_out, via_weight, write_summary
 from ..reports import GroupsReport, rejects_file
@@ -205,13 +206,13 @@ def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter
     sketches: list[np.ndarray] = []
     signatures = options.signatures
     sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
+    if options.fingerprints:
+        return _read_fingerprints(paths, options, fingerprinter.label, report, spill), leads, sketches
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
                                                                    sketcher, options.short is not None) as pool:
         records = read_records(paths, options.fmt, options.fields)
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, signatures):
             good = report.count(batch, rejects)
-            if options.fingerprints:
-                check_featurizers(good, fingerprinter.label, "the one asked for (--featurizer)")
             spill.append(pa.array([r.id for r in good], pa.string()))
             _gather(chunks, np.fromiter((r.simhash for r in good), dtype=np.uint64, count=len(good)))
             if len(signatures) > 1:
@@ -219,6 +220,20 @@ def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter
             if sketcher is not None or options.short is not None:
                 _gather(sketches, np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
     return chunks, leads, sketches
+
+
+def _read_fingerprints(paths: list[str], options: GroupsOptions, label: str, report: GroupsReport,
+                       spill: IdSpill) -> list[np.ndarray]:
+    """``_read`` of ``--fingerprints`` (fingerprint_blocks.py: a block of lines at a time)."""
+    chunks: list[np.ndarray] = []
+    with rejects_file(options.rejects) as rejects:
+        for part in fingerprint_parts(paths, options.fmt, options.fields, label, options.batch_size):
+            report.count(part.rejected, rejects)
+            report.count_rows(None, len(part.ids), part.text_bytes)
+            check_featurizers(part.featurized, label, "the one asked for (--featurizer)")
+            spill.append(part.ids)
+            _gather(chunks, part.simhashes)
+    return chunks
 
 
 def _gather(arrays: list[np.ndarray], batch: np.ndarray, size: int = 1 << 20) -> None:
