@@ -37,7 +37,7 @@ def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.nd
     ``parts`` parts by the top bits (a power of two; by default ``parts_of``). The batches are
     first moved into their parts, each let go once moved (the list is emptied), then each
     part is made unique and let go: the memory is about 16 bytes a value besides a part's
-    sort, never the input and its sort at once."""
+    sort, never the input and its sort at once, nor the parts' results and their whole."""
     n = sum(len(batch) for batch in batches)
     kind = position_type(n)
     parts = parts_of(n) if parts is None else parts
@@ -63,19 +63,19 @@ def distinct(batches: list[np.ndarray], parts: int | None = None) -> tuple[np.nd
         offset += len(batch)
         del batch
     inverse = np.empty(n, kind)
-    uniques, firsts, done = [], [], 0
+    unique, first, done = np.empty(n, np.uint64), np.empty(n, kind), 0  # untouched pages take no memory
     for part in range(parts):
         if not values[part]:
             continue
         mine, at = np.concatenate(values[part]), np.concatenate(positions[part])
         values[part] = positions[part] = None
-        unique, first, local = np.unique(mine, return_index=True, return_inverse=True)
+        part_unique, part_first, local = np.unique(mine, return_index=True, return_inverse=True)
         inverse[at] = local.ravel() + done
-        uniques.append(unique)
-        firsts.append(at[first])
-        done += len(unique)
-    unique = np.concatenate(uniques) if uniques else np.empty(0, np.uint64)
-    first = np.concatenate(firsts) if firsts else np.empty(0, kind)
+        unique[done:done + len(part_unique)] = part_unique
+        first[done:done + len(part_unique)] = at[part_first]
+        done += len(part_unique)
+    unique.resize(done, refcheck=False)  # in place (no copy beside it); nothing else refers to them
+    first.resize(done, refcheck=False)
     return unique, first, inverse
 
 
