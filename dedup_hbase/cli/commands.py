@@ -23,6 +23,7 @@ from .. import __version__
 from ..errors import InvalidInput
 from ..index.confirm import parse_short
 from ..index.index import Index, fingerprinter_for
+from ..index.plan import best_scheme
 from ..index.retention import parse_duration
 from ..jobs import engines
 from ..jobs.batches import fingerprint_records
@@ -30,7 +31,7 @@ from ..jobs.corpus import FORMATS, Fields, read_records
 from ..jobs.interrupts import STOPS, Interrupted, exit_status, sigterm_raises
 from ..jobs.options import DEFAULT_K, SCHEME_5_FROM, CheckOptions, GroupsOptions, LoadOptions, SparkOptions
 from ..jobs.reports import JobReport
-from ..stores import DEFAULT_URL, ENV_VAR
+from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.encodings import check_encoding, decode, label
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
 from ..text.shorts import MEASURED_BITS
@@ -48,6 +49,7 @@ from .command import (
     exit_for_damage,
     exit_for_rejects,
     out,
+    whole_count,
 )
 from .command import Command as _Command
 
@@ -99,7 +101,7 @@ Seed = Annotated[int | None, typer.Option(help="mmh3 seed of the feature hashes 
 
 
 @_command
-def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 (4 blocks, flags 1-4), 5 (5 blocks in pairs, flags 1-10) or B/m. Default: 4, or the cheapest scheme for k > 3.")] = None,
+def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 (4 blocks, flags 1-4), 5 (5 blocks in pairs, flags 1-10) or B/m. Default: the cheapest at --docs N, else 4 (the cheapest for k > 3).")] = None,
          k: Annotated[int, typer.Option("--k", "-k", help="Default max differing bits of a lookup.")] = 3,
          featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
          regions: Annotated[int | None, typer.Option(help="HBase: regions of the index table (pre-split on the first key byte).")] = None,
@@ -108,12 +110,16 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
          confirm: Annotated[int | None, typer.Option(help="With --k above 3: a match beyond 3 bits also needs a second SimHash of the text (another seed) within this many bits, such as --k 8 --confirm 14 (8 more bytes a document row; docs/quality.md).")] = None,
          short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="T|off", help=f"A match of which either document is under 200 characters also needs both to be, with a character-bigram sketch of each within T bits, at any distance (a sketch in each cell; docs/quality.md). Default {MEASURED_BITS} (measured); off: short texts match on their 64 bits alone (needed to load --fingerprints).")] = None,
-         preset: Preset = None, json_: Json = False) -> None:
+         preset: Preset = None,
+         docs: Annotated[int | None, typer.Option(metavar="N", parser=whole_count, help="The documents the index is for (1e8): without --scheme, the scheme whose lookups cost least at N on this store, as measured (plan --docs N shows the costs).")] = None,
+         json_: Json = False) -> None:
     """Create an empty index: tables, scheme, k, featurizer and signatures.
 
     --preset names a measured setting (dedup-hbase plan --preset NAME shows its cost): default,
     or recall (--signatures body,lead150 --probes 8,1 --confirm 14). An option given beside it
     overrides the preset's."""
+    if scheme is None and docs is not None:
+        scheme = best_scheme(k, docs, "hbase" if parse_store_url(ctx.obj.url).kind == "hbase" else "embedded").name
     fingerprinter = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     index = Index.create(ctx.obj.store(create=True), scheme, k, fingerprinter, regions, ttl and parse_duration(ttl),
                          signatures, probes, confirm, preset, parse_short(short_texts))

@@ -14,10 +14,9 @@ from math import comb
 
 from ..errors import InvalidInput
 from ..text.signatures import Signatures
+from .costs import MEASURED
 from .layout import KEY_BYTES, SIGNATURE_FLAGS, SKETCH_BYTES, Scheme
 
-# One prefix scan (a seek) costs about as much as reading this many candidate rows.
-SEEK_COST = 100
 # An HBase KeyValue: key length 4 + value length 4 + row length 2 + row + family
 # length 1 + family 1 + qualifier + timestamp 8 + type 1, before encoding/compression.
 HBASE_CELL_OVERHEAD = 21
@@ -36,6 +35,8 @@ class PlanRow:
     candidates: float
     signatures: int = 1  # per document: flags, rows, bytes and candidates are of all of them
     scans: int = 0  # prefix scans per lookup, probes included
+    embedded_us: float = 0.0  # a batched lookup's µs, modelled from measured runs (costs.py)
+    hbase_us: float = 0.0
 
     def to_dict(self) -> dict:
         return self.__dict__.copy()
@@ -51,8 +52,10 @@ def plan(scheme: Scheme, docs: int, id_bytes: int = 16, signatures: int = 1, pro
     lookups = signatures + probes
     candidates = lookups * sum(docs / 2 ** scheme.segment_bits(f) for f in range(1, len(scheme.flags) + 1))
     cell = KEY_BYTES + id_bytes + (SKETCH_BYTES if sketch else 0)
+    scans = len(scheme.flags) * lookups
     return PlanRow(scheme.name, scheme.blocks, scheme.take, scheme.max_k, flags, rows, rows * cell,
-                   rows * (cell + HBASE_CELL_OVERHEAD), candidates, signatures, len(scheme.flags) * lookups)
+                   rows * (cell + HBASE_CELL_OVERHEAD), candidates, signatures, scans,
+                   MEASURED["embedded"].lookup_us(scans, candidates), MEASURED["hbase"].lookup_us(scans, candidates))
 
 
 def plans(docs: int, k: int = 3, id_bytes: int = 16, signatures: Signatures = Signatures(),
@@ -80,11 +83,28 @@ def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Sig
              f"{f', a sketch in each cell (+{SKETCH_BYTES} bytes)' if sketch else ''}"
              " (uniform fingerprints assumed)",
              f"{'scheme':>7} {'flags':>5} {'max k':>5} {'index rows':>16} {'key bytes':>10} "
-             f"{'HBase bytes':>11} {'candidates/lookup':>17}" + (f" {'scans/lookup':>12}" if probes else "")]
+             f"{'HBase bytes':>11} {'candidates/lookup':>17}" + (f" {'scans/lookup':>12}" if probes else "")
+             + f" {'µs/lookup embedded':>18} {'HBase':>8}"]
+    best = {name: min(getattr(r, name) for r in rows) for name in ("embedded_us", "hbase_us")}
     lines += [f"{r.scheme:>7} {r.flags:>5} {r.max_k:>5} {r.index_rows:>16,} {human_bytes(r.key_bytes):>10} "
               f"{human_bytes(r.hbase_bytes):>11} {r.candidates:>17,.1f}" + (f" {r.scans:>12}" if probes else "")
+              + "".join(f" {getattr(r, name):>{width - 1},.0f}{'*' if getattr(r, name) == best[name] else ' '}"
+                        for name, width in (("embedded_us", 18), ("hbase_us", 8))).rstrip()
               for r in rows]
+    lines += ["* the least per store: the scheme `init --docs N` takes there. µs/lookup = fixed + scans x per scan"
+              " + candidates x per candidate,", "  fitted to measured checks of 10^5 queries: lookups/s (candidates a"
+              " lookup) (dedup_hbase/index/costs.py):"]
+    for c in MEASURED.values():
+        lines += [f"  {c.store}: {c.fixed:,.0f} + {c.per_scan:,.1f}/scan + {c.per_candidate:,.3f}/candidate µs, from "
+                  + ", ".join(f"{r.scheme}-split at {_power(r.docs)} {r.lookups_per_s:,.0f}/s ({r.candidates:,.0f})"
+                              for r in c.runs), f"    ({c.basis})"]
     return "\n".join(lines)
+
+
+def _power(n: int) -> str:
+    """10^6 for a power of ten, else the number."""
+    digits = str(n)
+    return f"10^{len(digits) - 1}" if digits.strip("0") == "1" else f"{n:,}"
 
 
 def human_bytes(n: float) -> str:
@@ -113,13 +133,14 @@ def schemes_for(k: int) -> list[Scheme]:
     return found
 
 
-def best_scheme(k: int, docs: int = 10**9) -> Scheme:
-    """The scheme for ``k`` with the least work per lookup at ``docs`` documents
-    (candidates + SEEK_COST per prefix scan)."""
+def best_scheme(k: int, docs: int = 10**9, store: str = "embedded") -> Scheme:
+    """The scheme for ``k`` whose batched lookup costs least at ``docs`` documents on ``store``
+    ("embedded" or "hbase"), by the costs measured on each (costs.py); fewer flags on a tie."""
     options = schemes_for(k)
     if not options:
         raise InvalidInput(f"no scheme on a 13-byte row key guarantees k={k}")
-    return min(options, key=lambda s: (plan(s, docs).candidates + SEEK_COST * len(s.flags), len(s.flags)))
+    costs = MEASURED[store]
+    return min(options, key=lambda s: (round(costs.lookup_us(len(s.flags), plan(s, docs).candidates), 1), len(s.flags)))
 
 
 def choose_scheme(k: int, scheme: Scheme | str | int | None = None) -> Scheme:

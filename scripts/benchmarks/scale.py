@@ -3,7 +3,7 @@
 
 Per size: seeded synthetic fingerprints with planted structure (``plant``), written once as a
 ``--fingerprints`` JSON-lines file and reused (cached by size and seed in ``--scale-dir``). For the
-scheme ``plan``'s cost model picks at that N (``best_scheme``: candidates + a seek per scan) and the
+scheme ``plan`` picks at that N on the embedded store (``best_scheme``: the lookup costs of index/costs.py) and the
 other one of the 4- and 5-split: ``init`` (not timed), ``load`` (wall, CPU of the process tree,
 rows/s, peak RSS, bytes per fingerprint on disk as the load leaves it and once compacted),
 ``check`` of the queries (lookups/s) and ``groups`` on the local engine (wall, CPU, peak RSS). Each

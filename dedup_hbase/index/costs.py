@@ -1,0 +1,82 @@
+"""What a lookup costs on each store, from measured runs, and so which scheme suits N documents.
+
+A batched lookup (``check``) of a scheme at N documents costs, per lookup, about
+
+    fixed + scans x per_scan + candidates x per_candidate
+
+where ``scans`` are the scheme's prefix scans (its flags) and ``candidates`` the cells they return
+(plan.py: N / 2^segment bits a flag for uniform fingerprints). The three figures of each store are
+fitted (least squares) to whole ``check --fingerprints --json`` commands of the scale bench
+(``scripts/bench scale``, docs/benchmarks.md "Scale"; 10^5 queries, half near an indexed
+fingerprint): the 4- and the 5-split at 10^5 documents, where the candidates are few and the scans
+tell, and at 10^6, where the 4-split's candidates tell. A run's candidates are the cells its lookups
+read on average, counted on its own index and queries (the bench's planted copies included: one
+fingerprint's 1,000 or 10,000 copies triple the 4-split's reads at 10^5). The start of the command
+is in ``fixed``. ``MEASURED`` holds those runs, so that ``plan`` can show what its choice rests on;
+the fit is made from them when this module is imported.
+
+What this does not model: the load (the 5-split writes 2.5 times the rows of the 4-split) and the
+disk (plan.py's bytes), the skew of the corpus planned for (plan.py assumes uniform fingerprints), an index
+larger than the memory that caches it (HBase's block cache, the page cache), probes, signatures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured ``check``: ``docs`` indexed, ``scans`` and ``candidates`` a lookup (plan.py's
+    figures for the scheme at ``docs``), and the command's lookups per second."""
+
+    scheme: str
+    docs: int
+    scans: int
+    candidates: float
+    lookups_per_s: float
+
+
+@dataclass(frozen=True)
+class StoreCosts:
+    """A store's cost of a lookup in µs: ``fixed``, ``per_scan`` and ``per_candidate``, fitted to
+    ``runs`` (``basis`` says where they were measured)."""
+
+    store: str
+    fixed: float
+    per_scan: float
+    per_candidate: float
+    runs: tuple[Run, ...]
+    basis: str
+
+    def lookup_us(self, scans: float, candidates: float) -> float:
+        """The modelled µs of one batched lookup."""
+        return self.fixed + scans * self.per_scan + candidates * self.per_candidate
+
+
+def fitted(store: str, runs: tuple[Run, ...], basis: str) -> StoreCosts:
+    """``StoreCosts`` by least squares over the runs' µs a lookup (no figure below 0)."""
+    a = np.array([[1.0, r.scans, r.candidates] for r in runs])
+    us = np.array([1e6 / r.lookups_per_s for r in runs])
+    fixed, per_scan, per_candidate = (max(0.0, float(x)) for x in np.linalg.lstsq(a, us, rcond=None)[0])
+    return StoreCosts(store, fixed, per_scan, per_candidate, runs, basis)
+
+
+BASIS = ("scripts/bench scale --sizes 1e5,1e6 --scale-hbase URL at 33ea8d1, 2026-12-04, the machine "
+         "otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
+MEASURED = {
+    "embedded": fitted("embedded", (
+        Run("4", 10**5, 4, 20.5, 18255.0),
+        Run("5", 10**5, 10, 28.3, 11496.0),
+        Run("4", 10**6, 4, 187.8, 13252.0),
+        Run("5", 10**6, 10, 254.8, 10717.0),
+    ), BASIS),
+    "hbase": fitted("hbase", (
+        Run("4", 10**5, 4, 20.5, 6039.0),
+        Run("5", 10**5, 10, 28.3, 4264.0),
+        Run("4", 10**6, 4, 187.8, 2190.0),
+        Run("5", 10**6, 10, 254.8, 1431.0),
+    ), BASIS),
+}
