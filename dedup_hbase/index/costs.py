@@ -64,8 +64,8 @@ def fitted(store: str, runs: tuple[Run, ...], basis: str) -> StoreCosts:
     return StoreCosts(store, fixed, per_scan, per_candidate, runs, basis)
 
 
-BASIS = ("scripts/bench scale --sizes 1e5,1e6 --scale-hbase URL at 33ea8d1, 2026-12-04, the machine "
-         "otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
+BASIS = ("scripts/bench scale at 10^5 and 10^6 documents, with an HBase beside it, at 33ea8d1, 2026-12-04, "
+         "the machine otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
 MEASURED = {
     "embedded": fitted("embedded", (
         Run("4", 10**5, 4, 20.5, 18255.0),
