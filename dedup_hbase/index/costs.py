@@ -66,17 +66,11 @@ def fitted(store: str, runs: tuple[Run, ...], basis: str) -> StoreCosts:
 
 BASIS = ("scripts/bench scale at 10^5 and 10^6 documents, with an HBase beside it, at 33ea8d1, 2026-12-04, "
          "the machine otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
-MEASURED = {
-    "embedded": fitted("embedded", (
-        Run("4", 10**5, 4, 20.5, 18255.0),
-        Run("5", 10**5, 10, 28.3, 11496.0),
-        Run("4", 10**6, 4, 187.8, 13252.0),
-        Run("5", 10**6, 10, 254.8, 10717.0),
-    ), BASIS),
-    "hbase": fitted("hbase", (
-        Run("4", 10**5, 4, 20.5, 6039.0),
-        Run("5", 10**5, 10, 28.3, 4264.0),
-        Run("4", 10**6, 4, 187.8, 2190.0),
-        Run("5", 10**6, 10, 254.8, 1431.0),
-    ), BASIS),
-}
+# The checks measured: scheme, documents, scans and candidates a lookup, lookups/s embedded and on HBase.
+CHECKS = (("4", 10**5, 4, 20.5, 18255.0, 6039.0),
+          ("5", 10**5, 10, 28.3, 11496.0, 4264.0),
+          ("4", 10**6, 4, 187.8, 13252.0, 2190.0),
+          ("5", 10**6, 10, 254.8, 10717.0, 1431.0))
+MEASURED = {store: fitted(store, tuple(Run(scheme, docs, scans, candidates, rates[i])
+                                       for scheme, docs, scans, candidates, *rates in CHECKS), BASIS)
+            for i, store in enumerate(("embedded", "hbase"))}

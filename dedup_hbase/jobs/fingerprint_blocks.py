@@ -17,6 +17,8 @@ Any other block is read by the record reader from its first line, so that reader
 rule: a file read here gives the same ids, simhashes, featurizers and rejects (with their lines)
 as read record by record (tests/test_fingerprint_blocks.py, on hostile input too). Other inputs
 (stdin, Parquet, CSV, another encoding, a byte-order mark) are read record by record whole.
+``groups --fingerprints`` reads this way; ``load`` and ``check`` keep the record reader (their
+time is in the index and the lookups: docs/benchmarks.md, "Groups").
 """
 
 from __future__ import annotations
