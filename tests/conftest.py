@@ -68,7 +68,7 @@ def require_or_skip(reason: str):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
-    """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 4``) each test goes to a process
+    """Under xdist's ``--dist loadgroup`` (scripts/test: ``-n 3``) each test goes to a process
     by group:
 
     - the tests of tests/test_cluster.py and every other test of the pip-installed virtualenv
