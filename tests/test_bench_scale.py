@@ -104,13 +104,14 @@ def test_check_answers_against_brute_force(tmp_path):
 
 def test_the_scale_bench_runs_at_1e5_and_every_answer_is_exact(tmp_path):
     """The smoke run of ``scripts/bench scale`` (issue 43: it cannot rot): N = 10^5, 10^4 check
-    queries of which 10^3 against the brute force, both schemes; the whole commands run, and
+    queries of which 10^3 against the brute force (through ``check`` and through ``serve``, then a
+    second of single lookups under the load generator), both schemes; the whole commands run, and
     every sampled answer and the groups equal the planted structure (a wrong one fails the run)."""
     import subprocess
 
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench"), "scale", "--sizes", "1e5",
                            "--scale-queries", "1e4", "--scale-sampled", "1e3", "--scale-dir", str(tmp_path / "data"),
-                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=900)
+                           "--scale-serve", "1", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     (result,) = json.loads((tmp_path / "out" / "results.json").read_text())["scale"]["results"]
     p = plant(100_000, 7)
@@ -119,4 +120,7 @@ def test_the_scale_bench_runs_at_1e5_and_every_answer_is_exact(tmp_path):
     for scheme, r in result["schemes"].items():
         assert (r["load"]["summary"]["indexed"], r["check"]["exact"], r["check"]["sampled"]) == (100_000, True, 1000)
         assert (r["groups"]["exact"], r["groups"]["summary"]["multi_groups"]) == (True, planted_groups), scheme
+        # the sampled answers through the service too, then a second of single lookups, none refused
+        assert (r["serve"]["wrong"], r["serve"]["sampled"], r["serve"]["errors"]) == (None, 1000, 0), scheme
+        assert r["serve"]["requests"] > 0 and r["serve"]["p99_us"] >= r["serve"]["p50_us"] > 0
     assert "| load: wall s | 4 |" in (tmp_path / "out" / "bench.md").read_text()

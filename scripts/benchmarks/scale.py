@@ -6,7 +6,8 @@ Per size: seeded synthetic fingerprints with planted structure (``plant``), writ
 scheme ``plan`` picks at that N on the embedded store (``best_scheme``: the lookup costs of index/costs.py) and the
 other one of the 4- and 5-split: ``init`` (not timed), ``load`` (wall, CPU of the process tree,
 rows/s, peak RSS, bytes per fingerprint on disk as the load leaves it and once compacted),
-``check`` of the queries (lookups/s) and ``groups`` on the local engine (wall, CPU, peak RSS). Each
+``check`` of the queries (lookups/s), single lookups through ``serve`` under wrk (scale_serve.py:
+requests/s, p50, p99; ``--scale-serve 0``: none) and ``groups`` on the local engine (wall, CPU, peak RSS). Each
 command runs in its own process tree under a child subreaper (``groups.measure``): CPU and peak
 RSS are the rusage of every descendant. Exactness: sampled check answers against numpy brute force
 over all N, and the groups against the union of the planted structure (a wrong answer fails the run).
@@ -274,6 +275,14 @@ def run_size(report: Report, args, n: int) -> dict:
         if wrong:
             report.fail(f"check at N = {n:,}, scheme {scheme}: {wrong}")
         r["check"] = {**check, "exact": wrong is None, "sampled": len(truth)}
+        if args.scale_serve:
+            from .scale_serve import run_serve
+
+            progress(f" {check['wall_s']:.1f} s; serve ...")
+            r["serve"] = run_serve(args, dh, store, queries_file, every, work / "check",
+                                   lambda stdout: check_answers(stdout, truth, every))
+            if r["serve"]["wrong"] or r["serve"]["errors"]:
+                report.fail(f"serve at N = {n:,}, scheme {scheme}: {r['serve']['wrong'] or r['serve']['first_errors']}")
         progress(f" {check['wall_s']:.1f} s; groups ...")
         groups = measure([*dh, "groups", "--fingerprints", "--json", "--scheme", scheme, "--k", str(K),
                           "--out", str(work / "groups" / "out"), str(fps_file)], work / "groups")
@@ -284,7 +293,8 @@ def run_size(report: Report, args, n: int) -> dict:
         r["groups"] = {**groups, "exact": wrong is None, "chance_merges": chance}
         progress(f" {groups['wall_s']:.1f} s\n")
         for part in r.values():
-            part["stderr"] = part["stderr"][-1000:]
+            if "stderr" in part:
+                part["stderr"] = part["stderr"][-1000:]
         if args.scale_hbase:
             from .scale_hbase import run_scheme
 
@@ -311,6 +321,9 @@ FIGURES = [  # (label, function of (n, flags, results of one scheme) -> value, f
     ("check: CPU s", lambda n, f, r: r["check"]["cpu_s"], "{:,.1f}"),
     ("check: lookups/s (wall, whole command)", lambda n, f, r: r["queries"] / r["check"]["wall_s"], "{:,.0f}"),
     ("check: peak RSS MB", lambda n, f, r: r["check"]["max_rss_mb"], "{:,.0f}"),
+    ("serve: single lookups/s (wrk)", lambda n, f, r: (r.get("serve") or {}).get("per_s"), "{:,.0f}"),
+    ("serve: p50 µs", lambda n, f, r: (r.get("serve") or {}).get("p50_us"), "{:,.0f}"),
+    ("serve: p99 µs", lambda n, f, r: (r.get("serve") or {}).get("p99_us"), "{:,.0f}"),
     ("groups: wall s", lambda n, f, r: r["groups"]["wall_s"], "{:,.1f}"),
     ("groups: CPU s", lambda n, f, r: r["groups"]["cpu_s"], "{:,.1f}"),
     ("groups: peak RSS MB (largest process)", lambda n, f, r: r["groups"]["max_rss_mb"], "{:,.0f}"),

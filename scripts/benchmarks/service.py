@@ -52,11 +52,12 @@ def production_options(work: Path) -> list[str]:
     return ["--tokens", str(tokens), "--access-log", str(work / "access.log")]
 
 
-def start_service(store: str, log: Path, port: int = 0, options: list[str] = ()) -> tuple[subprocess.Popen, str]:
-    """``dedup-hbase serve`` on ``port`` (0: a free one) with ``options``, its stderr into ``log`` (a file:
-    a pipe nobody reads would stall the service once full); the URL it serves."""
+def start_service(store: str, log: Path, port: int = 0, options: list[str] = (),
+                  command: list[str] = ("dedup-hbase",)) -> tuple[subprocess.Popen, str]:
+    """``dedup-hbase serve`` (``command``) on ``port`` (0: a free one) with ``options``, its stderr into
+    ``log`` (a file: a pipe nobody reads would stall the service once full); the URL it serves."""
     with open(log, "w") as err:
-        proc = subprocess.Popen(["dedup-hbase", "serve", "--store", store, "--port", str(port), *options], stderr=err,
+        proc = subprocess.Popen([*command, "serve", "--store", store, "--port", str(port), *options], stderr=err,
                                 text=True)
     deadline = time.monotonic() + 120
     while not (line := log.read_text().partition("\n")[0]).startswith("serving ") or not line.endswith("stops"):
