@@ -17,10 +17,11 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   Spark Connect server beside the cluster's master (the environment shipped as the session's
   artifact): the local engine's cells; ``check --add-new`` in classic mode with a worker and a
   region server killed part way: the local engine's records, and the index then as ``load
-  --skip-near-dups`` leaves it; ``groups`` through Connect: the local engine's output;
+  --skip-near-dups`` leaves it;
 * a region split forced while a load's HFiles are written: the files are refused (the
   HBASE-30501 guard), cut again at the new regions and loaded: the local engine's index;
-* HBase's master killed: ``stats``, ``check`` and ``load`` answer; ``init`` ends with one line
+* HBase's master killed (the balancer off and no region in transition first): ``stats``,
+  ``check`` and ``load`` answer; ``init`` ends with one line
   after its timeout; ``scripts/cluster-local restart master``, and ``init`` works;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
   with ``add?if_new=true``, a region server killed part way: each cluster indexed once.
@@ -448,10 +449,12 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
     ``check --add-new`` of 1,500 texts (halves and copies of indexed ones, new ones) with a worker
     and a region server killed part way (lookups and confirmations in the executors, HBase's
     client there) gives the local engine's records, and the index a local ``load
-    --skip-near-dups`` leaves. Before that, ``groups`` of both files through Connect: the local
-    engine's output byte for byte (the Connect server stopped then: its application holds every
-    core of the workers, a classic job would wait for them). (One test for both modes: each Spark job on the cluster costs a session
-    of its own, and the cells and records are the same comparison.)"""
+    --skip-near-dups`` leaves (the Connect server stopped first: its application holds every core
+    of the workers, a classic job would wait for them). (One test for both modes: each Spark job
+    on the cluster costs a session of its own, and the cells and records are the same comparison.
+    ``groups`` through Connect is test_spark_connect.py's, on local[2]: on the cluster it proved
+    nothing this load does not, the environment shipped as the session's artifact, and cost about
+    80 s alone, 150 s in the suite.)"""
     rnd = random.Random(11)
     texts = news(3000, 3)
     base = texts[:1500]
@@ -477,16 +480,8 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
         for found in pythons:  # <worker dir>/<app>/<executor>/<session>/env/bin/python: the artifact, unpacked
             env = Path(found["python"]).parent.parent
             assert env.name == "env" and found["dedup_hbase"] == str(env / "lib/python3.11/site-packages/dedup_hbase/__init__.py")
-        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "q-base.jsonl"))
-        run(cluster, pip_installed, work, "groups", *remote, "--out", f"{cluster['HDFS']}/tmp/connect-groups",
-            f"{cluster['HDFS']}/tmp/q-base.jsonl", f"{cluster['HDFS']}/tmp/q-new.jsonl")
         cl(cluster, "connect", "stop")  # its application holds every core of the workers
-        run(cluster, pip_installed, work, "groups", "--out", str(work / "local-q-groups"), str(work / "q-base.jsonl"),
-            str(work / "q-new.jsonl"))
-        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/connect-groups", str(work / "connect-groups"))
-        for name in ("groups.jsonl", "dropped.jsonl"):
-            assert (work / "connect-groups" / name).read_text() == (work / "local-q-groups" / name).read_text()
-        assert (work / "local-q-groups" / "groups.jsonl").read_text().count("\n") >= 200  # the copies: 200 planted
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "q-base.jsonl"))
         for table in ("index", "docs"):  # the document rows: two simhashes and the sketch, then the metadata
             assert table_cells(urls[0], table, 24) == table_cells(urls[1], table, 24)
         out = f"{cluster['HDFS']}/tmp/check-{os.getpid()}"
@@ -602,6 +597,10 @@ def test_with_the_master_down_the_index_answers_and_init_says_so_in_one_line(clu
     url, other = (f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("m", "n"))
     run(cluster, pip_installed, work, "init", "--store", url, "--regions", "2", "--short-texts", "off")
     run(cluster, pip_installed, work, "load", "--store", url, "--fingerprints", "-q", str(work / "m-base.jsonl"))
+    # nothing moving when the master dies: a region the balancer moves then (after the region server
+    # a test before restarted, its periodic run may) stays closed until the master is back, and a
+    # read of it waits for that (a run of this test once: `stats` without an answer for 2 x 60 s)
+    cl(cluster, "admin", "quiet")
     cl(cluster, "kill", "master")
     try:
         stats = json.loads(run(cluster, pip_installed, work, "stats", "--store", url, "--json").stdout)
@@ -621,6 +620,7 @@ def test_with_the_master_down_the_index_answers_and_init_says_so_in_one_line(clu
             "once it is"])
     finally:
         restore(cluster, "master", "")
+        cl(cluster, "admin", "balancer", "on")
     run(cluster, pip_installed, work, "init", "--store", other, "--short-texts", "off")
     for each in (url, other):
         with open_store(each) as store:

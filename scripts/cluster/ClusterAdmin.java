@@ -7,6 +7,11 @@
 //   ClusterAdmin balance             run the balancer (retried while regions are in transition) and
 //                             wait until no region is in transition
 //   ClusterAdmin regions TABLE       print each region's start key (hex) and server
+//   ClusterAdmin quiet               switch the balancer off and wait until no region is in
+//                             transition: nothing moves until `balancer on` (before the master is
+//                             killed: a region the balancer is moving then stays closed until the
+//                             master is back)
+//   ClusterAdmin balancer on|off     switch the balancer (the switch outlives a master's restart)
 import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseConfiguration;
@@ -54,6 +59,24 @@ public class ClusterAdmin {
           System.out.println("balanced");
           break;
         }
+        case "quiet": {
+          admin.balancerSwitch(false, true);
+          while (!admin.getClusterMetrics().getRegionStatesInTransition().isEmpty()) {
+            if (System.currentTimeMillis() > deadline) throw new IllegalStateException("regions in transition after 120 s");
+            Thread.sleep(200);
+          }
+          System.out.println("quiet: the balancer off, no region in transition");
+          break;
+        }
+        case "balancer": {
+          if (args.length < 2 || !(args[1].equals("on") || args[1].equals("off"))) {
+            System.err.println("usage: ClusterAdmin balancer on|off");
+            System.exit(2);
+          }
+          admin.balancerSwitch(args[1].equals("on"), true);
+          System.out.println("the balancer " + args[1]);
+          break;
+        }
         case "regions": {
           try (RegionLocator locator = connection.getRegionLocator(TableName.valueOf(args[1]))) {
             List<HRegionLocation> all = locator.getAllRegionLocations();
@@ -64,7 +87,7 @@ public class ClusterAdmin {
           break;
         }
         default:
-          System.err.println("usage: ClusterAdmin split TABLE [ROW [FILE]] | balance | regions TABLE");
+          System.err.println("usage: ClusterAdmin split TABLE [ROW [FILE]] | balance | quiet | balancer on|off | regions TABLE");
           System.exit(2);
       }
     }
