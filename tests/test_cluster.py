@@ -454,7 +454,7 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
     on the cluster costs a session of its own, and the cells and records are the same comparison.
     ``groups`` through Connect is test_spark_connect.py's, on local[2]: on the cluster it proved
     nothing this load does not, the environment shipped as the session's artifact, and cost about
-    80 s alone, 150 s in the suite.)"""
+    80 s alone, 170 s in the suite.)"""
     rnd = random.Random(11)
     texts = news(3000, 3)
     base = texts[:1500]
