@@ -390,6 +390,7 @@ def run(report: Report, args) -> None:
     for res in results:
         for scheme, r in res["schemes"].items():
             hbase = f"; on HBase: {r['hbase']['check']['wrong'] is None}" if r.get("hbase") else ""
+            hbase += f"; through serve: {r['serve']['wrong'] is None}" if r.get("serve") else ""
             lines.append(f"- N = {fmt_n(res['n'])}, scheme {scheme}: check exact on {r['check']['sampled']:,} sampled "
                          f"answers: {r['check']['exact']}{hbase}; groups equal to the planted structure: "
                          f"{r['groups']['exact']} ({r['groups']['summary']['multi_groups']:,} groups of 2 or more, "

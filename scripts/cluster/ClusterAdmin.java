@@ -24,6 +24,14 @@ import org.apache.hadoop.hbase.client.RegionLocator;
 import org.apache.hadoop.hbase.util.Bytes;
 
 public class ClusterAdmin {
+  /** Wait until no region is in transition (until {@code deadline}, ms since the epoch). */
+  static void settle(Admin admin, long deadline) throws Exception {
+    while (!admin.getClusterMetrics().getRegionStatesInTransition().isEmpty()) {
+      if (System.currentTimeMillis() > deadline) throw new IllegalStateException("regions in transition after 120 s");
+      Thread.sleep(200);
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     Configuration conf = HBaseConfiguration.create();
     long deadline = System.currentTimeMillis() + 120_000;
@@ -52,19 +60,13 @@ public class ClusterAdmin {
             if (System.currentTimeMillis() > deadline) throw new IllegalStateException("the balancer did not run in 120 s");
             Thread.sleep(500);
           }
-          while (!admin.getClusterMetrics().getRegionStatesInTransition().isEmpty()) {
-            if (System.currentTimeMillis() > deadline) throw new IllegalStateException("regions in transition after 120 s");
-            Thread.sleep(200);
-          }
+          settle(admin, deadline);
           System.out.println("balanced");
           break;
         }
         case "quiet": {
           admin.balancerSwitch(false, true);
-          while (!admin.getClusterMetrics().getRegionStatesInTransition().isEmpty()) {
-            if (System.currentTimeMillis() > deadline) throw new IllegalStateException("regions in transition after 120 s");
-            Thread.sleep(200);
-          }
+          settle(admin, deadline);
           System.out.println("quiet: the balancer off, no region in transition");
           break;
         }
