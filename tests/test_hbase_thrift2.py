@@ -218,3 +218,20 @@ def test_every_call_of_the_shipped_idl_answers(hbase_url, monkeypatch):
         index.store.drop()
         index.store.close()
     assert set(made) == set(idl().THBaseService.thrift_services)
+
+
+def test_a_table_made_between_the_check_and_the_creation_is_left_as_it_is(stores, monkeypatch):
+    """The race of an ``init`` with the creation of an earlier one that stopped waiting for the
+    master (the Thrift2 gateway goes on retrying it, and it lands when the master is back): the
+    tables are there, every check said they are not; HBase's answer, TableExistsException, is not
+    an error, and what the tables hold stays."""
+    from dedup_hbase.index.schema import load_schema
+    new, _ = stores
+    new.put("index", [(b"k" * 13 + b"doc", b"v")])
+    real = Channel.call
+    monkeypatch.setattr(Channel, "call", lambda self, method, *args:
+                        False if method == "tableExists" else real(self, method, *args))
+    new.create(load_schema())  # every createTable answered TableExistsException
+    monkeypatch.undo()
+    assert new.exists()
+    assert new.scan("index", [b"k" * 13]) == [[(b"k" * 13 + b"doc", b"v")]]

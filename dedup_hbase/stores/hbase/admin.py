@@ -39,8 +39,9 @@ class Admin:
 
     def create(self, schema: dict) -> None:
         """Create the tables of ``schema``, side by side (HBase's master runs the creations in
-        parallel); a StoreError when they exist already. A table that appeared meanwhile is
-        left as it is."""
+        parallel); a StoreError when they exist already. A table that appeared meanwhile (its
+        creation by an earlier ``init`` that stopped waiting for the master, which the Thrift2
+        gateway goes on retrying) is left as it is."""
         if self.exists():
             raise StoreError(f"{self.tables.url}: the tables exist already")
         self.gateways.parallel(self._create_one, table_descriptors(schema, self.tables.prefix))
@@ -60,6 +61,10 @@ class Admin:
             if not channel.call("tableExists", descriptor.tableName):
                 channel.call("createTable", descriptor, splits or None)
         except hb2.TIOError as e:
+            if "TableExistsException" in (e.message or ""):
+                # made between the check and the creation: by another init, or by the gateway
+                # still retrying the creation of an init that gave up waiting for the master
+                return
             raise StoreError(f"HBase refused to create the tables: {e.message}") from None
         except TimeoutError:
             raise StoreError(f"HBase did not create the tables within {channel.timeout_ms / 1000:g} s (no answer "
