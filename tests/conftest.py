@@ -18,6 +18,7 @@ import inspect
 import json
 import multiprocessing
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -115,26 +116,56 @@ def pytest_testnodedown(node, error):  # xdist's controller, as a worker ends
     _MISSING.extend(tuple(m) for m in getattr(node, "workeroutput", {}).get("missing", []))
 
 
-_DURATIONS: dict[str, float] = {}  # test id -> seconds of its setup, call and teardown (the controller's)
+_DURATIONS: dict[str, list[float]] = {}  # test id -> [seconds, CPU seconds] of its setup, call and teardown
+_CPU_MARK = pytest.StashKey[float]()
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every process it started that has ended and been waited
+    for (a command a test ran, and what that command waited for: a Spark job's JVM); not of a
+    daemon still running (the test HBase, the cluster)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report carries the CPU seconds spent since the last one (in the test process)."""
+    outcome = yield
+    now = cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu", now - item.stash.get(_CPU_MARK, now)))
+    item.stash[_CPU_MARK] = now
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_MARK] = cpu_seconds()
 
 
 def pytest_runtest_logreport(report):
-    _DURATIONS[report.nodeid] = _DURATIONS.get(report.nodeid, 0.0) + report.duration
+    spent = _DURATIONS.setdefault(report.nodeid, [0.0, 0.0])
+    spent[0] += report.duration
+    spent[1] += dict(report.user_properties).get("cpu", 0.0)
 
 
-def write_durations(path: str, durations: dict[str, float]) -> list[str]:
-    """Where the suite's time goes, to ``path``: seconds per module (the unit xdist spreads, but
-    for the tests of the one test HBase and of the cluster, each a group run in one process),
-    then per test, the slowest first. Returns the ten slowest tests' lines."""
-    modules: dict[str, float] = {}
-    for test, seconds in durations.items():
-        module = test.split("::")[0]
-        modules[module] = modules.get(module, 0.0) + seconds
-    tests = [f"{seconds:9.1f}  {test}" for test, seconds in sorted(durations.items(), key=lambda t: -t[1])]
-    lines = [f"# the suite's time: {sum(durations.values()):.0f} s of test time in {len(durations)} tests "
-             "(setup + call + teardown; the test processes share it)", "", "## per module"]
-    lines += [f"{seconds:9.1f}  {module}" for module, seconds in sorted(modules.items(), key=lambda m: -m[1])]
-    Path(path).write_text("\n".join([*lines, "", "## per test", *tests, ""]), encoding="utf-8")
+def write_durations(path: str, durations: dict[str, list[float]]) -> list[str]:
+    """Where the suite's time goes, to ``path``: seconds and CPU seconds per module (the unit
+    xdist spreads, but for the tests of the one test HBase and of the cluster, each a group run
+    in one process), then per test, the slowest first. Returns the ten slowest tests' lines."""
+    modules: dict[str, list[float]] = {}
+    for test, (seconds, cpu) in durations.items():
+        spent = modules.setdefault(test.split("::")[0], [0.0, 0.0])
+        spent[0] += seconds
+        spent[1] += cpu
+    line = lambda name, spent: f"{spent[0]:9.1f} {spent[1]:9.1f}  {name}"
+    by_time = lambda items: sorted(items, key=lambda t: -t[1][0])
+    tests = [line(test, spent) for test, spent in by_time(durations.items())]
+    lines = [f"# the suite's time: {sum(s for s, _ in durations.values()):.0f} s of test time in {len(durations)} "
+             f"tests (setup + call + teardown; the test processes share it), {sum(c for _, c in durations.values()):.0f}"
+             " CPU s of the test processes and the commands they ran (not of the HBase and cluster daemons)", "",
+             "## per module (seconds, CPU seconds)"]
+    lines += [line(module, spent) for module, spent in by_time(modules.items())]
+    Path(path).write_text("\n".join([*lines, "", "## per test (seconds, CPU seconds)", *tests, ""]), encoding="utf-8")
     return tests[:10]
 
 
