@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from benchmarks.scale import K, brute_force, check_answers, check_groups, components, make_queries, plant  # noqa: E402
+from benchmarks.scale import K, check_groups, components, make_queries, plant  # noqa: E402
+from benchmarks.scale_truth import brute_force, candidates_per_lookup, check_answers  # noqa: E402
 
 N = 10_000
 
@@ -22,7 +24,7 @@ def test_plant_is_seeded_and_brute_force_finds_exactly_the_planted_structure():
     assert np.array_equal(p.fps, plant(N, 7).fps)
     assert p.counts == {"near_copies": 100, "pairs_at_k": 10, "pairs_at_k_plus_1": 10, "cluster": 100}
     # every fingerprint against all N: the pairs within K bits are the planted edges' closure
-    found = brute_force(p.fps, p.fps)
+    found = brute_force(p.fps, p.fps, K)
     pairs = {(i, j) for i, near in enumerate(found) for j in near if i < j}
     roots = components(p.edges)
     by_root: dict[int, list[int]] = {}
@@ -83,7 +85,7 @@ def test_check_groups_accepts_the_planted_groups_and_rejects_a_split_or_a_far_pa
 def test_check_answers_against_brute_force(tmp_path):
     p = plant(N, 7)
     qs = make_queries(p, 200, 7)
-    truth = brute_force(p.fps, qs[::10])
+    truth = brute_force(p.fps, qs[::10], K)
     assert sum(map(len, truth)) >= 10  # the near half finds something
 
     def write(answers):
@@ -95,11 +97,26 @@ def test_check_answers_against_brute_force(tmp_path):
         return {"id": f"q{q}", "matches": [{"id": f"d{i}", "distance": d} for i, d in sorted(near.items())]}
 
     right = [answer(q, truth[q // 10] if q % 10 == 0 else {}) for q in range(200)]
-    assert check_answers(write(right), truth, 10) is None
+    assert check_answers(write(right), truth, 10, K) is None
     q = next(i for i, t in enumerate(truth) if t)
     wrong = list(right)
     wrong[q * 10] = answer(q * 10, {})
-    assert "matches, brute force" in check_answers(write(wrong), truth, 10)
+    assert "matches, brute force" in check_answers(write(wrong), truth, 10, K)
+
+
+@pytest.mark.parametrize("scheme", ["4", "5"])
+def test_candidates_are_the_rows_the_lookups_prefix_scans_read(scheme):
+    """The count against the index's own rows: every query's scan prefixes, each matched against
+    every indexed fingerprint's, one by one (the planted copies read once per flag they share)."""
+    from dedup_hbase.index.layout import Scheme
+
+    p = plant(2_000, 7)
+    qs = make_queries(p, 50, 7)
+    s = Scheme.parse(scheme)
+    rows = s.prefix_ids(p.fps)
+    want = sum(int((rows[:, f] == prefix).sum()) for q in s.prefix_ids(qs) for f, prefix in enumerate(q))
+    assert candidates_per_lookup(p.fps, qs, scheme) == want / 50
+    assert want >= 25  # each near query (half: at most K bits off an indexed one) meets it in a flag at least
 
 
 def test_the_scale_bench_runs_at_1e5_and_every_answer_is_exact(tmp_path):
@@ -115,12 +132,14 @@ def test_the_scale_bench_runs_at_1e5_and_every_answer_is_exact(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     (result,) = json.loads((tmp_path / "out" / "results.json").read_text())["scale"]["results"]
     p = plant(100_000, 7)
-    planted_groups = len(set(components(p.edges).values()))
+    planted_groups, queries = len(set(components(p.edges).values())), make_queries(p, 10_000, 7)
     assert (result["n"], result["picked"], sorted(result["schemes"])) == (100_000, "4", ["4", "5"])
     for scheme, r in result["schemes"].items():
         assert (r["load"]["summary"]["indexed"], r["check"]["exact"], r["check"]["sampled"]) == (100_000, True, 1000)
         assert (r["groups"]["exact"], r["groups"]["summary"]["multi_groups"]) == (True, planted_groups), scheme
+        assert r["check"]["candidates"] == candidates_per_lookup(p.fps, queries, scheme) > 1  # of all 10^4 queries
         # the sampled answers through the service too, then a second of single lookups, none refused
         assert (r["serve"]["wrong"], r["serve"]["sampled"], r["serve"]["errors"]) == (None, 1000, 0), scheme
         assert r["serve"]["requests"] > 0 and r["serve"]["p99_us"] >= r["serve"]["p50_us"] > 0
     assert "| load: wall s | 4 |" in (tmp_path / "out" / "bench.md").read_text()
+    assert "| check: candidates a lookup (cells read) | 5 |" in (tmp_path / "out" / "bench.md").read_text()

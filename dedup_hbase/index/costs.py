@@ -9,7 +9,7 @@ where ``scans`` are the scheme's prefix scans (its flags) and ``candidates`` the
 fitted (least squares) to whole ``check --fingerprints --json`` commands of the scale bench
 (``scripts/bench scale``, docs/benchmarks.md "Scale"; 10^5 queries, half near an indexed
 fingerprint): the 4- and the 5-split at 10^5 documents, where the candidates are few and the scans
-tell, and at 10^6, where the 4-split's candidates tell. A run's candidates are the cells its lookups
+tell, at 10^6 and (embedded) 10^7, where the candidates tell. A run's candidates are the cells its lookups
 read on average, counted on its own index and queries (the bench's planted copies included: one
 fingerprint's 1,000 or 10,000 copies triple the 4-split's reads at 10^5). The start of the command
 is in ``fixed``. ``MEASURED`` holds those runs, so that ``plan`` can show what its choice rests on;
@@ -64,13 +64,16 @@ def fitted(store: str, runs: tuple[Run, ...], basis: str) -> StoreCosts:
     return StoreCosts(store, fixed, per_scan, per_candidate, runs, basis)
 
 
-BASIS = ("scripts/bench scale at 10^5 and 10^6 documents, with an HBase beside it, at 33ea8d1, 2026-12-04, "
-         "the machine otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
-# The checks measured: scheme, documents, scans and candidates a lookup, lookups/s embedded and on HBase.
-CHECKS = (("4", 10**5, 4, 20.5, 18255.0, 6039.0),
-          ("5", 10**5, 10, 28.3, 11496.0, 4264.0),
-          ("4", 10**6, 4, 187.8, 13252.0, 2190.0),
-          ("5", 10**6, 10, 254.8, 10717.0, 1431.0))
-MEASURED = {store: fitted(store, tuple(Run(scheme, docs, scans, candidates, rates[i])
-                                       for scheme, docs, scans, candidates, *rates in CHECKS), BASIS)
-            for i, store in enumerate(("embedded", "hbase"))}
+# The checks measured: scheme, documents, scans and candidates a lookup, lookups/s.
+EMBEDDED = ((("4", 10**5, 4, 20.5, 18255.0), ("5", 10**5, 10, 28.3, 11496.0),
+             ("4", 10**6, 4, 187.8, 13252.0), ("5", 10**6, 10, 254.8, 10717.0)),
+            (("4", 10**6, 4, 187.8, 12022.0), ("5", 10**6, 10, 254.8, 8719.0),
+             ("4", 10**7, 4, 1951.5, 6274.0), ("5", 10**7, 10, 2629.8, 4120.0)))
+HBASE = (("4", 10**5, 4, 20.5, 6039.0), ("5", 10**5, 10, 28.3, 4264.0),
+         ("4", 10**6, 4, 187.8, 2190.0), ("5", 10**6, 10, 254.8, 1431.0))
+EMBEDDED_BASIS = ("scripts/bench scale (seed 7), the machine otherwise idle: at 10^5 and 10^6 at 33ea8d1, at 10^6 "
+                  "and 10^7 at b6f5aba, 2026-12-04 (candidates: scripts/benchmarks/scale_candidates.py)")
+HBASE_BASIS = ("scripts/bench scale (seed 7) at 10^5 and 10^6 documents, with an HBase beside it, at 33ea8d1, "
+               "2026-12-04, the machine otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
+MEASURED = {"embedded": fitted("embedded", tuple(Run(*r) for run in EMBEDDED for r in run), EMBEDDED_BASIS),
+            "hbase": fitted("hbase", tuple(Run(*r) for r in HBASE), HBASE_BASIS)}

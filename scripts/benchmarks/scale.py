@@ -29,6 +29,7 @@ import numpy as np
 
 from .common import Report, flip_bits, fmt_n, progress
 from .groups import cli, measure
+from .scale_truth import brute_force, candidates_per_lookup, check_answers
 
 K = 3
 
@@ -86,56 +87,6 @@ def write_jsonl(path: Path, values: np.ndarray, prefix: str) -> None:
             chunk = values[start:start + 100_000].tolist()
             out.write("".join(f'{{"id": "{prefix}{start + i}", "simhash": "{v:016x}"}}\n' for i, v in enumerate(chunk)))
     tmp.rename(path)
-
-
-def brute_force(fps: np.ndarray, queries: np.ndarray, k: int = K) -> list[dict[int, int]]:
-    """For each query, {document number: distance} of every fingerprint within k bits, by
-    vectorised XOR + popcount over all of ``fps`` (chunks of 2^16 x 64 queries, into reused buffers)."""
-    found: list[dict[int, int]] = [{} for _ in queries]
-    step, block = 1 << 16, 64
-    xor = np.empty((block, step), dtype=np.uint64)
-    bits = np.empty((block, step), dtype=np.uint8)
-    near = np.empty((block, step), dtype=bool)
-    for start in range(0, fps.size, step):
-        chunk = fps[start:start + step]
-        for q0 in range(0, queries.size, block):
-            q = queries[q0:q0 + block, None]
-            x, b, m = xor[:q.shape[0], :chunk.size], bits[:q.shape[0], :chunk.size], near[:q.shape[0], :chunk.size]
-            np.bitwise_xor(chunk[None, :], q, out=x)
-            np.bitwise_count(x, out=b)
-            np.less_equal(b, k, out=m)
-            rows, cols = np.nonzero(m)
-            for r, c in zip(rows.tolist(), cols.tolist()):
-                found[q0 + r][start + c] = int(b[r, c])
-    return found
-
-
-def check_answers(stdout: Path, truth: list[dict[int, int]], every: int, max_matches: int = 1000) -> str | None:
-    """The check's JSON lines against brute force for queries q0, q<every>, ...: the count equal,
-    and the listed matches the true ones (all of them, or the nearest ``max_matches``)."""
-    checked = 0
-    with open(stdout, encoding="utf-8") as f:
-        for line in f:
-            if not line.startswith("{"):
-                continue
-            answer = json.loads(line)
-            q = int(answer["id"][1:])
-            if q % every:
-                continue
-            want = truth[q // every]
-            got = {int(m["id"][1:]): m["distance"] for m in answer["matches"]}
-            count = answer.get("match_count", len(got))
-            if count != len(want):
-                return f"query {answer['id']}: {count} matches, brute force {len(want)}"
-            if any(want.get(i) != d for i, d in got.items()):
-                return f"query {answer['id']}: a listed match is not within {K} bits at that distance"
-            if len(got) != min(len(want), max_matches) or (
-                    len(got) < len(want) and max(got.values()) > min(d for i, d in want.items() if i not in got)):
-                return f"query {answer['id']}: not the nearest {len(got)} of {len(want)}"
-            checked += 1
-    if checked != len(truth):
-        return f"{checked} sampled answers in the output, {len(truth)} expected"
-    return None
 
 
 def components(n_edges: np.ndarray) -> dict[int, int]:
@@ -245,9 +196,10 @@ def run_size(report: Report, args, n: int) -> dict:
     picked = str(best_scheme(K, n).blocks)
     out: dict = {"n": n, "queries": args.scale_queries, "picked": picked, "planted": p.counts, "schemes": {}}
     every = max(1, args.scale_queries // args.scale_sampled)
-    sampled = make_queries(p, args.scale_queries, args.seed)[::every]
+    queries = make_queries(p, args.scale_queries, args.seed)
+    sampled = queries[::every]
     progress(f"  N = {n:,}: brute force of {sampled.size:,} queries over all N ...")
-    truth = brute_force(p.fps, sampled)
+    truth = brute_force(p.fps, sampled, K)
     progress(" done\n")
     for scheme in (picked, "5" if picked == "4" else "4"):
         work = folder / f"run-{n}-{scheme}"
@@ -271,16 +223,17 @@ def run_size(report: Report, args, n: int) -> dict:
         check = measure([*dh, "check", "--store", str(store), "--fingerprints", "--json", str(queries_file)],
                         work / "check")
         check.pop("stdout")
-        wrong = check_answers(work / "check" / "stdout", truth, every)
+        wrong = check_answers(work / "check" / "stdout", truth, every, K)
         if wrong:
             report.fail(f"check at N = {n:,}, scheme {scheme}: {wrong}")
-        r["check"] = {**check, "exact": wrong is None, "sampled": len(truth)}
+        r["check"] = {**check, "exact": wrong is None, "sampled": len(truth),
+                      "candidates": candidates_per_lookup(p.fps, queries, scheme)}
         if args.scale_serve:
             from .scale_serve import run_serve
 
             progress(f" {check['wall_s']:.1f} s; serve ...")
             r["serve"] = run_serve(args, dh, store, queries_file, every, work / "check",
-                                   lambda stdout: check_answers(stdout, truth, every))
+                                   lambda stdout: check_answers(stdout, truth, every, K))
             if r["serve"]["wrong"] or r["serve"]["errors"]:
                 report.fail(f"serve at N = {n:,}, scheme {scheme}: {r['serve']['wrong'] or r['serve']['first_errors']}")
         progress(f" {check['wall_s']:.1f} s; groups ...")
@@ -299,7 +252,7 @@ def run_size(report: Report, args, n: int) -> dict:
             from .scale_hbase import run_scheme
 
             r["hbase"] = run_scheme(args, dh, n, scheme, fps_file, queries_file, work,
-                                    lambda stdout: check_answers(stdout, truth, every))
+                                    lambda stdout: check_answers(stdout, truth, every, K))
             if r["hbase"]["check"]["wrong"]:
                 report.fail(f"HBase check at N = {n:,}, scheme {scheme}: {r['hbase']['check']['wrong']}")
         out["schemes"][scheme] = r
@@ -321,6 +274,7 @@ FIGURES = [  # (label, function of (n, flags, results of one scheme) -> value, f
     ("check: CPU s", lambda n, f, r: r["check"]["cpu_s"], "{:,.1f}"),
     ("check: lookups/s (wall, whole command)", lambda n, f, r: r["queries"] / r["check"]["wall_s"], "{:,.0f}"),
     ("check: peak RSS MB", lambda n, f, r: r["check"]["max_rss_mb"], "{:,.0f}"),
+    ("check: candidates a lookup (cells read)", lambda n, f, r: r["check"].get("candidates"), "{:,.1f}"),
     ("serve: single lookups/s (wrk)", lambda n, f, r: (r.get("serve") or {}).get("per_s"), "{:,.0f}"),
     ("serve: p50 µs", lambda n, f, r: (r.get("serve") or {}).get("p50_us"), "{:,.0f}"),
     ("serve: p99 µs", lambda n, f, r: (r.get("serve") or {}).get("p99_us"), "{:,.0f}"),
