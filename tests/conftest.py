@@ -123,7 +123,7 @@ _CPU_MARK = pytest.StashKey[float]()
 def cpu_seconds() -> float:
     """CPU time of this process and of every process it started that has ended and been waited
     for (a command a test ran, and what that command waited for: a Spark job's JVM); not of a
-    daemon still running (the test HBase, the cluster)."""
+    process still running (the test HBase, the cluster, a shared Spark session's JVM)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
