@@ -118,7 +118,7 @@ def work(tmp_path_factory, pip_installed):
     """A folder outside the checkout, with the packed environment of the pip-installed
     dedup-hbase in it."""
     folder = tmp_path_factory.mktemp("cluster-work")
-    packed = subprocess.run([str(pip_installed / "bin" / "dedup-hbase"), "pack-env", "env.tar.gz", "--json"],
+    packed = subprocess.run([str(pip_installed / "bin" / "dedup-hbase"), "pack-env", "env.tar", "--json"],
                             cwd=folder, env=clean_env(), capture_output=True, text=True)
     assert packed.returncode == 0, packed.stderr[-3000:]
     assert json.loads(packed.stdout)["python"] == "/usr/bin/python3.11"
@@ -200,7 +200,7 @@ def cluster_whole(restarts):
 
 
 def spark_args(cluster, cwd: Path) -> list[str]:
-    return ["--engine", "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(cwd / "env.tar.gz"),
+    return ["--engine", "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(cwd / "env.tar"),
             "--verbose"]
 
 
@@ -468,7 +468,7 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
     started = cl(cluster, "connect", "start")
     try:
         remote = ["--engine", "spark", "--spark-remote", re.search(r"ready: (sc://\S+)", started).group(1),
-                  "--spark-env", str(work / "env.tar.gz"), "--verbose"]
+                  "--spark-env", str(work / "env.tar"), "--verbose"]
         for url in urls:
             run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", "--preset", "recall")
         done = run(cluster, pip_installed, work, "load", "--store", urls[0], *staging, *remote,
