@@ -43,7 +43,6 @@ import json
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -117,18 +116,12 @@ def cluster(cluster_start, pip_installed, work):
 @pytest.fixture(scope="module")
 def work(tmp_path_factory, pip_installed):
     """A folder outside the checkout, with the packed environment of the pip-installed
-    dedup-hbase in it: env.tar (pack-env's uncompressed form, what most of the jobs here ship:
-    no gzip for each executor of each job to undo, on a CPU-bound suite), and the same gzipped,
-    env.tar.gz (pack-env's default form: the groups job ships it)."""
+    dedup-hbase in it."""
     folder = tmp_path_factory.mktemp("cluster-work")
-    packed = subprocess.run([str(pip_installed / "bin" / "dedup-hbase"), "pack-env", "env.tar", "--json"],
+    packed = subprocess.run([str(pip_installed / "bin" / "dedup-hbase"), "pack-env", "env.tar.gz", "--json"],
                             cwd=folder, env=clean_env(), capture_output=True, text=True)
     assert packed.returncode == 0, packed.stderr[-3000:]
     assert json.loads(packed.stdout)["python"] == "/usr/bin/python3.11"
-    from isal import igzip  # the spark extra's; zlib's gzip takes several times its CPU
-
-    with open(folder / "env.tar", "rb") as tar, igzip.open(folder / "env.tar.gz", "wb", compresslevel=0) as gz:
-        shutil.copyfileobj(tar, gz, 1 << 20)
     return folder
 
 
@@ -206,8 +199,8 @@ def cluster_whole(restarts):
     restarts.wait()
 
 
-def spark_args(cluster, cwd: Path, env: str = "env.tar") -> list[str]:
-    return ["--engine", "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(cwd / env),
+def spark_args(cluster, cwd: Path) -> list[str]:
+    return ["--engine", "spark", "--spark-master", cluster["SPARK_MASTER"], "--spark-env", str(cwd / "env.tar.gz"),
             "--verbose"]
 
 
@@ -313,7 +306,7 @@ def test_groups_with_a_worker_killed_run_the_shipped_python_and_equal_the_local_
     hdfs(cluster, "-put", "-f", str(work / "news.parquet"), "/tmp/news.parquet")
     # worker 1 killed once the input is read and fingerprinted: its executor and shuffle
     # output lost, the pairs and components computed again on worker 2
-    done = with_faults(cluster, pip_installed, work, ["groups", *spark_args(cluster, work, "env.tar.gz"), "--out",
+    done = with_faults(cluster, pip_installed, work, ["groups", *spark_args(cluster, work), "--out",
                       f"{cluster['HDFS']}/tmp/news-groups", f"{cluster['HDFS']}/tmp/news.parquet"],
                       [(step_done("read, fingerprint, account"), "kill", "worker", "1")], restarts)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -475,7 +468,7 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
     started = cl(cluster, "connect", "start")
     try:
         remote = ["--engine", "spark", "--spark-remote", re.search(r"ready: (sc://\S+)", started).group(1),
-                  "--spark-env", str(work / "env.tar"), "--verbose"]
+                  "--spark-env", str(work / "env.tar.gz"), "--verbose"]
         for url in urls:
             run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4", "--preset", "recall")
         done = run(cluster, pip_installed, work, "load", "--store", urls[0], *staging, *remote,

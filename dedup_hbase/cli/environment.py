@@ -12,7 +12,7 @@ from .command import out
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output (JSON).")]
 
 
-def pack_env(ctx: typer.Context, archive: Annotated[str, typer.Argument(help="The archive to write: .tar.gz, .tgz or .tar.")] = "dedup-env.tar.gz",
+def pack_env(ctx: typer.Context, archive: Annotated[str, typer.Argument(help="The archive to write: .tar.gz or .tgz.")] = "dedup-env.tar.gz",
              python: Annotated[str, typer.Option(help="The Python of the environment, at the same path on every node, the minor version of this one.")] = "/usr/bin/python3.11",
              json_: Json = False) -> None:
     """Pack the Spark executors' Python environment: a virtualenv of --python with this

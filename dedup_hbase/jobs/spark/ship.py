@@ -50,12 +50,13 @@ class Packed:
 
 
 def pack_env(archive: str, python: str = DEFAULT_PYTHON) -> Packed:
-    """Write ``archive`` (.tar.gz, .tgz or .tar): a virtualenv of ``python`` with this process's
+    """Write ``archive`` (.tar.gz or .tgz): a virtualenv of ``python`` with this process's
     packages (see the module's docstring). Replaces an archive there only once the new one is
-    complete."""
-    if not re.search(r"\.(tar\.gz|tgz|tar)$", archive):
-        raise DedupError(f"{archive}: name the archive .tar.gz, .tgz or .tar (Spark unpacks those and keeps "
-                         "the environment's links; a .zip loses them)")
+    complete. Not a .tar: Spark unpacks a .tar in Java, which drops the executable bits and
+    refuses the venv's link to its Python (a .tar.gz goes through tar(1), which keeps both)."""
+    if not re.search(r"\.(tar\.gz|tgz)$", archive):
+        raise DedupError(f"{archive}: name the archive .tar.gz or .tgz (Spark unpacks those with tar, which keeps "
+                         "the environment's links and executable files; a .zip or a .tar loses them)")
     minor = _python_minor(python)
     if minor != f"{sys.version_info[0]}.{sys.version_info[1]}":
         raise DedupError(f"{python} is Python {minor}, this dedup-hbase runs on {sys.version_info[0]}."
@@ -71,8 +72,7 @@ def pack_env(archive: str, python: str = DEFAULT_PYTHON) -> Packed:
                                      check=True).stdout.strip())
         packages = _copy_packages(target)
         partial = f"{archive}.part"
-        mode = "w" if archive.endswith(".tar") else "w:gz"
-        with tarfile.open(partial, mode, **({} if mode == "w" else {"compresslevel": 1})) as tar:
+        with tarfile.open(partial, "w:gz", compresslevel=1) as tar:
             tar.add(env, arcname=".")
         os.replace(partial, archive)
     return Packed(archive, python, packages, os.path.getsize(archive))
