@@ -300,8 +300,13 @@ class SharedSpark:
         return self.session
 
     def stop(self):
+        """The session stopped and its JVM ended (session.stop; PySpark's own stop leaves the JVM
+        running, and the next session of the process would be made in it, with its options:
+        a test of a JVM option, such as the class archive's, would test the old JVM's)."""
         if self.session is not None:
-            self.session.stop()
+            from dedup_hbase.jobs.spark.session import stop
+
+            stop(self.session)
             self.session = None
 
 

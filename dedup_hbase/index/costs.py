@@ -72,7 +72,7 @@ EMBEDDED = ((("4", 10**5, 4, 20.5, 18255.0), ("5", 10**5, 10, 28.3, 11496.0),
 HBASE = (("4", 10**5, 4, 20.5, 6039.0), ("5", 10**5, 10, 28.3, 4264.0),
          ("4", 10**6, 4, 187.8, 2190.0), ("5", 10**6, 10, 254.8, 1431.0))
 EMBEDDED_BASIS = ("scripts/bench scale (seed 7), the machine otherwise idle: at 10^5 and 10^6 at 33ea8d1, at 10^6 "
-                  "and 10^7 at b6f5aba, 2026-12-04 (candidates: scripts/benchmarks/scale_candidates.py)")
+                  "and 10^7 at b6f5aba, 2026-12-04 (candidates: scripts/benchmarks/scale_truth.py)")
 HBASE_BASIS = ("scripts/bench scale (seed 7) at 10^5 and 10^6 documents, with an HBase beside it, at 33ea8d1, "
                "2026-12-04, the machine otherwise idle; HBase: scripts/hbase-local's test instance, C1 JIT")
 MEASURED = {"embedded": fitted("embedded", tuple(Run(*r) for run in EMBEDDED for r in run), EMBEDDED_BASIS),
