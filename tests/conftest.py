@@ -123,7 +123,8 @@ _CPU_MARK = pytest.StashKey[float]()
 def cpu_seconds() -> float:
     """CPU time of this process and of every process it started that has ended and been waited
     for (a command a test ran, and what that command waited for: a Spark job's JVM); not of a
-    process still running (the test HBase, the cluster, a shared Spark session's JVM)."""
+    process still running (the test HBase, the cluster). The shared Spark session's JVM is
+    counted, all of its life, when it ends: in the test during which it stops."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -162,7 +163,7 @@ def write_durations(path: str, durations: dict[str, list[float]]) -> list[str]:
     tests = [line(test, spent) for test, spent in by_time(durations.items())]
     lines = [f"# the suite's time: {sum(s for s, _ in durations.values()):.0f} s of test time in {len(durations)} "
              f"tests (setup + call + teardown; the test processes share it), {sum(c for _, c in durations.values()):.0f}"
-             " CPU s of the test processes and the commands they ran (not of the HBase and cluster daemons)", "",
+             " CPU s of the test processes and the commands they waited for (not of the HBase and cluster daemons)", "",
              "## per module (seconds, CPU seconds)"]
     lines += [line(module, spent) for module, spent in by_time(modules.items())]
     Path(path).write_text("\n".join([*lines, "", "## per test (seconds, CPU seconds)", *tests, ""]), encoding="utf-8")

@@ -95,7 +95,7 @@ def test_a_job_writes_the_class_archive_and_the_next_session_maps_it(no_shared_s
     """A session whose job is done leaves an archive; the next session's JVM loads Spark's classes
     from it (the JVM's class loading log names the archive as their source). A session stopped
     before its job is done keeps no part of one: ``finish(written=False)``, which stop() calls
-    then, test_only_a_whole_archive_is_kept (a session more here was 50 CPU s of the suite's)."""
+    then, test_only_a_whole_archive_is_kept."""
     from dedup_hbase.jobs.spark.session import make_session, stop
 
     monkeypatch.setenv("DEDUP_HBASE_CACHE_DIR", str(tmp_path / "cache"))
