@@ -7,6 +7,7 @@ port, and gives up at once when one of the given processes has exited.
     probe.py hdfs-setup NN_HTTP_PORT SUPERUSER HBASE_USER SPARK_USER CLIENT_USER
     probe.py hbase MASTER_INFO_PORT REGIONSERVERS THRIFT_PORT THRIFT2_PORT THRIFT_JAR
     probe.py spark WEB_PORT WORKERS
+    probe.py yarn RM_WEB_PORT NODEMANAGERS
     probe.py regions RS_INFO_PORT...           (each region server's region and request counts)
 
 Options (before the command): --deadline SECONDS (default 240), --pids PID,PID,... (processes that
@@ -217,6 +218,19 @@ def spark(port: int, workers: int) -> str:
     return ", ".join(f"{w['host']}:{w['port']} ({w['cores']} core, {w['memory']} MB)" for w in alive_workers)
 
 
+# ---------------------------------------------------------------------------------------- yarn
+
+def yarn(port: int, nodes: int) -> str:
+    info = http_json(port, "/ws/v1/cluster/info")["clusterInfo"]
+    if info.get("state") != "STARTED":
+        raise NotYet(f"ResourceManager {info.get('state')}")
+    running = [n for n in (http_json(port, "/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
+               if n.get("state") == "RUNNING"]
+    if len(running) < nodes:
+        raise NotYet(f"{len(running)} RUNNING NodeManagers of {nodes}")
+    return ", ".join(f"{n['id']} ({n['availMemoryMB']} MB free)" for n in running)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--deadline", type=float, default=240)
@@ -240,6 +254,8 @@ def main() -> None:
         hbase_gateways(int(t1), int(t2), jar, a.mode, deadline, pids)
     elif a.command == "spark":
         print(wait("Spark master", lambda: spark(int(args[0]), int(args[1])), deadline, pids))
+    elif a.command == "yarn":
+        print(wait("YARN", lambda: yarn(int(args[0]), int(args[1])), deadline, pids))
     elif a.command == "regions":
         for port in args:
             try:
