@@ -24,7 +24,10 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   ``check`` and ``load`` answer; ``init`` ends with one line
   after its timeout; ``scripts/cluster-local restart master``, and ``init`` works;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
-  with ``add?if_new=true``, a region server killed part way: each cluster indexed once.
+  with ``add?if_new=true``, a region server killed part way: each cluster indexed once;
+* YARN beside the cluster (``scripts/cluster-local yarn start``): ``load``, ``check --add-new``
+  and ``groups`` with ``--spark-master yarn``, a NodeManager killed with its containers while
+  the load's HFiles are written: the local engine's cells, records and groups.
 
 Every killed role is started again (``scripts/cluster-local restart``) in the background while
 the test goes on with its local work, and is serving again before the next test starts; after
@@ -625,3 +628,97 @@ def test_with_the_master_down_the_index_answers_and_init_says_so_in_one_line(clu
     for each in (url, other):
         with open_store(each) as store:
             store.drop()
+
+
+def yarn_nodemanager_without_the_master(cluster) -> str:
+    """The number (1 or 2) of the NodeManager that runs none of the running application's
+    master (YARN's REST API): its executors only."""
+    with urllib.request.urlopen(f"{cluster['YARN_RESOURCEMANAGER_WEB']}/ws/v1/cluster/apps?states=RUNNING",
+                                timeout=10) as answer:
+        apps = json.load(answer)["apps"]["app"]
+    assert len(apps) == 1, apps
+    master = apps[0]["amHostHttpAddress"].rsplit(":", 1)[1]
+    webs = {n: cluster[f"YARN_NODEMANAGER{n}_WEB"].rsplit(":", 1)[1] for n in ("1", "2")}
+    return next(n for n, port in webs.items() if port != master)
+
+
+def test_the_three_jobs_on_yarn_with_a_nodemanager_killed_equal_the_local_engine(cluster, pip_installed, work,
+                                                                                restarts):
+    """The three Spark jobs from the pip-installed venv with ``--spark-master yarn`` on YARN beside
+    the cluster (``scripts/cluster-local yarn start``: a ResourceManager and two NodeManagers on
+    its HDFS), the packed environment on HDFS (YARN unpacks it once per node, for every job),
+    the JVM helper's jars shipped into each container's working folder (``spark.yarn.dist.jars``,
+    the executors' class path naming them there). ``load`` of 1,000 news texts with the
+    NodeManager that runs executors only killed (-9, its containers with it: a node lost) while the
+    HFiles are written: the local engine's cells. ``check --add-new`` of 900 (halves and copies of
+    loaded texts, new ones): the local engine's records, and the index as ``load --skip-near-dups``
+    leaves it. ``groups`` of both sets: the local engine's groups."""
+    import pyarrow.parquet as pq
+
+    rnd = random.Random(13)
+    texts = news(1600, 5)
+    base = texts[:1000]
+    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 150)]
+           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 150)] + texts[1000:1600])
+    for name, records in (("y-base", base), ("y-new", new)):
+        write_jsonl(work / f"{name}.jsonl", records)
+        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+    hdfs(cluster, "-mkdir", "-p", "/tmp/yarn-env")
+    hdfs(cluster, "-put", "-f", str(work / "env.tar.gz"), "/tmp/yarn-env/env.tar.gz")
+    urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("ys", "yl")]
+    staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
+    assert "YARN ready" in cl(cluster, "yarn", "start")
+    try:
+        yarn = {**cluster, **read_env(Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "cluster.env")}
+        on_yarn = ["--engine", "spark", "--spark-master", "yarn", "--spark-env",
+                   f"{cluster['HDFS']}/tmp/yarn-env/env.tar.gz", "--verbose"]
+        for url in urls:
+            run(cluster, pip_installed, work, "init", "--store", url, "--regions", "4")
+        killed = []
+
+        def lose_a_node():
+            killed.append(yarn_nodemanager_without_the_master(yarn))
+            cl(cluster, "kill", "nodemanager", killed[-1])
+
+        command = ["load", "--store", urls[0], *staging, *on_yarn, f"{cluster['HDFS']}/tmp/y-base.jsonl"]
+        done = with_faults(yarn, pip_installed, work, command, [(lambda log: staged_files(cluster) > 0, lose_a_node)],
+                           restarts)
+        restarts.start(cluster, "nodemanager", killed[0])
+        outcome, done = exact_or_one_line(done, lambda: run(yarn, pip_installed, work, *command, check=False), restarts)
+        print(f"load on YARN with nodemanager {killed[0]} killed: {outcome}")
+        local_dirs = [Path(cluster["DEDUP_HBASE_CLUSTER_DIR"]) / "data" / f"nodemanager{i}" / "local" for i in (1, 2)]
+        pythons = [Path(json.loads("{" + line.split("{", 1)[1])["python"]) for line in done.stderr.splitlines()
+                   if "executors' Python: {" in line]
+        # <local dir>/filecache/<n>/env.tar.gz/bin/python: YARN's public cache of the archive, linked as ./env
+        assert pythons and all(any(d in p.parents for d in local_dirs) for p in pythons), done.stderr[-2000:]
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "y-base.jsonl"))
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+
+        restarts.wait()  # the NodeManager back
+        out = f"{cluster['HDFS']}/tmp/ycheck-{os.getpid()}"
+        run(yarn, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging, *on_yarn,
+            f"{cluster['HDFS']}/tmp/y-new.jsonl")
+        local_records = check_equals_local(yarn, pip_installed, work, out, "ycheck", urls[1], "y-new.jsonl")
+        assert sum(1 for r in local_records if r.get("matches")) >= 150  # the copies at least
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "--batch-size", "10000", "-q",
+            str(work / "y-new.jsonl"))
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+
+        run(yarn, pip_installed, work, "groups", *on_yarn, "--out", f"{cluster['HDFS']}/tmp/ygroups",
+            f"{cluster['HDFS']}/tmp/y-base.jsonl", f"{cluster['HDFS']}/tmp/y-new.jsonl")
+        run(cluster, pip_installed, work, "groups", "--out", str(work / "ylocal-groups"), str(work / "y-base.jsonl"),
+            str(work / "y-new.jsonl"))
+        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/ygroups", str(work / "yspark-groups"))
+        assert sorted((work / "yspark-groups" / "groups.jsonl").read_text().splitlines()) == \
+            sorted((work / "ylocal-groups" / "groups.jsonl").read_text().splitlines())
+        rows = lambda folder: sorted(pq.read_table(folder / "documents").to_pylist(), key=lambda r: r["id"])
+        assert rows(work / "yspark-groups") == rows(work / "ylocal-groups")
+        assert sum(r["size"] > 1 for r in rows(work / "ylocal-groups")) >= 300  # the copies and their originals
+    finally:
+        restarts.wait()
+        cl(cluster, "yarn", "stop")
+        for url in urls:
+            with open_store(url) as store:
+                store.drop()

@@ -71,3 +71,16 @@ def test_through_spark_connect_the_environment_is_a_local_file(tmp_path):
     with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "
                                          r"pack-env .*env.tar.gz\)$"):
         ship.ship_to_connect(None, str(tmp_path / "env.tar.gz"))
+
+
+def test_on_yarn_the_jars_are_shipped_and_named_in_the_containers_folder():
+    from dedup_hbase.jobs.spark.session import _settings
+
+    jars = ["/opt/x/dedup-hbase-spark.jar", "/opt/x/lib/hbase-shaded-mapreduce-2.6.4-hadoop3.jar"]
+    yarn = _settings("yarn", {}, jars, small=False)
+    assert (yarn["spark.yarn.dist.jars"], yarn["spark.driver.extraClassPath"], yarn["spark.executor.extraClassPath"]) == (
+        ",".join(jars), ":".join(jars), "dedup-hbase-spark.jar:hbase-shaded-mapreduce-2.6.4-hadoop3.jar")
+    standalone = _settings("spark://m:7077", {}, jars, small=False)
+    assert "spark.yarn.dist.jars" not in standalone and standalone["spark.executor.extraClassPath"] == ":".join(jars)
+    given = _settings("yarn", {"spark.executor.extraClassPath": "/nodes/jars/*"}, jars, small=False)
+    assert given["spark.executor.extraClassPath"] == "/nodes/jars/*"  # --spark-conf wins

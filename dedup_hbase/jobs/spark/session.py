@@ -201,12 +201,15 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
         # loader of Spark's Hadoop jars (package-private access: the HFile writer in the
         # executors reaches them too). So on a cluster the jars must be at these paths on
         # every node (dedup-hbase installed at one path everywhere; ship.py checks it), or
-        # shipped where the cluster manager puts them before an executor starts (YARN,
-        # Kubernetes: spark.jars plus spark.executor.extraClassPath=<jar file names>).
+        # shipped where the cluster manager puts them before an executor starts (YARN:
+        # spark.yarn.dist.jars plus spark.executor.extraClassPath=<jar file names>, below).
         # Spark standalone fetches spark.jars only into an executor that runs already.
         classpath = os.pathsep.join(jars)
         settings["spark.driver.extraClassPath"] = classpath
         settings["spark.executor.extraClassPath"] = classpath
+        if master == "yarn":  # each container's working folder has them before its executor starts
+            settings["spark.yarn.dist.jars"] = ",".join(jars)
+            settings["spark.executor.extraClassPath"] = os.pathsep.join(Path(j).name for j in jars)
     settings.update(conf)
     return settings
 
