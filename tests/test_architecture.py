@@ -35,7 +35,7 @@ ORDER = {
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "linked", "group_output", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
-                   "fingerprints", "records", "bulk", "load", "pairs", "components", "groups", "adding", "signed", "check", ""],
+                   "fingerprints", "records", "bulk", "pairs", "components", "groups", "adding", "signed", "check", "load", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
     "pipelines": ["", "columns", "arrow", "frames", "polars_frames", "spark_frames", "datatrove_step", "ray_data", "hf_datasets"],

@@ -418,9 +418,10 @@ def test_cli_engine_spark(hbase_url, tmp_path):
         assert "jdk.incubator.vector" not in done.stderr  # the JVM's warning of the module Spark adds: said to no one
         report = json.loads(done.stdout)
         assert (report["read"], report["indexed"], report["new"], report["rejected"]) == (51, 50, 50, 1)
-        refused = subprocess.run(["dedup-hbase", "load", "--store", url, "--engine", "spark", "--skip-near-dups",
-                                  str(corpus)], capture_output=True, text=True)
-        assert refused.returncode == 1 and "need the local engine" in refused.stderr
+        refused = subprocess.run(["dedup-hbase", "load", "--store", url, "--engine", "spark", "--groups",
+                                  str(tmp_path / "g.jsonl"), str(corpus)], capture_output=True, text=True)
+        assert (refused.returncode, refused.stderr) == (1, "error: --groups needs --engine local (with the Spark "
+                                                           "engine, the groups command writes the groups of a corpus)\n")
         no_zk = re.sub(r"zk=[^&]*&?", "", url)
         refused = subprocess.run(["dedup-hbase", "load", "--store", no_zk, "--engine", "spark", "--restart",
                                   str(corpus)], capture_output=True, text=True)

@@ -207,14 +207,17 @@ def test_refusals(hbase_index, tmp_path):
     assert result.stderr.strip() == "error: check --engine spark writes its records to a folder: give --out DIR"
     result = run_cli("check", "--store", url, str(path), "--out", str(tmp_path / "o"))
     assert result.returncode == 1
-    assert result.stderr.strip() == ("error: --out and --add-new need --engine spark (the local engine writes its "
-                                     "records to stdout)")
+    assert result.stderr.strip() == "error: --out needs --engine spark (the local engine writes its records to stdout)"
     local = f"local:{tmp_path / 'embedded'}"
     assert run_cli("init", "--store", local).returncode == 0
     result = run_cli("check", "--store", local, str(path), "--engine", "spark", "--out", str(tmp_path / "o"))
     assert result.returncode == 1
     assert result.stderr.strip() == ("error: check --engine spark reads an HBase index (hbase://...); use the "
                                      "local engine here")
+    result = run_cli("load", "--store", local, str(path), "--engine", "spark", "--skip-near-dups")
+    assert (result.returncode, result.stderr.strip()) == (1, "error: --skip-near-dups with --engine spark reads the "
+                                                             "index in bulk: an HBase index (hbase://...); use the "
+                                                             "local engine here")
 
 
 def add_new_input(seed: int = 21) -> tuple[list[str], list[str]]:
@@ -252,17 +255,25 @@ def index_state(url: str) -> tuple[dict, set, dict]:
 
 
 def test_add_new_leaves_the_index_as_load_skip_near_dups(hbase_index, spark, tmp_path):
+    """``check --add-new`` and ``load --skip-near-dups`` on the Spark engine (one code: adding.py)
+    leave the index the local engine's ``load --skip-near-dups`` leaves (the input in one batch)."""
+    from test_spark import spark_load_to
+
     indexed, lines = add_new_input()
     base = write(tmp_path / "index.jsonl", indexed)
     path = write(tmp_path / "new.jsonl", lines)
-    local_url, spark_url = hbase_index(), hbase_index()
-    for url in (local_url, spark_url):
+    local_url, spark_url, spark_load_url = hbase_index(), hbase_index(), hbase_index()
+    for url in (local_url, spark_url, spark_load_url):
         load_local(url, base)
     local = load_local(local_url, path, skip_near_dups=True, batch_size=5000)
     report = spark_check(spark_url, spark, [path], tmp_path / "out", fingerprints=True, add_new=True)
     assert local["near_duplicates_skipped"] > 600  # the input is mostly near-duplicates
     assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
     assert index_state(spark_url) == index_state(local_url)
+    loaded = spark_load_to(spark_load_url, spark, [path], fingerprints=True, skip_near_dups=True)
+    numbers = lambda r: (r["read"], r["indexed"], r["new"], r["near_duplicates_skipped"], r["rejected"])
+    assert numbers(loaded) == numbers(local)
+    assert index_state(spark_load_url) == index_state(local_url)
 
 
 def test_expired_documents_do_not_match(hbase_index, spark, tmp_path):

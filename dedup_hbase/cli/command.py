@@ -56,7 +56,7 @@ FLAGS = {"confirm": "--confirm", "short": "--short-texts", "k": "--k", "probes":
          "fingerprints": "--fingerprints", "max_rejects": "--max-rejects", "engine": "--engine", "out": "--out",
          "add_new": "--add-new", "tokens": "--tokens", "insecure": "--insecure", "certfile": "--certfile",
          "keyfile": "--keyfile", "groups_dir": "--groups-dir", "spark_env": "--spark-env",
-         "spark_remote": "--spark-remote"}
+         "spark_remote": "--spark-remote", "skip_near_dups": "--skip-near-dups", "groups": "--groups"}
 STORE_HELP = "PATH or local:PATH (embedded), memory:, hbase://HOST:PORT/?table_prefix=P"
 StoreOption = Annotated[str | None, typer.Option(
     "--store", "-s", rich_help_panel="Store and log", help=f"{STORE_HELP} (default: ${ENV_VAR}, else ./{DEFAULT_URL}). Also before the command.")]

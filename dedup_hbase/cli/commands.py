@@ -135,7 +135,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
 def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Files or folders; - for stdin. JSONL, CSV, TSV, Parquet, text; gz/bz2/xz/zst.")],
          id_field: IdField = "id", text_field: TextField = "text", fmt: Format = "auto", delimiter: Delimiter = None, encoding: EncodingOption = "utf-8",
          fingerprints: Annotated[bool, typer.Option("--fingerprints", help="Index each record's precomputed 'simhash' (16 hex digits), ignoring text.")] = False,
-         skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load.")] = False,
+         skip_near_dups: Annotated[bool, typer.Option("--skip-near-dups", help="Do not index a document within k bits of one already indexed or earlier in the load (the local engine: in the same batch). --engine spark: an HBase index.")] = False,
          groups: Annotated[str | None, typer.Option(help="Write the near-duplicate groups found during the load to this JSONL file.")] = None,
          rejects: Annotated[str | None, typer.Option(help="Write every rejected record (source, line, id, reason) to this JSONL file.")] = None,
          workers: Annotated[int | None, typer.Option(help="Fingerprinting workers: threads with the compiled core, else processes (default: one per core).")] = None,
@@ -278,13 +278,13 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
           json_: Json = False,
           engine: Annotated[str, typer.Option(help="local (lookups through the store) or spark (the index read in bulk by a Spark job; needs --out; docs/spark.md).")] = "local",
           out_dir: Annotated[str | None, typer.Option("--out", help="--engine spark: folder or URI for the records (json/*.jsonl, parquet/).")] = None,
-          add_new: Annotated[bool, typer.Option("--add-new", help="--engine spark: then index the documents that match nothing in the index nor earlier in the input.")] = False,
+          add_new: Annotated[bool, typer.Option("--add-new", help="Then index the documents that match nothing in the index nor earlier in the input (the records answer against the index as it was; load --skip-near-dups indexes the same documents). Files, not stdin.")] = False,
           spark_master: SparkMaster = None, spark_conf: SparkConf = None, staging: Staging = None,
           spark_env: SparkEnv = None, spark_remote: SparkRemote = None) -> None:
     """Near-duplicates of every document of a file, in input order. Writes nothing (but --out, --add-new)."""
     options = CheckOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints, k=k,
                            max_matches=max_matches, out=out_dir, add_new=add_new)
-    read_only = True if engine == "local" else (False if add_new else None)  # only --add-new writes
+    read_only = False if add_new else (True if engine == "local" else None)  # only --add-new writes
     report = engines.check(ctx.obj.index(read_only=read_only), files, options, engine,
                            _spark(engine, spark_master, spark_conf, staging, spark_env, spark_remote), on_answer=out if json_ else _print_answer)
     if engine == "spark":
@@ -292,6 +292,8 @@ def check(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="F
             out(report.to_dict())
         else:
             typer.echo(report.summary(), err=True)
+    elif add_new:  # stdout holds the records
+        typer.echo(report.summary(), err=True)
     exit_for_damage(report)
 
 

@@ -213,7 +213,7 @@ class CheckReport(JobReport):
         added = (f"; added the {self.added:,} that match no other document, in the index or earlier in the input "
                  f"(skipped {self.skipped:,} that do)" if self.added is not None else "")
         return (f"checked {self.read:,} documents: {self.with_matches:,} with matches, "
-                f"{self.rejected:,} rejected{added}; records in {self.out}")
+                f"{self.rejected:,} rejected{added}{f'; records in {self.out}' if self.out else ''}")
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""``check --engine spark --add-new``: index, by HFiles, the documents that match nothing in the
-index nor an earlier document of the input (the batch form of ``add?if_new=true``).
+"""``check --engine spark --add-new`` and ``load --engine spark --skip-near-dups``: index, by
+HFiles, the documents that match nothing in the index nor an earlier document of the input (the
+batch form of ``add?if_new=true``).
 
 The rule is ``load --skip-near-dups``'s (local/load.py, ``near_duplicates``), for the whole input as one
 batch: a document is left out when the index holds a document with another id within k bits
@@ -37,10 +38,11 @@ from . import bulk, pairs, records, rows
 from .harness import SparkJob
 
 
-def add_new(job: SparkJob, index: Index, fingerprinted, answers, staging: str | None) -> tuple[int, int]:
+def add_new(job: SparkJob, index: Index, fingerprinted, answers, staging: str | None,
+            report: LoadReport | None = None) -> tuple[int, int]:
     """Write the new documents of ``fingerprinted`` (``answers``: their matches in the index,
     check.answer_records) into ``index``'s HBase tables; (documents added, near-duplicates
-    skipped)."""
+    skipped). ``report``: a load's, given the new and replaced documents (bulk.load)."""
     from pyspark.sql import functions as F
 
     good = records.good(fingerprinted).withColumn("pos", records.position())
@@ -55,8 +57,8 @@ def add_new(job: SparkJob, index: Index, fingerprinted, answers, staging: str | 
     added, skipped = (c or 0 for c in counts.collect()[0])
     job.clock("new documents found")
     if added:
-        bulk.load(job, index, index.store.hfile_target(), flagged.where(~F.col("skip")), LoadReport(), staging, None,
-                  int(time.time() * 1000))
+        bulk.load(job, index, index.store.hfile_target(), flagged.where(~F.col("skip")), report or LoadReport(),
+                  staging, None, int(time.time() * 1000))
     job.unpersist(flagged)
     return added, skipped
 

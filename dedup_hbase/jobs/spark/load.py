@@ -7,7 +7,9 @@ Data flow (D = the driver, E = the executors' Python workers, J = the executors'
        -> records: simhash or error   [persisted]
     D  accounting (one aggregate), the featurizer check of precomputed fingerprints, and
        the rejects in input order (toLocalIterator)
-    J  HBase: HFiles and bulk loads (bulk.py)
+    J  HBase: HFiles and bulk loads (bulk.py); with ``skip_near_dups`` only the documents that
+       match nothing in the index nor earlier in the input (check.py's lookups, then adding.py:
+       ``check --add-new``'s rule and code)
     D  any other store (embedded): the driver writes through ``Index.write``, batch by
        batch in input order, as a local load does
 
@@ -20,14 +22,15 @@ ends the same. Cells newer than any delete marker of an earlier `delete` are vis
 from __future__ import annotations
 
 import time
+import uuid
 
 from ...errors import InvalidInput
 from ...index.arrays import unsigned64
 from ...index.index import Document, Index, document_meta
 from ..options import LoadOptions, SparkOptions
 from ..reports import Checkpoint, LoadReport, rejects_file
-from . import bulk, records, stages
-from .harness import spark_job
+from . import bulk, files, records, stages
+from .harness import SparkJob, spark_job
 
 STOPPED = "run the same command again to load (the job starts over; what it wrote is written again, nothing doubles)"
 
@@ -38,15 +41,19 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     finished load is not repeated; ``options.restart`` repeats it), the same rejects file
     (written whole by each run that runs). ``session``: a running SparkSession (with the
     helper's jars) to use and leave running; else one is started for the job and stopped.
-    Options the Spark engine cannot do are refused: skipping near-duplicates and their groups
-    look up every batch in the index as it grows, which a bulk load does not do. Raises
-    ``Interrupted`` on SIGINT or SIGTERM."""
-    if options.skip_near_dups or options.groups:
-        raise InvalidInput("skipping near-duplicates and writing their groups need the local engine: they "
-                           "look up each batch in the index as it grows")
+    ``options.skip_near_dups``: into an HBase index, the documents within k bits of one indexed
+    or earlier in the input are left out (``check --add-new``'s job, without its records).
+    The groups of a load (``options.groups``) are the local engine's. Raises ``Interrupted`` on
+    SIGINT or SIGTERM."""
+    if options.groups:
+        raise InvalidInput("groups= needs engine=local (with the Spark engine, the groups command writes the "
+                           "groups of a corpus)", arguments=("groups", "engine"))
+    if options.skip_near_dups and index.store.hfile_target() is None:
+        raise InvalidInput("skip_near_dups=True with engine=spark reads the index in bulk: an HBase index "
+                           "(hbase://...); use the local engine here", arguments=("skip_near_dups", "engine"))
     if "-" in paths:
         raise InvalidInput("the Spark engine reads files and folders (local, HDFS, S3 ...), not stdin")
-    index.spec.check_inputs(options.fingerprints)
+    index.spec.check_inputs(options.fingerprints, lookups=options.skip_near_dups)
     options.check_inputs(paths)
     key = options.checkpoint_key(paths)
     marker = Checkpoint(index, key)
@@ -62,7 +69,8 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     # the helper's jars: its data sources write HBase's HFiles and read --fingerprints
     with spark_job("dedup-hbase load", spark, paths, jars=target is not None or options.fingerprints,
                    session=session, then=STOPPED) as job:
-        fingerprinted, helpers = records.fingerprinted(job, paths, options, stages.job_spec(index))
+        fingerprinted, helpers = records.fingerprinted(job, paths, options,
+                                                       stages.job_spec(index, lookups=options.skip_near_dups))
         report = LoadReport()
         with rejects_file(options.rejects) as rejects:
             report.unlabeled = records.account(fingerprinted, report, rejects, index.fingerprinter.label,
@@ -71,7 +79,9 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
         job.unpersist(*helpers)
         job.clock("read, fingerprint, account")
         good = records.good(fingerprinted)
-        if target is not None:
+        if options.skip_near_dups:
+            _only_new(job, index, fingerprinted, report, spark.staging)
+        elif target is not None:
             bulk.load(job, index, target, good, report, spark.staging, key, job_ms)
         else:
             _driver_writes(index, good, report, options.batch_size, job_ms)
@@ -80,6 +90,23 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
     report.elapsed_s = job.elapsed()
     marker.save(report, complete=True)
     return report
+
+
+def _only_new(job: SparkJob, index: Index, fingerprinted, report: LoadReport, staging: str | None) -> None:
+    """The documents of ``fingerprinted`` that match nothing in the index nor earlier in the
+    input, bulk-loaded (check.py's lookups, adding.py's rule); counted into ``report``."""
+    from .adding import add_new
+    from .check import answer_records
+
+    staged = f"{bulk.staging_root(staging).rstrip('/')}/lookup-{uuid.uuid4().hex}"
+    try:
+        # one match listed is enough: adding.py asks whether one with another id is there
+        answers = job.persist(answer_records(job, index, fingerprinted, index.k, 1, staged))
+        job.clock("look up in the index")
+        report.indexed, report.near_duplicates_skipped = add_new(job, index, fingerprinted, answers, staging, report)
+        job.unpersist(answers)
+    finally:
+        files.remove(job.session, staged)
 
 
 def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, loaded: int) -> None:
