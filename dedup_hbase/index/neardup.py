@@ -220,28 +220,92 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
     within ``k`` bits of ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one
     at a time; with ``confirm`` (the sketches, the bits allowed, the short-text rule's bits or
     None) only as ``confirm.sketches_agree`` says), once, at its nearest signature (the first on
-    a tie), at its distance from ``j``'s own simhash; ``i`` ascending. Quadratic: for bounded
-    batches (a service request)."""
-    n = len(columns[0])
+    a tie), at its distance from ``j``'s own simhash; ``i`` ascending. The lookups are compared
+    once per distinct lookup (``_lookups``), so copies cost what the answer holds: for bounded
+    batches (a service request), whose answers list every earlier copy."""
+    keys, finds = _lookups(columns, masks, k, confirm)
+    at: dict[int, list[int]] = {}
     out: dict[int, list[tuple[int, int, int]]] = {}
-    if n < 2:
-        return out
-    bases = [np.asarray(column, dtype=np.uint64) for column in columns]
-    for j in range(1, n):
+    for j, u in enumerate(keys.tolist()):
+        found = sorted((i, d, place) for v, (d, place) in finds[u].items() for i in at.get(v, ()))
+        if found:
+            out[j] = found
+        at.setdefault(u, []).append(j)
+    return out
+
+
+def earliest_other(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
+                   k: int, confirm: tuple[Sequence[int], int | None, int | None] | None,
+                   ids: Sequence[str]) -> dict[int, int]:
+    """Position ``j`` -> the first position ``i < j`` of ``earlier_probed(...)[j]`` whose id is
+    not ``ids[j]`` (positions without one absent), linear in copies: per distinct lookup only its
+    first position and its first with another id than that one's can be the answer."""
+    keys, finds = _lookups(columns, masks, k, confirm)
+    n = len(keys)
+    first = np.full(len(finds), n, dtype=np.int64)
+    np.minimum.at(first, keys, np.arange(n))
+    other = np.full(len(finds), n, dtype=np.int64)  # per lookup, its first position with another id than its first's
+    for j, u in enumerate(keys.tolist()):
+        if other[u] == n and ids[j] != ids[first[u]]:
+            other[u] = j
+    candidates: dict[int, list[tuple[int, int]]] = {}  # per lookup, (first, other) of those it finds, by first
+    out: dict[int, int] = {}
+    for j, u in enumerate(keys.tolist()):
+        if u not in candidates:
+            candidates[u] = sorted((int(first[v]), int(other[v])) for v in finds[u])
+        best = n
+        for head, then in candidates[u]:
+            if head >= min(best, j):
+                break
+            if ids[head] != ids[j]:
+                best = head
+                break
+            best = min(best, then)
+        if best < j:
+            out[j] = best
+    return out
+
+
+def _lookups(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
+             k: int, confirm: tuple[Sequence[int], int | None, int | None] | None
+             ) -> tuple[np.ndarray, list[dict[int, tuple[int, int]]]]:
+    """The positions' distinct lookups (their fingerprints under every signature, probes and
+    sketch: equal ones find the same) and what each finds: (position -> lookup, numbered by first
+    position; per lookup ``u``, lookup ``v`` -> (distance, signature place) for every ``v`` that
+    ``u`` finds, itself included, at its nearest signature, the first on a tie). ``v`` is
+    compared only when its first position comes before ``u``'s last: no other can be earlier
+    than one of ``u``'s positions. Quadratic in distinct lookups, never in copies."""
+    n = len(columns[0])
+    numbers: dict[tuple, int] = {}
+    keys = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        key = (tuple(int(column[j]) for column in columns),
+               None if masks is None else tuple(tuple(m) for m in masks[j]),
+               None if confirm is None else int(confirm[0][j]))
+        keys[j] = numbers.setdefault(key, len(numbers))
+    firsts = np.full(len(numbers), n, dtype=np.int64)
+    np.minimum.at(firsts, keys, np.arange(n))
+    lasts = np.zeros(len(numbers), dtype=np.int64)
+    np.maximum.at(lasts, keys, np.arange(n))
+    bases = [np.asarray(column, dtype=np.uint64)[firsts] for column in columns]
+    sketches = None if confirm is None else np.asarray(confirm[0], dtype=np.uint64)[firsts]
+    finds: list[dict[int, tuple[int, int]]] = []
+    for u, j in enumerate(firsts.tolist()):
+        before = int(np.searchsorted(firsts, lasts[u]))  # lookups first seen before u's last position
         best: dict[int, tuple[int, int]] = {}
         for place, base in enumerate(bases):
             flips = masks[j][place] if masks is not None and place < len(masks[j]) else ()
-            queries = np.array([int(base[j]), *(int(base[j]) ^ m for m in flips)], dtype=np.uint64)
-            near = (np.bitwise_count(base[:j, None] ^ queries[None, :]) <= k).any(axis=1)
-            for i in np.flatnonzero(near).tolist():
-                found = ((int(base[i]) ^ int(base[j])).bit_count(), place)
-                if confirm is not None and not sketches_agree(found[0], confirm[0][i], confirm[0][j], *confirm[1:]):
-                    continue
-                if found < best.get(i, (65, 0)):
-                    best[i] = found
-        if best:
-            out[j] = [(i, d, place) for i, (d, place) in sorted(best.items())]
-    return out
+            queries = np.array([int(base[u]), *(int(base[u]) ^ m for m in flips)], dtype=np.uint64)
+            near = np.flatnonzero((np.bitwise_count(base[:before, None] ^ queries[None, :]) <= k).any(axis=1))
+            distance = np.bitwise_count(base[near] ^ base[u]).astype(np.int64)
+            if sketches is not None and len(near):
+                agree = np.asarray(sketches_agree(distance, sketches[near], sketches[u], *confirm[1:]), dtype=bool)
+                near, distance = near[agree], distance[agree]
+            for v, d in zip(near.tolist(), distance.tolist()):
+                if (d, place) < best.get(v, (65, 0)):
+                    best[v] = (d, place)
+        finds.append(best)
+    return keys, finds
 
 
 def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...index.confirm import CONFIRMED_BEYOND
 from ...index.index import Document, Index, document_meta
-from ...index.neardup import earlier_probed, found_edges, near_pairs
+from ...index.neardup import earliest_other, found_edges, near_pairs
 from ...index.schema import load_schema
 from ...stores.memory import MemoryStore
 from ..batches import check_featurizers, fingerprinted
@@ -231,7 +231,7 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                            chained: dict) -> dict[int, str]:
     """``near_duplicates`` of an index of several signatures or with probes: what a lookup of
     each record finds (``Index.query_many`` over every signature and probe), indexed (the first
-    by (distance, id)) or else earlier in the batch (``earlier_probed``: the earliest with
+    by (distance, id)) or else earlier in the batch (``earliest_other``: the earliest with
     another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
     once per signature and fingerprint (``chained``), and inside the batch the pairs of
     ``neardup.found_edges``: linear in the copies."""
@@ -252,10 +252,8 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                                 (run.distance > CONFIRMED_BEYOND or index.spec.short is not None) and sketches is not None))
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
     confirm = None if sketches is None else (sketches, index.confirm, index.spec.short)
-    for j, earlier in earlier_probed(columns, masks, index.k, confirm).items():
-        other = next((batch[i].id for i, _, _ in earlier if batch[i].id != batch[j].id), None)
-        if other is not None:
-            found.setdefault(j, other)
+    for j, i in earliest_other(columns, masks, index.k, confirm, [r.id for r in batch]).items():
+        found.setdefault(j, batch[i].id)
     if edges is not None:
         pairs.extend((batch[i].id, batch[j].id) for i, j in found_edges(columns, masks, index.schemes, index.k,
                                                                          confirm).tolist()
