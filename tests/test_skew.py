@@ -150,3 +150,31 @@ def test_a_hundred_thousand_copies_are_read_in_proportion_to_the_copies():
     every = index.query(simhash)
     assert len(every) == n + 1 and every.total == n + 2 and every[-1] == Match("near", simhash ^ 0b111, 3)
     assert len(reads) <= n + 2  # each id once
+
+
+def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, monkeypatch):
+    """n copies of one short text in the default index (the short-text rule: every run's
+    sketches are tested) through load --groups, load --skip-near-dups and check, in batches:
+    the sketches tested once per query and distinct sketch, each batch's run chained once
+    (confirm._Sketches, load.py's ``walked``), never once per pair of copies (n²/2 = 18 million)."""
+    import dedup_hbase.index.confirm as confirming
+    import dedup_hbase.jobs.local.load as loading
+
+    n, text = 6_000, "春眠不觉晓，处处闻啼鸟。"
+    tested, walked = [], []
+    real_agree, real_chain = confirming.sketches_agree, loading._chain
+    monkeypatch.setattr(confirming, "sketches_agree", lambda *a: tested.append(1) or real_agree(*a))
+    monkeypatch.setattr(loading, "_chain", lambda chained, key, ids, part: walked.append(len(ids))
+                        or real_chain(chained, key, ids, part))
+    records = [Record("mem", i + 1, id=f"c{i}", text=text) for i in range(n)]
+    index = Index.create(open_store("memory:"), 4, K, short=12)
+    groups = tmp_path / "groups.jsonl"
+    report = load(index, records, LoadOptions(batch_size=1000, groups=str(groups)))
+    assert report.indexed == n and sum(walked) <= 6 * n and len(tested) <= 2 * n
+    lines = [json.loads(line) for line in groups.read_text().splitlines()]
+    assert len(lines) == 1 and set(lines[0]["ids"]) == {f"c{i}" for i in range(n)}
+    answers = list(check(index, records[:300], CheckOptions(max_matches=10)))
+    assert [a["match_count"] for a in answers] == [n] * 300 and len(tested) <= 2 * n + 300
+    skipping = Index.create(open_store("memory:"), 4, K, short=12)
+    report = load(skipping, records, LoadOptions(batch_size=1000, skip_near_dups=True))
+    assert (report.indexed, report.near_duplicates_skipped) == (1, n - 1)

@@ -94,16 +94,48 @@ def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allo
     cells with sketches: ``candidates.Ids.with_sketches``) without the documents beyond
     ``CONFIRMED_BEYOND`` bits whose sketch is more than ``allowed`` bits from the query's
     (``sketches``, one per query), and with ``short`` (the short-text rule) at any distance
-    those ``sketches_agree`` refuses (every run's ids read); runs left empty dropped. Reads
-    nothing from the store."""
+    those ``sketches_agree`` refuses (every run's ids read); runs left empty dropped. A run's
+    ids are read once however many queries of ``found`` share it, and each query tests its
+    distinct sketches, not its copies: a run whose ids all agree is kept as it is (100,000
+    copies of one text cost a query one test, not 100,000). Reads nothing from the store."""
+    seen: dict[int, _Sketches] = {}  # per run's ids (shared between queries): its sketches, read once
     out = []
     for runs, query in zip(found, sketches):
-        kept = [r if r.distance <= CONFIRMED_BEYOND and short is None else
-                Run(r.distance, r.simhash, [i for i, sketch in r.ids.with_sketches()
-                                            if sketches_agree(r.distance, query, sketch, allowed, short)])
-                for r in runs]
-        out.append([r for r in kept if r.ids])
+        kept = []
+        for r in runs:
+            if r.distance <= CONFIRMED_BEYOND and short is None:
+                kept.append(r)
+                continue
+            held = seen.get(id(r.ids))
+            if held is None:
+                held = seen[id(r.ids)] = _Sketches(r.ids)
+            ids = held.agreeing(r.distance, query, allowed, short)
+            if ids:
+                kept.append(r if ids is r.ids else Run(r.distance, r.simhash, ids))
+        out.append(kept)
     return out
+
+
+class _Sketches:
+    """A run's ids by sketch (its distinct sketches, in order of first id), for ``confirmed_runs``."""
+
+    __slots__ = ("ids", "pairs", "distinct", "subsets")
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.ids = ids  # held: the key of ``confirmed_runs``' ``seen`` is its id()
+        self.pairs = list(ids.with_sketches())
+        self.distinct = list(dict.fromkeys(sketch for _, sketch in self.pairs))
+        self.subsets: dict[tuple[bool, ...], list[str]] = {}
+
+    def agreeing(self, distance: int, query: int, allowed: int | None, short: int | None) -> Sequence[str]:
+        """The ids whose sketch ``sketches_agree`` lets match ``query``: ``ids`` itself when all do."""
+        agree = tuple(bool(sketches_agree(distance, query, sketch, allowed, short)) for sketch in self.distinct)
+        if all(agree):
+            return self.ids
+        if agree not in self.subsets:
+            keep = {sketch for sketch, yes in zip(self.distinct, agree) if yes}
+            self.subsets[agree] = [i for i, sketch in self.pairs if sketch in keep]
+        return self.subsets[agree]
 
 
 def sketches_agree(distance, a, b, confirm: int | None, short: int | None):

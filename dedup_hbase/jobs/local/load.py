@@ -238,6 +238,7 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     more, masks, sketches = index.lookup_args(batch)
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
+    walked: set[int] = set()  # the id lists chained in this batch: its queries share them (alive till its end)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
                                                                               more, masks, sketches))):
         others = [(run.distance, other) for run in matches.runs
@@ -248,6 +249,9 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
             other = next((i for i in run.ids[:2] if i != record.id), None)
             if other is not None:
                 pairs.append((other, record.id))
+            if id(run.ids) in walked:  # chained for an earlier query of the batch: nothing new
+                continue
+            walked.add(id(run.ids))
             pairs.extend(_chain(chained, (signature, run.simhash), run.ids,
                                 (run.distance > CONFIRMED_BEYOND or index.spec.short is not None) and sketches is not None))
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
