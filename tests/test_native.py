@@ -312,6 +312,21 @@ def test_random_text_has_the_same_short_sketch(text):
     assert shorts.bigram_sketch(text) == want
 
 
+def test_sketches_of_a_batch_are_each_texts_and_a_lone_surrogate_raises():
+    """``text_sketches`` of a batch with copies, long texts and confirmation sketches is
+    ``text_sketch`` of each; a lone surrogate (refused by the core, then by the reference's
+    UTF-8, as in the fingerprint) raises UnicodeEncodeError, where mmh3 given the str crashed."""
+    rnd = random.Random(5)
+    texts = ["".join(rnd.choice("春眠不觉晓处处闻啼鸟 ab.") for _ in range(rnd.randrange(1, 260))) for _ in range(50)]
+    others = [rnd.getrandbits(64) if i % 3 else None for i in range(len(texts))]
+    texts, others = texts + texts[:20], others + others[:20]
+    got = shorts.text_sketches(texts, others)
+    assert got == [shorts.text_sketch(t, o) for t, o in zip(texts, others)]
+    assert got[50:] == got[:20] and 10 < sum(s & shorts.SHORT_FLAG for s in got) < 70
+    with pytest.raises(UnicodeEncodeError):
+        shorts.bigram_sketch("ab\ud800cd")
+
+
 @HYPOTHESIS
 @given(text)
 def test_random_text_normalises_the_same(text):

@@ -38,7 +38,7 @@ from typing import TypeVar
 
 from ..errors import EmptyDocument, InvalidInput
 from ..text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ..text.shorts import text_sketch
+from ..text.shorts import text_sketches
 
 T = TypeVar("T")
 Result = int | str  # a simhash, or why there is none
@@ -87,7 +87,7 @@ def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: F
                      sketch_texts: list[str], short: bool = False) -> list[Result]:
     """``fingerprint_texts`` of ``texts``, then (an index with a confirmation) of ``sketch_texts``
     by the ``sketcher``, in one list. With ``short`` (the short-text rule; ``sketch_texts`` the
-    first of ``texts``) the sketches after the fingerprints are ``shorts.text_sketch``'s, which
+    first of ``texts``) the sketches after the fingerprints are ``shorts.text_sketches``', which
     tells a short text by the body's length the fingerprint's featurizer took (None: a text
     without a fingerprint)."""
     if not short:
@@ -95,9 +95,13 @@ def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: F
         return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
     done, chars = fingerprint_texts(fingerprinter, texts, bodies=True)
     others = fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else ()
-    return done + [None if isinstance(done[i], str) else
-                   text_sketch(text, others[i] if others and isinstance(others[i], int) else None, chars[i])
-                   for i, text in enumerate(sketch_texts)]
+    made = [i for i in range(len(sketch_texts)) if not isinstance(done[i], str)]  # the texts with a fingerprint
+    sketches = text_sketches([sketch_texts[i] for i in made], [others[i] if others and isinstance(others[i], int)
+                                                               else None for i in made], [chars[i] for i in made])
+    out: list[Result] = [None] * len(sketch_texts)
+    for i, sketch in zip(made, sketches):
+        out[i] = sketch
+    return done + out
 
 
 def _work(texts: list[str], sketch_texts: list[str], short: bool) -> list[Result]:

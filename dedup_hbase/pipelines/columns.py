@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import EmptyDocument, InvalidInput
 from ..index.ids import MAX_ID_BYTES, encode_id
 from ..text.fingerprint import Fingerprinter
-from ..text.shorts import text_sketch
+from ..text.shorts import text_sketches
 from ..text.signatures import Signatures, settled
 
 ERROR = "error"
@@ -112,7 +112,7 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
     ``Fingerprinter.fingerprint_arrow``, the leads of ``signatures`` after the body (as ``str``s,
     ``Signatures.extra_texts``; a lead without a feature takes the body's simhash, ``settled``),
     the sketches by ``sketcher`` (the index's, from the buffers too); ``short``: an index with the
-    short-text rule, whose sketches ``text_sketch`` makes from each text (as ``str``s)."""
+    short-text rule, whose sketches ``text_sketches`` makes from each text (as ``str``s)."""
     pa = _pa()
     ids = whole(batch.column(id_column))
     texts = chunks_of(batch.column(text_column))
@@ -136,8 +136,9 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
         others = out.sketches
         out.sketches = np.zeros(len(simhashes), np.uint64)
         bodies = whole(batch.column(text_column)).take(pa.array(good, pa.int64())).to_pylist()
-        for position, text in zip(good.tolist(), bodies):
-            out.sketches[position] = text_sketch(text, None if others is None else int(others[position]))
+        positions = good.tolist()
+        made = text_sketches(bodies, None if others is None else [int(others[p]) for p in positions])
+        out.sketches[positions] = np.array(made, dtype=np.uint64)
     return out
 
 

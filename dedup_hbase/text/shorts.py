@@ -21,6 +21,8 @@ each pair needs).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import mmh3
 import numpy as np
 
@@ -94,14 +96,16 @@ def similarity(a: str, b: str) -> float:
 def _bigram_hashes(text: str) -> np.ndarray:
     """mmh3 of each of ``bigrams(text)`` (uint64): by the compiled core when it is usable (each
     bigram as often as it comes, which leaves every minimum as it is: the same sketch,
-    tests/test_native.py), else (and for a lone surrogate) the reference's, of the distinct ones."""
+    tests/test_native.py), else the reference's, of the distinct ones (their UTF-8, as the
+    fingerprint's features: a lone surrogate, which the core refuses, raises UnicodeEncodeError
+    here, as in the fingerprint; mmh3 given such a ``str`` itself crashes the process)."""
     if (core := _usable()) is not None:
         try:
             return np.frombuffer(core.bigram_hashes(text, SEED), dtype="<u8").astype(np.uint64)
         except ValueError:
             pass
     grams = bigrams(text)
-    return np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
+    return np.fromiter((mmh3.hash64(g.encode("utf-8"), SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
 
 
 def bigram_sketch(text: str) -> int:
@@ -119,8 +123,28 @@ def bigram_sketch(text: str) -> int:
     return int(np.bitwise_or.reduce(low << _SHIFT)) | SHORT_FLAG
 
 
+def bigram_sketches(texts: Sequence[str]) -> list[int]:
+    """``bigram_sketch`` of each text, each distinct text made once (a batch's exact copies, a
+    page under many URLs, cost one)."""
+    made: dict[str, int] = {}
+    return [made[text] if text in made else made.setdefault(text, bigram_sketch(text)) for text in texts]
+
+
 def text_sketch(text: str, other: int | None = None, chars: int | None = None) -> int:
     """A document's sketch in an index with the short-text rule: ``bigram_sketch`` for a short
     text; else ``other`` (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared.
     ``chars``: as ``is_short`` takes it."""
-    return bigram_sketch(text) if is_short(text, chars) else (other or 0) & ~SHORT_FLAG
+    return text_sketches([text], [other], [chars])[0]
+
+
+def text_sketches(texts: Sequence[str], others: Sequence[int | None] | None = None,
+                  chars: Sequence[int | None] | None = None) -> list[int]:
+    """``text_sketch`` of each text (``others``, ``chars``: per text as it takes them; None:
+    none), the short ones' by ``bigram_sketches`` (copies made once)."""
+    others = others or [None] * len(texts)
+    chars = chars or [None] * len(texts)
+    out = [(other or 0) & ~SHORT_FLAG for other in others]
+    short = [i for i, (text, n) in enumerate(zip(texts, chars)) if is_short(text, n)]
+    for i, sketch in zip(short, bigram_sketches([texts[i] for i in short])):
+        out[i] = sketch
+    return out

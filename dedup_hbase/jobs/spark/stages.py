@@ -22,7 +22,7 @@ from ...index.confirm import Sketched, confirmed_runs
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ...text.shorts import text_sketch
+from ...text.shorts import text_sketches
 from ...text.signatures import Signatures
 from ..batches import fingerprint_batch
 from ..reports import reason_of
@@ -97,8 +97,12 @@ def fingerprint_records(spec: dict, use_simhash: bool):
             for i, sketch in zip(todo, made):
                 out[i] = signed64(sketch) if isinstance(sketch, int) else None
         if spec.get("short"):  # the short-text rule's sketch (text/shorts.py), the other one within it
-            out = [None if r.error else signed64(text_sketch(r.text, None if s is None else s & ((1 << 64) - 1)))
-                   for r, s in zip(records, out)]
+            good = [i for i, r in enumerate(records) if not r.error]
+            made = text_sketches([records[i].text for i in good],
+                                 [None if out[i] is None else out[i] & ((1 << 64) - 1) for i in good])
+            out = [None] * len(records)
+            for i, sketch in zip(good, made):
+                out[i] = signed64(sketch)
         return out
 
     def finish(pairs):
