@@ -99,23 +99,3 @@ def test_check_add_new_refusals(tmp_path):
     assert (refused.returncode, refused.stderr) == (1, "error: --add-new finds near-duplicates within the index's k "
                                                        "(3), not --k 2\n")
     assert run("stats", "--store", store, "--json").stdout.count('"documents": 0') == 1  # nothing written
-
-
-def test_load_skip_near_dups_leaves_out_the_same_documents_whatever_the_batch_size(tmp_path):
-    """A document near only a document left out in an earlier batch (the ends of chains a - b - c,
-    b near an indexed a) is left out too: batches of 100 leave the index one batch of the whole
-    input leaves (the Spark engine's rule)."""
-    indexed, new = planted(seed=8)
-    (tmp_path / "base.jsonl").write_text("\n".join(indexed) + "\n")
-    (tmp_path / "new.jsonl").write_text("\n".join(new) + "\n")
-    reports = {}
-    for batch in (100, 5000):
-        store = f"local:{tmp_path / str(batch)}"
-        assert run("init", "--store", store, "--short-texts", "off").returncode == 0
-        assert run("load", "--store", store, "--fingerprints", "-q", str(tmp_path / "base.jsonl")).returncode == 0
-        done = run("load", "--store", store, "--fingerprints", "--skip-near-dups", "--json", "--batch-size", str(batch),
-                   str(tmp_path / "new.jsonl"))
-        assert done.returncode == 0, done.stderr
-        reports[batch] = {k: json.loads(done.stdout)[k] for k in ("read", "indexed", "new", "near_duplicates_skipped")}
-    assert reports[100] == reports[5000]
-    assert contents(tmp_path / "100") == contents(tmp_path / "5000")

@@ -265,7 +265,7 @@ def test_add_new_leaves_the_index_as_load_skip_near_dups(hbase_index, spark, tmp
     local_url, spark_url, spark_load_url = hbase_index(), hbase_index(), hbase_index()
     for url in (local_url, spark_url, spark_load_url):
         load_local(url, base)
-    local = load_local(local_url, path, skip_near_dups=True, batch_size=250)  # any batch size: the whole input's rule
+    local = load_local(local_url, path, skip_near_dups=True, batch_size=5000)
     report = spark_check(spark_url, spark, [path], tmp_path / "out", fingerprints=True, add_new=True)
     assert local["near_duplicates_skipped"] > 600  # the input is mostly near-duplicates
     assert (report.added, report.skipped) == (local["indexed"], local["near_duplicates_skipped"])
@@ -320,7 +320,7 @@ def test_short_texts_load_check_and_add_new_as_the_local_engine(hbase_index, spa
     spark_check(spark_url, spark, [asked], tmp_path / "out")
     same_records(json_records(tmp_path / "out"), local)
     both = lines(tmp_path / "all.jsonl", copies + originals[::3], "n")
-    skipped = load_local(local_url, both, fingerprints=False, skip_near_dups=True, batch_size=250)
+    skipped = load_local(local_url, both, fingerprints=False, skip_near_dups=True, batch_size=5000)
     added = spark_check(spark_url, spark, [both], tmp_path / "out", add_new=True)
     assert skipped["near_duplicates_skipped"] >= 100
     assert (added.added, added.skipped) == (skipped["indexed"], skipped["near_duplicates_skipped"])

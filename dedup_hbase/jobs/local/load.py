@@ -28,8 +28,6 @@ import numpy as np
 from ...index.confirm import CONFIRMED_BEYOND
 from ...index.index import Document, Index, document_meta
 from ...index.neardup import earliest_other, found_edges, near_pairs
-from ...index.schema import load_schema
-from ...stores.memory import MemoryStore
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import Record, read_records
 from ..interrupts import STOPS, Interrupted
@@ -66,7 +64,6 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
     chained: dict = {}  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several): _chain
-    skipped = Skipped(index) if options.skip_near_dups else None
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher,
                              index.spec.short is not None) as pool:
@@ -76,9 +73,6 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
                 duplicate_of = near_duplicates(index, good, edges, chained) if (options.skip_near_dups or edges) else {}
-                if skipped is not None:
-                    duplicate_of.update(skipped.near(good, [p for p in range(len(good)) if p not in duplicate_of]))
-                    skipped.add([good[p] for p in duplicate_of])
                 _write(index, good, duplicate_of if options.skip_near_dups else {}, report)
                 report.elapsed_s = time.perf_counter() - started
                 marker.save(report, complete=False)
@@ -146,48 +140,6 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
         records = read_records(paths, options.fmt, options.fields)
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
-
-
-class Skipped:
-    """The documents a load with ``skip_near_dups`` left out, for the later batches to look up:
-    a document near only one of them (none indexed near it) is left out too, so the load
-    leaves out what one batch of the whole input would (the Spark engine's rule, adding.py),
-    whatever ``batch_size``. Kept in an index in memory with the load's spec, each distinct
-    fingerprint (with its other signatures and sketch) under at most two ids (a lookup needs
-    one other than the asking document's): memory in proportion to the distinct fingerprints
-    left out, not to their copies. Not kept across runs: a resumed load starts without them."""
-
-    def __init__(self, index: Index) -> None:
-        store = MemoryStore()
-        store.create(load_schema())
-        self.index = Index(store, index.spec, index.fingerprinter)
-        self.index.before_short_default = index.before_short_default
-        self.ids: dict[tuple, list[str]] = {}
-
-    def add(self, records: list[Record]) -> None:
-        docs, now = [], int(time.time())
-        for record in records:
-            ids = self.ids.setdefault((record.simhash, record.more, record.sketch), [])
-            if len(ids) < 2 and record.id not in ids:
-                ids.append(record.id)
-                docs.append(Document(record.id, record.simhash, {"loaded": now}, record.more, record.sketch))
-        if docs:
-            self.index.write(docs)
-
-    def near(self, batch: list[Record], positions: list[int]) -> dict[int, str]:
-        """Position -> the id of a document left out earlier, with another id, that the
-        record at that position of ``batch`` is near (by the index's lookups)."""
-        if not self.ids or not positions:
-            return {}
-        records = [batch[p] for p in positions]
-        found = {}
-        for position, record, matches in zip(positions, records, self.index.query_many(
-                [r.simhash for r in records], None, 1, *self.index.lookup_args(records))):
-            others = [(run.distance, other) for run in matches.runs
-                      if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
-            if others:
-                found[position] = min(others)[1]
-        return found
 
 
 def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict) -> dict[int, str]:
