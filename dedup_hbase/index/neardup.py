@@ -277,28 +277,30 @@ def _lookups(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence
     than one of ``u``'s positions. Quadratic in distinct lookups, never in copies."""
     n = len(columns[0])
     numbers: dict[tuple, int] = {}
-    keys = np.empty(n, dtype=np.int64)
-    for j in range(n):
-        key = (tuple(int(column[j]) for column in columns),
-               None if masks is None else tuple(tuple(m) for m in masks[j]),
-               None if confirm is None else int(confirm[0][j]))
-        keys[j] = numbers.setdefault(key, len(numbers))
+    fields = [*columns, *([confirm[0]] if confirm is not None else []),
+              *([[tuple(map(tuple, m)) for m in masks]] if masks is not None else [])]
+    keys = np.fromiter((numbers.setdefault(key, len(numbers)) for key in zip(*fields)), np.int64, n)
     firsts = np.full(len(numbers), n, dtype=np.int64)
     np.minimum.at(firsts, keys, np.arange(n))
     lasts = np.zeros(len(numbers), dtype=np.int64)
     np.maximum.at(lasts, keys, np.arange(n))
+    befores = np.searchsorted(firsts, lasts).tolist()  # per lookup, those first seen before its last position
     bases = [np.asarray(column, dtype=np.uint64)[firsts] for column in columns]
     sketches = None if confirm is None else np.asarray(confirm[0], dtype=np.uint64)[firsts]
     finds: list[dict[int, tuple[int, int]]] = []
-    for u, j in enumerate(firsts.tolist()):
-        before = int(np.searchsorted(firsts, lasts[u]))  # lookups first seen before u's last position
-        best: dict[int, tuple[int, int]] = {}
+    for u, (j, before) in enumerate(zip(firsts.tolist(), befores)):
+        best = {u: (0, 0)}  # itself: 0 bits under the first signature, and sketches_agree holds at 0 bits
         for place, base in enumerate(bases):
             flips = masks[j][place] if masks is not None and place < len(masks[j]) else ()
             queries = np.array([int(base[u]), *(int(base[u]) ^ m for m in flips)], dtype=np.uint64)
-            near = np.flatnonzero((np.bitwise_count(base[:before, None] ^ queries[None, :]) <= k).any(axis=1))
+            hit = (np.bitwise_count(base[:before, None] ^ queries[None, :]) <= k).any(axis=1)
+            if u < before:
+                hit[u] = False
+            near = np.flatnonzero(hit)
+            if not len(near):
+                continue
             distance = np.bitwise_count(base[near] ^ base[u]).astype(np.int64)
-            if sketches is not None and len(near):
+            if sketches is not None:
                 agree = np.asarray(sketches_agree(distance, sketches[near], sketches[u], *confirm[1:]), dtype=bool)
                 near, distance = near[agree], distance[agree]
             for v, d in zip(near.tolist(), distance.tolist()):
