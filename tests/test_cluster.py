@@ -289,6 +289,21 @@ def write_jsonl(path: Path, records) -> Path:
     return path
 
 
+def added_inputs(cluster, work: Path, prefix: str, texts: list[dict], indexed: int, halves: int, copies: int,
+                 seed: int) -> None:
+    """The inputs of a ``check --add-new`` test, in ``work`` and on HDFS (/tmp/PREFIX-base.jsonl,
+    /tmp/PREFIX-new.jsonl): the first ``indexed`` texts, then halves of ``halves`` of them, copies
+    of ``copies`` of them and the next 1,000 or what is left (sampled with ``seed``)."""
+    rnd = random.Random(seed)
+    base = texts[:indexed]
+    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, halves)]
+           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, copies)]
+           + texts[indexed:indexed + 1000])
+    for name, records in ((f"{prefix}-base", base), (f"{prefix}-new", new)):
+        write_jsonl(work / f"{name}.jsonl", records)
+        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+
+
 def test_without_the_packed_environment_a_job_stops_with_one_line(cluster, pip_installed, work):
     write_jsonl(work / "few.jsonl", news(5, 1))
     hdfs(cluster, "-put", "-f", str(work / "few.jsonl"), "/tmp/few.jsonl")
@@ -458,14 +473,7 @@ def test_the_quality_options_through_connect_and_check_add_new_with_faults_equal
     ``groups`` through Connect is test_spark_connect.py's, on local[2]: on the cluster it proved
     nothing this load does not, the environment shipped as the session's artifact, and cost about
     80 s alone, 170 s in the suite.)"""
-    rnd = random.Random(11)
-    texts = news(3000, 3)
-    base = texts[:1500]
-    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 300)]
-           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 200)] + texts[1500:2500])
-    for name, records in (("q-base", base), ("q-new", new)):
-        write_jsonl(work / f"{name}.jsonl", records)
-        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+    added_inputs(cluster, work, "q", news(3000, 3), 1500, 300, 200, seed=11)
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("qs", "ql")]
     staging = ["--staging", cluster["DEDUP_HBASE_CLUSTER_STAGING"]]
     started = cl(cluster, "connect", "start")
@@ -655,14 +663,7 @@ def test_the_three_jobs_on_yarn_with_a_nodemanager_killed_equal_the_local_engine
     leaves it. ``groups`` of both sets: the local engine's groups."""
     import pyarrow.parquet as pq
 
-    rnd = random.Random(13)
-    texts = news(1600, 5)
-    base = texts[:1000]
-    new = ([{"id": f"half-{r['id']}", "text": r["text"][:len(r["text"]) // 2]} for r in rnd.sample(base, 150)]
-           + [{"id": f"again-{r['id']}", "text": r["text"]} for r in rnd.sample(base, 150)] + texts[1000:1600])
-    for name, records in (("y-base", base), ("y-new", new)):
-        write_jsonl(work / f"{name}.jsonl", records)
-        hdfs(cluster, "-put", "-f", str(work / f"{name}.jsonl"), f"/tmp/{name}.jsonl")
+    added_inputs(cluster, work, "y", news(1600, 5), 1000, 150, 150, seed=13)
     hdfs(cluster, "-mkdir", "-p", "/tmp/yarn-env")
     hdfs(cluster, "-put", "-f", str(work / "env.tar.gz"), "/tmp/yarn-env/env.tar.gz")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("ys", "yl")]
