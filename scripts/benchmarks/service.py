@@ -168,7 +168,9 @@ def scraped_requests(url: str, token: str | None, endpoint: str) -> int:
 
 def generate_wrk(url: str, path: str, bodies: list[bytes], clients: int, seconds: float, work: Path,
                  token: str | None) -> dict:
-    """``generate`` with wrk: the bodies one per line in a file, sent in turn."""
+    """``generate`` with wrk: the bodies one per line in a file, sent in turn, for ``seconds``
+    rounded to a whole second (wrk takes whole seconds only; at least 1)."""
+    seconds = max(1, round(seconds))
     lines, script = work / f"bodies-{uuid.uuid4().hex[:6]}.txt", work / "bodies.lua"
     lines.write_bytes(b"\n".join(bodies) + b"\n")
     script.write_text(WRK_SCRIPT)
@@ -419,6 +421,7 @@ def target_slices(measured, core: CoreWindow, seconds: float, slices: int) -> di
         result["core"] = core(result["service_cpu_s"])
         parts.append(result)
     requests, cpu = sum(r["requests"] for r in parts), sum(r["service_cpu_s"] for r in parts)
+    seconds = sum(r["seconds"] for r in parts)  # as each slice ran (wrk's: whole seconds)
     core_docs, core_cpu = sum(r["core"][0] for r in parts), sum(r["core"][1] for r in parts)
     return {"requests": requests, "seconds": seconds, "per_s": requests / seconds,
             "p50_us": sorted(r["p50_us"] for r in parts)[len(parts) // 2], "p99_us": max(r["p99_us"] for r in parts),
