@@ -201,7 +201,10 @@ def run_size(report: Report, args, n: int) -> dict:
     progress(f"  N = {n:,}: brute force of {sampled.size:,} queries over all N ...")
     truth = brute_force(p.fps, sampled, K)
     progress(" done\n")
-    for scheme in (picked, "5" if picked == "4" else "4"):
+    schemes = [s for s in (picked, "5" if picked == "4" else "4") if s in (args.scale_schemes or ("4", "5"))]
+    if not schemes:
+        report.fail(f"--scale-schemes {','.join(args.scale_schemes)}: the schemes are 4 and 5")
+    for scheme in schemes:
         work = folder / f"run-{n}-{scheme}"
         shutil.rmtree(work, ignore_errors=True)
         (work / "load").mkdir(parents=True)
