@@ -143,3 +143,23 @@ def test_the_scale_bench_runs_at_1e5_and_every_answer_is_exact(tmp_path):
         assert r["serve"]["requests"] > 0 and r["serve"]["p99_us"] >= r["serve"]["p50_us"] > 0
     assert "| load: wall s | 4 |" in (tmp_path / "out" / "bench.md").read_text()
     assert "| check: candidates a lookup (cells read) | 5 |" in (tmp_path / "out" / "bench.md").read_text()
+
+
+def test_scale_schemes_runs_the_schemes_named_and_refuses_others(tmp_path):
+    """``--scale-schemes 5`` (a 10^8 run of one scheme): the results hold that scheme alone, still
+    exact; a scheme that is not 4 or 5 fails the run, saying so."""
+    import subprocess
+
+    def bench(schemes: str, out: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(ROOT / "scripts" / "bench"), "scale", "--sizes", "1e4",
+                               "--scale-schemes", schemes, "--scale-queries", "1e3", "--scale-sampled", "1e2",
+                               "--scale-dir", str(tmp_path / "data"), "--scale-serve", "0", "--out", str(tmp_path / out)],
+                              capture_output=True, text=True, timeout=600)
+
+    done = bench("5", "five")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (result,) = json.loads((tmp_path / "five" / "results.json").read_text())["scale"]["results"]
+    assert sorted(result["schemes"]) == ["5"]
+    assert (result["schemes"]["5"]["check"]["exact"], result["schemes"]["5"]["groups"]["exact"]) == (True, True)
+    done = bench("6", "six")
+    assert done.returncode != 0 and "--scale-schemes 6: the schemes are 4 and 5" in done.stdout + done.stderr
