@@ -130,27 +130,21 @@ def work(tmp_path_factory, pip_installed):
 
 def run(cluster, venv: Path, cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     """The pip-installed dedup-hbase, in ``cwd``, with the cluster's environment."""
-    _t = time.monotonic()
     done = subprocess.run([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, capture_output=True, text=True,
                           env=clean_env(**cluster), timeout=900)
-    print(f"TIMING run {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     if check:
         assert done.returncode == 0, done.stderr[-4000:]
     return done
 
 
 def hdfs(cluster, *args: str) -> None:
-    _t = time.monotonic()
     subprocess.run([str(SCRIPT), "hdfs", *args], env=clean_env(**cluster), check=True, capture_output=True)
-    print(f"TIMING hdfs {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
 
 
 def cl(cluster, *args: str) -> str:
     """scripts/cluster-local ARGS (kill, restart, admin) on the cluster; its output."""
     env = clean_env(**{**cluster, "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)})
-    _t = time.monotonic()
     done = subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=600)
-    print(f"TIMING cl {time.monotonic()-_t:7.1f} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-3000:])
     return done.stdout
 
@@ -219,7 +213,6 @@ def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults, restart
     once the job has ended, in the background (``restarts``; ``balance``: and the balancer run,
     restore())."""
     err = cwd / f"job-{time.monotonic_ns()}.err"
-    print(f"TIMING job-with-faults starts {time.monotonic()}", file=sys.stderr, flush=True)
     with open(err, "w") as f:
         job = subprocess.Popen([str(venv / "bin" / "dedup-hbase"), *args], cwd=cwd, env=clean_env(**cluster),
                                stdout=subprocess.PIPE, stderr=f, text=True)
@@ -231,7 +224,6 @@ def with_faults(cluster, venv: Path, cwd: Path, args: list[str], faults, restart
             fault[0]() if callable(fault[0]) else cl(cluster, *fault)
             assert job.poll() is None, err.read_text()[-4000:]  # part way
         out, _ = job.communicate(timeout=900)
-        print(f"TIMING job-with-faults ends {time.monotonic()} {' '.join(args)[:150]}", file=sys.stderr, flush=True)
     finally:
         if job.poll() is None:
             job.kill()
