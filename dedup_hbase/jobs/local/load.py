@@ -36,6 +36,7 @@ from ..outputs import write_group_lines
 from ..reports import Checkpoint, LoadReport, reject_line, rejects_file
 from ..workers import FingerprintPool
 from .components import id_groups
+from .left_out import LeftOut
 
 Progress = Callable[[int, int], None]  # (records done, text bytes done)
 
@@ -64,16 +65,22 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
     chained: dict = {}  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several): _chain
+    left_out = (LeftOut(index, checkpoint, fresh=state is None, resumed=report.near_duplicates_skipped > 0)
+                if options.skip_near_dups else None)
     try:
         with FingerprintPool(index.fingerprinter, options.pool_workers, index.sketcher,
                              index.spec.short is not None) as pool:
             remaining = islice(records, report.read, None)
             for batch in fingerprinted(remaining, options.fingerprints, options.batch_size, pool, index.signatures):
+                start = report.read  # the input position of the batch's first record
                 good = report.count(batch, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
-                duplicate_of = near_duplicates(index, good, edges, chained) if (options.skip_near_dups or edges) else {}
+                duplicate_of = (near_duplicates(index, good, edges, chained, left_out, start)
+                                if (options.skip_near_dups or edges) else {})
                 _write(index, good, duplicate_of if options.skip_near_dups else {}, report)
+                if left_out is not None:  # before the checkpoint: a resume then finds them
+                    left_out.add([good[p] for p in sorted(duplicate_of)], start)
                 report.elapsed_s = time.perf_counter() - started
                 marker.save(report, complete=False)
                 done = report.read
@@ -86,8 +93,12 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     finally:
         if edges is not None:
             edges.close()
+        if left_out is not None:
+            left_out.close()
     report.elapsed_s = time.perf_counter() - started
     marker.save(report, complete=True)
+    if left_out is not None:
+        left_out.remove()
     if edges_path is not None:
         with open(edges_path, encoding="utf-8") as f:
             write_group_lines(id_groups(tuple(json.loads(line)) for line in f), Path(options.groups))
@@ -142,9 +153,12 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
             out.writelines(reject_line(r.source, r.line, r.id, r.error) for r in batch if r.error)
 
 
-def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict) -> dict[int, str]:
+def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict,
+                    left_out: LeftOut | None = None, start: int = 0) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
-    batch, or earlier in it), the first by (distance, id). To ``edges``, pairs spanning the
+    batch, or earlier in it), the first by (distance, id); else, with ``left_out``, one that an
+    earlier batch of the load left out (``start``: the batch's input position; left_out.py
+    names it). To ``edges``, pairs spanning the
     same groups as every pair found: each document to one document of every indexed
     fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each
     copy to its first copy in the batch and the first copies of near fingerprints. Linear in the
@@ -152,7 +166,7 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     if index.lookup_options:  # several signatures, probes or a confirmation
-        return signed_near_duplicates(index, batch, edges, chained)
+        return signed_near_duplicates(index, batch, edges, chained, left_out, start)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
         runs = matches.runs
         others = [(run.distance, other) for run in runs
@@ -176,11 +190,12 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     if edges is not None:
         pairs.extend((batch[i].id, batch[j].id) for i, j in near.edges().tolist() if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    _left_out_earlier(left_out, batch, found, start, (None, None, None), edges)
     return found
 
 
-def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None,
-                           chained: dict) -> dict[int, str]:
+def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict,
+                           left_out: LeftOut | None = None, start: int = 0) -> dict[int, str]:
     """``near_duplicates`` of an index of several signatures or with probes: what a lookup of
     each record finds (``Index.query_many`` over every signature and probe), indexed (the first
     by (distance, id)) or else earlier in the batch (``earliest_other``: the earliest with
@@ -215,7 +230,28 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                                                                          confirm).tolist()
                      if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
+    _left_out_earlier(left_out, batch, found, start, (more, masks, sketches), edges)
     return found
+
+
+def _left_out_earlier(left_out: LeftOut | None, batch: list[Record], found: dict[int, str], start: int,
+                      args: tuple, edges: IO[str] | None) -> None:
+    """Into ``found``, the positions not in it yet that an earlier batch's left-out document
+    with another id is near (``args``: the lookups' more, probes and sketches per record, or
+    Nones); to ``edges``, every document of the batch to one left-out document of every
+    fingerprint it matches, as a batch of the whole input would join them."""
+    if left_out is None:
+        return
+    rest = list(range(len(batch))) if edges is not None else [p for p in range(len(batch)) if p not in found]
+    chosen = tuple(None if a is None else [a[p] for p in rest] for a in args)
+    near = left_out.earlier([batch[p] for p in rest], start, chosen) if rest else {}
+    for q, keys in near.items():
+        found.setdefault(rest[q], keys[0])
+    if edges is not None and near:
+        keys = sorted({key for found_keys in near.values() for key in found_keys})
+        original = dict(zip(keys, left_out.ids(keys)))
+        edges.writelines(json.dumps((original[key], batch[rest[q]].id), ensure_ascii=False) + "\n"
+                         for q, found_keys in near.items() for key in found_keys)
 
 
 def _chain(chained: dict, key: tuple, ids: list[str], part: bool) -> list[tuple[str, str]]:

@@ -2,8 +2,8 @@
 HFiles, the documents that match nothing in the index nor an earlier document of the input (the
 batch form of ``add?if_new=true``).
 
-The rule is ``load --skip-near-dups``'s (local/load.py, ``near_duplicates``), for the whole input as one
-batch: a document is left out when the index holds a document with another id within k bits
+The rule is ``load --skip-near-dups``'s (local/load.py, ``near_duplicates``, with local/left_out.py
+across its batches): a document is left out when the index holds a document with another id within k bits
 of it, or an earlier document of the input (by file, then line) has another id and is within
 k bits. A document whose only match is itself (its id, indexed before) is written again.
 
