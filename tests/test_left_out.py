@@ -181,3 +181,17 @@ def brute_force_fast(docs: list[tuple[str, int]]) -> set[str]:
         if not (bits <= K).any():
             kept.add(doc_id)
     return kept
+
+
+def test_one_id_left_out_twice_in_a_batch_keeps_both_fingerprints(tmp_path):
+    """y is left out twice in the first batch (near x, then near z); w, in the next batch, is
+    near the first y only (3 bits; x is 4 bits away): it is left out, as in one batch."""
+    a, b = 0x0F0F0F0F0F0F0F0F, 0x7777000011112222
+    w = a ^ 0b1 ^ 0b1110
+    docs = [("x", a), ("z", b), ("y", a ^ 0b1), ("y", b ^ 0b1), ("w", w)]
+    assert brute_force(docs) == {"x", "z"}
+    path = tmp_path / "fps.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "simhash": f"{v:016x}"}) + "\n" for i, v in docs))
+    for batch_size in (4, 5):
+        ids, _, report = load(tmp_path, f"y{batch_size}", path, batch_size, "--short-texts", "off")
+        assert (ids, report["near_duplicates_skipped"]) == ({"x", "z"}, 3), batch_size

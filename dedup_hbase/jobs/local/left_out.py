@@ -52,8 +52,8 @@ def _hashed(doc_id: str) -> str:
 
 class LeftOut:
     """The left-out documents of one load (``close`` at its end: the folder is kept for a
-    resume unless the load is complete). ``checkpoint``: the load's key (None: a temporary folder); ``fresh``: the
-    load starts from its first record (any earlier folder of it is wiped); ``resumed``: it
+    resume unless the load is complete). ``checkpoint``: the load's key (None: a temporary
+    folder); ``fresh``: the load starts from its first record (any earlier folder of it is wiped); ``resumed``: it
     resumes after documents were left out already, so the folder must be there."""
 
     def __init__(self, index: Index, checkpoint: str | None, fresh: bool, resumed: bool) -> None:
@@ -94,8 +94,8 @@ class LeftOut:
         for position, (record, found_here) in enumerate(zip(batch, matches)):
             mine = _hashed(record.id)
             for run in found_here.runs:
-                tagged = next((t for t in run.ids if int(t.partition(":")[0], 16) < start
-                               and t.partition(":")[2] != mine), None)
+                tagged = next((t for t in run.ids if int(t.split(":")[0], 16) < start and t.split(":")[2] != mine),
+                              None)
                 if tagged is not None:
                     found.setdefault(position, []).append(tagged)
         return found
@@ -110,12 +110,12 @@ class LeftOut:
         first two with distinct ids."""
         kept: dict[tuple, set[str]] = {}
         docs = []
-        for r in records:
+        for n, r in enumerate(records):  # keyed start:n:hash, so one id left out twice keeps both fingerprints
             ids = kept.setdefault((r.simhash, tuple(r.more or ()), r.sketch), set())
             if len(ids) < 2 and r.id not in ids:
                 ids.add(r.id)
-                docs.append(Document(f"{start:x}:{_hashed(r.id)}", r.simhash, {"id": r.id}, tuple(r.more or ()),
-                                     r.sketch))
+                docs.append(Document(f"{start:x}:{n:x}:{_hashed(r.id)}", r.simhash, {"id": r.id},
+                                     tuple(r.more or ()), r.sketch))
         if docs:
             self._opened(create=True).write(docs)
 

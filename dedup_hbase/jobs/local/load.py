@@ -157,9 +157,8 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
                     left_out: LeftOut | None = None, start: int = 0) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
     batch, or earlier in it), the first by (distance, id); else, with ``left_out``, one that an
-    earlier batch of the load left out (``start``: the batch's input position; left_out.py
-    names it). To ``edges``, pairs spanning the
-    same groups as every pair found: each document to one document of every indexed
+    earlier batch of the load left out (``start``: the batch's input position, as left_out.py
+    tags them). To ``edges``, pairs spanning the same groups as every pair found: each document to one document of every indexed
     fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each
     copy to its first copy in the batch and the first copies of near fingerprints. Linear in the
     copies of a fingerprint, never quadratic."""
