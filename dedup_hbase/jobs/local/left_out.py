@@ -53,13 +53,14 @@ def _hashed(doc_id: str) -> str:
 class LeftOut:
     """The left-out documents of one load (``close`` at its end: the folder is kept for a
     resume unless the load is complete). ``checkpoint``: the load's key (None: a temporary
-    folder); ``fresh``: the load starts from its first record (any earlier folder of it is wiped); ``resumed``: it
-    resumes after documents were left out already, so the folder must be there."""
+    folder); ``fresh``: the load starts from its first record (any earlier folder of it is
+    wiped); ``resumed``: it resumes after documents were left out already, so the folder must
+    be there."""
 
     def __init__(self, index: Index, checkpoint: str | None, fresh: bool, resumed: bool) -> None:
         self.main = index
         if checkpoint is None:
-            self.folder, self._temporary = Path(tempfile.mkdtemp(prefix="dedup-hbase-left-out-")) / "store", True
+            self.folder, self._temporary = Path(tempfile.mkdtemp(prefix="dedup-hbase-left-out-")), True
         else:
             name = hashlib.sha256(f"{index.store.url}\n{checkpoint}".encode()).hexdigest()[:24]
             self.folder, self._temporary = cache_dir() / name, False
@@ -126,7 +127,7 @@ class LeftOut:
             self._index.store.close()
             self._index = None
         if self._temporary:
-            shutil.rmtree(self.folder.parent, ignore_errors=True)
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def remove(self) -> None:
         """Remove the folder: the load is complete (its checkpoint says so)."""
