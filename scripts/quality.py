@@ -533,7 +533,16 @@ def main() -> None:
     parser.add_argument("--short-recall", action="store_true",
                         help="instead: recall of planted short copies by the way candidates are found, all pairs "
                              "compared (scripts/quality_short_recall.py; the first of --corpora)")
-    parser.add_argument("--short-texts", default="12,16,18,20", help="with --short-recall: the T values measured")
+    parser.add_argument("--short-texts", default="12,16,18,20",
+                        help="with --short-recall: the rules measured: T (the sketch within T bits), J (bigram "
+                             "Jaccard >= 0.5), WN (a 256-bit sketch within N), SN (the sketch within N and "
+                             "insertions only)")
+    parser.add_argument("--eye", nargs=2, metavar=("RULE", "VARIANT"),
+                        help="with --short-recall: print a seeded sample of that rule's non-identical drops under "
+                             "200 characters with that variant's candidates, to be read by eye (as --eye S12 "
+                             "simhash<=3); --eye-n pairs, --eye-seed")
+    parser.add_argument("--eye-n", type=int, default=40)
+    parser.add_argument("--eye-seed", type=int, default=44)
     args = parser.parse_args()
     t_start = time.time()
     if args.short_recall:
@@ -541,7 +550,8 @@ def main() -> None:
         import quality_short_recall
 
         quality_short_recall.main(args.data or str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"),
-                                  args.corpora.split(",")[0], args.per_kind, args.seed, args.short_texts, args.json)
+                                  args.corpora.split(",")[0], args.per_kind, args.seed, args.short_texts, args.json,
+                                  (*args.eye, args.eye_n, args.eye_seed) if args.eye else None)
         return
     if args.precision:
         sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -92,9 +92,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=44)
     parser.add_argument("--low", type=float, default=0.5)
     parser.add_argument("--high", type=float, default=0.6)
-    parser.add_argument("groups_args", nargs="*", help="after --: options of `dedup-hbase groups` (drops)")
-    args = parser.parse_args()
-    pairs = drops(args.field, args.groups_args) if args.what == "drops" else jaccard_pairs(args.field, args.low, args.high)
+    parser.epilog = "After --: options of `dedup-hbase groups` (drops), as `drops -- --short-texts 8`."
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, groups_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
+    pairs = drops(args.field, groups_args) if args.what == "drops" else jaccard_pairs(args.field, args.low, args.high)
     print(f"# {len(pairs):,} pairs; {min(args.n, len(pairs))} sampled with seed {args.seed}", file=sys.stderr)
     for n, (j, bits, a, b) in enumerate(random.Random(args.seed).sample(pairs, min(args.n, len(pairs))), 1):
         print(f"{n}\t{j:.2f}\t{bits}\t{a}\t{b}")

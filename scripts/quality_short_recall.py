@@ -21,7 +21,11 @@ Each variant's candidates then pass the short-text rule at T (``confirm.sketches
 every path applies it), or, for ``--short-texts J``, the exact rule the sketch estimates (the
 texts' bigram Jaccard at least 0.5: what an index would need the texts, or a larger sketch,
 for), or, for ``--short-texts WN``, a 256-bit one-bit MinHash (of ``minhashes``) within N bits
-(both rules only over the pairs the sketch keeps: within ``KEEP_SKETCH`` bits), and the groups are the connected components with ``via`` the
+(both rules only over the pairs the sketch keeps: within ``KEEP_SKETCH`` bits), or, for
+``--short-texts SN``, the sketch within N bits *and* insertions only: once case, white space and
+punctuation are taken out, the shorter text is the longer with characters left out (a
+subsequence of it; ``insertions_only``), so a pair that differs by a substituted character (another
+name, number or ordinal in one template) is not near; and the groups are the connected components with ``via`` the
 breadth-first tree of jobs/local/components.py (the local engine's own code), weights the
 SimHash distance; recall and the unrelated drops under 200 characters are counted as
 ``--precision`` counts them (``shorts.similarity`` < 0.5). Checked against the shipped
@@ -32,7 +36,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -111,6 +117,42 @@ def bigram_rule(texts: list[str], i: np.ndarray, j: np.ndarray, dsk: np.ndarray)
     return near
 
 
+def core(text: str) -> str:
+    """The text without case, white space and punctuation (NFKC)."""
+    return re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text)).lower()
+
+
+def insertions_only(a: str, b: str) -> bool:
+    """Whether the shorter of two ``core`` texts is a subsequence of the longer: they differ by
+    characters inserted (or left out), none substituted or moved."""
+    short, long = sorted((a, b), key=len)
+    rest = iter(long)
+    return all(c in rest for c in short)
+
+
+def insertion_rule(cores: list[str], i: np.ndarray, j: np.ndarray, sketch_ok: np.ndarray) -> np.ndarray:
+    """``sketch_ok`` and ``insertions_only`` for the pairs of which either text is short (the
+    others: ``sketch_ok`` alone, the shipped rule)."""
+    near = sketch_ok.copy()
+    for n in np.flatnonzero(sketch_ok):
+        if min(len(cores[i[n]]), len(cores[j[n]])) < SHORT_BELOW:
+            near[n] = insertions_only(cores[i[n]], cores[j[n]])
+    return near
+
+
+def eye_sample(n: int, edges: np.ndarray, weights: np.ndarray, texts: list[str], first_copy: int, count: int,
+               seed: int) -> None:
+    """``count`` seeded drops of the corpus's own documents under 200 whose text differs from its
+    via's beyond ``core``, printed for a person to judge: Jaccard, text, via's text."""
+    label = roots(n, edges)
+    parent, _ = tree_parents(n, edges, weights, label == np.arange(n))
+    pairs = [(texts[d], texts[parent[d]]) for d in np.flatnonzero(parent[:first_copy] >= 0)
+             if len(squeezed(texts[d])) < SHORT_BELOW and core(texts[d]) != core(texts[parent[d]])]
+    print(f"# {len(pairs):,} non-identical drops under 200; {min(count, len(pairs))} sampled with seed {seed}")
+    for m, (a, b) in enumerate(random.Random(seed).sample(pairs, min(count, len(pairs))), 1):
+        print(f"{m}\t{similarity(a, b):.2f}\t{a}\t{b}")
+
+
 def band_agree(mins: np.ndarray, i: np.ndarray, j: np.ndarray, r: int, b: int) -> np.ndarray:
     """Whether pairs (i, j) agree in all ``r`` hashes of one of ``b`` bands."""
     agree = np.zeros(len(i), bool)
@@ -146,7 +188,9 @@ def judged(n: int, edges: np.ndarray, weights: np.ndarray, texts: list[str], cop
     return {"dropped": dropped, "unrelated": unrelated, "recall": {k: found[k] for k in PLANTED_KINDS}}
 
 
-def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out: str | None) -> None:
+def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out: str | None,
+         eye: tuple[str, str, int, int] | None = None) -> None:
+    """``eye``: (T, variant, count, seed): that rule's drops sampled for a person (``eye_sample``)."""
     docs = corpora(Path(data))[corpus]
     made = planted(docs, per_kind, random.Random(seed))
     texts = [t for _, t in docs] + [t for _, t, _, _ in made]
@@ -173,11 +217,14 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
     costs = {f"+bands {r}x{b}": round(band_cost(mins, r, b), 1) for r, b in BANDS}
     results = []
     wide = None
-    for t in (None, *[x if x[0] in "JW" else int(x) for x in shorts.split(",")]):
+    cores = [core(t) for t in texts]
+    for t in (None, *[x if x[0] in "JSW" else int(x) for x in shorts.split(",")]):
         if isinstance(t, str) and t[0] == "W" and wide is None:
             wide = np.stack([np.packbits((minhashes(x, WIDE) & np.uint64(1)).astype(bool)).view(np.uint64) for x in texts])
         rule = np.ones(len(i), bool) if t is None else (
             bigram_rule(texts, i, j, dsk) if t == "J" else
+            insertion_rule(cores, i, j, sketches_agree(dsim, sketches[i], sketches[j], None, int(t[1:])))
+            if isinstance(t, str) and t[0] == "S" else
             np.bitwise_count(wide[i] ^ wide[j]).sum(axis=1) <= int(t[1:]) if isinstance(t, str) else
             sketches_agree(dsim, sketches[i], sketches[j], None, t))
         for name, mask in found.items():
@@ -188,6 +235,8 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
             r = judged(len(texts), edges, dsim[keep], texts, copies, len(docs))
             r.update(T=t, variant=name, edges=int(keep.sum()), cost=costs.get(name))
             results.append(r)
+            if eye is not None and (str(t), name) == eye[:2]:
+                eye_sample(len(texts), edges, dsim[keep], texts, len(docs), eye[2], eye[3])
             recall = " ".join(f"{k} {r['recall'][k] / per[k]:.3f}" for k in PLANTED_KINDS)
             print(f"T={t} {name}: unrelated {r['unrelated']}/{r['dropped']} under 200, recall {recall}"
                   + (f", {costs[name]} band candidates a document" if name in costs else ""), file=sys.stderr)
