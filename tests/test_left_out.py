@@ -21,9 +21,11 @@ import numpy as np
 import pytest
 
 from dedup_hbase import Index, open_store
-from dedup_hbase.jobs.local.left_out import cache_dir
+from dedup_hbase.jobs.local.left_out import LeftOut, cache_dir
 from dedup_hbase.jobs.local.load import load_files
 from dedup_hbase.jobs.options import LoadOptions
+
+from conftest import hbase_store_url
 
 K = 3
 
@@ -70,9 +72,13 @@ def indexed(store_url: str) -> tuple[set[str], set[bytes]]:
 
 
 def load(tmp_path: Path, name: str, path: Path, batch_size: int, *init: str) -> tuple[set[str], set[bytes], dict]:
-    """A ``load --skip-near-dups --groups`` into a new store: the ids and index keys it holds,
-    and the report with the groups written (``"groups"``: each group's ids, as sets)."""
-    store, groups = str(tmp_path / name), tmp_path / f"{name}.groups.jsonl"
+    """A ``load --skip-near-dups --groups`` into a new embedded store: the ids and index keys it
+    holds, and the report with the groups written (``"groups"``: each group's ids, as sets)."""
+    return load_into(str(tmp_path / name), tmp_path / f"{name}.groups.jsonl", path, batch_size, *init)
+
+
+def load_into(store: str, groups: Path, path: Path, batch_size: int, *init: str) -> tuple[set[str], set[bytes], dict]:
+    """``load``'s, into the new store ``store`` (any URL), its groups written to ``groups``."""
     subprocess.run(["dedup-hbase", "init", "--store", store, *init], check=True, capture_output=True)
     with open_store(store) as s:
         report = load_files(Index.open(s), [str(path)], LoadOptions(fingerprints=init[:2] == ("--short-texts", "off"),
@@ -97,6 +103,46 @@ def test_every_batch_size_leaves_out_what_one_batch_does(tmp_path, monkeypatch, 
         results[batch_size] = (keys, report["near_duplicates_skipped"], report["groups"])
     assert len(set(map(repr, results.values()))) == 1  # the same index rows, count and groups for every size
     assert cache_dir().is_dir() and list(cache_dir().iterdir()) == []  # each load's folder removed as it completed
+
+
+@pytest.mark.hbase
+def test_an_hbase_index_leaves_out_what_one_batch_does(tmp_path, monkeypatch, hbase_url):
+    """The main index on HBase, the left-out fingerprints in their embedded store beside it: in
+    batches of 3, the ids, index rows, count and groups of one batch into an embedded index."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    docs = planted(3)
+    path = tmp_path / "fps.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "simhash": f"{v:016x}"}) + "\n" for i, v in docs))
+    url = hbase_store_url(hbase_url)
+    try:
+        on_hbase = load_into(url, tmp_path / "hbase.groups.jsonl", path, 3, "--short-texts", "off")
+    finally:
+        with open_store(url) as store:
+            if store.exists():
+                store.drop()
+    one = load(tmp_path, "one", path, len(docs), "--short-texts", "off")
+    assert on_hbase[0] == brute_force(docs) == one[0]
+    assert on_hbase[1] == one[1]
+    assert [(r["near_duplicates_skipped"], r["groups"]) for r in (on_hbase[2], one[2])] == [
+        (one[2]["near_duplicates_skipped"], one[2]["groups"])] * 2
+    assert list(cache_dir().iterdir()) == []
+
+
+def test_one_embedded_store_named_two_ways_has_one_left_out_folder(tmp_path, monkeypatch):
+    """A resume that names the embedded store by another relative path (or through a link)
+    finds the folder the first run left: it is named after the store's resolved folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    subprocess.run(["dedup-hbase", "init", "--store", str(tmp_path / "a" / "index")], check=True, capture_output=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    folders = []
+    for cwd, name in ((tmp_path / "a", "index"), (tmp_path / "b", "../a/index"), (tmp_path, "link/index")):
+        monkeypatch.chdir(cwd)
+        with open_store(name) as store:
+            folders.append(LeftOut(Index.open(store), "key", fresh=False, resumed=False).folder)
+    assert len(set(folders)) == 1 and folders[0].parent == cache_dir()
+    with open_store(str(tmp_path / "a" / "index")) as store:
+        assert LeftOut(Index.open(store), "other key", fresh=False, resumed=False).folder != folders[0]
 
 
 def test_a_chain_across_batches_is_left_out_as_in_one_batch(tmp_path):

@@ -46,6 +46,13 @@ def cache_dir() -> Path:
     return Path(base) / "dedup-hbase" / "left-out"
 
 
+def _store_name(store) -> str:
+    """The main store's name for the folder: an embedded store's folder resolved (the same store
+    named by another relative path, or through a link, is the same), else its URL."""
+    path = getattr(store, "path", None)
+    return os.path.realpath(path) if isinstance(path, Path) else store.url
+
+
 def _hashed(doc_id: str) -> str:
     return hashlib.blake2b(doc_id.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
@@ -62,7 +69,7 @@ class LeftOut:
         if checkpoint is None:
             self.folder, self._temporary = Path(tempfile.mkdtemp(prefix="dedup-hbase-left-out-")), True
         else:
-            name = hashlib.sha256(f"{index.store.url}\n{checkpoint}".encode()).hexdigest()[:24]
+            name = hashlib.sha256(f"{_store_name(index.store)}\n{checkpoint}".encode()).hexdigest()[:24]
             self.folder, self._temporary = cache_dir() / name, False
         if fresh:
             shutil.rmtree(self.folder, ignore_errors=True)
