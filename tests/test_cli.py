@@ -169,6 +169,7 @@ def test_plan_numbers():
 def test_schema_ddl():
     out = CliRunner().invoke(app, ["schema", "--table-prefix", "news"]).stdout
     assert "create 'news_index', {NAME => 'd', VERSIONS => 1, BLOOMFILTER => 'ROWPREFIX_FIXED_LENGTH'" in out
+    assert "COMPRESSION => 'GZ', BLOCKSIZE => '8192', CONFIGURATION" in out
     assert "'RowPrefixBloomFilter.prefix_length' => '5'" in out
     assert "SPLITS => ['\\x10', '\\x20'," in out and "'\\xF0']" in out
     assert "create 'news_docs'" in out and "create 'news_meta'" in out

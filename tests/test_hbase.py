@@ -46,6 +46,7 @@ def test_init_creates_tables_as_the_schema_says(hbase_index_url):
     assert family.configuration == {"RowPrefixBloomFilter.prefix_length": "5"}
     assert family.dataBlockEncoding == hb2.TDataBlockEncoding.FAST_DIFF
     assert family.compressionType == hb2.TCompressionAlgorithm.GZ
+    assert family.blockSize == 8192  # docs/benchmarks.md: HBase's lookups by block size
     starts = sorted(r.regionInfo.startKey for r in client.call("getAllRegionLocations", name.qualifier))
     assert starts == [b""] + [bytes([i * 32]) for i in range(1, 8)]
     client.close()
@@ -79,7 +80,7 @@ def test_describe_from_the_hbase_shell(hbase_index_url):
                          text=True, input=f"describe '{index_table}'\nget_splits '{index_table}'\n").stdout
     for expected in ("VERSIONS => '1'", "BLOOMFILTER => 'ROWPREFIX_FIXED_LENGTH'",
                      "CONFIGURATION => {'RowPrefixBloomFilter.prefix_length' => '5'}",
-                     "DATA_BLOCK_ENCODING => 'FAST_DIFF'", "COMPRESSION => 'GZ'",
+                     "DATA_BLOCK_ENCODING => 'FAST_DIFF'", "COMPRESSION => 'GZ'", "BLOCKSIZE => '8192",
                      "Total number of splits = 16"):
         assert expected in out, out
 

@@ -61,6 +61,8 @@ def hbase_shell_ddl(schema: dict, prefix: str = "dedup") -> str:
                  f"BLOOMFILTER => '{t['bloom_filter']}'",
                  f"DATA_BLOCK_ENCODING => '{t['data_block_encoding']}'",
                  f"COMPRESSION => '{t['compression']}'"] + ([f"TTL => {t['ttl']}"] if t.get("ttl") else [])
+        if t.get("block_size"):
+            attrs.append(f"BLOCKSIZE => '{t['block_size']}'")
         if t["bloom_filter"] == "ROWPREFIX_FIXED_LENGTH":
             attrs.append("CONFIGURATION => {'RowPrefixBloomFilter.prefix_length' => "
                          f"'{t['bloom_prefix_length']}'}}")

@@ -99,7 +99,8 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
         t = schema["tables"][table]
         tables.append(hfiles.TableFiles(f"{job_dir}/{table}", names[table], schema["family"], t["compression"],
                                         t["data_block_encoding"], t["bloom_filter"],
-                                        int(t.get("bloom_prefix_length") or 0), splits))
+                                        int(t.get("bloom_prefix_length") or 0), splits,
+                                        t.get("block_size") or hfiles.TableFiles.block_size))
         firsts.append(total)
         plans.append((splits, per_region, total, (len(splits) + 1) * per_region))
         total += plans[-1][3]

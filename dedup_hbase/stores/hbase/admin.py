@@ -98,6 +98,7 @@ def table_descriptors(schema: dict, prefix: str) -> list[tuple[object, list[byte
             bloomnFilterType=getattr(hb2.TBloomFilterType, t["bloom_filter"]),
             dataBlockEncoding=getattr(hb2.TDataBlockEncoding, t["data_block_encoding"]),
             compressionType=getattr(hb2.TCompressionAlgorithm, t["compression"]),
+            blockSize=t.get("block_size"),  # None: HBase's 64 KB
             timeToLive=t.get("ttl"))  # seconds (an index made with --ttl); None: forever
         descriptor = hb2.TTableDescriptor(
             tableName=hb2.TTableName(ns=b"default", qualifier=table_name(prefix, name).encode()),
