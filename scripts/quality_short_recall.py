@@ -130,13 +130,14 @@ def insertions_only(a: str, b: str) -> bool:
     return all(c in rest for c in short)
 
 
-def insertion_rule(cores: list[str], i: np.ndarray, j: np.ndarray, sketch_ok: np.ndarray) -> np.ndarray:
-    """``sketch_ok`` and ``insertions_only`` for the pairs of which either text is short (the
-    others: ``sketch_ok`` alone, the shipped rule)."""
+def insertion_rule(cores: list[str], i: np.ndarray, j: np.ndarray, short: np.ndarray,
+                   sketch_ok: np.ndarray) -> np.ndarray:
+    """``sketch_ok`` and ``insertions_only`` for the pairs of which either text is short
+    (``short``: per pair, as the shipped rule measures it: the squeezed body under
+    ``SHORT_BELOW``); the others: ``sketch_ok`` alone, the shipped rule."""
     near = sketch_ok.copy()
-    for n in np.flatnonzero(sketch_ok):
-        if min(len(cores[i[n]]), len(cores[j[n]])) < SHORT_BELOW:
-            near[n] = insertions_only(cores[i[n]], cores[j[n]])
+    for n in np.flatnonzero(sketch_ok & short):
+        near[n] = insertions_only(cores[i[n]], cores[j[n]])
     return near
 
 
@@ -218,12 +219,14 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
     results = []
     wide = None
     cores = [core(t) for t in texts]
+    short = np.array([len(b) < SHORT_BELOW for b in bodies])
     for t in (None, *[x if x[0] in "JSW" else int(x) for x in shorts.split(",")]):
         if isinstance(t, str) and t[0] == "W" and wide is None:
             wide = np.stack([np.packbits((minhashes(x, WIDE) & np.uint64(1)).astype(bool)).view(np.uint64) for x in texts])
         rule = np.ones(len(i), bool) if t is None else (
             bigram_rule(texts, i, j, dsk) if t == "J" else
-            insertion_rule(cores, i, j, sketches_agree(dsim, sketches[i], sketches[j], None, int(t[1:])))
+            insertion_rule(cores, i, j, short[i] | short[j],
+                           sketches_agree(dsim, sketches[i], sketches[j], None, int(t[1:])))
             if isinstance(t, str) and t[0] == "S" else
             np.bitwise_count(wide[i] ^ wide[j]).sum(axis=1) <= int(t[1:]) if isinstance(t, str) else
             sketches_agree(dsim, sketches[i], sketches[j], None, t))
