@@ -35,6 +35,19 @@ def shell(folder: Path, script: str) -> None:
                    capture_output=True, timeout=600, env={**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder)})
 
 
+def drop_tables(store: str) -> None:
+    """The tables of the store URL ``store`` dropped, as far as they exist. Called from a
+    ``finally``: a failure is one line on stderr, so that the error that ended the run (if
+    any) is the one a reader sees."""
+    from dedup_hbase import open_store
+
+    try:
+        with open_store(store) as opened:
+            opened.drop()
+    except Exception as e:  # reported; the run's own error goes on
+        print(f"could not drop the tables of {store}: {e}", file=sys.stderr)
+
+
 def measure(url: str, folder: Path, fps: Path, n: int, scheme: str, encoding: str, compression: str) -> dict:
     prefix = f"bytes_{scheme}_{encoding}_{compression}".lower()
     store = f"{url}&table_prefix={prefix}"
@@ -53,7 +66,7 @@ def measure(url: str, folder: Path, fps: Path, n: int, scheme: str, encoding: st
         return {"scheme": scheme, "encoding": encoding, "compression": compression, "load_s": round(load_s, 1),
                 "bytes_per_fingerprint": total / n, **{f"{t}_bytes": b for t, b in per_table.items()}}
     finally:
-        shell(folder, "".join(f"disable '{prefix}_{t}'\ndrop '{prefix}_{t}'\n" for t in ("index", "docs", "meta", "locks")))
+        drop_tables(store)
 
 
 def main() -> None:

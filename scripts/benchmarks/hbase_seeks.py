@@ -37,7 +37,7 @@ import numpy as np
 from .common import ROOT
 from .groups import measure
 from .hbase import cpu_seconds
-from .hbase_bytes import shell
+from .hbase_bytes import drop_tables, shell
 from .scale import K, data_files, plant
 from .scale_hbase import COMPACTION_WAIT, compacted_bytes, hfiles, pids, table_dirs
 
@@ -122,7 +122,7 @@ def main() -> None:
             first = out if first is None else first
             print(json.dumps(figures), flush=True)
     finally:
-        shell(folder, "".join(f"disable '{prefix}_{t}'\ndrop '{prefix}_{t}'\n" for t in ("index", "docs", "meta", "locks")))
+        drop_tables(store)
 
 
 if __name__ == "__main__":
