@@ -28,7 +28,7 @@ ORDER = {
               "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],
-    "stores.hbase": ["", "results", "wire", "encoding", "tables", "connections", "datapath", "thrift2", "admin", "locks",
+    "stores.hbase": ["", "results", "kept", "wire", "encoding", "tables", "connections", "datapath", "thrift2", "admin", "locks",
                      "store"],
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "fingerprint_blocks",
              "options", "reports",

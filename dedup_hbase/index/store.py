@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -204,6 +205,14 @@ class Store(ABC):
         row = self._wide_row_bytes(table)
         return [ListCells.from_keys([key for key, _ in items], len(prefix), row)
                 for prefix, items in zip(prefixes, self.scan(table, prefixes, values=False))]
+
+    def large_rows_kept(self) -> AbstractContextManager:
+        """A context for one thread's read-only pass (``check``): meanwhile ``scan_cells`` may
+        keep the rows of many cells it reads (a fingerprint's thousands of copies) and answer
+        later scans with them rather than read them again, as of their first read. Not for a
+        pass that writes, or that must see writes as they land. Stores that read such rows
+        cheaply keep nothing (the default); the HBase store keeps them (stores/hbase/kept.py)."""
+        return nullcontext()
 
     def iterate_cells(self, table: str, prefix_bytes: int) -> Iterator[tuple[bytes, Cells]]:
         """Every ``prefix_bytes``-long prefix of a wide-row table with its cells, in key

@@ -23,10 +23,12 @@ def check(index: Index, records: Iterable[Record], options: CheckOptions = Check
     """The check record of every record, in input order (``options``: ``k``, ``max_matches``,
     ``fingerprints``, ``batch_size``, ``workers``; ``fmt`` and ``fields`` are the reader's),
     counted into ``report`` if given. Lookups are batched (``Index.query_many``: once per
-    distinct fingerprint)."""
+    distinct fingerprint); a row of many cells (a fingerprint's thousands of copies) is read once
+    in the pass, where the store keeps such rows (``Store.large_rows_kept``)."""
     report = CheckReport() if report is None else report
     index.spec.check_inputs(options.fingerprints, lookups=True)
-    with FingerprintPool(index.fingerprinter, options.workers, index.sketcher, index.spec.short is not None) as pool:
+    with (FingerprintPool(index.fingerprinter, options.workers, index.sketcher, index.spec.short is not None) as pool,
+          index.store.large_rows_kept()):
         for batch in fingerprinted(records, options.fingerprints, options.batch_size, pool, index.signatures):
             good = report.count(batch)
             answers = iter(look_up(index, good, options.k, options.max_matches))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 from ...index.store import Cells, Item
 from .connections import Gateways
@@ -57,6 +58,10 @@ class DataPath(ABC):
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
         """``Store.scan_cells``, where ``bulk_cells``, for prefixes that leave 1 to 8 bytes of a row."""
         raise NotImplementedError(f"{type(self).__name__} has no bulk form of scan_cells")
+
+    def large_rows_kept(self) -> AbstractContextManager:
+        """``Store.large_rows_kept``: a path that keeps nothing, by default."""
+        return nullcontext()
 
     def forget_regions(self) -> None:  # noqa: B027 (a path without a cache has nothing to forget)
         """Forget what the path knows of the tables' regions (after they are dropped)."""

@@ -116,6 +116,9 @@ class HBaseStore(Store):
             return self.data.scan_cells(table, prefixes)
         return super().scan_cells(table, prefixes)
 
+    def large_rows_kept(self):
+        return self.data.large_rows_kept()
+
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
         return self.data.scan_range(table, start, stop, limit)
 

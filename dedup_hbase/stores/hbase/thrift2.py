@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from ...errors import StoreError
 from ...index.store import Cells, Item, ListCells, row_width
 from .datapath import DataPath
 from .encoding import encode_get_multiple, encode_put_multiple, multi_row_range_filter
+from .kept import KeptRows
 from .results import Results
 from .tables import merge_ranges, prefix_range
 from .wire import Channel, idl
@@ -145,9 +147,10 @@ def prefix_cells(results: Results, spans: Sequence[tuple[int, int]], prefixes: S
 
 
 class Thrift2Path(DataPath):
-    """The Thrift2 gateway: one scan call per region, hand-serialized puts and gets. Its one
-    state is a cache of region boundaries (a plan: a stale one costs a hop inside the
-    gateway, never an answer). ``ranges_per_call``: row ranges one scan call carries at most."""
+    """The Thrift2 gateway: one scan call per region, hand-serialized puts and gets. Its
+    state: a cache of region boundaries (a plan: a stale one costs a hop inside the gateway,
+    never an answer), and while a pass keeps them, its large rows (kept.py).
+    ``ranges_per_call``: row ranges one scan call carries at most."""
 
     bulk_cells = True
 
@@ -156,9 +159,23 @@ class Thrift2Path(DataPath):
         self.ranges_per_call = ranges_per_call
         self.durability = None if wal else SKIP_WAL
         self._regions: dict[str, list[bytes]] = {}  # region start keys by table
+        self._kept: dict[str, KeptRows] | None = None  # by table, while a pass keeps large rows
 
     def forget_regions(self) -> None:
         self._regions.clear()
+
+    @contextmanager
+    def large_rows_kept(self) -> Iterator[None]:
+        """``Store.large_rows_kept``: ``scan_cells`` keeps the rows of many cells it reads
+        (kept.py) until the block ends. Inside another such block, the outer one's."""
+        if self._kept is not None:
+            yield
+            return
+        self._kept = {}
+        try:
+            yield
+        finally:
+            self._kept = None
 
     def put(self, table: str, items: Iterable[Item]) -> None:
         split = [self.tables.split(table, key) + (value,) for key, value in items]
@@ -204,7 +221,7 @@ class Thrift2Path(DataPath):
                 for prefix, (lo, hi) in zip(prefixes, spans)]
 
     def scan_cells(self, table: str, prefixes: Sequence[bytes]) -> list[Cells]:
-        results, spans = self._scan(table, prefixes)
+        results, spans = self._scan(table, prefixes, keep=True)
         return prefix_cells(results, spans, prefixes, self.tables.row_bytes(table))
 
     def scan_range(self, table: str, start: bytes, stop: bytes | None, limit: int) -> list[Item]:
@@ -248,14 +265,30 @@ class Thrift2Path(DataPath):
             self._regions[table] = starts
         return starts
 
-    def _scan(self, table: str, prefixes: Sequence[bytes]) -> tuple[Results, list[tuple[int, int]]]:
+    def _scan(self, table: str, prefixes: Sequence[bytes], keep: bool = False) -> tuple[Results, list[tuple[int, int]]]:
         """The rows under any of ``prefixes`` (key order), and each prefix's span of them
         (``prefix_spans``). The distinct prefixes' row ranges are grouped by region, at most
-        ``ranges_per_call`` to a call; the calls run in parallel, each one ``getScannerResults``."""
+        ``ranges_per_call`` to a call; the calls run in parallel, each one ``getScannerResults``.
+        ``keep``, while a pass keeps large rows: those read before are not read again."""
         if not prefixes:
             return Results.of([]), []
-        n, name, family = self.tables.row_bytes(table), self.tables.name(table), self.tables.family
+        n = self.tables.row_bytes(table)
         ranges = merge_ranges([prefix_range(p, n) for p in set(prefixes)])
+        kept = self._kept.setdefault(table, KeptRows()) if keep and self._kept is not None else None
+        skipped: list[bytes] = []
+        if kept is not None and kept.rows:
+            ranges, skipped = kept.without(ranges)
+        results = self._scan_ranges(table, ranges) if ranges else Results.of([])
+        if kept is not None:
+            kept.remember(results)
+            if skipped:
+                results = kept.spliced(results, skipped)
+        return results, prefix_spans(results.rows, prefixes, n)
+
+    def _scan_ranges(self, table: str, ranges: list[tuple[bytes, bytes | None]]) -> Results:
+        """The rows of ``ranges`` (sorted, disjoint), in key order: one call per region and
+        ``ranges_per_call`` ranges, in parallel."""
+        name, family = self.tables.name(table), self.tables.family
         starts = self._region_starts(table)
         groups: list[list] = []
         last = None
@@ -267,5 +300,4 @@ class Thrift2Path(DataPath):
             groups[-1].append(r)
         parts = self.gateways.parallel(
             lambda group: self.gateways.run2(lambda channel: scan_ranges(channel, name, group, family)), groups)
-        results = Results.concat(parts)  # groups are in key order, disjoint
-        return results, prefix_spans(results.rows, prefixes, n)
+        return Results.concat(parts)  # groups are in key order, disjoint
