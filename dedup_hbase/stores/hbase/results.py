@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -54,9 +55,10 @@ class Results:
         if len(parts) == 1:
             return parts[0]
         offsets = np.cumsum([0] + [len(p.rows) for p in parts[:-1]])
-        return cls([r for p in parts for r in p.rows],
+        return cls(list(chain.from_iterable(p.rows for p in parts)),
                    np.concatenate([p.cell_rows + o for p, o in zip(parts, offsets)] or [np.zeros(0, np.int64)]),
-                   [q for p in parts for q in p.qualifiers], [v for p in parts for v in p.values])
+                   list(chain.from_iterable(p.qualifiers for p in parts)),
+                   list(chain.from_iterable(p.values for p in parts)))
 
     def __len__(self) -> int:
         return len(self.rows)
