@@ -16,7 +16,8 @@ of the fingerprint planted with 10^5 copies ("cold": such a query reads that fin
 10^5 cells, once per flag it shares with it); lookups a second, the CPU a lookup of the region
 server (with the master: one process) and of the Thrift2 gateway (from /proc), and the index
 table's bytes a fingerprint. The answers of every run are compared with the first run's, byte
-for byte. The tables are dropped at the end.
+for byte; the second check's answers are written beside the runs' output (``answers-SETTING.jsonl``)
+for a later run's. The tables are dropped at the end (but with ``--keep``).
 
     python -m scripts.benchmarks.hbase_seeks --url 'hbase://127.0.0.1:19390/?admin_port=19391&zk=127.0.0.1:21891' \\
         --dir /tmp/hb-seeks --n 1e7 --queries 1e4 --settings 65536:FAST_DIFF:GZ,8192:FAST_DIFF:GZ
@@ -82,7 +83,9 @@ def run_setting(folder: Path, store: str, prefix: str, queries: Path, cold: Path
         runs[name] = {"queries": n, "wall_s": round(done["wall_s"], 2), "lookups_per_s": round(n / done["wall_s"], 1),
                       "command_cpu_ms_per_lookup": round(1000 * done["cpu_s"] / n, 3),
                       "region_server_cpu_ms_per_lookup": ms.get("master"), "thrift2_cpu_ms_per_lookup": ms.get("thrift2")}
-        out = (work / "stdout").read_bytes() if name == "second" else out
+        if name == "second":
+            out = (work / "stdout").read_bytes()
+            (work / f"answers-{setting.replace(':', '-')}.jsonl").write_bytes(out)  # for a later run's comparison
     return {"setting": setting, "compaction_s": round(compaction_s, 1), "index_bytes": index_bytes, **runs}, out
 
 
@@ -97,6 +100,8 @@ def main() -> None:
                         help="BLOCKSIZE:ENCODING:COMPRESSION,... (default: as shipped, then 8 KB blocks)")
     parser.add_argument("--data", default="/tmp/dedup-bench-scale", help="the scale bench's input folder")
     parser.add_argument("--spark-master", default="local[2]")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the tables (their store URL printed last) to check them with other code")
     args = parser.parse_args()
     folder = Path(args.dir).resolve()
     fps, queries = data_files(Path(args.data), args.n, 7, args.queries)
@@ -122,7 +127,10 @@ def main() -> None:
             first = out if first is None else first
             print(json.dumps(figures), flush=True)
     finally:
-        drop_tables(store)
+        if args.keep:
+            print(json.dumps({"kept": store}), flush=True)
+        else:
+            drop_tables(store)
 
 
 if __name__ == "__main__":
