@@ -58,7 +58,9 @@ def distinct_pairs(firsts, scheme: Scheme, k: int):
     keyed = firsts.select("simhash", "first", F.explode(F.array(*[
         F.struct(F.lit(flag).alias("flag"), segment(scheme, flag, F.col("simhash")).alias("segment"))
         for flag in flags])).alias("key")).select("simhash", "first", "key.flag", "key.segment")
-    left, right = keyed.alias("l"), keyed.alias("r")
+    # a shuffled hash join: a sort-merge join sorts both sides, the same rows twice (63% of the
+    # executors' CPU at 10^7, docs/benchmarks.md); a partition's segments are hashed instead
+    left, right = keyed.alias("l"), keyed.alias("r").hint("shuffle_hash")
     ls, rs = F.col("l.simhash"), F.col("r.simhash")
     joined = left.join(right, (F.col("l.flag") == F.col("r.flag")) & (F.col("l.segment") == F.col("r.segment"))
                        & (ls < rs) & (F.bit_count(ls.bitwiseXOR(rs)) <= F.lit(k)))
