@@ -24,7 +24,7 @@ LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"
           ("__main__",)]
 ORDER = {
     "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms", "shorts"],
-    "index": ["", "ids", "arrays", "parts", "layout", "costs", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup",
+    "index": ["", "ids", "arrays", "parts", "layout", "costs", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup", "probed",
               "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],
     "stores.local": ["rocks", "records", "batch", "packed", "store", ""],

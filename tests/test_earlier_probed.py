@@ -1,4 +1,4 @@
-"""A batch's earlier matches under several signatures, probes and sketches (neardup.earlier_probed,
+"""A batch's earlier matches under several signatures, probes and sketches (probed.earlier_probed,
 earliest_other) against a brute force of their definition: every earlier position, pair by pair.
 Planted: exact copies (some under the same id), chains, pairs at exactly k and k + 1 bits, probes
 that reach k + 1, short texts (bit 0 of the sketch) whose fingerprints agree but sketches do not."""
@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from dedup_hbase.index import neardup
+from dedup_hbase.index import probed
 from dedup_hbase.index.confirm import sketches_agree
-from dedup_hbase.index.neardup import earlier_probed, earliest_other
+from dedup_hbase.index.probed import earlier_probed, earliest_other
 from dedup_hbase.text.shorts import SHORT_FLAG
 
 K = 3
@@ -80,7 +80,7 @@ def test_copies_are_compared_once_per_distinct_lookup(monkeypatch):
     """20,000 copies of two short texts (one id repeated) and their near ones: the sketches are
     compared once per distinct lookup and signature, not once per pair of copies (200 million)."""
     calls = []
-    monkeypatch.setattr(neardup, "sketches_agree", lambda *a: calls.append(1) or sketches_agree(*a))
+    monkeypatch.setattr(probed, "sketches_agree", lambda *a: calls.append(1) or sketches_agree(*a))
     a, b = 0x0123456789ABCDEF, 0x0123456789ABCDEE  # one bit apart, sketches 16 bits apart: not near
     rows = [(a, 0b11), (b, 0b11 ^ (0xFFFF << 8)), (a, 0b11)] * 10_000
     ids = ["same" if n < 3 else f"x{n}" for n in range(len(rows))]

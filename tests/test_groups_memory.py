@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dedup_hbase.index.layout import Scheme
-from dedup_hbase.index.neardup import distinct_pairs
+from dedup_hbase.index.neardup import distinct_pairs, flag_pairs
 from dedup_hbase.index.parts import distinct, parts_of, position_type
 from dedup_hbase.jobs.local.group_output import SPILL, IdSpill, write
 from dedup_hbase.jobs.local.groups import group_files, link
@@ -55,6 +55,23 @@ def test_pairs_in_parts_equal_one_part_and_brute_force(scheme):
         found = np.concatenate(list(distinct_pairs(unique, Scheme.parse(scheme), K, parts)))
         assert len(found) == len(brute)
         assert {tuple(p) for p in found.tolist()} == brute
+
+
+@pytest.mark.parametrize("scheme", ["4", "5"])
+def test_flag_pairs_over_rows_parted_by_segment_equal_the_whole_search(scheme):
+    """The Spark engine's contract (jobs/spark/pairs.py): each flag's rows dealt into parts by
+    their segment, ``flag_pairs`` on each part, gives every pair ``distinct_pairs`` gives, once."""
+    parsed = Scheme.parse(scheme)
+    unique = np.unique(np.array(planted(13, randoms=3000, pages=(40,), bucket=1500), dtype=np.uint64))
+    whole = {tuple(p) for p in np.concatenate(list(distinct_pairs(unique, parsed, K))).tolist()}
+    found = []
+    for flag in range(1, len(parsed.flags) + 1):
+        part_of = parsed.segments(unique, flag) % 7  # a hash partitioner's stand-in
+        for part in range(7):
+            members = np.flatnonzero(part_of == part)
+            found += [tuple(p) for p in members[flag_pairs(unique[members], parsed, flag, K)].tolist()]
+    assert len(found) == len(set(found)) == len(whole) > 1500
+    assert set(found) == whole
 
 
 def test_linked_groups_equal_brute_force_and_keep_singletons_out():

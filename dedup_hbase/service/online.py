@@ -47,7 +47,8 @@ import numpy as np
 from ..index.ids import encode_id
 from ..index.index import Document, Index, Match, Matches
 from ..index.layout import Scheme
-from ..index.neardup import earlier_matches, earlier_probed
+from ..index.neardup import earlier_matches
+from ..index.probed import earlier_probed
 from ..index.retention import expired_ids, expires_at
 from ..text.fingerprint import to_hex
 

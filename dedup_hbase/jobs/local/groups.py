@@ -20,8 +20,9 @@ import numpy as np
 
 from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
-from ...index.neardup import NearPairs, first_per_sketch, near_pairs, near_pairs_of_batches
+from ...index.neardup import NearPairs, near_pairs, near_pairs_of_batches
 from ...index.parts import give_back
+from ...index.probed import first_per_sketch
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.shorts import SHORT_FLAG
 from ..batches import check_featurizers, fingerprinted

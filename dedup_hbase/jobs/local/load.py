@@ -27,7 +27,8 @@ import numpy as np
 
 from ...index.confirm import CONFIRMED_BEYOND
 from ...index.index import Document, Index, document_meta
-from ...index.neardup import earliest_other, found_edges, near_pairs
+from ...index.neardup import near_pairs
+from ...index.probed import earliest_other, found_edges
 from ..batches import check_featurizers, fingerprinted
 from ..corpus import Record, read_records
 from ..interrupts import STOPS, Interrupted
@@ -200,7 +201,7 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     by (distance, id)) or else earlier in the batch (``earliest_other``: the earliest with
     another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
     once per signature and fingerprint (``chained``), and inside the batch the pairs of
-    ``neardup.found_edges``: linear in the copies."""
+    ``probed.found_edges``: linear in the copies."""
     more, masks, sketches = index.lookup_args(batch)
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
