@@ -138,22 +138,27 @@ def test_planted_spark_equals_brute_force(spark, planted_input, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("scheme", ["4", "5"])
-def test_spark_pairs_equal_neardup(spark, scheme):
+@pytest.mark.parametrize(("scheme", "bucket", "expected"), [("4", 400, 0), ("5", 400, 0), ("5", 1500, 10**4)])
+def test_spark_pairs_equal_neardup(spark, monkeypatch, scheme, bucket, expected):
     """spark/pairs.py against neardup.py (itself against brute force in test_skew.py): the same
     distinct fingerprints with their first positions, and the same pairs of them within k
-    bits, each once."""
+    bits, each once; also with the search spread over more tasks than the session's shuffle
+    partitions (``expected``, ``TASK_ROWS``) and a bucket that one tile does not hold."""
     from dedup_hbase.index.arrays import as_signed
     from dedup_hbase.index.layout import Scheme
     from dedup_hbase.index.neardup import near_pairs
     from dedup_hbase.jobs.spark import pairs
 
-    fps = np.array(planted(5, randoms=800, pages=(400,), bucket=400), dtype=np.uint64)
+    monkeypatch.setattr(pairs, "TASK_ROWS", 2_000)
+    fps = np.array(planted(5, randoms=800, pages=(400,), bucket=bucket), dtype=np.uint64)
     df = spark.createDataFrame(list(enumerate(as_signed(fps).tolist())), "pos long, simhash long")
     want = near_pairs(fps, Scheme.parse(scheme), K)
     firsts = pairs.distinct(df)
     assert sorted(r["first"] for r in firsts.collect()) == sorted(want.first.tolist())
-    got = [tuple(r) for r in pairs.distinct_pairs(firsts, Scheme.parse(scheme), K).collect()]
+    found = pairs.distinct_pairs(firsts, Scheme.parse(scheme), K, expected)
+    tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    assert found.rdd.getNumPartitions() == (max(tasks, expected * len(Scheme.parse(scheme).flags) // 2_000))
+    got = [tuple(r) for r in found.collect()]
     first, unique = want.first.tolist(), want.unique.tolist()
     expected = sorted((min(first[i], first[j]), max(first[i], first[j]), (unique[i] ^ unique[j]).bit_count())
                       for i, j in want.pairs.tolist())

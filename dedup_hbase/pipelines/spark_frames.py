@@ -83,8 +83,9 @@ def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int 
                           .withColumn(ROW, F.monotonically_increasing_id()))
     docs = job.persist(printed.where(F.col(ERROR).isNull()).select(
         F.col(ROW).alias("pos"), F.col(id_column).cast("string").alias("id"), SIMHASH))
-    rows, helpers = spark_groups.group_rows(job, docs, [SIMHASH], False, options.scheme_for(docs.count()), options.k,
-                                            None, None, ("body",))
+    documents = docs.count()
+    rows, helpers = spark_groups.group_rows(job, docs, [SIMHASH], False, options.scheme_for(documents), options.k,
+                                            None, None, ("body",), documents=documents)
     found = rows.select(F.col("pos").alias(ROW), *GROUP_COLUMNS)
     return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, docs, printed)
 

@@ -98,7 +98,7 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
     rows, helpers = group_rows(job, docs, keys, sketched, scheme, options.k, options.confirm, options.short,
-                               signatures.names)
+                               signatures.names, documents=report.documents)
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
@@ -114,14 +114,15 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
 
 
 def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: int, confirm: int | None,
-               short: int | None, names: tuple[str, ...]):
+               short: int | None, names: tuple[str, ...], *, documents: int = 0):
     """The groups of ``docs`` (pos, id, simhash, a column per other signature's simhash in
     ``keys``, ``sketch`` when ``sketched``; ``pos`` unique, the order of "first"), persisted: per
     document pos, id, simhash (hex), group (the id of its first member), size, keep, via (the id
     it joined its group through), distance, with several signatures ``signature`` (of
     ``names``), and group_pos; and the frames persisted on the way, for the caller to
-    unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks) joins a
-    group, with ``confirm`` and ``short`` as the local engine's ``assign``."""
+    unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks)
+    joins a group, with ``confirm`` and ``short`` as the local engine's ``assign``. ``documents``:
+    about how many rows ``docs`` holds (the pair search's tasks: pairs.distinct_pairs)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -129,7 +130,7 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
@@ -154,7 +155,8 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     return rows, [edges, firsts]
 
 
-def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None):
+def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None,
+           documents: int = 0):
     """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
     ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
     the least ``via_weight`` of the signatures joining them: each signature's near pairs
@@ -168,14 +170,14 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
 
     sketched = confirm is not None or short is not None
     if len(keys) == 1 and not sketched:  # the nodes are the distinct fingerprints: their pairs, no mapping
-        near = pairs.distinct_pairs(firsts, scheme, k)
+        near = pairs.distinct_pairs(firsts, scheme, k, documents)
         return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
     nodes = keys + (["sketch"] if sketched else [])
     node_of = docs.join(firsts, nodes).select("pos", F.col("first").alias("node"))  # position -> node
     parts = []
     for place, key in enumerate(keys):
         own = pairs.distinct(docs.select("pos", F.col(key).alias("simhash")))  # (simhash, first)
-        near = pairs.distinct_pairs(own, scheme, k)
+        near = pairs.distinct_pairs(own, scheme, k, documents)
         flagged = None
         if short is not None:  # the fingerprints (their first positions) with a short node
             flagged = (firsts.where(F.col("sketch").bitwiseAND(F.lit(SHORT_FLAG)) != 0).select(F.col(key).alias("simhash"))

@@ -1,5 +1,5 @@
-"""Near-duplicates inside a DataFrame of fingerprints, the pigeonhole way, as Spark joins:
-neardup.py's search on a cluster.
+"""Near-duplicates inside a DataFrame of fingerprints, the pigeonhole way: neardup.py's
+search on a cluster, the same code.
 
 Input: a DataFrame of ``(pos long, simhash long)``; ``pos`` orders the documents (the input
 order, spark/groups.py), ``simhash`` is the fingerprint's 64 bits as a signed long
@@ -8,11 +8,13 @@ order, spark/groups.py), ``simhash`` is the fingerprint's 64 bits as a signed lo
 * Identical fingerprints collapse first: one row per distinct fingerprint with ``first``,
   its smallest position (``distinct``); a copy joins its group through it (n copies: a join
   on the simhash, never n²/2 pairs).
-* Per flag of the scheme, every distinct fingerprint is keyed by that flag's segment
-  (rows.segment: bit-identical to layout.py); a self-join on (flag, segment) pairs the
-  fingerprints that share it, ``bit_count(a ^ b) <= k`` keeps the near ones, and a pair is
-  kept only under the first flag whose segments it shares, so each near pair once: exactly
-  the pairs brute force finds (the pigeonhole argument of layout.py).
+* Per flag of the scheme, every distinct fingerprint becomes a row (flag, simhash, first),
+  and one shuffle puts the rows of equal flag and segment (rows.segment: bit-identical to
+  layout.py) in one partition. Each partition runs the local engine's search on its rows
+  (``neardup.flag_pairs`` through ``mapInArrow``): sorted by segment, compared inside runs of
+  equal segments, a pair kept only under the first flag whose segments it shares, so each
+  near pair once: exactly the pairs brute force finds (the pigeonhole argument of layout.py).
+  A partition's rows are held in its Python worker at once: ``TASK_ROWS`` bounds them.
 
 ``distinct_pairs`` gives every pair of distinct fingerprints within k bits, once: the edges of
 the groups (spark/groups.py) and the near fingerprints ``--add-new`` needs (spark/adding.py).
@@ -20,10 +22,14 @@ the groups (spark/groups.py) and the near fingerprints ``--add-new`` needs (spar
 
 from __future__ import annotations
 
+from functools import reduce
+
 from ...index.confirm import CONFIRMED_BEYOND
 from ...index.layout import Scheme
 from ...text.shorts import SHORT_FLAG
 from .rows import segment
+
+TASK_ROWS = 1 << 22  # (flag, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
 
 
 def sketches_agree(distance, a, b, allowed: int | None, short: int | None):
@@ -47,29 +53,55 @@ def distinct(df):
     return df.groupBy("simhash").agg(F.min("pos").alias("first"))
 
 
-def distinct_pairs(firsts, scheme: Scheme, k: int):
+def distinct_pairs(firsts, scheme: Scheme, k: int, expected: int = 0):
     """``(simhash, first)`` of distinct fingerprints -> ``(a, b, distance)``: the ``first``
     positions of every pair of distinct fingerprints within ``k`` bits, a < b, each pair once,
-    and their Hamming distance (int)."""
+    and their Hamming distance (int). ``expected``: about how many rows ``firsts`` holds, so
+    that no task of the search holds more than ``TASK_ROWS`` (flag, fingerprint) rows."""
     from pyspark.sql import functions as F
 
     scheme.check_k(k)
-    flags = range(1, len(scheme.flags) + 1)
-    keyed = firsts.select("simhash", "first", F.explode(F.array(*[
-        F.struct(F.lit(flag).alias("flag"), segment(scheme, flag, F.col("simhash")).alias("segment"))
-        for flag in flags])).alias("key")).select("simhash", "first", "key.flag", "key.segment")
-    # a shuffled hash join: a sort-merge join sorts both sides, the same rows twice (63% of the
-    # executors' CPU at 10^7, docs/benchmarks.md); a partition's segments are hashed instead
-    left, right = keyed.alias("l"), keyed.alias("r").hint("shuffle_hash")
-    ls, rs = F.col("l.simhash"), F.col("r.simhash")
-    joined = left.join(right, (F.col("l.flag") == F.col("r.flag")) & (F.col("l.segment") == F.col("r.segment"))
-                       & (ls < rs) & (F.bit_count(ls.bitwiseXOR(rs)) <= F.lit(k)))
-    # the first flag whose segments the two share: the pair is kept under that flag only
-    shared = F.coalesce(*[F.when(segment(scheme, flag, ls) == segment(scheme, flag, rs), F.lit(flag))
-                          for flag in flags])
-    kept = joined.where(shared == F.col("l.flag"))
-    return kept.select(F.least("l.first", "r.first").alias("a"), F.greatest("l.first", "r.first").alias("b"),
-                       F.bit_count(ls.bitwiseXOR(rs)).alias("distance"))
+    flags = len(scheme.flags)
+    keyed = firsts.select(F.explode(F.sequence(F.lit(1), F.lit(flags))).alias("flag"), "simhash", "first")
+    flag, simhash = F.col("flag"), F.col("simhash")
+    at = reduce(lambda chosen, f: chosen.when(flag == f, segment(scheme, f, simhash)),
+                range(2, flags + 1), F.when(flag == 1, segment(scheme, 1, simhash)))
+    configured = int(firsts.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    tasks = max(configured, -(-expected * flags // TASK_ROWS))
+    # every fingerprint with a given flag and segment in one partition, the segment not shipped
+    return keyed.repartition(tasks, flag, at).mapInArrow(_search(scheme, k), "a long, b long, distance int")
+
+
+def _search(scheme: Scheme, k: int):
+    """mapInArrow function: a partition's (flag, simhash, first) rows -> their pairs, flag by
+    flag through ``neardup.flag_pairs``: the local engine's search, on the partition's rows."""
+
+    def search(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        from ...index.arrays import as_unsigned
+        from ...index.neardup import flag_pairs
+
+        tables = list(batches)
+        if not tables:
+            return
+        rows = pa.Table.from_batches(tables)
+        del tables
+        flag = rows.column("flag").to_numpy()
+        simhash, first = as_unsigned(rows.column("simhash").to_numpy()), rows.column("first").to_numpy()
+        del rows
+        for f in np.unique(flag).tolist():
+            mine = np.flatnonzero(flag == f)
+            fingerprints, positions = simhash[mine], first[mine]
+            found = flag_pairs(fingerprints, scheme, f, k)
+            if len(found):
+                a, b = positions[found[:, 0]], positions[found[:, 1]]
+                apart = np.bitwise_count(fingerprints[found[:, 0]] ^ fingerprints[found[:, 1]]).astype(np.int32)
+                yield pa.RecordBatch.from_arrays([pa.array(np.minimum(a, b)), pa.array(np.maximum(a, b)),
+                                                  pa.array(apart)], names=["a", "b", "distance"])
+
+    return search
 
 
 def query_pairs(queries, fingerprints, scheme: Scheme, k: int):
