@@ -44,8 +44,7 @@ def write_and_load(spark, index, url: str, staging: str, splits: list[bytes], ta
              .repartition(parts, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
     t = load_schema()["tables"]["index"]
     target = index.store.hfile_target()
-    spec = hfiles.TableFiles(f"{staging}/index", table or target.tables["index"], "d", t["compression"],
-                             t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"], splits)
+    spec = hfiles.TableFiles.of(f"{staging}/index", table or target.tables["index"], "d", t, splits)
     hfiles.write_and_load(cells, hbase.ZooKeeper.of(target, url), [spec], [0], staging, 1234567890123, 3, copy=True)
 
 

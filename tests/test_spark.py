@@ -346,10 +346,16 @@ def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path
              .repartition(16, "part").sortWithinPartitions("key", "qualifier").select("key", "qualifier", "value"))
     target = store.hfile_target()
     kept = f"file://{tmp_path}/kept"  # without a ZooKeeper: written, not loaded, kept
-    spec = hfiles.TableFiles(f"{kept}/index", target.tables["index"], "d", t["compression"],
-                             t["data_block_encoding"], t["bloom_filter"], t["bloom_prefix_length"], splits)
+    spec = hfiles.TableFiles.of(f"{kept}/index", target.tables["index"], "d", t, splits)
     hfiles.write_and_load(cells, None, [spec], [0], kept, 1234567890123, 7)
-    assert len([f for f in (tmp_path / "kept" / "index" / "d").iterdir() if not f.name.startswith(".")]) == 16
+    written = [f for f in (tmp_path / "kept" / "index" / "d").iterdir() if not f.name.startswith(".")]
+    assert len(written) == 16
+    # the index table's 8 KB blocks (schema/tables.json), not HBase's 64 KB: a cell is about 40
+    # bytes unencoded, so about 200 of them a block, where 64 KB blocks would hold every file's
+    # 500 in one
+    trailers = [hfile_trailer(f) for f in written]
+    assert sum(t["entry_count"] for t in trailers) == 8000 and {t["num_data_index_levels"] for t in trailers} == {1}
+    assert 150 <= 8000 / sum(t["data_index_count"] for t in trailers) <= 250
     assert index_cells(url) == set()
     staging = f"file://{tmp_path}/job"
     spec = dataclasses.replace(spec, folder=f"{staging}/index")
@@ -360,6 +366,37 @@ def test_the_same_hfiles_loaded_twice_double_nothing(spark, hbase_pair, tmp_path
         assert not (tmp_path / "job").exists()
     probe = docs[7]
     assert [m.id for m in index.query(probe[1] % (1 << 64))] == ["h7"]
+
+
+def hfile_trailer(path: Path) -> dict[str, int]:
+    """The integer fields of an HFile's (version 3) fixed trailer: its last 4,096 bytes, the
+    magic ``TRABLK"$`` and a length-delimited ``FileTrailerProto`` (HBase's HFile.proto)."""
+    names = {1: "file_info_offset", 2: "load_on_open_data_offset", 3: "uncompressed_data_index_size",
+             4: "total_uncompressed_bytes", 5: "data_index_count", 6: "meta_index_count", 7: "entry_count",
+             8: "num_data_index_levels", 9: "first_data_block_offset", 10: "last_data_block_offset",
+             12: "compression_codec"}
+    data = path.read_bytes()[-4096:]
+    assert data[:8] == b'TRABLK"$' and int.from_bytes(data[-4:], "big") & 0xFFFFFF == 3
+
+    def varint(at: int) -> tuple[int, int]:
+        value = shift = 0
+        while True:
+            byte = data[at]
+            value, shift, at = value | (byte & 0x7F) << shift, shift + 7, at + 1
+            if byte < 0x80:
+                return value, at
+
+    length, at = varint(8)
+    end, fields = at + length, {}
+    while at < end:
+        key, at = varint(at)
+        if key & 7 == 2:  # a string or bytes field: skipped
+            size, at = varint(at)
+            at += size
+        else:
+            value, at = varint(at)
+            fields[names.get(key >> 3, str(key >> 3))] = value
+    return fields
 
 
 def parquet_file(path: Path) -> Path:

@@ -58,10 +58,8 @@ def main() -> None:
             folder = tempfile.mkdtemp(prefix="dedup-hfiles-")
             tables = []
             for name, splits in (("index", index_splits), ("docs", doc_splits)):
-                t = schema["tables"][name]
-                tables.append(hfiles.TableFiles(f"file://{folder}/{name}", f"bench:{name}", schema["family"],
-                                                t["compression"], t["data_block_encoding"], t["bloom_filter"],
-                                                int(t.get("bloom_prefix_length") or 0), splits))
+                tables.append(hfiles.TableFiles.of(f"file://{folder}/{name}", f"bench:{name}", schema["family"],
+                                                   schema["tables"][name], splits))
             cells = rows.cells(winners, scheme, 1, (index_splits, targets[:index_parts], 1),
                                (doc_splits, targets[index_parts:], 2))
             cells = (cells.repartition(len(targets), "part").sortWithinPartitions("key", "qualifier")

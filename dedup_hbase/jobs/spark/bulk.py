@@ -96,11 +96,8 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
     for table in ("index", "docs"):
         splits = boundaries[names[table]]
         per_region = max(1, math.ceil(2 * parallelism / (len(splits) + 1)))
-        t = schema["tables"][table]
-        tables.append(hfiles.TableFiles(f"{job_dir}/{table}", names[table], schema["family"], t["compression"],
-                                        t["data_block_encoding"], t["bloom_filter"],
-                                        int(t.get("bloom_prefix_length") or 0), splits,
-                                        t.get("block_size") or hfiles.TableFiles.block_size))
+        tables.append(hfiles.TableFiles.of(f"{job_dir}/{table}", names[table], schema["family"],
+                                           schema["tables"][table], splits))
         firsts.append(total)
         plans.append((splits, per_region, total, (len(splits) + 1) * per_region))
         total += plans[-1][3]

@@ -37,6 +37,14 @@ class TableFiles:
     splits: list[bytes]
     block_size: int = 65536
 
+    @classmethod
+    def of(cls, folder: str, table: str, family: str, settings: dict, splits: list[bytes]) -> TableFiles:
+        """The files of ``table`` with its schema/tables.json entry ``settings`` (compression,
+        encoding, Bloom filter, block size: what HBase's own flushes and compactions write)."""
+        return cls(folder, table, family, settings["compression"], settings["data_block_encoding"],
+                   settings["bloom_filter"], int(settings.get("bloom_prefix_length") or 0), splits,
+                   settings.get("block_size") or cls.block_size)
+
     def line(self) -> str:
         return "\t".join([self.folder, self.table, self.family, self.compression, self.encoding, self.bloom,
                           str(self.bloom_prefix), str(self.block_size), ",".join(s.hex() for s in self.splits)])
