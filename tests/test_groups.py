@@ -26,7 +26,7 @@ from dedup_hbase.jobs.options import SCHEME_5_FROM, GroupsOptions
 from dedup_hbase.text.fingerprint import make_fingerprinter
 
 from conftest import shared_corpus
-from planted import K, brute_components, brute_groups, brute_via, planted
+from planted import K, brute_components, brute_groups, brute_via, flip, planted
 
 
 def spark_groups(spark, paths, out, options):
@@ -164,6 +164,32 @@ def test_spark_pairs_equal_neardup(spark, monkeypatch, scheme, bucket, expected)
                       for i, j in want.pairs.tolist())
     assert len(got) == len(set(got)) == len(expected) > 100
     assert sorted(got) == expected
+
+
+@pytest.mark.spark
+def test_spark_query_pairs_equal_brute_force(spark):
+    """pairs.query_pairs: every (query, fingerprint) within k bits once, against all pairs by
+    XOR, with queries that are fingerprints too (0 bits), near ones at 1..k and k + 1 bits, and
+    queries near each other that no fingerprint is near."""
+    from dedup_hbase.index.arrays import as_signed
+    from dedup_hbase.index.layout import Scheme
+    from dedup_hbase.jobs.spark import pairs
+
+    rnd = random.Random(8)
+    fps = sorted(set(planted(8, randoms=600, pages=(3,), bucket=300)))
+    queries = set(rnd.sample(fps, 100))  # on both sides
+    queries |= {flip(rnd.choice(fps), bits, rnd) for bits in (1, 2, 3, 4) for _ in range(60)}
+    lonely = [rnd.getrandbits(64) for _ in range(40)]
+    queries |= set(lonely) | {flip(q, 2, rnd) for q in lonely}  # near each other only
+    queries = sorted(queries)
+    brute = {(q, u) for q in queries for u in fps if (q ^ u).bit_count() <= K}
+    for scheme in ("4", "5"):
+        got = pairs.query_pairs(spark.createDataFrame([(v,) for v in as_signed(np.array(queries, np.uint64)).tolist()], "q long"),
+                                spark.createDataFrame([(v,) for v in as_signed(np.array(fps, np.uint64)).tolist()],
+                                                      "simhash long"), Scheme.parse(scheme), K).collect()
+        found = [(r["q"] % (1 << 64), r["simhash"] % (1 << 64)) for r in got]
+        assert len(found) == len(set(found)) == len(brute) > 300
+        assert set(found) == brute
 
 
 @pytest.mark.spark

@@ -18,6 +18,8 @@ order, spark/groups.py), ``simhash`` is the fingerprint's 64 bits as a signed lo
 
 ``distinct_pairs`` gives every pair of distinct fingerprints within k bits, once: the edges of
 the groups (spark/groups.py) and the near fingerprints ``--add-new`` needs (spark/adding.py).
+``query_pairs`` gives what lookups find among fingerprints (``--add-new`` with probes, several
+signatures or sketches): the same search over the values of both.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ...text.shorts import SHORT_FLAG
 from .rows import segment
 
 TASK_ROWS = 1 << 22  # (flag, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
+QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 
 def sketches_agree(distance, a, b, allowed: int | None, short: int | None):
@@ -60,6 +63,35 @@ def distinct_pairs(firsts, scheme: Scheme, k: int, expected: int = 0):
     that no task of the search holds more than ``TASK_ROWS`` (flag, fingerprint) rows."""
     from pyspark.sql import functions as F
 
+    return _near(firsts, scheme, k, expected).select(F.least("fa", "fb").alias("a"), F.greatest("fa", "fb").alias("b"),
+                                                     "distance")
+
+
+def query_pairs(queries, fingerprints, scheme: Scheme, k: int, expected: int = 0):
+    """``(q)`` query fingerprints and ``(simhash)`` distinct fingerprints -> ``(q, simhash)``:
+    every query and fingerprint within ``k`` bits, each pair once: what a lookup of each query
+    finds among them. The search of ``distinct_pairs`` over the distinct values of both, each
+    marked by the sides it is on (as probed.py's ``found_edges`` searches a batch's bases and
+    lookups together); a value on both sides is its own pair, at 0 bits."""
+    from pyspark.sql import functions as F
+
+    sides = (queries.select(F.col("q").alias("simhash"), F.lit(QUERY).alias("side"))
+             .unionByName(fingerprints.select("simhash", F.lit(FOUND).alias("side")))
+             .groupBy("simhash").agg(F.bit_or("side").cast("long").alias("first")))
+    near = _near(sides, scheme, k, expected)
+    a_asks, b_asks = (F.col(f).bitwiseAND(F.lit(QUERY)) != 0 for f in ("fa", "fb"))
+    a_found, b_found = (F.col(f).bitwiseAND(F.lit(FOUND)) != 0 for f in ("fa", "fb"))
+    return (near.where(a_asks & b_found).select(F.col("sa").alias("q"), F.col("sb").alias("simhash"))
+            .unionByName(near.where(b_asks & a_found).select(F.col("sb").alias("q"), F.col("sa").alias("simhash")))
+            .unionByName(sides.where(F.col("first") == F.lit(QUERY | FOUND))
+                         .select(F.col("simhash").alias("q"), "simhash")))
+
+
+def _near(firsts, scheme: Scheme, k: int, expected: int):
+    """``(simhash, first)`` of distinct fingerprints -> ``(fa, fb, sa, sb, distance)``: every
+    pair within ``k`` bits once, by its two ``first`` values and simhashes, in no order."""
+    from pyspark.sql import functions as F
+
     scheme.check_k(k)
     flags = len(scheme.flags)
     keyed = firsts.select(F.explode(F.sequence(F.lit(1), F.lit(flags))).alias("flag"), "simhash", "first")
@@ -69,7 +101,8 @@ def distinct_pairs(firsts, scheme: Scheme, k: int, expected: int = 0):
     configured = int(firsts.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     tasks = max(configured, -(-expected * flags // TASK_ROWS))
     # every fingerprint with a given flag and segment in one partition, the segment not shipped
-    return keyed.repartition(tasks, flag, at).mapInArrow(_search(scheme, k), "a long, b long, distance int")
+    return keyed.repartition(tasks, flag, at).mapInArrow(_search(scheme, k),
+                                                        "fa long, fb long, sa long, sb long, distance int")
 
 
 def _search(scheme: Scheme, k: int):
@@ -80,7 +113,7 @@ def _search(scheme: Scheme, k: int):
         import numpy as np
         import pyarrow as pa
 
-        from ...index.arrays import as_unsigned
+        from ...index.arrays import as_signed, as_unsigned
         from ...index.neardup import flag_pairs
 
         tables = list(batches)
@@ -89,37 +122,17 @@ def _search(scheme: Scheme, k: int):
         rows = pa.Table.from_batches(tables)
         del tables
         flag = rows.column("flag").to_numpy()
-        simhash, first = as_unsigned(rows.column("simhash").to_numpy()), rows.column("first").to_numpy()
+        simhash, first = as_unsigned(rows.column("simhash").to_numpy()), rows.column("first").to_numpy().astype(np.int64)
         del rows
         for f in np.unique(flag).tolist():
             mine = np.flatnonzero(flag == f)
             fingerprints, positions = simhash[mine], first[mine]
             found = flag_pairs(fingerprints, scheme, f, k)
             if len(found):
-                a, b = positions[found[:, 0]], positions[found[:, 1]]
-                apart = np.bitwise_count(fingerprints[found[:, 0]] ^ fingerprints[found[:, 1]]).astype(np.int32)
-                yield pa.RecordBatch.from_arrays([pa.array(np.minimum(a, b)), pa.array(np.maximum(a, b)),
-                                                  pa.array(apart)], names=["a", "b", "distance"])
+                a, b = fingerprints[found[:, 0]], fingerprints[found[:, 1]]
+                columns = [positions[found[:, 0]], positions[found[:, 1]], as_signed(a), as_signed(b),
+                           np.bitwise_count(a ^ b).astype(np.int32)]
+                yield pa.RecordBatch.from_arrays([pa.array(c) for c in columns],
+                                                 names=["fa", "fb", "sa", "sb", "distance"])
 
     return search
-
-
-def query_pairs(queries, fingerprints, scheme: Scheme, k: int):
-    """``(q)`` query fingerprints and ``(simhash)`` distinct fingerprints -> ``(q, simhash)``:
-    every query and fingerprint within ``k`` bits, each pair once (kept under the first flag
-    whose segments the two share): what a lookup of each query finds among them."""
-    from pyspark.sql import functions as F
-
-    scheme.check_k(k)
-    flags = range(1, len(scheme.flags) + 1)
-
-    def keyed(frame, column: str):
-        return frame.select(column, F.explode(F.array(*[
-            F.struct(F.lit(flag).alias("flag"), segment(scheme, flag, F.col(column)).alias("segment"))
-            for flag in flags])).alias("key")).select(column, "key.flag", "key.segment")
-
-    q, u = F.col("q"), F.col("simhash")
-    joined = keyed(queries, "q").join(keyed(fingerprints, "simhash"), ["flag", "segment"]).where(
-        F.bit_count(q.bitwiseXOR(u)) <= F.lit(k))
-    shared = F.coalesce(*[F.when(segment(scheme, flag, q) == segment(scheme, flag, u), F.lit(flag)) for flag in flags])
-    return joined.where(shared == F.col("flag")).select("q", "simhash")
