@@ -8,13 +8,17 @@ order, spark/groups.py), ``simhash`` is the fingerprint's 64 bits as a signed lo
 * Identical fingerprints collapse first: one row per distinct fingerprint with ``first``,
   its smallest position (``distinct``); a copy joins its group through it (n copies: a join
   on the simhash, never n²/2 pairs).
-* Per flag of the scheme, every distinct fingerprint becomes a row (flag, simhash, first),
-  and one shuffle puts the rows of equal flag and segment (rows.segment: bit-identical to
-  layout.py) in one partition. Each partition runs the local engine's search on its rows
+* A flag's segment is two blocks (the 5-split) or one (the 4-split), and each flag has a
+  lead, its first block: the 5-split's ten flags have four leads. Per lead, every distinct
+  fingerprint becomes a row (lead, simhash, first), and one shuffle puts the rows of equal
+  lead and value of that block (rows.block: bit-identical to layout.py) in one partition:
+  two fingerprints that share a flag's segment share its lead's block, so they meet there.
+  Each partition runs the local engine's search on its rows, each flag of each lead in turn
   (``neardup.flag_pairs`` through ``mapInArrow``): sorted by segment, compared inside runs of
   equal segments, a pair kept only under the first flag whose segments it shares, so each
   near pair once: exactly the pairs brute force finds (the pigeonhole argument of layout.py).
-  A partition's rows are held in its Python worker at once: ``TASK_ROWS`` bounds them.
+  A partition's rows are held in its Python worker at once: ``TASK_ROWS`` bounds them. Four
+  rows per fingerprint where a row per flag would be ten: the shuffle is the search's cost.
 
 ``distinct_pairs`` gives every pair of distinct fingerprints within k bits, once: the edges of
 the groups (spark/groups.py) and the near fingerprints ``--add-new`` needs (spark/adding.py).
@@ -29,9 +33,9 @@ from functools import reduce
 from ...index.confirm import CONFIRMED_BEYOND
 from ...index.layout import Scheme
 from ...text.shorts import SHORT_FLAG
-from .rows import segment
+from .rows import block
 
-TASK_ROWS = 1 << 22  # (flag, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
+TASK_ROWS = 1 << 22  # (lead block, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
 QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 
@@ -60,7 +64,7 @@ def distinct_pairs(firsts, scheme: Scheme, k: int, expected: int = 0):
     """``(simhash, first)`` of distinct fingerprints -> ``(a, b, distance)``: the ``first``
     positions of every pair of distinct fingerprints within ``k`` bits, a < b, each pair once,
     and their Hamming distance (int). ``expected``: about how many rows ``firsts`` holds, so
-    that no task of the search holds more than ``TASK_ROWS`` (flag, fingerprint) rows."""
+    that no task of the search holds more than ``TASK_ROWS`` (lead block, fingerprint) rows."""
     from pyspark.sql import functions as F
 
     return _near(firsts, scheme, k, expected).select(F.least("fa", "fb").alias("a"), F.greatest("fa", "fb").alias("b"),
@@ -93,21 +97,22 @@ def _near(firsts, scheme: Scheme, k: int, expected: int):
     from pyspark.sql import functions as F
 
     scheme.check_k(k)
-    flags = len(scheme.flags)
-    keyed = firsts.select(F.explode(F.sequence(F.lit(1), F.lit(flags))).alias("flag"), "simhash", "first")
-    flag, simhash = F.col("flag"), F.col("simhash")
-    at = reduce(lambda chosen, f: chosen.when(flag == f, segment(scheme, f, simhash)),
-                range(2, flags + 1), F.when(flag == 1, segment(scheme, 1, simhash)))
+    leads = sorted({blocks[0] for blocks in scheme.flags})
+    keyed = firsts.select(F.explode(F.array(*map(F.lit, leads))).alias("lead"), "simhash", "first")
+    lead, simhash = F.col("lead"), F.col("simhash")
+    value = reduce(lambda chosen, b: chosen.when(lead == b, block(scheme, b, simhash)), leads[1:],
+                   F.when(lead == leads[0], block(scheme, leads[0], simhash)))
     configured = int(firsts.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    tasks = max(configured, -(-expected * flags // TASK_ROWS))
-    # every fingerprint with a given flag and segment in one partition, the segment not shipped
-    return keyed.repartition(tasks, flag, at).mapInArrow(_search(scheme, k),
-                                                        "fa long, fb long, sa long, sb long, distance int")
+    tasks = max(configured, -(-expected * len(leads) // TASK_ROWS))
+    # every fingerprint with a given value of a lead block in one partition, the value not shipped
+    return keyed.repartition(tasks, lead, value).mapInArrow(_search(scheme, k),
+                                                           "fa long, fb long, sa long, sb long, distance int")
 
 
 def _search(scheme: Scheme, k: int):
-    """mapInArrow function: a partition's (flag, simhash, first) rows -> their pairs, flag by
-    flag through ``neardup.flag_pairs``: the local engine's search, on the partition's rows."""
+    """mapInArrow function: a partition's (lead, simhash, first) rows -> their pairs: for each
+    lead block, each flag that begins with it through ``neardup.flag_pairs``, the local
+    engine's search, on the rows of that lead."""
 
     def search(batches):
         import numpy as np
@@ -121,18 +126,22 @@ def _search(scheme: Scheme, k: int):
             return
         rows = pa.Table.from_batches(tables)
         del tables
-        flag = rows.column("flag").to_numpy()
-        simhash, first = as_unsigned(rows.column("simhash").to_numpy()), rows.column("first").to_numpy().astype(np.int64)
+        lead = rows.column("lead").to_numpy()
+        simhash = as_unsigned(rows.column("simhash").to_numpy())
+        first = rows.column("first").to_numpy().astype(np.int64)
         del rows
-        for f in np.unique(flag).tolist():
-            mine = np.flatnonzero(flag == f)
+        for blocks_lead in np.unique(lead).tolist():
+            mine = np.flatnonzero(lead == blocks_lead)
             fingerprints, positions = simhash[mine], first[mine]
-            found = flag_pairs(fingerprints, scheme, f, k)
-            if len(found):
-                a, b = fingerprints[found[:, 0]], fingerprints[found[:, 1]]
-                columns = [positions[found[:, 0]], positions[found[:, 1]], as_signed(a), as_signed(b),
-                           np.bitwise_count(a ^ b).astype(np.int32)]
-                yield pa.RecordBatch.from_arrays([pa.array(c) for c in columns],
-                                                 names=["fa", "fb", "sa", "sb", "distance"])
+            for flag, blocks in enumerate(scheme.flags, 1):
+                if blocks[0] != blocks_lead:
+                    continue
+                found = flag_pairs(fingerprints, scheme, flag, k)
+                if len(found):
+                    a, b = fingerprints[found[:, 0]], fingerprints[found[:, 1]]
+                    columns = [positions[found[:, 0]], positions[found[:, 1]], as_signed(a), as_signed(b),
+                               np.bitwise_count(a ^ b).astype(np.int32)]
+                    yield pa.RecordBatch.from_arrays([pa.array(c) for c in columns],
+                                                     names=["fa", "fb", "sa", "sb", "distance"])
 
     return search

@@ -57,11 +57,17 @@ def segment(scheme: Scheme, flag: int, simhash):
 
     value, bits = F.lit(0).cast("bigint"), 0
     for i in scheme.flags[flag - 1]:
-        width = scheme.widths[i]
-        block = F.shiftrightunsigned(simhash, scheme.shifts[i]).bitwiseAND(F.lit((1 << width) - 1).cast("bigint"))
-        value = F.shiftleft(value, width).bitwiseOR(block)
-        bits += width
+        value = F.shiftleft(value, scheme.widths[i]).bitwiseOR(block(scheme, i, simhash))
+        bits += scheme.widths[i]
     return F.shiftleft(value, SEGMENT_BITS - bits)
+
+
+def block(scheme: Scheme, index: int, simhash):
+    """Block ``index`` of ``scheme`` of a bigint column (the simhash's 64 bits, signed), as a bigint."""
+    from pyspark.sql import functions as F
+
+    return F.shiftrightunsigned(simhash, scheme.shifts[index]).bitwiseAND(F.lit((1 << scheme.widths[index]) - 1)
+                                                                         .cast("bigint"))
 
 
 def row_keys(scheme: Scheme, simhash) -> list:
