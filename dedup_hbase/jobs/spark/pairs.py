@@ -92,8 +92,9 @@ def query_pairs(queries, fingerprints, scheme: Scheme, k: int, expected: int = 0
 
 
 def _near(firsts, scheme: Scheme, k: int, expected: int):
-    """``(simhash, first)`` of distinct fingerprints -> ``(fa, fb, sa, sb, distance)``: every
-    pair within ``k`` bits once, by its two ``first`` values and simhashes, in no order."""
+    """``(simhash, first)`` of distinct fingerprints, ``first`` any long carried along (a
+    position; query_pairs' sides) -> ``(fa, fb, sa, sb, distance)``: every pair within ``k``
+    bits once, by its two ``first`` values and simhashes, in no order."""
     from pyspark.sql import functions as F
 
     scheme.check_k(k)
