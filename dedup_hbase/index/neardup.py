@@ -126,8 +126,9 @@ def distinct_pairs(unique: np.ndarray, scheme: Scheme, k: int, parts: int | None
 def flag_pairs(fingerprints: np.ndarray, scheme: Scheme, flag: int, k: int) -> np.ndarray:
     """The pairs ``distinct_pairs`` finds under ``flag`` alone: (m, 2) int64 positions a < b of
     ``fingerprints`` (distinct uint64) within ``k`` bits that share ``flag``'s segment and no
-    earlier flag's. ``fingerprints`` must hold every fingerprint with one of their segments
-    (the Spark engine's partitions by segment: jobs/spark/pairs.py); memory is theirs, unparted."""
+    earlier flag's. With a fingerprint, ``fingerprints`` must hold every other one that shares
+    its segment of ``flag`` (the Spark engine's partitions by a block of the segment:
+    jobs/spark/pairs.py); memory is theirs, unparted."""
     segments = _segments(fingerprints, scheme, flag)
     order = np.argsort(segments, kind="stable")
     return first_shared(fingerprints, _in_runs(fingerprints, order, segments[order], k), scheme, flag)
