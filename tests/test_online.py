@@ -27,3 +27,31 @@ def test_few_simhashes_get_the_stripes_of_the_numpy_formula(tmp_path, scheme, si
             expected = np.unique((pids * online_module._FIBONACCI) >> np.uint64(52)).tolist()
             assert online._stripes_of(locked) == expected
             assert all(0 <= s < online_module.STRIPES for s in expected)
+
+
+def test_the_document_count_rests_between_pages_with_the_store_free(tmp_path, monkeypatch):
+    """count_documents reads ``COUNT_PAGE`` keys a store call, then rests as long as the page
+    took, holding nothing: a request waiting for a store that serves one call at a time gets it
+    between pages. (A count that took the store back at once starved them: at 10^8 documents
+    on the embedded store, 20 single lookups a second through the service while it ran.)"""
+    import time
+    import types
+
+    from dedup_hbase.index.index import Document
+
+    with open_store(str(tmp_path / "s"), create=True) as store:
+        index = Index.create(store, 4, 3, short=None)
+        rnd = random.Random(3)
+        index.add_many([Document(f"d{i}", rnd.getrandbits(64), {}) for i in range(2_500)])
+        online = OnlineIndex(index)
+        assert not store.thread_safe  # the embedded store: one call at a time, through the lock
+        rests = []
+
+        def rest(seconds: float) -> None:
+            assert online.store_free() and seconds > 0
+            rests.append(seconds)
+
+        monkeypatch.setattr(online_module, "time", types.SimpleNamespace(perf_counter=time.perf_counter, sleep=rest))
+        assert online.count_documents(page=1_000) == 2_500
+        assert len(rests) == 2  # after each full page; the last, short page ends the count
+        assert online_module.COUNT_PAGE == 1_000
