@@ -54,4 +54,3 @@ def test_the_document_count_rests_between_pages_with_the_store_free(tmp_path, mo
         monkeypatch.setattr(online_module, "time", types.SimpleNamespace(perf_counter=time.perf_counter, sleep=rest))
         assert online.count_documents(page=1_000) == 2_500
         assert len(rests) == 2  # after each full page; the last, short page ends the count
-        assert online_module.COUNT_PAGE == 1_000
