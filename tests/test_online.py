@@ -54,3 +54,35 @@ def test_the_document_count_rests_between_pages_with_the_store_free(tmp_path, mo
         monkeypatch.setattr(online_module, "time", types.SimpleNamespace(perf_counter=time.perf_counter, sleep=rest))
         assert online.count_documents(page=1_000) == 2_500
         assert len(rests) == 2  # after each full page; the last, short page ends the count
+
+
+def test_the_document_count_reads_bigger_pages_from_a_store_that_serves_calls_at_once(tmp_path, monkeypatch):
+    """On a thread-safe store (HBase) a page holds nothing: ``COUNT_PAGE_SHARED`` keys a call,
+    a tenth of the round trips of the embedded store's pages; it still rests after each."""
+    import time
+    import types
+
+    from dedup_hbase.index.index import Document
+
+    monkeypatch.setattr(online_module, "COUNT_PAGE_SHARED", 400)
+    monkeypatch.setattr(online_module, "COUNT_PAGE", 40)
+    with open_store(str(tmp_path / "s"), create=True) as store:
+        index = Index.create(store, 4, 3, short=None)
+        rnd = random.Random(5)
+        index.add_many([Document(f"d{i}", rnd.getrandbits(64), {}) for i in range(1_000)])
+        pages, rests = [], []
+        scan_range = store.scan_range
+
+        def counted(table, start, stop, limit):
+            pages.append(limit)
+            return scan_range(table, start, stop, limit)
+
+        monkeypatch.setattr(store, "scan_range", counted)
+        monkeypatch.setattr(online_module, "time", types.SimpleNamespace(perf_counter=time.perf_counter,
+                                                                         sleep=rests.append))
+        assert OnlineIndex(index).count_documents() == 1_000
+        assert pages == [40] * 26 and len(rests) == 25  # one call at a time: small pages
+        pages.clear(), rests.clear()
+        monkeypatch.setattr(store, "thread_safe", True, raising=False)
+        assert OnlineIndex(index).count_documents() == 1_000
+        assert pages == [400] * 3 and len(rests) == 2
