@@ -98,3 +98,11 @@ def test_missing_file_and_bad_format(tmp_path):
         list(read_records([str(tmp_path / "nope")]))
     with pytest.raises(ValueError, match="unknown format 'xml'"):
         list(read_records(["-"], fmt="xml"))
+
+
+def test_a_malformed_lines_column_does_not_depend_on_how_the_line_ends(tmp_path):
+    """The column of a JSON error is the line's, whatever ends it (LF, CRLF, a lone CR, the
+    end of the file): the JVM's split reader hands lines over without their ends."""
+    got = records(tmp_path, "ends.jsonl", b'{\n{\r\n{\r{')
+    assert [(r.line, r.error) for r in got] == [
+        (n, "malformed JSON: Expecting property name enclosed in double quotes at column 2") for n in (1, 2, 3, 4)]

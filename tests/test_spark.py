@@ -593,3 +593,34 @@ def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_
                                                            "featurizer": "other-v1"})]) + "\n")
     with pytest.raises(IndexMismatch, match=rf"{foreign}:51: the fingerprint of 'o' was made by featurizer other-v1"):
         spark_load_to(urls[0], spark, [foreign], fingerprints=True)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_json_lines_of_texts_cut_by_the_jvm_read_as_the_local_reader_reads_them(spark, tmp_path, monkeypatch, seed):
+    """Remote JSON lines files of texts (HDFS ...) are cut into lines by the JVM's split line
+    reader (fingerprints.read with texts: no task holds a whole file; at 10^6 documents on the
+    cluster a 187 MB file read whole ran its executor out of heap) and each line is read by
+    corpus.py's reader: hostile lines (CR, CRLF and lone CR ends, blank lines, bad UTF-8,
+    malformed JSON ...), plain and gzip, in several splits, give every column of every record
+    the local reader and fingerprinting give, at the same line numbers."""
+    import types
+
+    from dedup_hbase.jobs.spark import fingerprints, stages
+    from dedup_hbase.text.fingerprint import make_fingerprinter
+    from test_spark_texts import hostile_lines, reference
+
+    rnd = random.Random(seed)
+    plain, zipped = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    plain.write_bytes(hostile_lines(rnd, 3000))
+    zipped.write_bytes(gzip.compress(hostile_lines(rnd, 500)))
+    files = [inputs.InputFile(i, str(p), p.name, "auto", None) for i, p in enumerate([plain, zipped])]
+    assert fingerprints.split(files, texts=True) == ([], files)  # local files: read in pieces by Python
+    monkeypatch.setattr(inputs, "MIN_PIECE", 1)
+    spec = make_fingerprinter().spec
+    job = types.SimpleNamespace(session=spark, parallelism=64, persist=lambda frame: frame)
+    frame = fingerprints.read(job, files, Fields(), stages.fingerprint_records(spec, False), texts=True)
+    assert frame.rdd.getNumPartitions() == 5  # the plain file's 267 KB in 64 KB splits (the JVM's least), gzip whole
+    got = sorted((row.asDict(recursive=True) for row in frame.collect()), key=lambda r: (r["ordinal"], r["line"]))
+    want = reference(files, Fields(), spec)
+    assert len(got) == len(want) > 3000 and got == want
+    assert {"malformed JSON", "invalid UTF-8"} <= {r["reason"] for r in got if r["error"]}

@@ -226,8 +226,8 @@ def _jsonl(text: IO[str], source: str, fields: Fields, first_line: int = 1, inva
         if _BAD_BYTES.search(line):
             yield Record(source, number, error=invalid)
             continue
-        try:
-            obj = json.loads(line)
+        try:  # without its line end: an error's column is the line's, however the line ended
+            obj = json.loads(line.rstrip("\r\n"))
         except json.JSONDecodeError as e:
             yield Record(source, number, error=f"malformed JSON: {e.msg.removesuffix(' at')} at column {e.colno}")
             continue

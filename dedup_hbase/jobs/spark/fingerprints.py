@@ -1,6 +1,8 @@
 """``--fingerprints`` inputs in JSON lines, read by Spark in the JVM (the helper's data source
 ``dedup-hbase-fingerprints``: Hadoop's line reader split across tasks, Jackson's parser; reached
-by the DataFrame API alone, so through Spark Connect too), no Python call per good record.
+by the DataFrame API alone, so through Spark Connect too), no Python call per good record; and
+remote JSON lines files of texts cut into lines by the same reader (``read(..., texts=True)``),
+so that no task holds a whole file.
 
 The JVM takes a line only when it is plainly good (see jvm/.../JsonLines.java); any other
 line comes back with its bytes and is read here by corpus.py's own JSON lines reader, so a
@@ -54,17 +56,21 @@ def _jvm_reads(f: inputs.InputFile) -> bool:
     return not head.startswith(b"\xef\xbb\xbf") and binary_reason(head) is None
 
 
-def split(planned: list[inputs.InputFile]) -> tuple[list[inputs.InputFile], list[inputs.InputFile]]:
-    """(the files the JVM reads, the rest), each in input order."""
-    jvm = [f for f in planned if _jvm_reads(f)]
+def split(planned: list[inputs.InputFile], texts: bool = False) -> tuple[list[inputs.InputFile], list[inputs.InputFile]]:
+    """(the files the JVM reads, the rest), each in input order: JSON lines of fingerprints, or
+    with ``texts`` the remote JSON lines files of texts (a local one is read in pieces by Python,
+    inputs.pieces; a remote one otherwise only whole, by a task holding all of its bytes)."""
+    jvm = [f for f in planned if (f.remote or not texts) and _jvm_reads(f)]
     return jvm, [f for f in planned if f not in jvm]
 
 
-def read(job, files: list[inputs.InputFile], fields: Fields, finish):
+def read(job, files: list[inputs.InputFile], fields: Fields, finish, texts: bool = False):
     """The fingerprinted records (stages.FINGERPRINTED_SCHEMA) of JSON lines files of
     fingerprints; ``finish``: stages.fingerprint_records, for the lines the JVM leaves. The
     JVM's rows are persisted (``job.persist``: the job unpersists them once the records are),
-    so the files are parsed once for both branches."""
+    so the files are parsed once for both branches. With ``texts`` (files of texts to
+    fingerprint) the JVM only cuts the files into lines (JsonLines.java: no simhash field),
+    and every line is read by the Python reader and fingerprinted by ``finish``."""
     import os
 
     from pyspark.sql import functions as F
@@ -75,9 +81,12 @@ def read(job, files: list[inputs.InputFile], fields: Fields, finish):
     split_bytes = [min(inputs.MAX_PIECE, max(inputs.MIN_PIECE, -(-(0 if f.remote else os.path.getsize(f.path))
                                                                     // parallelism))) for f in files]
     rows = lines_read(spark, uris, [f.ordinal for f in files], split_bytes,
-                      [fields.id, fields.text, fields.simhash, fields.title, fields.featurizer])
+                      [fields.id, fields.text, "" if texts else fields.simhash, fields.title, fields.featurizer])
     sources = F.create_map(*[c for f in files for c in (F.lit(f.ordinal), F.lit(f.source))])
     rows = rows.withColumn("source", sources[F.col("ordinal")])
+    if texts:
+        return rows.select("ordinal", "line", "source", "raw").mapInArrow(_read_lines(fields, finish),
+                                                                          stages.FINGERPRINTED_SCHEMA)
     rows = job.persist(rows)
     none = F.lit(None).cast("string")
     clean = rows.where(F.col("raw").isNull()).select(

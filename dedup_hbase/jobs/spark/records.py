@@ -6,7 +6,10 @@ file (or piece of a big uncompressed one, or Parquet row group) is a task whose 
 worker parses it with corpus.py's readers and fingerprints it (Parquet rows that are plainly
 good records a batch at a time: texts.py). A compressed file cannot be cut: one gzip file is
 one task, on one core (split it into many files to use many; docs/spark.md).
-``--fingerprints`` inputs in JSON lines are read in the JVM (fingerprints.py).
+``--fingerprints`` inputs in JSON lines are read in the JVM (fingerprints.py), and so are the
+lines of remote JSON lines files of texts (HDFS, S3 ...: Hadoop's line reader in splits; each
+line then read and fingerprinted by the Python worker). Any other remote file (CSV, TSV, text,
+another encoding) is read whole by one task, which holds all of its bytes: keep such files small.
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
         raise DedupError("no input files")
     parts = []
     finish = stages.fingerprint_records(spec, use_simhash)
-    if use_simhash and fields.encoding == DEFAULT:  # the JVM reads UTF-8
-        jvm_read, planned = fingerprints.split(planned)
+    if fields.encoding == DEFAULT:  # the JVM reads UTF-8: fingerprints, and remote texts, in JSON lines
+        jvm_read, planned = fingerprints.split(planned, texts=not use_simhash)
         if jvm_read:
-            parts.append(fingerprints.read(job, jvm_read, fields, finish))
+            parts.append(fingerprints.read(job, jvm_read, fields, finish, texts=not use_simhash))
     parallelism = job.parallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f)  # another encoding: each file read whole (auto: its head)

@@ -26,7 +26,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * hex digits, any text a string, no lone surrogate in the strings kept. Every other line (a bad
  * record, or one the rules of the Python reader must judge: an integer id, " 0x..." simhashes ...)
  * comes out with its bytes ({@code raw}) for the Python reader (corpus.py), which gives it the
- * record or the error a local load gives it. Blank lines give no row.
+ * record or the error a local load gives it. Blank lines give no row. With no simhash field
+ * (an empty name: texts to fingerprint, not fingerprints) every line comes out with its bytes: the
+ * data source is then the split line reader of remote JSON lines files.
  *
  * <p>Rows: ordinal, line, id, simhash (the 64 bits as a signed long), title, length (of the text,
  * in code points), text_bytes, featurizer, raw.
@@ -76,6 +78,9 @@ public final class JsonLines {
       }
       if (blank(text)) {
         return null;
+      }
+      if (simhashField.isEmpty()) {  // texts, not fingerprints: every line is the Python reader's
+        return fallback(ordinal, line, raw);
       }
       String id = null;
       String simhash = null;
