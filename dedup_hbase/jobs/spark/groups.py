@@ -16,9 +16,12 @@ Data flow (D = the driver, E = the executors)::
        (components.py; copies are not in them: a copy joins its first copy's group)
     E  the spanning tree of each component from its smallest node, one round per hop
        (components.tree_parents): a distinct fingerprint's via
-    E  group = the smallest pos of a component; its id and size by a window over the group
-       (one shuffle); keep = pos == group; via = the first copy for a later copy, else the
-       tree's parent, its id by a join on pos
+    E  per node of a component: its group (the smallest first pos of the component), the
+       group's id and size (a window over the component's nodes, not its documents) and its
+       tree parent's first id (``_grouped_nodes``)
+    E  per document, from its node (the join that names its node, and the small table of
+       grouped nodes): group, size, keep = pos == group; via = the node's first copy for a
+       later copy, else the tree's parent; no shuffle of every document beyond that join
     E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
@@ -123,36 +126,52 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks)
     joins a group, with ``confirm`` and ``short`` as the local engine's ``assign``. ``documents``:
     about how many rows ``docs`` holds (the pair search's tasks: pairs.distinct_pairs)."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
-    firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first")))
+    firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("n"),
+                                                  F.min_by("id", "pos").alias("first_id")))
     edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
+    grouped = _grouped_nodes(found, tree, firsts)
     weight = F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight"))
     distance, place = via_parts(weight, F.shiftright)
     # (when: Spark 4's element_at gave a name for a null place)
     signature = ([F.when(weight.isNotNull(), F.element_at(F.array(*map(F.lit, names)),
                                                           (place + 1).cast("int"))).alias(SIGNATURE)]
                  if len(keys) > 1 else [])
-    labeled = (docs.join(firsts, nodes).join(found, F.col("first") == F.col("node"), "left")
-               .join(tree.withColumnRenamed("node", "first"), "first", "left")
-               .select("pos", "id", "simhash", F.coalesce("root", "first").alias("group_pos"),
-                       F.when(F.col("pos") != F.col("first"), F.col("first")).otherwise(F.col("parent")).alias("via_pos"),
-                       distance.cast("int").alias("distance"), *signature)
-               .join(docs.select(F.col("pos").alias("via_pos"), F.col("id").alias("via")), "via_pos", "left"))
-    group = Window.partitionBy("group_pos")  # a group's rows: its size and its first member's id, no join
-    keep = F.col("pos") == F.col("group_pos")
-    rows = job.persist(labeled.select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
-                                      F.max(F.when(keep, F.col("id"))).over(group).alias("group"),
-                                      F.count(F.lit(1)).over(group).alias("size"), keep.alias("keep"), "via",
-                                      "distance", *([SIGNATURE] if len(keys) > 1 else []), "group_pos"))
+    group_pos = F.coalesce("root", "first")
+    rows = job.persist(
+        docs.join(firsts, nodes).join(grouped, F.col("first") == F.col("node"), "left")
+        .select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
+                F.coalesce("group", "first_id").alias("group"), F.coalesce("size", "n").alias("size"),
+                (F.col("pos") == group_pos).alias("keep"),
+                F.when(F.col("pos") != F.col("first"), F.col("first_id")).otherwise(F.col("parent_id")).alias("via"),
+                distance.cast("int").alias("distance"), *signature, group_pos.alias("group_pos")))
     return rows, [edges, firsts]
+
+
+def _grouped_nodes(found, tree, firsts):
+    """Per node of a group of two or more nodes (``found``: node -> root, the root itself
+    absent; ``tree``: node -> parent, weight): its root, the group's id (its root's first id)
+    and size (the documents of its nodes: ``firsts``' ``n``), the ``weight`` of its tree edge
+    and its parent's first id (``parent_id``; none for the root). Nodes only, no document: a
+    document's row takes its node's, so a group costs no shuffle of every document."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    members = found.unionByName(found.select(F.col("root").alias("node"), "root").distinct())
+    heads = firsts.select(F.col("first").alias("node"), "n", "first_id")
+    member = members.join(heads, "node")
+    group = Window.partitionBy("root")
+    labeled = member.select("node", "root", F.sum("n").over(group).alias("size"),
+                            F.max(F.when(F.col("node") == F.col("root"), F.col("first_id"))).over(group).alias("group"))
+    parents = tree.join(member.select(F.col("node").alias("parent"), F.col("first_id").alias("parent_id")), "parent")
+    return labeled.join(parents.select("node", "parent_id", "weight"), "node", "left")
 
 
 def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None,
