@@ -83,10 +83,12 @@ def query_pairs(queries, fingerprints, scheme: Scheme, k: int, expected: int = 0
              .unionByName(fingerprints.select("simhash", F.lit(FOUND).alias("side")))
              .groupBy("simhash").agg(F.bit_or("side").cast("long").alias("first")))
     near = _near(sides, scheme, k, expected)
-    a_asks, b_asks = (F.col(f).bitwiseAND(F.lit(QUERY)) != 0 for f in ("fa", "fb"))
-    a_found, b_found = (F.col(f).bitwiseAND(F.lit(FOUND)) != 0 for f in ("fa", "fb"))
-    return (near.where(a_asks & b_found).select(F.col("sa").alias("q"), F.col("sb").alias("simhash"))
-            .unionByName(near.where(b_asks & a_found).select(F.col("sb").alias("q"), F.col("sa").alias("simhash")))
+    # each pair both ways from one read of the search (two reads would run it twice)
+    ways = [F.struct(F.col(q).alias("q"), F.col(found).alias("simhash"), F.col(fq).alias("asks"),
+                     F.col(ff).alias("found")) for q, found, fq, ff in (("sa", "sb", "fa", "fb"), ("sb", "sa", "fb", "fa"))]
+    both = near.select(F.explode(F.array(*ways)).alias("way")).select("way.*")
+    asks, found = F.col("asks").bitwiseAND(F.lit(QUERY)) != 0, F.col("found").bitwiseAND(F.lit(FOUND)) != 0
+    return (both.where(asks & found).select("q", "simhash")
             .unionByName(sides.where(F.col("first") == F.lit(QUERY | FOUND))
                          .select(F.col("simhash").alias("q"), "simhash")))
 
@@ -113,7 +115,9 @@ def _near(firsts, scheme: Scheme, k: int, expected: int):
 def _search(scheme: Scheme, k: int):
     """mapInArrow function: a partition's (lead, simhash, first) rows -> their pairs: for each
     lead block, each flag that begins with it through ``neardup.flag_pairs``, the local
-    engine's search, on the rows of that lead."""
+    engine's search, on the rows of that lead. Each pair's row is the same whatever the order
+    of the partition's rows (the smaller fingerprint as ``sa``): a plan that reads the search
+    twice gets the same rows twice."""
 
     def search(batches):
         import numpy as np
@@ -139,6 +143,11 @@ def _search(scheme: Scheme, k: int):
                     continue
                 found = flag_pairs(fingerprints, scheme, flag, k)
                 if len(found):
+                    # each pair the smaller fingerprint first: flag_pairs orders a pair as the
+                    # partition's rows come, and a shuffle's rows come in another order each
+                    # time a task runs (query_pairs reads this search twice)
+                    found = np.where((fingerprints[found[:, 0]] > fingerprints[found[:, 1]])[:, None],
+                                     found[:, ::-1], found)
                     a, b = fingerprints[found[:, 0]], fingerprints[found[:, 1]]
                     columns = [positions[found[:, 0]], positions[found[:, 1]], as_signed(a), as_signed(b),
                                np.bitwise_count(a ^ b).astype(np.int32)]
