@@ -145,7 +145,7 @@ def _search(scheme: Scheme, k: int):
                 if len(found):
                     # each pair the smaller fingerprint first: flag_pairs orders a pair as the
                     # partition's rows come, and a shuffle's rows come in another order each
-                    # time a task runs (query_pairs reads this search twice)
+                    # time a task runs (a plan that reads the search twice runs it twice)
                     found = np.where((fingerprints[found[:, 0]] > fingerprints[found[:, 1]])[:, None],
                                      found[:, ::-1], found)
                     a, b = fingerprints[found[:, 0]], fingerprints[found[:, 1]]
