@@ -605,9 +605,10 @@ def test_json_lines_of_texts_cut_by_the_jvm_read_as_the_local_reader_reads_them(
     the local reader and fingerprinting give, at the same line numbers."""
     import types
 
+    from test_spark_texts import hostile_lines, reference
+
     from dedup_hbase.jobs.spark import fingerprints, stages
     from dedup_hbase.text.fingerprint import make_fingerprinter
-    from test_spark_texts import hostile_lines, reference
 
     rnd = random.Random(seed)
     plain, zipped = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
