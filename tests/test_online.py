@@ -82,7 +82,8 @@ def test_the_document_count_reads_bigger_pages_from_a_store_that_serves_calls_at
                                                                          sleep=rests.append))
         assert OnlineIndex(index).count_documents() == 1_000
         assert pages == [40] * 26 and len(rests) == 25  # one call at a time: small pages
-        pages.clear(), rests.clear()
+        pages.clear()
+        rests.clear()
         monkeypatch.setattr(store, "thread_safe", True, raising=False)
         assert OnlineIndex(index).count_documents() == 1_000
         assert pages == [400] * 3 and len(rests) == 2

@@ -19,6 +19,7 @@ and Parquet, go through inputs.py.
 from __future__ import annotations
 
 import io
+from itertools import groupby
 from pathlib import Path
 
 from ...text.encodings import binary_reason
@@ -115,16 +116,27 @@ def lines_read(spark, uris: list[str], ordinals: list[int], split_bytes: list[in
 
 def _read_lines(fields: Fields, finish):
     """mapInArrow: (ordinal, line, source, raw) -> the records corpus.py's JSON lines reader
-    makes of these lines (at their line numbers), fingerprinted by ``finish``."""
+    makes of these lines (at their line numbers), fingerprinted by ``finish``. A batch's lines
+    of one file are read as one stream, not a reader per line (which cost 9% more of this
+    function's CPU on the news texts): the JVM's lines hold no line end, and a line number it
+    gave no row (a blank line) is an empty line of the stream."""
     def run(batches):
         for batch in batches:
+            columns = batch.to_pydict()
+            ordinals, lines, raws = columns["ordinal"], columns["line"], columns["raw"]
             out = []
-            for row in batch.to_pylist():
-                # a blank line first: the reader's binary check is for a file's head, not a line
-                stream = io.BytesIO(b"\n" + row["raw"])
-                for record in read_opened(stream, Path(row["source"]), row["source"], "jsonl", fields,
-                                          first_line=row["line"] - 1, decompress=False):
-                    out.append((row["ordinal"], record))
+            order = sorted(range(batch.num_rows), key=lambda i: (ordinals[i], lines[i]))
+            for ordinal, rows in groupby(order, key=ordinals.__getitem__):
+                rows = list(rows)
+                first = lines[rows[0]]
+                parts = [b"\n"]  # a blank line first: the reader's binary check is for a file's head
+                for i in rows:
+                    parts += [b"\n" * (lines[i] - first), raws[i], b"\n"]
+                    first = lines[i] + 1
+                source = columns["source"][rows[0]]
+                out.extend((ordinal, record) for record in read_opened(
+                    io.BytesIO(b"".join(parts)), Path(source), source, "jsonl", fields,
+                    first_line=lines[rows[0]] - 1, decompress=False))
             if out:
                 yield finish(out)
     return run
