@@ -5,8 +5,9 @@ connections to the Thrift1 gateway at PORT, ``wire.Channel``s to the Thrift2 gat
 ``admin_port``. A unit of work (a get, a scan read to its end, one batch of mutations) runs
 in ``run1`` or ``run2``: it leases a connection, does the work on it and gives it back; when
 the connection drops (a socket reset or refused: a gateway restarting, or closing
-sockets idle longer than its read timeout) the work runs again on a fresh connection, up to
-``retries`` attempts with growing pauses. A call the gateway takes and does not answer within
+sockets idle longer than its read timeout) the pool's idle connections are closed too (as old
+as the one that dropped) and the work runs again on a fresh connection, up to ``retries``
+attempts with growing pauses. A call the gateway takes and does not answer within
 the socket timeout (``timeout``: HBase's master or region servers down behind it) is tried once
 more, not ``retries`` times: a command against an HBase that does not answer ends within about
 twice the timeout (2 x 60 s by default) with one line saying so (``no_answer``). Only
@@ -170,6 +171,7 @@ class Gateways:
             except (OSError, TTransportException) as e:  # OSError: sockets reset, refused, broken
                 if attempt == self.retries:
                     raise StoreError(f"HBase at {self.host}:{port} failed {attempt} times: {e}") from None
+                self._pool(thrift2).close()  # the other idle ones are as old: the next try on a new one
                 logger.debug("HBase call failed (%s), attempt %d of %d", e, attempt, self.retries)
                 time.sleep(min(0.2 * 2 ** attempt, 5))
             except TException as e:  # HBase answered with an error (TIOError, TIllegalArgument): no retry
