@@ -337,6 +337,36 @@ def test_groups_with_a_worker_killed_run_the_shipped_python_and_equal_the_local_
     assert any(r["size"] > 1 for r in rows(work / "local-groups"))  # near-duplicates were there to find
 
 
+def test_gbk_text_files_on_hdfs_are_cut_into_lines_and_group_as_the_local_engine(cluster, pip_installed, work):
+    """Text files on HDFS in GBK and GB18030 (a news title per line, ``--format lines --encoding
+    auto``) are judged by their heads and cut into lines by the JVM's line reader (not read
+    whole by one task): the groups, the dropped documents and the rejects equal the local
+    engine's, a featureless title and a binary file (one record) among them."""
+    with gzip.open(shared_corpus("xwlb_zh.jsonl.gz"), "rt", encoding="utf-8") as f:
+        titles = [json.loads(line)["title"] for line in f][:4000]
+    folder = work / "gbk"
+    folder.mkdir()
+    (folder / "a.txt").write_bytes("\n".join(titles[:3000] + titles[:200]).encode("gbk", "replace") + b"\r\n")
+    (folder / "b.txt").write_bytes(b"\x84\x31\x95\x33" + "\r\n".join(titles[2900:]).encode("gb18030"))
+    (folder / "c.txt").write_bytes(b"\x00\x01 not text\n" * 50)
+    hdfs(cluster, "-put", "-f", str(folder), "/tmp/gbk")
+    options = ["--format", "lines", "--encoding", "auto", "--json"]
+    spark = on_cluster(cluster, pip_installed, work, "groups", *options, "--rejects", str(work / "gbk-spark.rejects"),
+                       "--out", f"{cluster['HDFS']}/tmp/gbk-groups", f"{cluster['HDFS']}/tmp/gbk")
+    assert "a.txt: read as GB18030 (--encoding auto)" in spark.stderr, spark.stderr[-3000:]
+    local = run(cluster, pip_installed, work, "groups", *options, "--rejects", str(work / "gbk-local.rejects"),
+                "--out", str(work / "gbk-local"), str(folder))
+    hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/gbk-groups", str(work / "gbk-spark"))
+    for name in ("groups.jsonl", "dropped.jsonl"):
+        assert (work / "gbk-spark" / name).read_text() == (work / "gbk-local" / name).read_text(), name
+    summary = lambda done: {k: v for k, v in json.loads(done.stdout).items() if k not in ("out", "engine", "elapsed_s")}
+    assert summary(spark) == summary(local) and summary(local)["rejected_by_reason"] == {
+        "featureless text": 1, "binary data, not text (a NUL byte at byte 0)": 1}
+    assert (work / "gbk-spark.rejects").read_text().replace(f"{cluster['HDFS']}/tmp/gbk", str(folder)) == \
+        (work / "gbk-local.rejects").read_text()
+    assert summary(local)["to_drop"] >= 300  # the repeated titles, at least
+
+
 def fingerprint_input(n: int, seed: int = 5) -> list[dict]:
     """n --fingerprints records: 3,000 news texts' own fingerprints, near variants (1 to 4 bits)
     of them and of random ones, random fill, a few ids repeated (the last wins)."""

@@ -595,14 +595,65 @@ def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_
         spark_load_to(urls[0], spark, [foreign], fingerprints=True)
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_json_lines_of_texts_cut_by_the_jvm_read_as_the_local_reader_reads_them(spark, tmp_path, monkeypatch, seed):
-    """Remote JSON lines files of texts (HDFS ...) are cut into lines by the JVM's split line
-    reader (fingerprints.read with texts: no task holds a whole file; at 10^6 documents on the
-    cluster a 187 MB file read whole ran its executor out of heap) and each line is read by
-    corpus.py's reader: hostile lines (CR, CRLF and lone CR ends, blank lines, bad UTF-8,
-    malformed JSON ...), plain and gzip, in several splits, give every column of every record
-    the local reader and fingerprinting give, at the same line numbers."""
+def gb18030_lines(rnd: random.Random, count: int, json_lines: bool, bad: bool = True) -> bytes:
+    """Lines in GB18030 (most of them GBK's two-byte characters), JSON lines or plain text: good
+    records, blank ones (an ideographic space is blank: A1 A1 in GBK, C2 A0 in UTF-8 is a
+    character here), every line end; with ``bad``, bytes no GB18030 character has and its
+    four-byte characters (without: GBK, which ``--encoding auto`` detects)."""
+    words = ["国家卫生健康委员会通报", "全国疫情防控最新情况", "长江经济带", "hello", "。。"] + (["𠀀", "€"] if bad else [])
+    out = []
+    for n in range(count):
+        text = "".join(rnd.choice(words) for _ in range(rnd.randint(0, 5)))
+        line = (json.dumps({"id": f"g{n}", "text": text}, ensure_ascii=False) if json_lines else text).encode("gb18030")
+        roll = rnd.random()
+        if roll < 0.05:
+            line = rnd.choice([b"\xa1\xa1", b"   ", b"", b"\xc2\xa0"] + ([b"\xff\xfe", line[:-1] + b"\x81"] if bad else []))
+        out.append(line + rnd.choice([b"\n", b"\n", b"\r\n", b"\r"]))
+    return b"".join(out)
+
+
+def test_a_batch_of_the_jvms_lines_is_read_as_that_part_of_the_whole_file(tmp_path):
+    """fingerprints._read_lines on batches of the JVM's rows cut anywhere (one starting at line 2,
+    whose NUL byte a file's head would make a binary file of; blank lines given no row, as the
+    fingerprints' checker gives none) gives the records of the whole file as the local reader
+    reads it: the head checks are for a file's first line, not a batch's."""
+    import pyarrow as pa
+    from test_spark_texts import hostile_lines, reference
+
+    from dedup_hbase.jobs.spark import fingerprints, stages
+    from dedup_hbase.text.fingerprint import make_fingerprinter
+
+    path = tmp_path / "x.jsonl"
+    first = json.dumps({"id": "a", "text": "国家卫生健康委员会通报" * 300}, ensure_ascii=False).encode()  # past the head
+    path.write_bytes(first + b'\n{"id": "b", "text": "\x00"}\n\n' + hostile_lines(random.Random(45), 400).replace(b"\r", b"\n"))
+    lines = path.read_bytes().split(b"\n")
+    rows = [(number, raw) for number, raw in enumerate(lines, 1) if raw.strip()]
+    spec = make_fingerprinter().spec
+    run = fingerprints._read_lines(Fields(), stages.fingerprint_records(spec, False), {})
+    got = []
+    for cut in ([rows[:1], rows[1:]], [rows[:150], rows[150:]], [rows]):
+        batches = [pa.RecordBatch.from_pydict({"ordinal": [0] * len(part), "line": [n for n, _ in part],
+                                               "source": ["x.jsonl"] * len(part), "raw": [r for _, r in part]})
+                   for part in cut]
+        got.append(sorted((row for batch in run(iter(batches)) for row in batch.to_pylist()),
+                          key=lambda r: r["line"]))
+    want = reference([inputs.InputFile(0, str(path), "x.jsonl", "auto", None)], Fields(), spec)
+    assert got[0] == got[1] == got[2] == want and len(want) > 300
+    assert want[1]["line"] == 2 and want[1]["error"]  # the NUL line: one record's error, not the batch's
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "gb18030", "auto"])
+def test_remote_line_files_of_texts_cut_by_the_jvm_read_as_the_local_reader_reads_them(spark, tmp_path, monkeypatch,
+                                                                                        encoding):
+    """Remote JSON lines and text files of texts (HDFS ...) are cut into lines by the JVM's split
+    line reader (fingerprints.judged and read: no task holds a whole file; at 10^6 documents on
+    the cluster a 187 MB file read whole ran its executor out of heap) and each line is read by
+    corpus.py's reader in the file's encoding as its head gives it: hostile lines (CR, CRLF and
+    lone CR ends, blank lines, bad UTF-8 or GB18030, malformed JSON ...), plain and gzip, UTF-8
+    and GB18030 byte-order marks, in several splits, give every column of every record the local
+    reader and fingerprinting give, at the same line numbers (``auto``: GB18030 by its mark, GBK
+    detected, a file of bad bytes no encoding fits). A binary file is one record, its lines
+    unread; a gzip file whose name does not say so is left to the whole-file reader."""
     import types
 
     from test_spark_texts import hostile_lines, reference
@@ -610,18 +661,35 @@ def test_json_lines_of_texts_cut_by_the_jvm_read_as_the_local_reader_reads_them(
     from dedup_hbase.jobs.spark import fingerprints, stages
     from dedup_hbase.text.fingerprint import make_fingerprinter
 
-    rnd = random.Random(seed)
-    plain, zipped = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
-    plain.write_bytes(hostile_lines(rnd, 3000))
-    zipped.write_bytes(gzip.compress(hostile_lines(rnd, 500)))
-    files = [inputs.InputFile(i, str(p), p.name, "auto", None) for i, p in enumerate([plain, zipped])]
-    assert fingerprints.split(files, texts=True) == ([], files)  # local files: read in pieces by Python
+    rnd = random.Random(44)
+    data = {"a.jsonl": hostile_lines(rnd, 3000), "b.jsonl.gz": gzip.compress(hostile_lines(rnd, 500)),
+            "c.jsonl": b"\xef\xbb\xbf" + hostile_lines(rnd, 200),
+            "d.jsonl": b"\x84\x31\x95\x33" + gb18030_lines(rnd, 3000, True),
+            "e.txt": gb18030_lines(rnd, 3000, False), "f.jsonl": b'{"id": "a"}\n\x00\x01\x02\n',
+            "g.jsonl": gzip.compress(hostile_lines(rnd, 100)), "h.txt": gb18030_lines(rnd, 2000, False, bad=False)}
+    files = []
+    for i, (name, content) in enumerate(data.items()):
+        (tmp_path / name).write_bytes(content)
+        files.append(inputs.InputFile(i, str(tmp_path / name), name, "lines" if name.endswith(".txt") else "auto", None))
+    fields = Fields(encoding=encoding)
+    assert fingerprints.split(files, fields, texts=True, session=spark)[0].files == []  # local: read in pieces
     monkeypatch.setattr(inputs, "MIN_PIECE", 1)
     spec = make_fingerprinter().spec
+    finish = stages.fingerprint_records(spec, False)
+    jvm = fingerprints.judged(spark, files, fields, texts=True)
+    read = {f.source for f in files if f.ordinal in jvm.readings}
+    refused = {files[ordinal].source for ordinal, _ in jvm.refused}
+    assert "f.jsonl" in refused and "g.jsonl" not in read | refused
+    assert {"a.jsonl", "b.jsonl.gz"} <= read if encoding == "utf-8" else {"d.jsonl", "h.txt"} <= read
+    jvm.files = [f for f in files if f.ordinal in jvm.readings]
     job = types.SimpleNamespace(session=spark, parallelism=64, persist=lambda frame: frame)
-    frame = fingerprints.read(job, files, Fields(), stages.fingerprint_records(spec, False), texts=True)
-    assert frame.rdd.getNumPartitions() == 5  # the plain file's 267 KB in 64 KB splits (the JVM's least), gzip whole
+    frame = fingerprints.read(job, jvm, fields, finish)
+    assert frame.rdd.getNumPartitions() > len(jvm.files)  # in 64 KB splits (the JVM's least), gzip whole
+    frame = frame.unionByName(fingerprints.refused_rows(spark, jvm, finish))
     got = sorted((row.asDict(recursive=True) for row in frame.collect()), key=lambda r: (r["ordinal"], r["line"]))
-    want = reference(files, Fields(), spec)
+    want = reference([f for f in files if f.source in read | refused], fields, spec)
     assert len(got) == len(want) > 3000 and got == want
-    assert {"malformed JSON", "invalid UTF-8"} <= {r["reason"] for r in got if r["error"]}
+    assert [r["error"] for r in got if r["source"] == "f.jsonl"] == [
+        "binary data, not text (a NUL byte at byte 12)"]
+    reasons = {r["reason"] for r in got if r["error"]}
+    assert {"malformed JSON", "invalid UTF-8"} <= reasons if encoding == "utf-8" else "invalid GB18030" in reasons

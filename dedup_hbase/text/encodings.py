@@ -57,6 +57,21 @@ def bom(head: bytes, encoding: str = AUTO) -> tuple[str, int] | None:
     return None
 
 
+def cut_at_line_ends(encoding: str) -> bool:
+    """Whether a file in ``encoding`` can be cut into lines at its CR and LF bytes, as Hadoop's
+    line reader cuts it: ASCII is itself in it (so those bytes end lines), no other character
+    holds them and nothing carries from one line to the next (UTF-8, GB18030, Big5, Shift-JIS,
+    the ISO 8859 and Windows code pages; not UTF-16 or UTF-32, UTF-7, ISO-2022 or EBCDIC)."""
+    name = codecs.lookup(encoding).name
+    if name.startswith(("utf-16", "utf-32", "utf-7", "iso2022", "hz")):
+        return False
+    ascii_ = bytes(range(128))
+    try:
+        return ascii_.decode(encoding) == ascii_.decode("ascii")
+    except UnicodeDecodeError:
+        return False
+
+
 def detect(head: bytes) -> str | None:
     """The encoding of a file whose first bytes are ``head``: its byte-order mark's; UTF-8 when
     they are UTF-8 (a character cut at the end of the head aside); else charset-normalizer's best

@@ -7,9 +7,11 @@ worker parses it with corpus.py's readers and fingerprints it (Parquet rows that
 good records a batch at a time: texts.py). A compressed file cannot be cut: one gzip file is
 one task, on one core (split it into many files to use many; docs/spark.md).
 ``--fingerprints`` inputs in JSON lines are read in the JVM (fingerprints.py), and so are the
-lines of remote JSON lines files of texts (HDFS, S3 ...: Hadoop's line reader in splits; each
-line then read and fingerprinted by the Python worker). Any other remote file (CSV, TSV, text,
-another encoding) is read whole by one task, which holds all of its bytes: keep such files small.
+lines of remote JSON lines and ``--format lines`` files of texts (HDFS, S3 ...: Hadoop's line
+reader in splits; each line then read and fingerprinted by the Python worker), in UTF-8, GB18030,
+Big5 or another encoding whose line ends are single bytes. Any other remote file (CSV, TSV, a
+whole-file document, UTF-16) is read whole by one task, which holds all of its bytes: keep such
+files small.
 """
 
 from __future__ import annotations
@@ -49,10 +51,12 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
         raise DedupError("no input files")
     parts = []
     finish = stages.fingerprint_records(spec, use_simhash)
-    if fields.encoding == DEFAULT:  # the JVM reads UTF-8: fingerprints, and remote texts, in JSON lines
-        jvm_read, planned = fingerprints.split(planned, texts=not use_simhash)
-        if jvm_read:
-            parts.append(fingerprints.read(job, jvm_read, fields, finish, texts=not use_simhash))
+    if fields.encoding == DEFAULT or not use_simhash:  # fingerprints in UTF-8, remote texts by their heads
+        jvm, planned = fingerprints.split(planned, fields, texts=not use_simhash, session=spark)
+        if jvm.files:
+            parts.append(fingerprints.read(job, jvm, fields, finish))
+        if jvm.refused:
+            parts.append(fingerprints.refused_rows(spark, jvm, finish))
     parallelism = job.parallelism
     parquet = [f for f in planned if inputs.is_parquet(f)]
     lines = [piece for f in planned if not inputs.is_parquet(f)  # another encoding: each file read whole (auto: its head)

@@ -1,6 +1,7 @@
 package dedup.hbase.spark;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -9,8 +10,11 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.Text;
+import org.apache.hadoop.io.compress.CompressionCodec;
+import org.apache.hadoop.io.compress.CompressionCodecFactory;
 import org.apache.hadoop.mapreduce.InputSplit;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.TaskAttemptID;
@@ -40,7 +44,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code splitBytes} (a .gz or .bz2 file by its codec, whole). Options: {@code files} (URIs,
  * newline-separated), {@code ordinals} and {@code splitBytes} (comma-separated, one per file: its
  * input ordinal, its largest split), {@code fields} (the id, text, simhash, title and featurizer
- * fields, TAB-separated), and {@code offsets}.
+ * fields, TAB-separated), and {@code offsets} or {@code heads}.
  *
  * <p>A row's line is its line number in its file, every line counted (blank ones too, as the
  * Python reader counts them). A split does not know how many lines the splits before it hold,
@@ -48,13 +52,23 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * without {@code offsets}, a row (split, ordinal, lines) per split, by the line reader alone (no
  * JSON); with {@code offsets} (comma-separated: the lines of its file before each split, in that
  * order), the rows
- * of {@link JsonLines#SCHEMA}. This source does not write.
+ * of {@link JsonLines#SCHEMA}. With {@code heads} (any value) instead, one row per file
+ * (ordinal, magic, head): its first {@link #MAGIC_BYTES} bytes as stored, and its first {@link
+ * #HEAD_BYTES} as its line reader will read them (through the codec its name picks; null when
+ * that stream cannot be read: a corrupt or truncated compressed file), which the driver reads
+ * to choose each file's encoding and to find binary files before any line is read. This source
+ * does not write.
  */
 public final class FingerprintLines implements TableProvider, DataSourceRegister {
   static final StructType COUNTS = new StructType().add("split", DataTypes.IntegerType)
       .add("ordinal", DataTypes.IntegerType).add("lines", DataTypes.LongType);
 
+  static final StructType HEADS = new StructType().add("ordinal", DataTypes.IntegerType)
+      .add("magic", DataTypes.BinaryType).add("head", DataTypes.BinaryType);
+
   static final String NAME = "dedup-hbase-fingerprints";
+  static final int MAGIC_BYTES = 6;
+  static final int HEAD_BYTES = 8192;
 
   @Override
   public String shortName() {
@@ -63,7 +77,11 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return options.containsKey("offsets") ? JsonLines.SCHEMA : COUNTS;
+    return schemaOf(options);
+  }
+
+  static StructType schemaOf(CaseInsensitiveStringMap options) {
+    return options.containsKey("heads") ? HEADS : options.containsKey("offsets") ? JsonLines.SCHEMA : COUNTS;
   }
 
   @Override
@@ -78,7 +96,7 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     final String path;
     final long start;
     final long length;
-    final long before; // lines before the split; -1: count the split's lines
+    final long before; // lines before the split; -1: count the split's lines; -2: read the file's head
 
     Split(int index, int ordinal, String path, long start, long length, long before) {
       this.index = index;
@@ -96,9 +114,11 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     final long[] splitBytes;
     final String[] fields;
     final long[] offsets; // null: the counting read
+    final boolean heads;
 
     Files(CaseInsensitiveStringMap o) {
-      super(NAME, o.containsKey("offsets") ? JsonLines.SCHEMA : COUNTS);
+      super(NAME, schemaOf(o));
+      heads = o.containsKey("heads");
       files = ReadOnlyTable.required(o, NAME, "files").split("\n", -1);
       ordinals = Arrays.stream(ReadOnlyTable.required(o, NAME, "ordinals").split(",")).mapToInt(Integer::parseInt)
           .toArray();
@@ -116,13 +136,21 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
 
     @Override
     InputPartition[] partitions() {
+      if (heads) {
+        InputPartition[] each = new InputPartition[files.length];
+        for (int f = 0; f < files.length; f++) {
+          each[f] = new Split(f, ordinals[f], files[f], 0, -1, -2);
+        }
+        return each;
+      }
       return splits().toArray(new InputPartition[0]);
     }
 
     @Override
     PartitionReaderFactory readers() {
       String[] names = fields;
-      return partition -> new LinesReader((Split) partition, names);
+      return partition -> ((Split) partition).before == -2 ? new HeadReader((Split) partition)
+          : new LinesReader((Split) partition, names);
     }
 
     /** Every file's splits, as Hadoop's TextInputFormat cuts them, in file and offset order. */
@@ -155,7 +183,58 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     }
   }
 
-  /** A split's lines: counted (one row), or each checked into a row (none for a blank line). */
+  /** A file's head: one row (ordinal, magic, head). */
+  static final class HeadReader implements PartitionReader<InternalRow> {
+    final Split file;
+    InternalRow current;
+
+    HeadReader(Split file) {
+      this.file = file;
+    }
+
+    @Override
+    public boolean next() throws IOException {
+      if (current != null) {
+        return false;
+      }
+      Configuration conf = new Configuration();
+      Path path = new Path(file.path);
+      FileSystem fs = path.getFileSystem(conf);
+      byte[] magic;
+      byte[] head;
+      try (InputStream in = fs.open(path)) {
+        magic = first(in, MAGIC_BYTES);
+      }
+      CompressionCodec codec = new CompressionCodecFactory(conf).getCodec(path);
+      try (InputStream in = codec == null ? fs.open(path) : codec.createInputStream(fs.open(path))) {
+        head = first(in, HEAD_BYTES);
+      } catch (IOException | RuntimeException e) {  // a corrupt or cut compressed stream
+        head = null;
+      }
+      current = new GenericInternalRow(new Object[] {file.ordinal, magic, head});
+      return true;
+    }
+
+    @Override
+    public InternalRow get() {
+      return current;
+    }
+
+    static byte[] first(InputStream in, int n) throws IOException {
+      byte[] buffer = new byte[n];
+      int got = 0;
+      for (int r; got < n && (r = in.read(buffer, got, n - got)) > 0; ) {
+        got += r;
+      }
+      return Arrays.copyOf(buffer, got);
+    }
+
+    @Override
+    public void close() {
+    }
+  }
+
+  /** A split's lines: counted (one row), or each checked into a row (a fingerprint's blank line: none). */
   static final class LinesReader implements PartitionReader<InternalRow> {
     final Split split;
     final JsonLines.Checker checker;

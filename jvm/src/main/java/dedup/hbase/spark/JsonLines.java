@@ -27,8 +27,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * record, or one the rules of the Python reader must judge: an integer id, " 0x..." simhashes ...)
  * comes out with its bytes ({@code raw}) for the Python reader (corpus.py), which gives it the
  * record or the error a local load gives it. Blank lines give no row. With no simhash field
- * (an empty name: texts to fingerprint, not fingerprints) every line comes out with its bytes: the
- * data source is then the split line reader of remote JSON lines files.
+ * (an empty name: texts to fingerprint, not fingerprints) every line comes out with its bytes,
+ * blank ones too and undecoded (the file may be in another encoding than UTF-8, whose blank
+ * lines the Python reader knows): the data source is then the split line reader of remote
+ * JSON lines and text files.
  *
  * <p>Rows: ordinal, line, id, simhash (the 64 bits as a signed long), title, length (of the text,
  * in code points), text_bytes, featurizer, raw.
@@ -69,6 +71,9 @@ public final class JsonLines {
 
     /** The row of one line (of {@link #SCHEMA}), or null for a blank line. */
     InternalRow row(int ordinal, long line, byte[] raw) {
+      if (simhashField.isEmpty()) {  // texts, not fingerprints: every line is the Python reader's
+        return fallback(ordinal, line, raw);
+      }
       String text;
       try {
         CharBuffer chars = utf8.reset().decode(ByteBuffer.wrap(raw));
@@ -78,9 +83,6 @@ public final class JsonLines {
       }
       if (blank(text)) {
         return null;
-      }
-      if (simhashField.isEmpty()) {  // texts, not fingerprints: every line is the Python reader's
-        return fallback(ordinal, line, raw);
       }
       String id = null;
       String simhash = null;
