@@ -328,8 +328,10 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
         ranges.add(new MultiRowRangeFilter.RowRange(key(prefixes[i]), true, key(prefixes[j] + 1), false));
         i = j + 1;
       }
+      // 10,000 rows a call (an index row is mostly one small cell; HBase's 2 MB a call bounds a wide
+      // row's): 17% less of the lookup step than 1,000 at 10^6 queries against 10^7 (docs/benchmarks.md)
       Scan scan = new Scan().withStartRow(key(prefixes[0])).withStopRow(key(prefixes[distinct - 1] + 1))
-          .addFamily(family).setCaching(1000).setBatch(1000).setCacheBlocks(false);
+          .addFamily(family).setCaching(10000).setBatch(1000).setCacheBlocks(false);
       if (ranges.size() > 1) {
         scan.setFilter(new MultiRowRangeFilter(ranges));
       }
