@@ -582,6 +582,10 @@ def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_
     plain.write_bytes(data[:5000] + b'{"id": "bad-utf8", "simhash": "\xff"}\r\n' + data[5000:])
     zipped.write_bytes(gzip.compress(("\n".join(lines[16000:]) + "\n").encode()))
     assert fingerprints.split(inputs.plan([str(plain), str(zipped)], "auto"))[1] == []  # both read in the JVM
+    corrupt = tmp_path / "corrupt.jsonl.gz"
+    corrupt.write_bytes(b"\x1f\x8b" + bytes(range(7, 250)))  # gzip's magic, then no deflate stream
+    jvm, rest = fingerprints.split(inputs.plan([str(corrupt)], "auto"))
+    assert (jvm.files, [f.path for f in rest]) == ([], [str(corrupt)])  # the Python reader says what is wrong
     a = spark_load_to(urls[0], spark, [plain, zipped], tmp_path / "rejects-spark.jsonl", fingerprints=True)
     b = local_load_to(urls[1], [plain, zipped], tmp_path / "rejects-local.jsonl", fingerprints=True)
     same_report(a, b)

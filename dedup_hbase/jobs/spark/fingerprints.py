@@ -12,11 +12,11 @@ the file's (blank lines counted, as the Python reader counts them).
 
 A file goes to the JVM when its records read the same there: a JSON lines file (by format
 or name; of texts, a text file too), plain or compressed as its name says (.gz, .bz2: Hadoop
-picks the codec by name). A local file of fingerprints is looked at here: not starting with a
-byte-order mark, not binary. A remote one's head is read by the data source first (one small
-job, ``_heads``) and judged as a local read judges a file's head: its encoding (``--encoding
-auto``: detected), the byte-order mark dropped (Hadoop's reader drops a UTF-8 one itself), and a
-binary file, or one no encoding fits, refused as one record on the driver, its lines never read.
+picks the codec by name). Its head is read first (a local file's here, a remote one's by the
+data source, in one small job: ``_heads``) and judged as a local read judges a file's head: its
+encoding (``--encoding auto``: detected), the byte-order mark dropped (Hadoop's reader drops a
+UTF-8 one itself), and a binary file, or one no encoding fits, refused as one record on the
+driver, its lines never read.
 Any other file (a compressed one whose name does not say so, a corrupt one, UTF-16), and CSV,
 TSV (a quoted field may hold a line end) and Parquet, go through inputs.py.
 """
@@ -70,51 +70,29 @@ def _kind(f: inputs.InputFile, texts: bool) -> str | None:
     return None if Path(f.path).suffix.lower() in _OTHER_CODECS else kind
 
 
-def _local_reads(f: inputs.InputFile) -> bool:
-    """Whether the JVM reads a local file of fingerprints as the Python reader would."""
-    suffix = Path(f.path).suffix.lower()
-    with open(f.path, "rb") as raw:
-        magic = raw.read(6)
-        raw.seek(0)
-        if suffix in _CODECS:
-            if not magic.startswith(_CODECS[suffix]):
-                return False
-            import bz2
-            import gzip
-
-            head = (gzip.GzipFile(fileobj=raw) if suffix == ".gz" else bz2.BZ2File(raw)).read(_SNIFF)
-        elif is_compressed(magic):
-            return False
-        else:
-            head = raw.read(_SNIFF)
-    return not head.startswith(b"\xef\xbb\xbf") and binary_reason(head) is None
-
-
 def split(planned: list[inputs.InputFile], fields: Fields = Fields(), texts: bool = False,
           session=None) -> tuple[JvmRead, list[inputs.InputFile]]:
     """(what the JVM reads, the rest in input order): JSON lines of fingerprints, or with
     ``texts`` the remote JSON lines and text files of texts (a local one is read in pieces by
     Python, inputs.pieces; a remote one otherwise only whole, by a task holding all of its
-    bytes). The remote files' heads are read through ``session`` (``judged``); without one,
-    no remote file goes to the JVM."""
-    wanted = [f for f in planned if (f.remote or not texts) and _kind(f, texts)]
-    local = [f for f in wanted if not f.remote and _local_reads(f)]
-    remote = [f for f in wanted if f.remote]
-    jvm = judged(session, remote, fields, texts) if remote and session is not None else JvmRead(texts)
-    jvm.readings.update((f.ordinal, Reading()) for f in local)
+    bytes), each as ``judged`` finds it. A remote file's head is read through ``session``;
+    without one, no remote file goes to the JVM."""
+    wanted = [f for f in planned if (session is not None if f.remote else not texts) and _kind(f, texts)]
+    jvm = judged(session, wanted, fields, texts)
     taken = set(jvm.readings) | {ordinal for ordinal, _ in jvm.refused}
     jvm.files = [f for f in planned if f.ordinal in jvm.readings]
     return jvm, [f for f in planned if f.ordinal not in taken]
 
 
 def judged(session, files: list[inputs.InputFile], fields: Fields, texts: bool) -> JvmRead:
-    """``files`` (remote, read by the JVM if their heads allow) judged by their heads, read in
-    the executors (``_heads``): each read as ``Reading`` says, refused as one record, or left
-    out of the JvmRead (read whole by inputs.py: a compressed file its name does not name, a
-    damaged one, an encoding that cannot be cut at line ends, another encoding than UTF-8 for
-    fingerprints)."""
+    """``files`` judged by their heads (a local file's read here, a remote one's in the
+    executors: ``_heads``) as a local read judges a file's head: each read as ``Reading`` says,
+    refused as one record, or left out of the JvmRead (read whole by inputs.py: a compressed
+    file its name does not name, a damaged one, an encoding that cannot be cut at line ends,
+    another encoding than UTF-8 for fingerprints)."""
     out = JvmRead(texts)
-    heads = _heads(session, files)
+    remote = [f for f in files if f.remote]
+    heads = {**(_heads(session, remote) if remote else {}), **{f.ordinal: _local_head(f) for f in files if not f.remote}}
     for f in files:
         magic, head = heads[f.ordinal]
         suffix = Path(f.path).suffix.lower()
@@ -128,6 +106,23 @@ def judged(session, files: list[inputs.InputFile], fields: Fields, texts: bool) 
             strip = 0 if head.startswith(codecs.BOM_UTF8) else skip
             out.readings[f.ordinal] = Reading(_kind(f, texts), encoding, strip)
     return out
+
+
+def _local_head(f: inputs.InputFile) -> tuple[bytes, bytes | None]:
+    """``_heads`` of a local file, read here: through the codec its name picks, as Hadoop's."""
+    suffix = Path(f.path).suffix.lower()
+    with open(f.path, "rb") as raw:
+        magic = raw.read(6)
+        raw.seek(0)
+        if suffix not in _CODECS:
+            return magic, raw.read(_SNIFF)
+        import bz2
+        import gzip
+
+        try:
+            return magic, (gzip.GzipFile(fileobj=raw) if suffix == ".gz" else bz2.BZ2File(raw)).read(_SNIFF)
+        except (OSError, EOFError):  # not that codec's data, or cut short
+            return magic, None
 
 
 def _heads(session, files: list[inputs.InputFile]) -> dict[int, tuple[bytes, bytes | None]]:
