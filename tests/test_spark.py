@@ -563,9 +563,10 @@ def fingerprint_lines(label: str, n: int = 3000, seed: int = 21) -> list[str]:
 
 def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_path, monkeypatch):
     """--fingerprints JSON lines (plain with CRLF and lone CR line ends, read in several splits;
-    gzip; a bad UTF-8 line) read by the JVM: the same report, rejects (file, line, reason),
-    documents as the local engine; a record made by another featurizer stops the load before
-    anything is written."""
+    gzip; a bad UTF-8 line; gzip files cut off and corrupt past the head the planner reads) read
+    by the JVM: the same report, rejects (file, line, reason), documents as the local engine (a
+    damaged file's records before the damage, then one reject; not a job stopped by Hadoop's
+    codec); a record made by another featurizer stops the load before anything is written."""
     from dedup_hbase.errors import IndexMismatch
     from dedup_hbase.jobs.spark import fingerprints, inputs
 
@@ -581,22 +582,35 @@ def test_fingerprints_read_in_the_jvm_as_the_local_engine_reads_them(spark, tmp_
     data = "\n".join(lines[:15000]).encode() + b"\r\n" + "\r".join(lines[15000:16000]).encode() + b"\n"
     plain.write_bytes(data[:5000] + b'{"id": "bad-utf8", "simhash": "\xff"}\r\n' + data[5000:])
     zipped.write_bytes(gzip.compress(("\n".join(lines[16000:]) + "\n").encode()))
-    assert fingerprints.split(inputs.plan([str(plain), str(zipped)], "auto"))[1] == []  # both read in the JVM
+    cut, crc = tmp_path / "cut.jsonl.gz", tmp_path / "crc.jsonl.gz"
+    whole = gzip.compress(("\n".join(lines[:4000]) + "\n").encode())
+    cut.write_bytes(cut_off(whole))
+    crc.write_bytes(whole[:-8] + bytes(4) + whole[-4:])  # every line whole, its CRC wrong
+    damaged = [plain, zipped, cut, crc]
+    assert fingerprints.split(inputs.plan(list(map(str, damaged)), "auto"))[1] == []  # all read in the JVM
     corrupt = tmp_path / "corrupt.jsonl.gz"
     corrupt.write_bytes(b"\x1f\x8b" + bytes(range(7, 250)))  # gzip's magic, then no deflate stream
     jvm, rest = fingerprints.split(inputs.plan([str(corrupt)], "auto"))
     assert (jvm.files, [f.path for f in rest]) == ([], [str(corrupt)])  # the Python reader says what is wrong
-    a = spark_load_to(urls[0], spark, [plain, zipped], tmp_path / "rejects-spark.jsonl", fingerprints=True)
-    b = local_load_to(urls[1], [plain, zipped], tmp_path / "rejects-local.jsonl", fingerprints=True)
+    a = spark_load_to(urls[0], spark, damaged, tmp_path / "rejects-spark.jsonl", fingerprints=True)
+    b = local_load_to(urls[1], damaged, tmp_path / "rejects-local.jsonl", fingerprints=True)
     same_report(a, b)
     assert a["rejected"] >= 10 and a["unlabeled"] == b["unlabeled"] > 0
     assert (tmp_path / "rejects-spark.jsonl").read_bytes() == (tmp_path / "rejects-local.jsonl").read_bytes()
+    assert [(r["source"], r["reason"].split(":")[0]) for r in map(json.loads, (tmp_path / "rejects-local.jsonl").open())
+            if r["reason"].split(":")[0].endswith(" input")] == [(str(cut), "cut-off input"), (str(crc), "corrupt input")]
     assert documents(urls[0]) == documents(urls[1])
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text("\n".join(lines[:50] + [json.dumps({"id": "o", "simhash": "00000000000000ab",
                                                            "featurizer": "other-v1"})]) + "\n")
     with pytest.raises(IndexMismatch, match=rf"{foreign}:51: the fingerprint of 'o' was made by featurizer other-v1"):
         spark_load_to(urls[0], spark, [foreign], fingerprints=True)
+
+
+def cut_off(data: bytes) -> bytes:
+    """``data`` cut off after two thirds: for a gzip file of 30 KB or more, past the 8 KB head that
+    the planner reads (fingerprints.judged), so the JVM's reader meets the cut."""
+    return data[:len(data) * 2 // 3]
 
 
 def gb18030_lines(rnd: random.Random, count: int, json_lines: bool, bad: bool = True) -> bytes:
@@ -670,7 +684,8 @@ def test_remote_line_files_of_texts_cut_by_the_jvm_read_as_the_local_reader_read
             "c.jsonl": b"\xef\xbb\xbf" + hostile_lines(rnd, 200),
             "d.jsonl": b"\x84\x31\x95\x33" + gb18030_lines(rnd, 3000, True),
             "e.txt": gb18030_lines(rnd, 3000, False), "f.jsonl": b'{"id": "a"}\n\x00\x01\x02\n',
-            "g.jsonl": gzip.compress(hostile_lines(rnd, 100)), "h.txt": gb18030_lines(rnd, 2000, False, bad=False)}
+            "g.jsonl": gzip.compress(hostile_lines(rnd, 100)), "h.txt": gb18030_lines(rnd, 2000, False, bad=False),
+            "i.jsonl.gz": cut_off(gzip.compress(hostile_lines(rnd, 4000)))}
     files = []
     for i, (name, content) in enumerate(data.items()):
         (tmp_path / name).write_bytes(content)
@@ -687,8 +702,11 @@ def test_remote_line_files_of_texts_cut_by_the_jvm_read_as_the_local_reader_read
     assert {"a.jsonl", "b.jsonl.gz"} <= read if encoding == "utf-8" else {"d.jsonl", "h.txt"} <= read
     jvm.files = [f for f in files if f.ordinal in jvm.readings]
     job = types.SimpleNamespace(session=spark, parallelism=64, persist=lambda frame: frame)
-    frame = fingerprints.read(job, jvm, fields, finish)
+    frame, damaged = fingerprints.read(job, jvm, fields, finish)
+    assert [f.source for f in damaged] == sorted(read & {"i.jsonl.gz"})  # left to the whole-file reader
+    assert "i.jsonl.gz" in read or encoding != "utf-8"
     assert frame.rdd.getNumPartitions() > len(jvm.files)  # in 64 KB splits (the JVM's least), gzip whole
+    read -= {"i.jsonl.gz"}
     frame = frame.unionByName(fingerprints.refused_rows(spark, jvm, finish))
     got = sorted((row.asDict(recursive=True) for row in frame.collect()), key=lambda r: (r["ordinal"], r["line"]))
     want = reference([f for f in files if f.source in read | refused], fields, spec)

@@ -135,7 +135,8 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     kind = holds(path, fmt)
 
     def records() -> Iterator[Record]:
-        stream = decompressed(raw) if decompress else io.BufferedReader(raw)
+        # a buffered reader over another loses the bytes the inner one held when its next read raises
+        stream = decompressed(raw) if decompress else raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
         if kind == "file":
             yield _whole_file(stream, source, doc_id or path.name, fields.encoding)
         else:

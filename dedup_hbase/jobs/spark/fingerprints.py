@@ -140,13 +140,17 @@ def refused_rows(session, jvm: JvmRead, finish):
     return session.createDataFrame(batch.to_pylist(), stages.FINGERPRINTED_SCHEMA)
 
 
-def read(job, jvm: JvmRead, fields: Fields, finish):
-    """The fingerprinted records (stages.FINGERPRINTED_SCHEMA) of ``jvm.files``: JSON lines
-    files of fingerprints, or of texts; ``finish``: stages.fingerprint_records, for the lines
-    the JVM leaves. The JVM's rows are persisted (``job.persist``: the job unpersists them once
-    the records are), so the files are parsed once for both branches. With ``jvm.texts`` (files
-    of texts to fingerprint) the JVM only cuts the files into lines (JsonLines.java: no simhash
-    field), and every line is read by the Python reader and fingerprinted by ``finish``."""
+def read(job, jvm: JvmRead, fields: Fields, finish) -> tuple[object, list[inputs.InputFile]]:
+    """(the fingerprinted records (stages.FINGERPRINTED_SCHEMA) of ``jvm.files``, or None when
+    there are none; the files the JVM found damaged). ``jvm.files``: JSON lines files of
+    fingerprints, or of texts; ``finish``: stages.fingerprint_records, for the lines the JVM
+    leaves. A compressed file that the JVM's count of lines finds cut off or corrupt past its
+    head is not read here: the caller leaves it to inputs.py's whole-file reader, which keeps
+    the records before the damage and rejects the rest in one record, as a local read does.
+    The JVM's rows are persisted (``job.persist``: the job unpersists them once the records
+    are), so the files are parsed once for both branches. With ``jvm.texts`` (files of texts
+    to fingerprint) the JVM only cuts the files into lines (JsonLines.java: no simhash field),
+    and every line is read by the Python reader and fingerprinted by ``finish``."""
     import os
 
     from pyspark.sql import functions as F
@@ -157,13 +161,18 @@ def read(job, jvm: JvmRead, fields: Fields, finish):
     uris = [f.path if f.remote else "file://" + os.path.abspath(f.path) for f in files]
     split_bytes = [min(inputs.MAX_PIECE, max(inputs.MIN_PIECE, -(-(0 if f.remote else os.path.getsize(f.path))
                                                                     // parallelism))) for f in files]
-    rows = lines_read(spark, uris, [f.ordinal for f in files], split_bytes,
-                      [fields.id, fields.text, "" if texts else fields.simhash, fields.title, fields.featurizer])
+    rows, damaged = lines_read(spark, uris, [f.ordinal for f in files], split_bytes,
+                               [fields.id, fields.text, "" if texts else fields.simhash, fields.title,
+                                fields.featurizer])
+    damaged = [f for f in files if f.ordinal in damaged]
+    if rows is None:
+        return None, damaged
+    files = [f for f in files if f not in damaged]
     sources = F.create_map(*[c for f in files for c in (F.lit(f.ordinal), F.lit(f.source))])
     rows = rows.withColumn("source", sources[F.col("ordinal")])
     if texts:
         return rows.select("ordinal", "line", "source", "raw").mapInArrow(_read_lines(fields, finish, jvm.readings),
-                                                                          stages.FINGERPRINTED_SCHEMA)
+                                                                          stages.FINGERPRINTED_SCHEMA), damaged
     rows = job.persist(rows)
     none = F.lit(None).cast("string")
     clean = rows.where(F.col("raw").isNull()).select(
@@ -172,22 +181,32 @@ def read(job, jvm: JvmRead, fields: Fields, finish):
         F.lit(None).cast("array<array<bigint>>").alias("masks"), F.lit(None).cast("bigint").alias("sketch"))
     bad = (rows.where(F.col("raw").isNotNull()).select("ordinal", "line", "source", "raw")
            .mapInArrow(_read_lines(fields, finish, jvm.readings), stages.FINGERPRINTED_SCHEMA))
-    return clean.unionByName(bad)
+    return clean.unionByName(bad), damaged
 
 
-def lines_read(spark, uris: list[str], ordinals: list[int], split_bytes: list[int], field_names: list[str]):
-    """The rows (ordinal, line, id, simhash, title, length, text_bytes, featurizer, raw) of JSON lines files of fingerprints, read and checked
-    by the helper's data source in the executors: first the lines of each split counted (a job of
-    the line reader alone), then each line read with its line number in its file."""
-    reader = spark.read.format("dedup-hbase-fingerprints").options(
-        files="\n".join(uris), ordinals=",".join(map(str, ordinals)), splitBytes=",".join(map(str, split_bytes)),
-        fields="\t".join(field_names))
+def lines_read(spark, uris: list[str], ordinals: list[int], split_bytes: list[int],
+               field_names: list[str]) -> tuple[object, set[int]]:
+    """(the rows (ordinal, line, id, simhash, title, length, text_bytes, featurizer, raw) of JSON
+    lines files, read and checked by the helper's data source in the executors, or None; the
+    ordinals of the compressed files found damaged, whose lines are not read): first the lines
+    of each split counted (a job of the line reader alone), then each line of the files that
+    are not damaged read with its line number in its file."""
+    def reader(chosen: list[int]):
+        return spark.read.format("dedup-hbase-fingerprints").options(
+            files="\n".join(uris[i] for i in chosen), ordinals=",".join(str(ordinals[i]) for i in chosen),
+            splitBytes=",".join(str(split_bytes[i]) for i in chosen), fields="\t".join(field_names))
+
+    counts = sorted((r["split"], r["ordinal"], r["lines"]) for r in reader(list(range(len(uris)))).load().collect())
+    damaged = {ordinal for _, ordinal, lines in counts if lines < 0}
     offsets, before, file = [], 0, None
-    for _, ordinal, lines in sorted((r["split"], r["ordinal"], r["lines"]) for r in reader.load().collect()):
+    for _, ordinal, lines in counts:
+        if ordinal in damaged:
+            continue
         before = before if ordinal == file else 0  # a file's first split
         offsets.append(before)
         before, file = before + lines, ordinal
-    return reader.option("offsets", ",".join(map(str, offsets))).load()
+    kept = [i for i, ordinal in enumerate(ordinals) if ordinal not in damaged]
+    return (reader(kept).option("offsets", ",".join(map(str, offsets))).load() if kept else None), damaged
 
 
 def _read_lines(fields: Fields, finish, readings: dict[int, Reading]):

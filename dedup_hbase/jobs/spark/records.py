@@ -23,6 +23,7 @@ from typing import IO
 from ...errors import DedupError
 from ...text.encodings import DEFAULT
 from ..batches import check_featurizers
+from ..compressed import DAMAGED
 from ..corpus import Fields, Record, parquet_columns
 from ..options import InputOptions
 from ..reports import JobReport, reject_line
@@ -54,7 +55,9 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
     if fields.encoding == DEFAULT or not use_simhash:  # fingerprints in UTF-8, remote texts by their heads
         jvm, planned = fingerprints.split(planned, fields, texts=not use_simhash, session=spark)
         if jvm.files:
-            parts.append(fingerprints.read(job, jvm, fields, finish))
+            frame, damaged = fingerprints.read(job, jvm, fields, finish)
+            parts += [frame] if frame is not None else []
+            planned += damaged  # read whole by the Python reader: its records, then one reject
         if jvm.refused:
             parts.append(fingerprints.refused_rows(spark, jvm, finish))
     parallelism = job.parallelism
@@ -125,8 +128,8 @@ def good(records):
 
 def account(records, report: JobReport, rejects: IO[str] | None, label: str, use_simhash: bool) -> int:
     """Count the ``records`` (fingerprinted) into ``report``, from one aggregate: read, rejected by
-    reason (in the order a local job meets them), text bytes; the rejects written to ``rejects``
-    in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
+    reason (in the order a local job meets them), text bytes, the inputs cut off or corrupt; the
+    rejects written to ``rejects`` in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
     first record, in input order, whose fingerprint another featurizer made stops the job before
     anything is written); returns how many fingerprints did not say which featurizer made them."""
     from pyspark.sql import functions as F
@@ -138,13 +141,17 @@ def account(records, report: JobReport, rejects: IO[str] | None, label: str, use
         aggregates += [F.sum(F.when(good & F.col("featurizer").isNull(), 1).otherwise(0)).alias("unlabeled"),
                        F.min(F.when(foreign, F.struct("ordinal", "line", "source", "id", "featurizer"))).alias("foreign")]
     unlabeled = 0
-    for row in sorted(records.groupBy("reason").agg(*aggregates).collect(), key=lambda r: r["first"]):
+    rows = sorted(records.groupBy("reason").agg(*aggregates).collect(), key=lambda r: r["first"])
+    for row in rows:
         report.count_rows(row["reason"], row["n"], row["b"] or 0)
         if row["reason"] is None and use_simhash:
             unlabeled += row["unlabeled"]
             if row["foreign"] is not None:
                 f = row["foreign"]
                 check_featurizers([Record(f["source"], f["line"], f["id"], featurizer=f["featurizer"])], label)
+    if any(row["reason"] in DAMAGED for row in rows):  # each cut-off or corrupt input, as a local job says it
+        cut = records.where(F.col("reason").isin(*DAMAGED)).select("ordinal", "line", "source", "error")
+        report.damaged += [f"{r['source']}: {r['error']}" for r in cut.orderBy("ordinal", "line").collect()]
     if rejects is not None and report.rejected:
         bad = (records.where(F.col("error").isNotNull()).select("ordinal", "line", "source", "id", "error")
                .orderBy("ordinal", "line"))

@@ -50,8 +50,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * Python reader counts them). A split does not know how many lines the splits before it hold,
  * so a read is two, over the same splits (planned on the driver, in file and offset order):
  * without {@code offsets}, a row (split, ordinal, lines) per split, by the line reader alone (no
- * JSON); with {@code offsets} (comma-separated: the lines of its file before each split, in that
- * order), the rows
+ * JSON; lines -1: a compressed file that is damaged, its lines not to be read here); with {@code
+ * offsets} (comma-separated: the lines of its file before each split, in that order), the rows
  * of {@link JsonLines#SCHEMA}. With {@code heads} (any value) instead, one row per file
  * (ordinal, magic, head): its first {@link #MAGIC_BYTES} bytes as stored, and its first {@link
  * #HEAD_BYTES} as its line reader will read them (through the codec its name picks; null when
@@ -234,11 +234,17 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     }
   }
 
-  /** A split's lines: counted (one row), or each checked into a row (a fingerprint's blank line: none). */
+  /**
+   * A split's lines: counted (one row), or each checked into a row (a fingerprint's blank line:
+   * none). A compressed file that cannot be read to its end (cut off, corrupt) is counted as -1
+   * lines, not an error that stops the job: the driver leaves it to the Python reader, which
+   * keeps the records before the damage and rejects the rest in one record, as a local read does.
+   */
   static final class LinesReader implements PartitionReader<InternalRow> {
     final Split split;
     final JsonLines.Checker checker;
     final LineRecordReader lines = new LineRecordReader();
+    final boolean compressed;
     long read; // lines read so far
     boolean counted;
     InternalRow current;
@@ -246,7 +252,9 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     LinesReader(Split split, String[] fields) {
       this.split = split;
       this.checker = split.before < 0 ? null : new JsonLines.Checker(fields);
-      TaskAttemptContextImpl context = new TaskAttemptContextImpl(new Configuration(), new TaskAttemptID());
+      Configuration conf = new Configuration();
+      this.compressed = new CompressionCodecFactory(conf).getCodec(new Path(split.path)) != null;
+      TaskAttemptContextImpl context = new TaskAttemptContextImpl(conf, new TaskAttemptID());
       try {
         lines.initialize(new FileSplit(new Path(split.path), split.start, split.length, (String[]) null), context);
       } catch (IOException e) {
@@ -260,8 +268,15 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
         if (counted) {
           return false;
         }
-        while (lines.nextKeyValue()) {
-          read++;
+        try {
+          while (lines.nextKeyValue()) {
+            read++;
+          }
+        } catch (IOException | RuntimeException e) {  // a cut-off or corrupt compressed stream
+          if (!compressed) {
+            throw e;
+          }
+          read = -1;
         }
         counted = true;
         current = new GenericInternalRow(new Object[] {split.index, split.ordinal, read});
