@@ -161,7 +161,7 @@ def load(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="Fi
                           rejects=rejects, restart=restart, max_rejects=LoadOptions.parse_max_rejects(max_rejects))
     spark = _spark(engine, spark_master, spark_conf, staging, spark_env, spark_remote)
     index = ctx.obj.index(read_only=False)
-    with LoadProgress(enabled=not quiet and not json_ and engine == "local", every=progress_every) as bar:
+    with LoadProgress(enabled=not quiet and not json_, every=progress_every, counts=engine == "local") as bar:
         report = engines.load(index, files, options, engine, spark, progress=bar.update,
                               on_reject=None if quiet else bar.reject)
     try:  # the store's close (the embedded one merges its recent writes) is part of the load's work

@@ -34,12 +34,13 @@ def check_engine(engine: str) -> str:
 def load(index: Index, paths: list[str], options: LoadOptions = LoadOptions(), engine: str = "local",
          spark: SparkOptions | None = None, *, progress: Callable[[int, int], None] | None = None,
          on_reject: Callable[[Record], None] | None = None) -> LoadReport:
-    """Load ``paths`` into ``index``. ``progress`` (records and text bytes done) and
-    ``on_reject`` are the local engine's live reports (the Spark engine reports at its end)."""
+    """Load ``paths`` into ``index``. ``progress`` (records and text bytes done) is the local
+    engine's live report; ``on_reject`` gets each rejected record, as it comes (local) or
+    once the records are fingerprinted (Spark), in input order."""
     if check_engine(engine) == "spark":
         from .spark import spark_load_files
 
-        return spark_load_files(index, paths, options, spark or SparkOptions())
+        return spark_load_files(index, paths, options, spark or SparkOptions(), on_reject=on_reject)
     return load_files(index, paths, options, on_reject=on_reject, progress=progress)
 
 

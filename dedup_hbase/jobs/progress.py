@@ -27,13 +27,14 @@ def rate(per_s: float) -> str:
 
 class LoadProgress:
     """A live line ``N docs  D docs/s  M MB/s`` (plain lines off a terminal) and the first
-    rejected records. Silent when ``enabled`` is false."""
+    rejected records. Silent when ``enabled`` is false; ``counts``: false for a job that reports
+    no counts as it goes (a Spark job: only the rejected records, no live line)."""
 
-    def __init__(self, enabled: bool = True, every: float = 10.0) -> None:
+    def __init__(self, enabled: bool = True, every: float = 10.0, counts: bool = True) -> None:
         self.enabled = enabled
         self.console = Console(stderr=True, soft_wrap=True)
         self.rejects = 0
-        self.live = enabled and sys.stderr.isatty()
+        self.live = enabled and counts and sys.stderr.isatty()
         self.every = every
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                   console=self.console, transient=True, disable=not self.live)

@@ -36,10 +36,11 @@ STOPPED = "run the same command again to load (the job starts over; what it wrot
 
 
 def spark_load_files(index: Index, paths: list[str], options: LoadOptions = LoadOptions(),
-                     spark: SparkOptions = SparkOptions(), *, session=None) -> LoadReport:
+                     spark: SparkOptions = SparkOptions(), *, session=None, on_reject=None) -> LoadReport:
     """``local.load_files`` as a Spark job: the same options, report and checkpoint (a
     finished load is not repeated; ``options.restart`` repeats it), the same rejects file
-    (written whole by each run that runs). ``session``: a running SparkSession (with the
+    (written whole by each run that runs), each reject handed to ``on_reject`` in input order
+    once the records are fingerprinted. ``session``: a running SparkSession (with the
     helper's jars) to use and leave running; else one is started for the job and stopped.
     ``options.skip_near_dups``: into an HBase index, the documents within k bits of one indexed
     or earlier in the input are left out (``check --add-new``'s job, without its records).
@@ -74,7 +75,7 @@ def spark_load_files(index: Index, paths: list[str], options: LoadOptions = Load
         report = LoadReport()
         with rejects_file(options.rejects) as rejects:
             report.unlabeled = records.account(fingerprinted, report, rejects, index.fingerprinter.label,
-                                               options.fingerprints)
+                                               options.fingerprints, on_reject)
         report.indexed = report.read - report.rejected
         job.unpersist(*helpers)
         job.clock("read, fingerprint, account")

@@ -126,10 +126,11 @@ def good(records):
     return records.where(F.col("error").isNull())
 
 
-def account(records, report: JobReport, rejects: IO[str] | None, label: str, use_simhash: bool) -> int:
+def account(records, report: JobReport, rejects: IO[str] | None, label: str, use_simhash: bool,
+            on_reject=None) -> int:
     """Count the ``records`` (fingerprinted) into ``report``, from one aggregate: read, rejected by
     reason (in the order a local job meets them), text bytes, the inputs cut off or corrupt; the
-    rejects written to ``rejects`` in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
+    rejects written to ``rejects`` and handed to ``on_reject`` (a Record each) in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
     first record, in input order, whose fingerprint another featurizer made stops the job before
     anything is written); returns how many fingerprints did not say which featurizer made them."""
     from pyspark.sql import functions as F
@@ -152,9 +153,12 @@ def account(records, report: JobReport, rejects: IO[str] | None, label: str, use
     if any(row["reason"] in DAMAGED for row in rows):  # each cut-off or corrupt input, as a local job says it
         cut = records.where(F.col("reason").isin(*DAMAGED)).select("ordinal", "line", "source", "error")
         report.damaged += [f"{r['source']}: {r['error']}" for r in cut.orderBy("ordinal", "line").collect()]
-    if rejects is not None and report.rejected:
+    if (rejects is not None or on_reject is not None) and report.rejected:
         bad = (records.where(F.col("error").isNotNull()).select("ordinal", "line", "source", "id", "error")
                .orderBy("ordinal", "line"))
         for row in bad.toLocalIterator():
-            rejects.write(reject_line(row["source"], row["line"], row["id"], row["error"]))
+            if rejects is not None:
+                rejects.write(reject_line(row["source"], row["line"], row["id"], row["error"]))
+            if on_reject is not None:
+                on_reject(Record(row["source"], row["line"], row["id"], error=row["error"]))
     return unlabeled
