@@ -130,9 +130,10 @@ def account(records, report: JobReport, rejects: IO[str] | None, label: str, use
             on_reject=None) -> int:
     """Count the ``records`` (fingerprinted) into ``report``, from one aggregate: read, rejected by
     reason (in the order a local job meets them), text bytes, the inputs cut off or corrupt; the
-    rejects written to ``rejects`` and handed to ``on_reject`` (a Record each) in input order. With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the
-    first record, in input order, whose fingerprint another featurizer made stops the job before
-    anything is written); returns how many fingerprints did not say which featurizer made them."""
+    rejects written to ``rejects`` and handed to ``on_reject`` (a Record each) in input order.
+    With ``use_simhash`` the featurizer check (``batches.check_featurizers``: the first record,
+    in input order, whose fingerprint another featurizer made stops the job before anything is
+    written); returns how many fingerprints did not say which featurizer made them."""
     from pyspark.sql import functions as F
 
     good = F.col("error").isNull()
