@@ -131,11 +131,10 @@ def read_opened(raw: IO[bytes], path: Path, source: str, fmt: str, fields: Field
     named ``path`` (for the format and the id of a whole-file document) and ``source`` in
     the records. ``fmt`` as in ``read_records``, after folder rules ("file": one document).
     A piece of an uncompressed JSONL or text file that starts at line ``first_line`` reads
-    as that part of the whole file (``decompress=False``: the piece's first bytes are text)."""
+    as that part of the whole file (``decompress=False``: text, ``raw`` itself if it is buffered)."""
     kind = holds(path, fmt)
 
     def records() -> Iterator[Record]:
-        # a buffered reader over another loses the bytes the inner one held when its next read raises
         stream = decompressed(raw) if decompress else raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
         if kind == "file":
             yield _whole_file(stream, source, doc_id or path.name, fields.encoding)
