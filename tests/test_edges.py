@@ -52,6 +52,27 @@ def test_the_progress_line_of_a_slow_load_says_its_rate(capsys, monkeypatch):
         "progress: 1 records done and checkpointed, 0.033 docs/s, 1.67 MB/s, 0 rejected")
 
 
+def test_stats_reports_the_keys_it_has_read_as_it_reads_them(tmp_path, capsys, monkeypatch):
+    """``stats`` reads every key: its progress counts the documents' keys, then the index's
+    cells, to the last; off a terminal one line every ``every`` seconds, with the rate."""
+    from dedup_hbase.jobs import progress
+
+    store = tmp_path / "idx"
+    assert dedup("init", "--store", str(store)).returncode == 0
+    texts = "\n".join(json.dumps({"id": f"d{i}", "text": f"第{i}篇 长江经济带生态环境保护发生了转折性变化 {i * 7919}"})
+                      for i in range(300))
+    assert dedup("load", "-", "--store", str(store), stdin=texts).returncode == 0
+    seen = []
+    with open_store(str(store)) as opened:
+        stats = Index.open(opened).stats(progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == stats["documents"] + stats["index_cells"] == 300 + 4 * 300
+    clock = iter([100.0, 100.0, 110.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    with progress.CountProgress("keys", every=10.0) as shown:
+        shown.update(200_000)
+    assert capsys.readouterr().err.splitlines() == ["progress: 200,000 keys read, 20,000 keys/s"]
+
+
 def test_a_csv_with_another_delimiter(tmp_path):
     (tmp_path / "c.csv").write_text('id;text\na;"长江经济带生态环境保护; 发生了转折性变化"\nb;国家卫生健康委员会今天通报最新疫情\n',
                                     encoding="utf-8")

@@ -338,8 +338,13 @@ def fingerprint(ctx: typer.Context, text: Annotated[str | None, typer.Argument(h
 
 @_command
 def stats(ctx: typer.Context, json_: Json = False) -> None:
-    """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key."""
-    result = ctx.obj.index(read_only=True).stats()
+    """Counts (documents, index rows per flag), scheme, k and featurizer. Reads every key (minutes
+    at 10^7 documents on HBase: a progress line on stderr meanwhile)."""
+    from ..jobs.progress import CountProgress
+
+    index = ctx.obj.index(read_only=True)
+    with CountProgress("keys") as shown:
+        result = index.stats(progress=shown.update)
     if json_:
         out(result)
         return

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -350,10 +350,15 @@ class Index:
         return signed_lookup(self.store, self.schemes, names, columns, probes, k, max_matches, self.ttl, self.head,
                              confirm, split_qualifier if self.spec.sketched else None)
 
-    def stats(self) -> dict[str, Any]:
-        """Counts from a full read of the keys (exact; takes time on a big index)."""
+    def stats(self, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+        """Counts from a full read of the keys (exact; takes time on a big index: minutes at 10^7
+        documents on HBase). ``progress``, if given, is called with the keys read so far (the
+        documents', then the index cells') as the read goes on."""
         config = self.read_config(self.store)
-        documents = sum(1 for _ in self.store.iterate("docs"))
+        documents = 0
+        for documents, _ in enumerate(self.store.iterate("docs"), 1):
+            if progress is not None and documents % 65_536 == 0:
+                progress(documents)
         rows, cells, per_flag = 0, 0, Counter()
         for prefix, found in self.store.iterate_cells("index", PREFIX_BYTES):
             rests = found.rests  # in key order: a row's cells are neighbours
@@ -361,6 +366,8 @@ class Index:
             cells += len(rests)
             rows += distinct
             per_flag[prefix[PREFIX_BYTES - 1]] += distinct
+            if progress is not None:
+                progress(documents + cells)
         return {"store": self.store.url, "documents": documents, "index_rows": rows,
                 "index_cells": cells, "scheme": self.scheme.name, "k": self.k,
                 "max_k": self.scheme.max_k, "flags": len(self.scheme.flags),

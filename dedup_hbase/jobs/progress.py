@@ -1,9 +1,9 @@
-"""Progress of long jobs on stderr: documents, docs/s, MB/s, rejects.
+"""Progress of long jobs on stderr: a load's documents, docs/s, MB/s and rejects; a long read's
+count of keys.
 
 On a terminal, a live line (rich). Elsewhere (a log file, a pipeline, a test), a plain line
-``progress: N records done and checkpointed, ...`` after a checkpoint at most every ``every``
-seconds (0: after every checkpoint), so a log shows how far a long load got; a load shorter
-than that prints none.
+``progress: N records done and checkpointed, ...`` (a load, after a checkpoint) at most every
+``every`` seconds, so a log shows how far a long job got; a job shorter than that prints none.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ def rate(per_s: float) -> str:
     return f"{per_s:,.0f}" if per_s >= 10 or per_s == 0 else f"{per_s:.2g}"
 
 
-class LoadProgress:
-    """A live line ``N docs  D docs/s  M MB/s`` (plain lines off a terminal) and the first
-    rejected records. Silent when ``enabled`` is false; ``counts``: false for a job that reports
-    no counts as it goes (a Spark job: only the rejected records, no live line)."""
+class LiveLine:
+    """One line of progress on stderr: live (rich) on a terminal, else a plain ``progress: ...``
+    line at most every ``every`` seconds (0: at every ``show``), so a log shows how far a long job
+    got; a job shorter than that prints none. Silent when ``enabled`` is false; ``live``: false
+    for a job with nothing to show as it goes (plain lines only)."""
 
-    def __init__(self, enabled: bool = True, every: float = 10.0, counts: bool = True) -> None:
+    def __init__(self, enabled: bool = True, every: float = 10.0, live: bool = True) -> None:
         self.enabled = enabled
         self.console = Console(stderr=True, soft_wrap=True)
-        self.rejects = 0
-        self.live = enabled and counts and sys.stderr.isatty()
+        self.live = enabled and live and sys.stderr.isatty()
         self.every = every
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                                   console=self.console, transient=True, disable=not self.live)
@@ -42,7 +42,7 @@ class LoadProgress:
         self._started = time.perf_counter()
         self._printed = self._started
 
-    def __enter__(self) -> "LoadProgress":
+    def __enter__(self):
         self._progress.__enter__()
         self._task = self._progress.add_task("starting", total=None)
         self._started = self._printed = time.perf_counter()
@@ -50,6 +50,44 @@ class LoadProgress:
 
     def __exit__(self, *exc) -> None:
         self._progress.__exit__(*exc)
+
+    def show(self, live: str, plain: str | None = None, now: float | None = None) -> None:
+        """``live`` on the live line; off a terminal ``plain`` (``live`` when None), if ``every``
+        seconds have passed since the last."""
+        now = time.perf_counter() if now is None else now
+        if self.live:
+            self._progress.update(self._task, description=live)
+        elif self.enabled and now - self._printed >= self.every:
+            self._printed = now
+            print(f"progress: {live if plain is None else plain}", file=sys.stderr, flush=True)
+
+    def elapsed(self, now: float) -> float:
+        return max(now - self._started, 1e-9)
+
+
+class CountProgress(LiveLine):
+    """``N WHAT read, R WHAT/s`` for a long read (``stats``' full read of the keys)."""
+
+    def __init__(self, what: str, enabled: bool = True, every: float = 10.0) -> None:
+        super().__init__(enabled, every)
+        self.what = what
+
+    def update(self, count: int) -> None:
+        now = time.perf_counter()
+        self.show(f"{count:,} {self.what} read, {rate(count / self.elapsed(now))} {self.what}/s", now=now)
+
+
+class LoadProgress(LiveLine):
+    """A live line ``N docs  D docs/s  M MB/s`` (plain lines off a terminal) and the first
+    rejected records. Silent when ``enabled`` is false; ``counts``: false for a job that reports
+    no counts as it goes (a Spark job: only the rejected records, no live line)."""
+
+    def __init__(self, enabled: bool = True, every: float = 10.0, counts: bool = True) -> None:
+        super().__init__(enabled, every, live=counts)
+        self.rejects = 0
+
+    def __exit__(self, *exc) -> None:
+        super().__exit__(*exc)
         if self.enabled and self.rejects > REPORTED_REJECTS:
             self.console.print(f"... and {self.rejects - REPORTED_REJECTS} more rejected records "
                                "(--rejects FILE keeps them all)", highlight=False)
@@ -57,13 +95,9 @@ class LoadProgress:
     def update(self, docs: int, text_bytes: int) -> None:
         """``docs`` records (``text_bytes`` bytes of text) are done and checkpointed."""
         now = time.perf_counter()
-        elapsed = max(now - self._started, 1e-9)
+        elapsed = self.elapsed(now)
         rates = f"{rate(docs / elapsed)} docs/s, {text_bytes / 1e6 / elapsed:.2f} MB/s, {self.rejects} rejected"
-        if self.live:
-            self._progress.update(self._task, description=f"{docs:,} docs  {rates}")
-        elif self.enabled and now - self._printed >= self.every:
-            self._printed = now
-            print(f"progress: {docs:,} records done and checkpointed, {rates}", file=sys.stderr, flush=True)
+        self.show(f"{docs:,} docs  {rates}", f"{docs:,} records done and checkpointed, {rates}", now)
 
     def reject(self, record: Record) -> None:
         self.rejects += 1
