@@ -183,6 +183,9 @@ def stop(spark, done: bool = False) -> None:
         spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
         accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
     try:
+        # what Spark logs while it stops is not the user's concern (on a cluster, an executor's
+        # connection closed under a request: an ERROR and a stack trace after a job that succeeded)
+        _set_log_level(spark, "OFF")
         spark.stop()
     except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
         pass
