@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from . import cds
 from .connect import is_connect
@@ -182,13 +182,13 @@ def stop(spark, done: bool = False) -> None:
     if accumulators is not None:  # shut down below, once the JVM is gone: PySpark's own stop waits
         spark.sparkContext._accumulatorServer = None  # up to 1 s for its handler to see that
         accumulators.handle_error = lambda request, address: None  # the JVM's end of its socket: no news
-    try:
-        # what Spark logs while it stops is not the user's concern (on a cluster, an executor's
-        # connection closed under a request: an ERROR and a stack trace after a job that succeeded)
+    # what Spark logs while it stops is not the user's concern (on a cluster, an executor's
+    # connection closed under a request: an ERROR and a stack trace after a job that succeeded);
+    # py4j's connection may be in an unknown state: the JVM ends below anyway
+    with suppress(Exception):
         _set_log_level(spark, "OFF")
+    with suppress(Exception):
         spark.stop()
-    except Exception:  # py4j's connection is in an unknown state; the JVM ends below anyway
-        pass
     writing = archive is not None and done
     written = False
     try:
