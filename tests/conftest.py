@@ -220,30 +220,70 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def own_hbase(tmp_path_factory):
+class OwnHBase:
     """An HBase of its own (scripts/hbase-local in a folder of its own, on free ports) for the
-    tests that stop, restart or freeze its processes: (its URL, the launcher's environment, its
-    folder). The HBase the other tests share (``hbase_url``) is never touched, so they can run
-    side by side in every test process. Its tests run in one process, one at a time (the group
-    ``own-hbase``). Stopped at the end, whatever happened."""
-    launcher = ROOT / "scripts" / "hbase-local"
-    folder = tmp_path_factory.mktemp("own-hbase")
-    zk, thrift, thrift2 = free_port(), free_port(), free_port()
-    env = {**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder), "DEDUP_HBASE_ZK_PORT": str(zk),
-           "DEDUP_HBASE_THRIFT_PORT": str(thrift), "DEDUP_HBASE_THRIFT2_PORT": str(thrift2),
-           "DEDUP_HBASE_MASTER_HEAP": "1g", "DEDUP_HBASE_THRIFT_HEAP": "512m", "DEDUP_HBASE_THRIFT2_HEAP": "512m",
-           "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)}
-    started = subprocess.run([str(launcher), "start"], env=env, capture_output=True, text=True)
+    tests that stop, restart or freeze its processes: started when a test first asks for it,
+    stopped once the last of those tests is done (``pytest_runtest_teardown``: its three JVMs
+    would otherwise idle to the end of the run, about 1.5 CPU s a minute) or, whatever happened,
+    at the session's end. The HBase the other tests share (``hbase_url``) is never touched, so
+    they can run side by side in every test process. Its tests run in one process, one at a time
+    (the group ``own-hbase``)."""
+
+    def __init__(self, tmp_path_factory):
+        self.tmp_path_factory = tmp_path_factory
+        self.started = None  # (URL, the launcher's environment, its folder)
+
+    def get(self):
+        if self.started is None:
+            folder = self.tmp_path_factory.mktemp("own-hbase")
+            zk, thrift, thrift2 = free_port(), free_port(), free_port()
+            env = {**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder), "DEDUP_HBASE_ZK_PORT": str(zk),
+                   "DEDUP_HBASE_THRIFT_PORT": str(thrift), "DEDUP_HBASE_THRIFT2_PORT": str(thrift2),
+                   "DEDUP_HBASE_MASTER_HEAP": "1g", "DEDUP_HBASE_THRIFT_HEAP": "512m", "DEDUP_HBASE_THRIFT2_HEAP": "512m",
+                   "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)}
+            self.started = (f"hbase://127.0.0.1:{thrift}/?admin_port={thrift2}&zk=127.0.0.1:{zk}", env, folder)
+            done = subprocess.run([str(ROOT / "scripts" / "hbase-local"), "start"], env=env, capture_output=True,
+                                  text=True)
+            if done.returncode != 0:
+                self.stop()
+                require_or_skip(f"scripts/hbase-local could not start an HBase of the test's own:\n{done.stdout}\n"
+                                f"{done.stderr}")
+        return self.started
+
+    def stop(self):
+        if self.started is not None:
+            _, env, folder = self.started
+            self.started = None
+            for name in ("master", "thrift", "thrift2"):  # a frozen process would not stop
+                signal_process(folder, name, signal.SIGCONT)
+            subprocess.run([str(ROOT / "scripts" / "hbase-local"), "stop"], env=env, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def own_hbase_holder(tmp_path_factory):
+    holder = OwnHBase(tmp_path_factory)
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def own_hbase(own_hbase_holder):
+    """``OwnHBase``'s (URL, the launcher's environment, folder)."""
+    return own_hbase_holder.get()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Under xdist, the test's own HBase stopped after the last test that uses it (the group
+    ``own-hbase`` runs in one process, its tests one after the other; ``nextitem`` is the
+    process's next). Without xdist the modules' order spreads those tests: it runs to the end."""
+    holder = (getattr(item, "funcargs", None) or {}).get("own_hbase_holder")
     try:
-        if started.returncode != 0:
-            require_or_skip(f"scripts/hbase-local could not start an HBase of the test's own:\n{started.stdout}\n"
-                            f"{started.stderr}")
-        yield f"hbase://127.0.0.1:{thrift}/?admin_port={thrift2}&zk=127.0.0.1:{zk}", env, folder
+        return (yield)
     finally:
-        for name in ("master", "thrift", "thrift2"):  # a frozen process would not stop
-            signal_process(folder, name, signal.SIGCONT)
-        subprocess.run([str(launcher), "stop"], env=env, capture_output=True)
+        if holder is not None and hasattr(item.config, "workerinput") and "own_hbase" not in getattr(
+                nextitem, "fixturenames", ()):
+            holder.stop()
 
 
 def signal_process(folder: Path, name: str, number: int) -> None:
