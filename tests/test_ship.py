@@ -45,10 +45,13 @@ def test_left_out_of_the_pack():
     for path in ["pip/__init__.py", "pip-23.2.1.dist-info/RECORD", "setuptools/x.py", "__editable__.dedup_hbase-0.2.0.pth",
                  "pyspark/jars/spark-core_2.13-4.3.0.jar", "dedup_hbase/jobs/spark/jars/dedup-hbase-spark.jar",
                  "pandas/tests/frame/test_api.py", "numpy/tests/test_x.py", "numpy/linalg/tests/test_linalg.py",
-                 "pyarrow/include/arrow/api.h"]:
+                 "pyarrow/include/arrow/api.h", "pyspark/examples/src/main/python/pi.py", "pyspark/data/mllib/als/test.data",
+                 "pyspark/licenses/LICENSE-py4j.txt", "pyspark/bin/spark-submit", "pyspark/sbin/start-master.sh",
+                 "numpy/__init__.pyi", "pyspark/sql/functions/builtin.pyi"]:
         assert left_out(path), path
     for path in ["pyspark/__init__.py", "pyspark/sql/functions/builtin.py", "dedup_hbase/jobs/spark/ship.py",
-                 "pipx/__init__.py", "numpy/linalg/_linalg.py", "dedup_hbase_core/__init__.py", "pyarrow/lib.so"]:
+                 "pipx/__init__.py", "numpy/linalg/_linalg.py", "dedup_hbase_core/__init__.py", "pyarrow/lib.so",
+                 "pyspark/sql/pandas/types.py", "pyspark/pandas/frame.py", "pyspark/python/pyspark/shell.py"]:
         assert not left_out(path), path
 
 

@@ -35,9 +35,13 @@ ENV_NAME = "env"  # the folder the archive is unpacked to, in each executor's wo
 SHIPPED_PYTHON = f"./{ENV_NAME}/bin/python"
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 # not packed: installers, an editable install's path hooks, PySpark's jars (the cluster has its
-# own), the JVM helper's (a job gives them to its executors: spark.jars), test suites, C headers
+# own), the JVM helper's (a job gives them to its executors: spark.jars), PySpark's examples,
+# sample data, licenses and launch scripts, type stubs, test suites, C headers: no executor
+# reads them, and each file costs a node as it unpacks the archive (a YARN NodeManager without
+# Hadoop's native library starts `chmod` once per file: docs/testing.md)
 LEFT_OUT = re.compile(r"(pip|setuptools|wheel|_distutils_hack)(-[^/]*\.dist-info)?(/.*)?|__editable__.*|"
                       r"distutils-precedence\.pth|(pyspark|dedup_hbase/jobs/spark)/jars(/.*)?|"
+                      r"pyspark/(examples|data|licenses|bin|sbin)(/.*)?|.*\.pyi|"
                       r"(pandas|pyarrow|numpy(/[^/]+)?)/tests/.*|pyarrow/include/.*|.*/__pycache__/.*\.opt-[12]\.pyc")
 
 
