@@ -9,7 +9,7 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
 * the executors run the shipped Python (a task reports ``sys.executable``: inside the archive
   unpacked in its working folder), and ``groups``, with a Spark worker killed (-9) part way,
   gives the local engine's output;
-* a load of 10^5 documents with a Spark worker killed part way and a region server killed just
+* a load of 30,000 fingerprints with a Spark worker killed part way and a region server killed just
   before the bulk load: it finishes, or stops with one line and the same command run again
   finishes; the index equal, cell for cell, to the local engine's load of the same input; the
   index's regions on both region servers before and after;
@@ -439,8 +439,7 @@ def staged_files(cluster) -> int:
 def loaded(cluster, pip_installed, work, restarts):
     """30,000 documents loaded on the cluster (a worker and a region server killed -9 while the
     HFiles are written, before they are bulk-loaded) and by the local engine, each into its own
-    index: (spark URL, local URL). (10^5 before: the same faults, 40-odd seconds more of CI for
-    the local load and the cells read back.)"""
+    index: (spark URL, local URL)."""
     records = fingerprint_input(30_000)
     write_jsonl(work / "fps.jsonl", records)
     hdfs(cluster, "-put", "-f", str(work / "fps.jsonl"), "/tmp/fps.jsonl")
