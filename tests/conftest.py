@@ -21,7 +21,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import uuid
@@ -30,6 +29,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from processes import OwnHBase, SharedSpark, StartFailed
 
 # Every random choice is seeded: hypothesis tries the same examples on every run and machine.
 settings.register_profile("dedup-hbase", derandomize=True)
@@ -214,62 +215,21 @@ def hbase_url():
     require_or_skip("no HBase: set DEDUP_HBASE_TEST_URL, or install Java 17 + Maven (scripts/hbase-local)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class OwnHBase:
-    """An HBase of its own (scripts/hbase-local in a folder of its own, on free ports) for the
-    tests that stop, restart or freeze its processes: started when a test first asks for it,
-    stopped once the last of those tests is done (``pytest_runtest_teardown``: its three JVMs
-    would otherwise idle to the end of the run, about 1.5 CPU s a minute) or, whatever happened,
-    at the session's end. The HBase the other tests share (``hbase_url``) is never touched, so
-    they can run side by side in every test process. Its tests run in one process, one at a time
-    (the group ``own-hbase``)."""
-
-    def __init__(self, tmp_path_factory):
-        self.tmp_path_factory = tmp_path_factory
-        self.started = None  # (URL, the launcher's environment, its folder)
-
-    def get(self):
-        if self.started is None:
-            folder = self.tmp_path_factory.mktemp("own-hbase")
-            zk, thrift, thrift2 = free_port(), free_port(), free_port()
-            env = {**os.environ, "DEDUP_HBASE_LOCAL_DIR": str(folder), "DEDUP_HBASE_ZK_PORT": str(zk),
-                   "DEDUP_HBASE_THRIFT_PORT": str(thrift), "DEDUP_HBASE_THRIFT2_PORT": str(thrift2),
-                   "DEDUP_HBASE_MASTER_HEAP": "1g", "DEDUP_HBASE_THRIFT_HEAP": "512m", "DEDUP_HBASE_THRIFT2_HEAP": "512m",
-                   "DEDUP_HBASE_PYTHON": os.environ.get("DEDUP_HBASE_PYTHON", sys.executable)}
-            self.started = (f"hbase://127.0.0.1:{thrift}/?admin_port={thrift2}&zk=127.0.0.1:{zk}", env, folder)
-            done = subprocess.run([str(ROOT / "scripts" / "hbase-local"), "start"], env=env, capture_output=True,
-                                  text=True)
-            if done.returncode != 0:
-                self.stop()
-                require_or_skip(f"scripts/hbase-local could not start an HBase of the test's own:\n{done.stdout}\n"
-                                f"{done.stderr}")
-        return self.started
-
-    def stop(self):
-        if self.started is not None:
-            _, env, folder = self.started
-            self.started = None
-            for name in ("master", "thrift", "thrift2"):  # a frozen process would not stop
-                signal_process(folder, name, signal.SIGCONT)
-            subprocess.run([str(ROOT / "scripts" / "hbase-local"), "stop"], env=env, capture_output=True)
-
-
 @pytest.fixture(scope="session")
 def own_hbase_holder(tmp_path_factory):
-    holder = OwnHBase(tmp_path_factory)
+    holder = OwnHBase(ROOT / "scripts" / "hbase-local", tmp_path_factory)
     yield holder
     holder.stop()
 
 
 @pytest.fixture
 def own_hbase(own_hbase_holder):
-    """``OwnHBase``'s (URL, the launcher's environment, folder)."""
-    return own_hbase_holder.get()
+    """``OwnHBase``'s (URL, the launcher's environment, folder), for the tests that stop, restart
+    or freeze an HBase's processes (processes.py)."""
+    try:
+        return own_hbase_holder.get()
+    except StartFailed as e:
+        require_or_skip(str(e))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -284,14 +244,6 @@ def pytest_runtest_teardown(item, nextitem):
         if holder is not None and hasattr(item.config, "workerinput") and "own_hbase" not in getattr(
                 nextitem, "fixturenames", ()):
             holder.stop()
-
-
-def signal_process(folder: Path, name: str, number: int) -> None:
-    """``number`` sent to the launcher's process ``name`` (its PID file), if it runs."""
-    try:
-        os.kill(int((folder / "pids" / f"{name}.pid").read_text()), number)
-    except (OSError, ValueError):
-        pass
 
 
 def hbase_store_url(base: str) -> str:
@@ -324,41 +276,6 @@ def shared_corpus(name: str) -> Path:
     return path
 
 
-class SharedSpark:
-    """One SparkSession per test process (local[2], the jvm/ helper's jars), made when a test
-    first asks for it; a test that must start sessions of its own stops it first
-    (``no_shared_spark``: PySpark holds one SparkContext per process) and the next test that asks
-    gets a new one."""
-
-    def __init__(self):
-        self.session = None
-
-    def get(self):
-        if self.session is None:
-            try:
-                import pyspark  # noqa: F401
-            except ImportError:
-                require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
-            from dedup_hbase.jobs.spark.session import helper_jars, make_session
-
-            # a heap of 3 GiB, not a job's quarter of the RAM: a process keeps its session to its end,
-            # beside the others' and the clusters' JVMs; the settings of a small job (session.py:
-            # C1 only, no adaptive execution, a shuffle in two partitions): a test's jobs are small,
-            # and these spend 20% less CPU on test_groups' and test_spark_check's Spark tests
-            self.session = make_session("local[2]", {"spark.driver.memory": "3g"}, helper_jars(), small=True)
-        return self.session
-
-    def stop(self):
-        """The session stopped and its JVM ended (session.stop; PySpark's own stop leaves the JVM
-        running, and the next session of the process would be made in it, with its options:
-        a test of a JVM option, such as the class archive's, would test the old JVM's)."""
-        if self.session is not None:
-            from dedup_hbase.jobs.spark.session import stop
-
-            stop(self.session)
-            self.session = None
-
-
 @pytest.fixture(scope="session")
 def shared_spark():
     holder = SharedSpark()
@@ -368,7 +285,11 @@ def shared_spark():
 
 @pytest.fixture
 def spark(shared_spark):
-    """The process's SparkSession (``SharedSpark``)."""
+    """The process's SparkSession (``SharedSpark``, processes.py)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        require_or_skip("PySpark is not installed (pip install -e '.[spark]')")
     return shared_spark.get()
 
 

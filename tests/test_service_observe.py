@@ -17,7 +17,8 @@ import pytest
 
 from dedup_hbase import open_store
 
-from conftest import ROOT, hbase_store_url, signal_process
+from conftest import ROOT, hbase_store_url
+from processes import signal_process
 from serving import started
 
 # without the short-text rule (the default's): these tests add documents by their simhash alone
