@@ -48,12 +48,13 @@ from pathlib import Path
 import numpy as np
 
 from dedup_hbase import Document, EmptyDocument, Index, make_fingerprinter, open_store
-from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.index.confirm import kept_of, sketches_agree
 from dedup_hbase.report.copies import KINDS, Copier, detect_lang, edit_characters
 from dedup_hbase.report.tune import jaccard, shingle_set
 from dedup_hbase.text.boilerplate import boilerplate_reason, logical_lines
 from dedup_hbase.text.features import normalize
 from dedup_hbase.text.signatures import Signatures
+from dedup_hbase.text.units import WORDS, text_sketches
 
 FP_JACCARD = 0.3          # below this 4-gram Jaccard a match is "clearly another document"
 FP_BUDGET = 0.005         # false positives per lookup allowed when picking the best k
@@ -91,9 +92,10 @@ METHOD_DOC = {
                                    "(index/confirm.py)",
     "dedup-hbase:jieba+lead150+probes8-1+confirm14": "`init --signatures body,lead150 --probes 8,1 --confirm 14`: "
                                                      "the lead and the probes, and beyond 3 bits the confirmation",
-    "dedup-hbase:jieba+short12": "`init --short-texts 12`: the default's one SimHash, and a match of which either "
-                                 "document is short (under 200 characters) only when both are and their "
-                                 "character-bigram sketches are within 12 bits, at any distance (text/shorts.py)",
+    "dedup-hbase:jieba+short": "`init --short-texts on` (the default index): the default's one SimHash, and a match "
+                               "of which either document is short (under 200 characters) only when both are, their "
+                               "numbers are the same and the words of one are among the other's, at any distance "
+                               "(text/units.py)",
     "simhash-pkg:default": "`simhash.Simhash(text)`: its default features (lower-cased `[\\w\\u4e00-\\u9fcc]+` "
                            "characters joined, 4-character windows, md5)",
     "simhash-pkg:jieba-words": "`simhash.Simhash([w for w in tokenizer.cut(text) if w.strip()])`: every jieba token of "
@@ -107,8 +109,9 @@ INDEXED = {"dedup-hbase:jieba+lead150": ("body,lead150", None, None),
            "dedup-hbase:jieba+probes8": ("body", "8", None),
            "dedup-hbase:jieba+confirm14": ("body", None, 14),
            "dedup-hbase:jieba+lead150+probes8-1+confirm14": ("body,lead150", "8,1", 14),
-           "dedup-hbase:jieba+short12": ("body", None, None)}
-SHORT = {"dedup-hbase:jieba+short12": 12}  # the methods with the short-text rule: its bits
+           "dedup-hbase:jieba+short": ("body", None, None)}
+SHORT = {"dedup-hbase:jieba+short": WORDS}  # the methods with the short-text rule
+KEPT: dict[int, str] = {}  # the short-text rule: a short sketch -> its kept text, of every text fingerprinted
 
 
 # =====================================================================================
@@ -219,10 +222,10 @@ def nearest(a: np.ndarray, b: np.ndarray, masks: np.ndarray | None = None, confi
         masks = np.zeros((*a.shape, 0), dtype=np.uint64)
     probes = np.concatenate([a[:, :, None], a[:, :, None] ^ masks], axis=2)
     found = np.bitwise_count(probes[:, None, :, :] ^ b[None, :, :, None]).min(axis=3)  # (n, m, S)
-    if confirm is not None and len(confirm) == 4:  # the short-text rule (confirm.sketches_agree), at any distance
-        sa, sb, allowed, short = confirm
+    if confirm is not None and len(confirm) == 5:  # the short-text rule (confirm.sketches_agree), at any distance
+        sa, sb, allowed, short, texts = confirm
         own = np.bitwise_count(a[:, None, :] ^ b[None, :, :])
-        found = np.where(sketches_agree(own, sa[:, None, None], sb[None, :, None], allowed, short), found, 99)
+        found = np.where(sketches_agree(own, sa[:, None, None], sb[None, :, None], allowed, short, texts), found, 99)
     elif confirm is not None:
         sa, sb, allowed = confirm
         own = np.bitwise_count(a[:, None, :] ^ b[None, :, :])
@@ -275,7 +278,7 @@ def confirm_of(method: str, a_sketches: np.ndarray, b_sketches: np.ndarray):
     """``nearest``'s ``confirm`` for ``method`` (None: it has no confirmation)."""
     allowed = INDEXED.get(method, (None, None, None))[2]
     if method in SHORT:
-        return a_sketches, b_sketches, allowed, SHORT[method]
+        return a_sketches, b_sketches, allowed, SHORT[method], KEPT
     return None if allowed is None else (a_sketches, b_sketches, allowed)
 
 
@@ -297,9 +300,9 @@ def evaluate(methods, doc_fps, doc_valid, var_fps, var_valid, var_masks, variant
         probes = np.concatenate([q_all[:, :, None], q_all[:, :, None] ^ q_masks], axis=2)
         found = np.bitwise_count(probes ^ docs[origin][:, :, None]).min(axis=2)  # (variants, S)
         confirm = confirm_of(m, var_sketches[:, j], doc_sketches[:, j]) if doc_sketches is not None else None
-        if confirm is not None and len(confirm) == 4:  # the short-text rule, at any distance
+        if confirm is not None and len(confirm) == 5:  # the short-text rule, at any distance
             sure = sketches_agree(np.bitwise_count(q_all ^ docs[origin]), var_sketches[:, j][:, None],
-                                  doc_sketches[origin, j][:, None], confirm[2], confirm[3])
+                                  doc_sketches[origin, j][:, None], confirm[2], confirm[3], confirm[4])
             found = np.where(sure, found, 99)
         elif confirm is not None:  # beyond 3 bits, a signature counts when the sketches are near
             sure = (np.bitwise_count(q_all ^ docs[origin]) <= 3) | (
@@ -420,7 +423,8 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, v
     scheme = ix.scheme.name
     docs, more = doc_fps[:, method_index], len(signatures) - 1
     sketch = (lambda i: int(doc_sketches[i, method_index])) if ix.spec.sketched else (lambda i: None)
-    ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])), sketch(i))
+    kept = (lambda i: KEPT.get(int(doc_sketches[i, method_index]), "")) if ix.spec.short is not None else (lambda i: "")
+    ix.add_many([Document(str(i), int(docs[i, 0]), {}, tuple(map(int, docs[i, 1:1 + more])), sketch(i), kept(i))
                  for i in range(len(docs)) if doc_valid[i, method_index]])
     rnd = random.Random(seed)
     picks = [i for i in range(len(var_fps)) if var_valid[i, method_index]]
@@ -429,7 +433,9 @@ def verify_index(method, method_index, doc_fps, doc_valid, var_fps, var_valid, v
     answers = ix.query_many([int(var_fps[i, method_index, 0]) for i in picks], k, None,
                             [tuple(map(int, var_fps[i, method_index, 1:1 + more])) for i in picks] if more else None,
                             [tuple(tuple(int(b) for b in m if b) for m in masks[i]) for i in picks] if probes else None,
-                            [int(var_sketches[i, method_index]) for i in picks] if ix.spec.sketched else None)
+                            [int(var_sketches[i, method_index]) for i in picks] if ix.spec.sketched else None,
+                            [KEPT.get(int(var_sketches[i, method_index]), "") for i in picks]
+                            if ix.spec.short is not None else None)
     valid_docs = np.nonzero(doc_valid[:, method_index])[0]
     for i, got in zip(picks, answers):
         confirm = None if not ix.spec.sketched else confirm_of(method, var_sketches[i:i + 1, method_index],
@@ -536,7 +542,8 @@ def main() -> None:
     parser.add_argument("--short-texts", default="12,16,18,20",
                         help="with --short-recall: the rules measured: T (the sketch within T bits), J (bigram "
                              "Jaccard >= 0.5), WN (a 256-bit sketch within N), SN (the sketch within N and "
-                             "insertions only)")
+                             "insertions only), CN (the sketch within N and units.near: the same numbers, the words "
+                             "of one among the other's), UC:H (units.near on a C-bit bitmap and an H-bit hash)")
     parser.add_argument("--eye", nargs=2, metavar=("RULE", "VARIANT"),
                         help="with --short-recall: print a seeded sample of that rule's non-identical drops under "
                              "200 characters with that variant's candidates, to be read by eye (as --eye S12 "
@@ -601,6 +608,8 @@ def main() -> None:
     t0 = time.time()
     doc_fps, doc_valid, doc_masks, doc_sketches = fingerprint_all(doc_texts, methods, args.jobs)
     var_fps, var_valid, var_masks, var_sketches = fingerprint_all([v["text"] for v in variants], methods, args.jobs)
+    if SHORT.keys() & set(methods):  # the kept texts of the short ones, what the rule decides a pair by
+        KEPT.update(kept_of(*text_sketches(doc_texts + [v["text"] for v in variants])))
     t_fp = time.time() - t0
     print(f"  fingerprints in {t_fp:.0f} s", file=sys.stderr)
 

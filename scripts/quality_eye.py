@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=44)
     parser.add_argument("--low", type=float, default=0.5)
     parser.add_argument("--high", type=float, default=0.6)
-    parser.epilog = "After --: options of `dedup-hbase groups` (drops), as `drops -- --short-texts 8`."
+    parser.epilog = "After --: options of `dedup-hbase groups` (drops), as `drops -- --short-texts off`."
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args, groups_args = parser.parse_args(argv[:cut]), argv[cut + 1:]

@@ -4,7 +4,7 @@
 ``python scripts/quality.py --short-recall`` runs it. The corpus and the planted copies are
 ``--precision``'s (quality_precision.py: the same ``planted`` copies for the same ``--seed``);
 each document gets its SimHash (the default featurizer), its short-text sketch
-(``shorts.text_sketch``) and its squeezed body. Every pair of documents is compared (numpy,
+(``char_sketch``: the character sketch of the rule before) and its squeezed body. Every pair of documents is compared (numpy,
 in chunks), and a *variant* is a way of finding candidates:
 
 * ``simhash<=3``: what every path does now (prefix scans of the SimHash within k = 3);
@@ -17,15 +17,18 @@ in chunks), and a *variant* is a way of finding candidates:
   document's bands bring (pairs sharing a band, over the documents);
 * ``all pairs``: every pair: the ceiling of any way of finding candidates under the rule.
 
-Each variant's candidates then pass the short-text rule at T (``confirm.sketches_agree``, as
-every path applies it), or, for ``--short-texts J``, the exact rule the sketch estimates (the
+Each variant's candidates then pass the character sketch's rule at T (``sketches_agree``, as
+every path applied it before text/units.py), or, for ``--short-texts J``, the exact rule the sketch estimates (the
 texts' bigram Jaccard at least 0.5: what an index would need the texts, or a larger sketch,
 for), or, for ``--short-texts WN``, a 256-bit one-bit MinHash (of ``minhashes``) within N bits
 (both rules only over the pairs the sketch keeps: within ``KEEP_SKETCH`` bits), or, for
 ``--short-texts SN``, the sketch within N bits *and* insertions only: once case, white space and
 punctuation are taken out, the shorter text is the longer with characters left out (a
 subsequence of it; ``insertions_only``), so a pair that differs by a substituted character (another
-name, number or ordinal in one template) is not near; and the groups are the connected components with ``via`` the
+name, number or ordinal in one template) is not near; or, for ``--short-texts CN``, the sketch within N bits *and*
+``units.near`` (the rule being built: the same numbers, the words of one among the other's),
+or, for ``--short-texts UC:H``, that test on a 64-bit stand-in (``unit_sketch``: a C-bit bitmap
+of the words, an H-bit hash of the numbers); and the groups are the connected components with ``via`` the
 breadth-first tree of jobs/local/components.py (the local engine's own code), weights the
 SimHash distance; recall and the unrelated drops under 200 characters are counted as
 ``--precision`` counts them (``shorts.similarity`` < 0.5). Checked against the shipped
@@ -42,31 +45,54 @@ import unicodedata
 from collections import Counter
 from pathlib import Path
 
+import mmh3
 import numpy as np
 from quality_precision import NEAR_JACCARD, PLANTED_KINDS, corpora, planted
 
 from dedup_hbase.errors import EmptyDocument
-from dedup_hbase.index.confirm import sketches_agree
 from dedup_hbase.jobs.local.components import roots, tree_parents
 from dedup_hbase.text.fingerprint import make_fingerprinter
-from dedup_hbase.text.shorts import SEED, SHORT_BELOW, bigrams, jaccard, similarity, squeezed, text_sketch
+from dedup_hbase.text.shorts import SHORT_BELOW, SHORT_FLAG, bigrams, is_short, jaccard, similarity, squeezed
+from dedup_hbase.text.units import near as units_near
+from dedup_hbase.text.units import numbers, stored, words
 
 J_SKETCH = 20     # the pairs the exact bigram rule ("T" J) is computed for
 KEEP_SKETCH = 24   # pairs with sketches at most this many bits apart are kept (every T measured is below)
 WIDE = 256         # bits of the wider one-bit MinHash of the "W" rules
 CHUNK = 400        # rows compared with all the others at once
 BANDS = ((2, 31), (3, 21), (4, 15))  # (R hashes per band, B bands) of the banding variants
+SEED = 0x5348      # mmh3's seed for the bigrams of the character sketch
+_MIX = np.random.default_rng(44).integers(1, 1 << 63, size=63, dtype=np.uint64) | np.uint64(1)
 
 
-def minhashes(text: str, count: int = 63) -> np.ndarray:
+def char_sketch(text: str) -> int:
+    """The character sketch of the short-text rule before text/units.py (dedup_hbase until
+    2026-12-06, measured in docs/quality.md as "sketch <= T"): for a short text a 63-bit one-bit
+    MinHash of its character bigrams (bits 63..1) with ``SHORT_FLAG``; 0 for another."""
+    if not is_short(text):
+        return 0
+    low = minhashes(text, mix=_MIX) & np.uint64(1)
+    return int(np.bitwise_or.reduce(low << np.arange(63, 0, -1, dtype=np.uint64))) | SHORT_FLAG
+
+
+def sketches_agree(distance, a, b, confirm, short):
+    """The rule of the character sketch (dedup_hbase until 2026-12-06): a pair of which either
+    is short matches, at any distance, only when both are and their sketches are within
+    ``short`` bits; any other within 3 bits (``confirm`` unused: kept for the calls' shape)."""
+    apart = np.bitwise_count(np.asarray(a, np.uint64) ^ np.asarray(b, np.uint64))
+    flag_a, flag_b = (np.asarray(a) & np.uint64(1)) != 0, (np.asarray(b) & np.uint64(1)) != 0
+    return np.where(flag_a | flag_b, flag_a & flag_b & (apart <= short), np.asarray(distance) <= 3)
+
+
+def minhashes(text: str, count: int = 63, mix: np.ndarray | None = None) -> np.ndarray:
     """``count`` full 64-bit min-wise hashes of the text's bigrams (mmh3, then per hash an odd
-    multiplier and splitmix64's finalizer: shorts.bigram_sketch's mix, with multipliers of its
-    own, before the sketch keeps the lowest bit)."""
-    import mmh3
-
+    multiplier, ``mix``'s or seeded ones of its own, and splitmix64's finalizer: the character
+    sketch's mix before it keeps the lowest bit)."""
     grams = bigrams(text)
-    hashes = np.fromiter((mmh3.hash64(g, SEED, signed=False)[0] for g in grams), np.uint64, len(grams))
-    mix = np.random.default_rng(7).integers(1, 1 << 63, size=count, dtype=np.uint64) | np.uint64(1)
+    hashes = np.fromiter((mmh3.hash64(g.encode("utf-8"), SEED, signed=False)[0] for g in grams), np.uint64,
+                         len(grams))
+    if mix is None:
+        mix = np.random.default_rng(7).integers(1, 1 << 63, size=count, dtype=np.uint64) | np.uint64(1)
     with np.errstate(over="ignore"):
         x = hashes[None, :] * mix[:, None]
         x ^= x >> np.uint64(30)
@@ -141,6 +167,43 @@ def insertion_rule(cores: list[str], i: np.ndarray, j: np.ndarray, short: np.nda
     return near
 
 
+def unit_sketch(text: str, cbits: int = 55, hbits: int = 8) -> int:
+    """Flag (bit 0), an ``hbits`` hash of the numbers in order (bits 1..hbits), a ``cbits`` bitmap
+    of the units (CJK characters singly, digit runs, other letter runs) above it."""
+    kept = stored(text)
+    found = words(kept)
+    nums = "\x00".join(u for u in numbers(kept) if u.isdigit() and u.isascii())
+    h = mmh3.hash(nums.encode(), SEED + 2, signed=False) & ((1 << hbits) - 1)
+    bits = 0
+    for u in set(found):
+        bits |= 1 << (mmh3.hash(u.encode(), SEED + 1, signed=False) % cbits)
+    return (bits << (hbits + 1)) | (h << 1) | 1
+
+
+def unit_rule(usk: np.ndarray, i: np.ndarray, j: np.ndarray, short: np.ndarray, hbits: int) -> np.ndarray:
+    """Pairs of which neither is short: near (the SimHash's candidates as they are); else near
+    when both are short, their numbers' hashes equal and one's units among the other's."""
+    a, b = usk[i], usk[j]
+    low = np.uint64((1 << (hbits + 1)) - 1)
+    both = (a & b & np.uint64(1)) != 0
+    same_numbers = (a & low) == (b & low)
+    ua, ub = a & ~low, b & ~low
+    contained = ((ua & ~ub) == 0) | ((ub & ~ua) == 0)
+    return np.where(short, both & same_numbers & contained, True)
+
+
+def containment_rule(texts: list[str], i: np.ndarray, j: np.ndarray, short: np.ndarray,
+                     sketch_ok: np.ndarray) -> np.ndarray:
+    """``sketch_ok`` and, for the pairs of which either is short, ``units.near`` (the same
+    numbers, the words of one among the other's) of the texts as an index keeps them."""
+    near = sketch_ok.copy()
+    kept: dict[int, str] = {}
+    for n in np.flatnonzero(sketch_ok & short):
+        a, b = (kept[x] if x in kept else kept.setdefault(x, stored(texts[x])) for x in (i[n], j[n]))
+        near[n] = units_near(a, b)
+    return near
+
+
 def eye_sample(n: int, edges: np.ndarray, weights: np.ndarray, texts: list[str], first_copy: int, count: int,
                seed: int) -> None:
     """``count`` seeded drops of the corpus's own documents under 200 whose text differs from its
@@ -199,7 +262,7 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
     copies = [(len(docs) + n, index[original], kind) for n, (_, _, original, kind) in enumerate(made)]
     per = Counter(kind for _, _, kind in copies)
     sims, valid = fingerprints(texts)
-    sketches = np.array([text_sketch(t) for t in texts], np.uint64)
+    sketches = np.array([char_sketch(t) for t in texts], np.uint64)
     bodies = np.array([squeezed(t) for t in texts], object)
     mins = np.stack([minhashes(t) for t in texts])
     i, j, dsim, dsk = close_pairs(sims, sketches, bodies)
@@ -220,11 +283,19 @@ def main(data: str, corpus: str, per_kind: int, seed: int, shorts: str, json_out
     wide = None
     cores = [core(t) for t in texts]
     short = np.array([len(b) < SHORT_BELOW for b in bodies])
-    for t in (None, *[x if x[0] in "JSW" else int(x) for x in shorts.split(",")]):
+    for t in (None, *[x if x[0] in "JSWCU" else int(x) for x in shorts.split(",")]):
         if isinstance(t, str) and t[0] == "W" and wide is None:
             wide = np.stack([np.packbits((minhashes(x, WIDE) & np.uint64(1)).astype(bool)).view(np.uint64) for x in texts])
+        if isinstance(t, str) and t[0] == "U":  # U<c>:<h>: unit bitmaps and numbers' hashes alone
+            cbits, hbits = (int(x) for x in t[1:].split(":"))
+            usk = np.array([unit_sketch(x, cbits, hbits) if s_ else 0 for x, s_ in zip(texts, short)], np.uint64)
         rule = np.ones(len(i), bool) if t is None else (
+            unit_rule(usk, i, j, short[i] | short[j], hbits) if isinstance(t, str) and t[0] == "U" else
             bigram_rule(texts, i, j, dsk) if t == "J" else
+            containment_rule(texts, i, j, short[i] | short[j],
+                             sketches_agree(dsim, sketches[i], sketches[j], None, int(t[1:])))
+            if isinstance(t, str) and t[0] == "C" else
+
             insertion_rule(cores, i, j, short[i] | short[j],
                            sketches_agree(dsim, sketches[i], sketches[j], None, int(t[1:])))
             if isinstance(t, str) and t[0] == "S" else

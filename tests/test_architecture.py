@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "dedup_hbase"
 LAYERS = [("", "errors"), ("text",), ("index",), ("stores",), ("jobs", "service"), ("pipelines",), ("report",), ("cli",),
           ("__main__",)]
 ORDER = {
-    "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms", "shorts"],
+    "text": ["", "encodings", "boilerplate", "features", "native", "fingerprint", "signatures", "terms", "shorts", "units"],
     "index": ["", "ids", "arrays", "parts", "layout", "costs", "plan", "schema", "store", "candidates", "retention", "confirm", "neardup", "probed",
               "documents", "lookup", "spec", "index"],
     "stores": ["url", "memory", "local", "hbase", ""],

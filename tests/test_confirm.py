@@ -70,18 +70,21 @@ def test_lookups_are_the_brute_force_on_every_store(store_url):
 
 
 def test_a_cells_column_is_the_escaped_id_and_the_sketch_in_id_order():
-    """Bit-exact qualifiers (an id with a 0x00 byte escaped), their inverse, and qualifiers that
-    sort as their ids do (ids that are prefixes of each other, zero bytes, high bytes)."""
+    """Bit-exact qualifiers (an id with a 0x00 byte escaped; a short text's kept text after the
+    sketch), their inverse, and qualifiers that sort as their ids do (ids that are prefixes of
+    each other, zero bytes, high bytes)."""
     assert cell_qualifier(b"a\x00b", 0x0102030405060708) == b"a\x00\xffb\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08"
     assert cell_qualifier(b"doc1", (1 << 64) - 1) == b"doc1\x00\x00" + b"\xff" * 8
     rnd = random.Random(6)
     alphabet = ["a", "b", "\x00", "\x01", "\u00ff", "\u4e2d", "1", "10"]
     ids = {"".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 5))) for _ in range(3000)}
-    cells = {i: cell_qualifier(i.encode(), rnd.getrandbits(64)) for i in ids}
+    kept = [b"", "李希在湖南调研".encode(), b"\x00\x00a", b"\xff"]  # a short text's kept text after the sketch
+    cells = {i: cell_qualifier(i.encode(), rnd.getrandbits(64), rnd.choice(kept)) for i in ids}
     assert sorted(ids, key=str.encode) == sorted(ids, key=cells.get)
     for i, qualifier in cells.items():
-        raw, sketch = split_qualifier(qualifier)
-        assert raw == i.encode() and cell_qualifier(raw, sketch) == qualifier
+        raw, sketch, text = split_qualifier(qualifier)
+        assert raw == i.encode() and cell_qualifier(raw, sketch, text) == qualifier
+    assert cell_qualifier(b"a", 1, "春".encode()) == b"a\x00\x00" + b"\x00" * 7 + b"\x01" + "春".encode()
 
 
 def test_lookups_read_nothing_but_the_scan_and_a_rewrite_retires_its_old_sketch():

@@ -1,7 +1,8 @@
 """A batch's earlier matches under several signatures, probes and sketches (probed.earlier_probed,
 earliest_other) against a brute force of their definition: every earlier position, pair by pair.
 Planted: exact copies (some under the same id), chains, pairs at exactly k and k + 1 bits, probes
-that reach k + 1, short texts (bit 0 of the sketch) whose fingerprints agree but sketches do not."""
+that reach k + 1, short texts (bit 0 of the sketch: text/units.py) whose fingerprints agree but
+whose words do not (a word substituted) and ones a word inserted."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dedup_hbase.index import probed
 from dedup_hbase.index.confirm import sketches_agree
 from dedup_hbase.index.probed import earlier_probed, earliest_other
 from dedup_hbase.text.shorts import SHORT_FLAG
+from dedup_hbase.text.units import WORDS, kept_sketch
 
 K = 3
 
@@ -26,19 +28,28 @@ def flip(value: int, bits: int, rnd: random.Random) -> int:
 def planted(seed: int, signatures: int):
     rnd = random.Random(seed)
     rows = []  # (columns, masks, sketch, id)
+    texts = {}  # a short sketch -> its kept text
+
+    def short(text: str) -> int:
+        texts[kept_sketch(text)] = text
+        return kept_sketch(text)
+
     for n in range(60):
         base = [rnd.getrandbits(64) for _ in range(signatures)]
-        sketch = rnd.getrandbits(64) | (SHORT_FLAG if n % 3 == 0 else 0)
+        text = f"会议第{n}次召开"
+        sketch = short(text) if n % 3 == 0 else rnd.getrandbits(64) & ~SHORT_FLAG
         masks = tuple(tuple(1 << b for b in rnd.sample(range(64), 2)) for _ in range(signatures))
         rows.append((base, masks, sketch, f"d{n}"))
         for c in range(rnd.choice([0, 1, 3])):  # exact copies, one under the same id
             rows.append((list(base), masks, sketch, f"d{n}" if c == 0 else f"d{n}c{c}"))
         bits = rnd.choice([1, K, K + 1, 6])  # near ones: at k, k + 1 (a probe may reach it) and beyond
         near = [flip(v, bits, rnd) for v in base]
-        rows.append((near, masks, flip(sketch, rnd.choice([0, 2, 9]), rnd) | (sketch & SHORT_FLAG), f"n{n}"))
+        other = short(rnd.choice([text, text + "了", text.replace("召开", "举行")])) if n % 3 == 0 else \
+            flip(sketch, rnd.choice([0, 2, 9]), rnd) & ~SHORT_FLAG  # short: the same, inserted, substituted
+        rows.append((near, masks, other, f"n{n}"))
     rnd.shuffle(rows)
     columns = [[r[0][p] for r in rows] for p in range(signatures)]
-    return columns, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+    return columns, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows], texts
 
 
 def brute(columns, masks, k, confirm):
@@ -61,13 +72,13 @@ def brute(columns, masks, k, confirm):
     return out
 
 
-@pytest.mark.parametrize("signatures,probes,rule", [(1, True, (None, 12)), (2, False, (14, None)),
-                                                    (2, True, (14, 12)), (3, True, None)])
+@pytest.mark.parametrize("signatures,probes,rule", [(1, True, (None, WORDS)), (2, False, (14, None)),
+                                                    (2, True, (14, WORDS)), (3, True, None)])
 def test_earlier_matches_equal_the_brute_force(signatures, probes, rule):
     for seed in range(3):
-        columns, masks, sketches, ids = planted(seed, signatures)
+        columns, masks, sketches, ids, texts = planted(seed, signatures)
         masks = masks if probes else None
-        confirm = None if rule is None else (sketches, *rule)
+        confirm = None if rule is None else (sketches, *rule, texts)
         expected = brute(columns, masks, K, confirm)
         assert earlier_probed(columns, masks, K, confirm) == expected
         earliest = {j: next(i for i, _, _ in found if ids[i] != ids[j])
@@ -81,10 +92,12 @@ def test_copies_are_compared_once_per_distinct_lookup(monkeypatch):
     compared once per distinct lookup and signature, not once per pair of copies (200 million)."""
     calls = []
     monkeypatch.setattr(probed, "sketches_agree", lambda *a: calls.append(1) or sketches_agree(*a))
-    a, b = 0x0123456789ABCDEF, 0x0123456789ABCDEE  # one bit apart, sketches 16 bits apart: not near
-    rows = [(a, 0b11), (b, 0b11 ^ (0xFFFF << 8)), (a, 0b11)] * 10_000
+    a, b = 0x0123456789ABCDEF, 0x0123456789ABCDEE  # one bit apart, texts with words the other lacks: not near
+    sa, sb = kept_sketch("春节里的中国"), kept_sketch("春节近 年味浓")
+    rows = [(a, sa), (b, sb), (a, sa)] * 10_000
     ids = ["same" if n < 3 else f"x{n}" for n in range(len(rows))]
-    columns, confirm = [[r[0] for r in rows]], ([r[1] for r in rows], None, 12)
+    texts = {sa: "春节里的中国", sb: "春节近 年味浓"}
+    columns, confirm = [[r[0] for r in rows]], ([r[1] for r in rows], None, WORDS, texts)
     earliest = earliest_other(columns, None, K, confirm, ids)
     assert len(calls) == 2
     assert 0 not in earliest and 1 not in earliest and 2 not in earliest  # before them only the same id

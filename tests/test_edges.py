@@ -105,7 +105,7 @@ def test_zst_input_without_its_package_names_the_extra(tmp_path):
 def test_init_says_the_ttl(tmp_path):
     made = dedup("init", "--ttl", "720h", "--store", str(tmp_path / "idx"))
     assert made.returncode == 0 and made.stdout.rstrip().endswith(
-        ", featurizer jieba, short texts matched only with character sketches within 12 bits, ttl 30d (older "
+        ", featurizer jieba, short texts near only by their words, ttl 30d (older "
         "documents stop matching and are removed)")
 
 

@@ -112,85 +112,90 @@ LONG = BASE * 2  # 250 characters of body: not short
 
 
 def test_bigram_jaccard_and_the_rule_of_each_pair(fp):
-    from dedup_hbase.index.confirm import sketches_agree
-    from dedup_hbase.text.shorts import bigram_sketch, text_sketch
+    from dedup_hbase.index.confirm import kept_of, sketches_agree
+    from dedup_hbase.text.units import WORDS, text_sketches
 
-    spring = explain_pair("a", SPRING, "b", SPRING_OTHER, fp, short_texts=12)
+    spring = explain_pair("a", SPRING, "b", SPRING_OTHER, fp, short_texts=WORDS)
     assert (spring.bigrams, spring.distance) == (1 / 9, 0)
-    assert (spring.a.length, spring.a.short, spring.a.sketch) == (6, True, bigram_sketch(SPRING))
-    apart = (bigram_sketch(SPRING) ^ bigram_sketch(SPRING_OTHER)).bit_count()
-    assert spring.sketch_distance == apart == 34 and spring.short_near is False
-    assert rule_lines(spring) == [f"a: short, 6 characters (under 200), sketch {bigram_sketch(SPRING):016x}",
-                                  f"b: short, 6 characters (under 200), sketch {bigram_sketch(SPRING_OTHER):016x}",
-                                  "not near under --short-texts 12: sketches 34 bits apart, more than 12"]
-    dot = explain_pair("c", PH, "e", PH_DOT, fp, short_texts=12)
-    assert (dot.bigrams, dot.sketch_distance, dot.short_near) == (0.9, 6, True)
-    assert rule_lines(dot)[2] == "near under --short-texts 12: sketches 6 bits apart, at most 12"
-    assert explain_pair("c", PH, "d", KOREA, fp).bigrams == 5 / 12
-    mixed = explain_pair("c", PH, "l", LONG, fp, short_texts=12)
-    assert (mixed.b.length, mixed.b.sketch, mixed.sketch_distance, mixed.short_near) == (250, None, None, False)
-    assert rule_lines(mixed)[1:] == ["not near under --short-texts 12: c is short, l is not (250 characters): "
+    assert (spring.a.length, spring.a.short, spring.a.kept, spring.b.kept) == (6, True, SPRING, SPRING_OTHER)
+    assert spring.short_near is False
+    assert rule_lines(spring) == ["a: short, 6 characters (under 200)", "b: short, 6 characters (under 200)",
+                                  "not near under the short-text rule: words of each the other lacks: 中 国 的 里 "
+                                  "against 味 年 浓 近"]
+    dot = explain_pair("c", PH, "e", PH_DOT, fp, short_texts=WORDS)
+    assert (dot.bigrams, dot.short_near) == (0.9, True)
+    assert rule_lines(dot)[2] == "near under the short-text rule: the same numbers, and the words of one among the other's"
+    korea = explain_pair("c", PH, "d", KOREA, fp, short_texts=WORDS)
+    assert (korea.bigrams, korea.short_near) == (5 / 12, False)
+    assert rule_lines(korea)[2] == "not near under the short-text rule: words of each the other lacks: 宾 律 菲 against 国 韩"
+    mixed = explain_pair("c", PH, "l", LONG, fp, short_texts=WORDS)
+    assert (mixed.b.length, mixed.b.kept, mixed.short_near) == (250, None, False)
+    assert rule_lines(mixed)[1:] == ["not near under the short-text rule: c is short, l is not (250 characters): "
                                      "a short text matches only a short one"]
-    longs = explain_pair("l", LONG, "m", LONG + "。", fp, short_texts=12)
+    longs = explain_pair("l", LONG, "m", LONG + "。", fp, short_texts=WORDS)
     assert longs.short_near is None and rule_lines(longs) == [
-        "--short-texts 12 does not apply: neither text is short (250 and 251 characters, not under 200); "
+        "the short-text rule does not apply: neither text is short (250 and 251 characters, not under 200); "
         "the fingerprints decide"]
     assert rule_lines(explain_pair("l", LONG, "m", LONG, fp)) == []  # the rule off, neither short: nothing to say
     assert rule_lines(explain_pair("c", PH, "e", PH_DOT, fp))[2] == (
-        "short-text rule off: sketches 6 bits apart; the fingerprints alone decide (groups/init --short-texts T)")
+        "short-text rule off: the same numbers, and the words of one among the other's; the fingerprints alone "
+        "decide (groups/init --short-texts on)")
+    numbers = explain_pair("x", "通报七起问题", "y", "通报八起问题", fp, short_texts=WORDS)
+    assert rule_lines(numbers)[2] == "not near under the short-text rule: other numbers: 七 against 八"
     for a, b in ((SPRING, SPRING_OTHER), (PH, KOREA), (PH, PH_DOT), (PH, LONG), (LONG, LONG + "。")):
-        pair = explain_pair("x", a, "y", b, fp, short_texts=12)
-        rule = sketches_agree(pair.distance, text_sketch(a), text_sketch(b), None, 12)  # the index's rule
+        pair = explain_pair("x", a, "y", b, fp, short_texts=WORDS)
+        sketches, kepts = text_sketches([a, b])
+        rule = sketches_agree(pair.distance, *sketches, None, WORDS, kept_of(sketches, kepts))  # the index's rule
         assert (pair.short_near if pair.short_near is not None else pair.distance <= 3) == rule
 
 
 def test_cli_says_the_rule_of_the_groups_run(tmp_path, fp):
+    from dedup_hbase.text.units import WORDS
+
     rows = [("a", SPRING), ("b", SPRING_OTHER), ("c", PH), ("e", PH_DOT), ("d", KOREA)]
     path = tmp_path / "short.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
                     encoding="utf-8")
-    group_files([str(path)], str(tmp_path / "g"), GroupsOptions(k=3, short=12), fp)
+    group_files([str(path)], str(tmp_path / "g"), GroupsOptions(k=3, short=WORDS), fp)
     runner = CliRunner()
     shown = runner.invoke(app, ["explain", str(path), "--id", "e", "--groups-dir", str(tmp_path / "g"), "--no-color"])
     assert shown.exit_code == 0, shown.output
-    sketches = {i: explain_pair(i, t, i, t, fp).a.sketch for i, t in rows}
     assert shown.stdout.splitlines()[:9] == [
         "group c: 2 documents, keep c", "  c  (kept)", "  e  via c, 0 bits", "",
         "c ~ e: distance 0 bits, bigram Jaccard 0.90, 95% of the text the same",
         f"  c: {fp.fingerprint(PH):016x}    e: {fp.fingerprint(PH_DOT):016x}",
-        f"  c: short, 10 characters (under 200), sketch {sketches['c']:016x}",
-        f"  e: short, 11 characters (under 200), sketch {sketches['e']:016x}",
-        "  near under --short-texts 12: sketches 6 bits apart, at most 12"]
-    pair = runner.invoke(app, ["explain", str(path), "--id", "a", "--id", "b", "--short-texts", "12", "--json"])
+        "  c: short, 10 characters (under 200)",
+        "  e: short, 11 characters (under 200)",
+        "  near under the short-text rule: the same numbers, and the words of one among the other's"]
+    pair = runner.invoke(app, ["explain", str(path), "--id", "a", "--id", "b", "--short-texts", "on", "--json"])
     got = json.loads(pair.stdout)["pairs"][0]
-    assert {k: got[k] for k in ("distance", "bigram_jaccard", "short_texts", "sketch_distance", "short_near")} == {
-        "distance": 0, "bigram_jaccard": 0.1111, "short_texts": 12, "sketch_distance": 34, "short_near": False}
-    assert got["short_rule"][-1] == "not near under --short-texts 12: sketches 34 bits apart, more than 12"
-    assert (got["a"]["length"], got["a"]["short"], got["a"]["sketch"]) == (6, True, f"{sketches['a']:016x}")
-    other = runner.invoke(app, ["explain", str(path), "--id", "e", "--groups-dir", str(tmp_path / "g"),
-                                "--short-texts", "16"])
-    assert other.exit_code == 1 and "was grouped with --short-texts 12: leave --short-texts out, or give the same, not 16" in other.stderr, other.output
+    assert {k: got[k] for k in ("distance", "bigram_jaccard", "short_texts", "short_near")} == {
+        "distance": 0, "bigram_jaccard": 0.1111, "short_texts": WORDS, "short_near": False}
+    assert got["short_rule"][-1] == ("not near under the short-text rule: words of each the other lacks: 中 国 的 里 "
+                                     "against 味 年 浓 近")
+    assert (got["a"]["length"], got["a"]["short"], got["a"]["kept"]) == (6, True, SPRING)
+    other = runner.invoke(app, ["explain", str(path), "--id", "a", "--id", "b", "--short-texts", "12"])
+    assert other.exit_code == 1 and "--short-texts takes on or off, not '12'" in other.stderr, other.output
 
 
 def test_one_document_and_the_rule(tmp_path, fp):
-    from dedup_hbase.text.shorts import bigram_sketch
-
     path = tmp_path / "one.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
                             for i, t in (("s", SPRING), ("l", LONG))), encoding="utf-8")
     runner = CliRunner()
-    short = runner.invoke(app, ["explain", str(path), "--id", "s", "--short-texts", "12"])
+    short = runner.invoke(app, ["explain", str(path), "--id", "s", "--short-texts", "on"])
     assert short.exit_code == 0, short.output
     assert short.stdout.splitlines() == [
         f"s: fingerprint {fp.fingerprint(SPRING):016x}",
-        f"  s: short, 6 characters (under 200), sketch {bigram_sketch(SPRING):016x}",
-        "  --short-texts 12: it matches only a short text whose sketch is within 12 bits of its own, at any distance",
+        f"  s: short, 6 characters (under 200), kept as '{SPRING}'",
+        "  short-text rule: it matches only a short text with the same numbers, of which its words are all among "
+        "the other's or the other's among its, at any distance",
         "  terms that weigh most: 春节 7543, 中国 3027"]
     long = runner.invoke(app, ["explain", str(path), "--id", "l", "--json"])
     doc = json.loads(long.stdout)["document"]
-    assert (doc["length"], doc["short"], doc["sketch"], doc["simhash"]) == (250, False, None, f"{fp.fingerprint(LONG):016x}")
+    assert (doc["length"], doc["short"], doc["kept"], doc["simhash"]) == (250, False, None, f"{fp.fingerprint(LONG):016x}")
     assert doc["short_rule"] == ["l: not short, 250 characters (not under 200)",
-                                 "short-text rule off: the fingerprints alone decide (groups/init --short-texts T)"]
-    ruled = runner.invoke(app, ["explain", str(path), "--id", "l", "--short-texts", "12"])
-    assert ruled.stdout.splitlines()[2] == ("  --short-texts 12: no short text matches it; the fingerprints decide, "
+                                 "short-text rule off: the fingerprints alone decide (groups/init --short-texts on)"]
+    ruled = runner.invoke(app, ["explain", str(path), "--id", "l", "--short-texts", "on"])
+    assert ruled.stdout.splitlines()[2] == ("  short-text rule: no short text matches it; the fingerprints decide, "
                                             "as without the rule")

@@ -99,7 +99,7 @@ def brute_groups(columns: np.ndarray, sketches: np.ndarray) -> list[int]:
 def test_planted_groups_are_the_brute_force_and_each_via_is_near(signatures):
     columns, sketches = planted(3 + signatures, signatures)
     more = columns[:, 1:] if signatures > 1 else None
-    group, via, distance, place = assign(columns[:, 0].copy(), SCHEME, K, more, (sketches, T))
+    group, via, distance, place = assign(columns[:, 0].copy(), SCHEME, K, more, (sketches, T, {}))
     expected = brute_groups(columns, sketches)
     assert group.tolist() == expected
     assert len(set(expected)) < len(expected) - 400  # the families are grouped (what the test compares)
@@ -122,7 +122,7 @@ def test_copies_cost_memory_in_proportion():
     simhashes = np.array([a] * 100_000 + [flip(a, 5, rnd)] * 100_000, np.uint64)
     sketches = np.array([b] * 100_000 + [flip(b, T, rnd)] * 100_000, np.uint64)
     tracemalloc.start()
-    group, via, distance, _ = assign(simhashes, SCHEME, K, None, (sketches, T))
+    group, via, distance, _ = assign(simhashes, SCHEME, K, None, (sketches, T, {}))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert set(group.tolist()) == {0} and distance[100_000] == 5 and via[100_000] == 0
@@ -181,4 +181,4 @@ def test_what_groups_with_a_confirmation_refuses(news, tmp_path):
     done = runner.invoke(app, ["groups", str(news), "--k", "6", "--confirm", "10", "--out", str(tmp_path / "out"),
                                "--workers", "1"])
     assert done.exit_code == 0, done.output
-    assert "signatures" not in done.stderr and "confirmed within 10 bits, short texts within 12 sketch bits, local engine" in done.stderr
+    assert "signatures" not in done.stderr and "confirmed within 10 bits, short texts near only by their words, local engine" in done.stderr

@@ -253,7 +253,7 @@ def test_cli_names_the_signatures(news, tmp_path):
     out = tmp_path / "out"
     done = runner.invoke(app, ["groups", str(news[0]), "--signatures", "body,lead150", "--out", str(out), "--workers", "1"])
     assert done.exit_code == 0, done.output
-    assert "k=3, scheme 4, signatures body,lead150, short texts within 12 sketch bits, local engine" in done.stderr
+    assert "k=3, scheme 4, signatures body,lead150, short texts near only by their words, local engine" in done.stderr
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["signatures"] == "body,lead150"
     lines = [json.loads(line) for line in (out / "dropped.jsonl").read_text(encoding="utf-8").splitlines()]

@@ -166,8 +166,10 @@ def assert_loaded_exactly_once(store, total):
         index = Index.open(s)
         stats = index.stats()
         docs = list(s.iterate("docs"))
-        # a cell's key: the row key, then the id and (the short-text rule's) sketch (layout.cell_qualifier)
-        keys = {key[:13] + cell_qualifier(raw_id, int.from_bytes(value[8:16], "big"))
+        # a cell's key: the row key, then the id, the short-text rule's sketch and a short text's kept
+        # text, the document row's metadata entry "kept" (layout.cell_qualifier)
+        keys = {key[:13] + cell_qualifier(raw_id, int.from_bytes(value[8:16], "big"),
+                                          json.loads(value[16:] or b"{}").get("kept", "").encode())
                 for raw_id, value in docs for key in index.scheme.row_keys(int.from_bytes(value[:8], "big"))}
         assert index.head == 16 and keys == {key for key, _ in s.iterate("index")}
     assert stats["documents"] == total and stats["index_cells"] == 4 * total

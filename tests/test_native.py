@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from dedup_hbase.errors import EmptyDocument, InvalidInput
 from dedup_hbase.jobs import workers
-from dedup_hbase.text import boilerplate, native, shorts
+from dedup_hbase.text import boilerplate, native, shorts, units
 from dedup_hbase.text.features import JiebaFeaturizer, ShingleFeaturizer, normalize
 from dedup_hbase.text.fingerprint import Fingerprinter, Hasher, margins_of
 
@@ -78,15 +78,6 @@ def squeezed_length(text: str) -> int:
     return len(reference_squeezed(text))
 
 
-def assert_same_bigram_hashes(text: str) -> None:
-    """The core's ``bigram_hashes`` (shorts.py's MinHash input): the reference's set of the mmh3
-    of each character bigram of the squeezed body, so the same minima, the same sketch."""
-    s = reference_squeezed(text)
-    want = {mmh3.hash64(s[i:i + 2], shorts.SEED, signed=False)[0] for i in range(max(1, len(s) - 1))}
-    got = np.frombuffer(core.bigram_hashes(text, shorts.SEED), dtype="<u8").tolist()
-    assert set(got) == want and len(got) == max(1, len(s) - 1)
-
-
 def assert_same_bodies(fast: Fingerprinter, texts: list[str], name: str) -> None:
     """``fingerprint_bodies``: the fingerprints of ``fingerprint_many``, and of each text with
     one its body's length as the reference takes it (jieba), or None (shingles: no body)."""
@@ -96,9 +87,6 @@ def assert_same_bodies(fast: Fingerprinter, texts: list[str], name: str) -> None
     surrogates = {i for i, t in enumerate(texts) if re.search("[\ud800-\udfff]", t)}
     assert chars == [squeezed_length(t) if name == "jieba" and i not in errors and i not in surrogates else None
                      for i, t in enumerate(texts)]
-    for i, text in enumerate(texts):
-        if name == "jieba" and i not in surrogates and chars[i] is not None and chars[i] < shorts.SHORT_BELOW:
-            assert_same_bigram_hashes(text)
 
 
 def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
@@ -299,32 +287,30 @@ HYPOTHESIS = settings(max_examples=400, deadline=None, derandomize=True,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@HYPOTHESIS
-@given(text)
-def test_random_text_has_the_same_short_sketch(text):
-    assert_same_bigram_hashes(text)
-    reference = shorts._core[:]
-    try:
-        shorts._core[:] = [None]  # shorts.py's Python path
-        want = shorts.bigram_sketch(text)
-    finally:
-        shorts._core[:] = reference
-    assert shorts.bigram_sketch(text) == want
-
-
 def test_sketches_of_a_batch_are_each_texts_and_a_lone_surrogate_raises():
-    """``text_sketches`` of a batch with copies, long texts and confirmation sketches is
-    ``text_sketch`` of each; a lone surrogate (refused by the core, then by the reference's
-    UTF-8, as in the fingerprint) raises UnicodeEncodeError, where mmh3 given the str crashed."""
+    """``units.text_sketches`` of a batch with copies, long texts and confirmation sketches is
+    that of each text; its kept texts are the reference's bodies (the core's and the Python path's
+    alike); a lone surrogate (refused by the core, then by the reference's UTF-8, as in the
+    fingerprint) raises UnicodeEncodeError."""
     rnd = random.Random(5)
     texts = ["".join(rnd.choice("春眠不觉晓处处闻啼鸟 ab.") for _ in range(rnd.randrange(1, 260))) for _ in range(50)]
     others = [rnd.getrandbits(64) if i % 3 else None for i in range(len(texts))]
     texts, others = texts + texts[:20], others + others[:20]
-    got = shorts.text_sketches(texts, others)
-    assert got == [shorts.text_sketch(t, o) for t, o in zip(texts, others)]
-    assert got[50:] == got[:20] and 10 < sum(s & shorts.SHORT_FLAG for s in got) < 70
+    got = units.text_sketches(texts, others)
+    each = [units.text_sketches([t], [o]) for t, o in zip(texts, others)]
+    assert got == ([e[0][0] for e in each], [e[1][0] for e in each])
+    sketches, kepts = got
+    assert sketches[50:] == sketches[:20] and 10 < sum(s & shorts.SHORT_FLAG for s in sketches) < 70
+    reference = shorts._core[:]
+    try:
+        shorts._core[:] = [None]  # shorts.py's Python path
+        assert units.text_sketches(texts, others) == got
+    finally:
+        shorts._core[:] = reference
+    assert all(k == (" ".join(boilerplate.body_text(normalize(t)).split()) if shorts.is_short(t) else "")
+               for t, k in zip(texts, kepts))
     with pytest.raises(UnicodeEncodeError):
-        shorts.bigram_sketch("ab\ud800cd")
+        units.text_sketches(["ab\ud800cd"])
 
 
 @HYPOTHESIS

@@ -368,15 +368,16 @@ def test_the_recall_preset_answers_as_the_check_job_and_the_service(tmp_path, pl
 
 
 def test_an_index_with_the_short_text_rule_sketches_and_answers_as_the_check_job(tmp_path, xwlb_path):
-    """``init --short-texts 12`` (text/shorts.py): the sketch column is the index's own
-    (``Index.sketch``: the bigram sketch of a short text), and a check of news titles, unrelated
-    ones among them that share one dominant term, answers as the check job."""
+    """``init --short-texts on`` (text/units.py): the sketch column is the index's own
+    (``Index.sketch``: a short text's is the hash of its kept text), and a check of news titles,
+    unrelated ones among them that share one dominant term, answers as the check job."""
     import gzip
 
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
         titles = [json.loads(line)["title"] for _, line in zip(range(400), f)]
-    index = Index.create(open_store(f"local:{tmp_path / 'idx'}"), k=3, short=12)
-    index.add_many([Document(f"t{i}", index.fingerprint(t), {}, (), index.sketch(t)) for i, t in enumerate(titles[:300])])
+    index = Index.create(open_store(f"local:{tmp_path / 'idx'}"), k=3, short="words")
+    index.add_many([Document(f"t{i}", index.fingerprint(t), {}, (), index.sketch(t), index.kept(t))
+                    for i, t in enumerate(titles[:300])])
     rows = [(f"q{i}", t) for i, t in enumerate(titles)]
     out = arrow.check(batch_of(rows), index, max_matches=None).to_pylist()
     assert [r["sketch"] for r in out] == [index.sketch(t) for _, t in rows]

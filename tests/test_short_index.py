@@ -1,11 +1,12 @@
-"""An index with the short-text rule (``init --short-texts T``, text/shorts.py): a match of which
-either document is short counts, at any distance, only when both are and their character sketches
-are within T bits. Exact against a brute force with the same rule (``confirm.sketches_agree``) on
-planted structure on every store (with and without a confirmation beyond 3 bits), and on real
-short texts (news titles, unrelated ones sharing one heavy term, true copies) for check, load
---skip-near-dups, load --groups and the service's check and add?if_new=true (the Spark engine's
-load, check and check --add-new: test_spark_check.py); the rule is the default of init and groups,
-``--short-texts off`` makes an index without it, and one made before the default says so at open."""
+"""An index with the short-text rule (``init --short-texts on``, the default; text/units.py): a
+match of which either document is short counts, at any distance, only when both are, their
+numbers are the same and the words of one are among the other's. Exact against a brute force with
+the same rule (``confirm.sketches_agree``) on planted structure on every store (with and without a
+confirmation beyond 3 bits), and on real short texts (news titles, unrelated ones sharing one
+heavy term, true copies) for check, load --skip-near-dups, load --groups and the service's check
+and add?if_new=true (the Spark engine's load, check and check --add-new: test_spark_check.py);
+``--short-texts off`` makes an index without it, one made before the default says so at open, and
+one of the rule before (character sketches) is refused in one line."""
 
 import gzip
 import json
@@ -16,39 +17,46 @@ import pytest
 from test_confirm import flip
 
 from dedup_hbase import Document, Index, open_store
-from dedup_hbase.errors import InvalidInput
-from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.errors import IndexOutdated, InvalidInput
+from dedup_hbase.index.confirm import kept_of, sketches_agree
 from dedup_hbase.stores.memory import MemoryStore
-from dedup_hbase.text.shorts import MEASURED_BITS, SHORT_FLAG
+from dedup_hbase.text.shorts import SHORT_FLAG
+from dedup_hbase.text.units import WORDS, kept_sketch
 
-T = 12
+T = WORDS
+
+
+def short_doc(doc_id: str, simhash: int, kept: str) -> Document:
+    return Document(doc_id, simhash, {}, (), kept_sketch(kept), kept)
 
 
 def planted(seed: int, k: int):
-    """Queries (simhash, sketch; short and long) and documents around them at 0 .. k + 1 bits,
-    each short with a sketch at T and at T + 1 bits from the query's (bit 0 kept), and long."""
+    """Queries (simhash, sketch, kept text; short and long) and documents around them at 0 .. k + 1
+    bits: short ones that keep the query's text, a word inserted (near), a word substituted or a
+    number changed (not near), an unrelated short text, and long ones."""
     rnd = random.Random(seed)
-    queries = [(rnd.getrandbits(64), rnd.getrandbits(64) | SHORT_FLAG if q % 2 else rnd.getrandbits(64) & ~SHORT_FLAG)
-               for q in range(40)]
-    docs = [Document(f"r{i}", rnd.getrandbits(64), {}, (), rnd.getrandbits(64)) for i in range(300)]
-    for q, (simhash, sketch) in enumerate(queries):
+    queries = []
+    for q in range(40):
+        kept = f"会议第{q}次在京召开" if q % 2 else ""
+        queries.append((rnd.getrandbits(64), kept_sketch(kept) if kept else rnd.getrandbits(64) & ~SHORT_FLAG, kept))
+    docs = [Document(f"r{i}", rnd.getrandbits(64), {}, (), rnd.getrandbits(64) & ~SHORT_FLAG) for i in range(300)]
+    for q, (simhash, _, kept) in enumerate(queries):
+        text = kept or f"会议第{q}次在京召开"
         for d in range(k + 2):
-            for s in (T, T + 1):
-                near = sketch
-                for bit in rnd.sample(range(1, 64), s):
-                    near ^= 1 << bit
-                docs.append(Document(f"q{q}-d{d}-s{s}", flip(simhash, d, rnd), {}, (), near))
+            for name, variant in (("same", text), ("inserted", text + "并讲话"), ("substituted", text.replace("京", "沪")),
+                                  ("number", text.replace(f"第{q}次", f"第{q + 1}次")), ("other", f"随机{q}号{d}文本")):
+                docs.append(short_doc(f"q{q}-d{d}-{name}", flip(simhash, d, rnd), variant))
             docs.append(Document(f"q{q}-d{d}-long", flip(simhash, d, rnd), {}, (), rnd.getrandbits(64) & ~SHORT_FLAG))
-            docs.append(Document(f"q{q}-d{d}-short", flip(simhash, d, rnd), {}, (), rnd.getrandbits(64) | SHORT_FLAG))
     rnd.shuffle(docs)
     return queries, docs
 
 
 def brute(queries, docs, k, confirm):
+    texts = kept_of([d.sketch for d in docs] + [s for _, s, _ in queries], [d.kept for d in docs] + [t for *_, t in queries])
     return [sorted(((doc.simhash ^ simhash).bit_count(), doc.id) for doc in docs
                    if (doc.simhash ^ simhash).bit_count() <= k
-                   and sketches_agree((doc.simhash ^ simhash).bit_count(), sketch, doc.sketch, confirm, T))
-            for simhash, sketch in queries]
+                   and sketches_agree((doc.simhash ^ simhash).bit_count(), sketch, doc.sketch, confirm, T, texts))
+            for simhash, sketch, _ in queries]
 
 
 @pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, "4", None), (6, "7/1", 10)])
@@ -57,18 +65,27 @@ def test_lookups_are_the_brute_force_on_every_store(store_url, k, scheme, confir
     with open_store(store_url, create=True) as store:
         index = Index.create(store, scheme, k, confirm=confirm, short=T)
         index.write(docs)
-        got = index.query_many([s for s, _ in queries], sketches=[c for _, c in queries])
+        asked = dict(sketches=[c for _, c, _ in queries], kepts=[t for *_, t in queries])
+        got = index.query_many([s for s, _, _ in queries], **asked)
         expected = brute(queries, docs, k, confirm)
         assert [sorted((m.distance, m.id) for m in found) for found in got] == expected
         assert [found.total for found in got] == [len(e) for e in expected]
-        one = index.query_many([s for s, _ in queries], max_matches=1, sketches=[c for _, c in queries])
+        assert any("-inserted" in i for e in expected for _, i in e)  # a word inserted is near
+        assert not any(("-substituted" in i or "-number" in i) for e in expected for _, i in e)
+        one = index.query_many([s for s, _, _ in queries], max_matches=1, **asked)
         assert [(m[0].distance, m[0].id, m.total) if m else None for m in one] == \
             [(*e[0], len(e)) if e else None for e in expected]
         # the rule is what the test compares: without it the same lookups find more
-        plain = [[d for d in docs if (d.simhash ^ s).bit_count() <= 3] for s, _ in queries]
+        plain = [[d for d in docs if (d.simhash ^ s).bit_count() <= 3] for s, _, _ in queries]
         assert sum(map(len, plain)) > sum(map(len, expected)) // 2 + 100
-        (stored,) = index.get([docs[0].id])
-        assert (stored.simhash, stored.sketch) == (docs[0].simhash, docs[0].sketch)
+        short = next(d for d in docs if d.kept)
+        (stored,) = index.get([short.id])
+        assert (stored.simhash, stored.sketch, stored.kept, stored.meta) == (short.simhash, short.sketch, short.kept, {})
+        index.write([short_doc(short.id, short.simhash, short.kept + "了")])  # rewritten: its old cells go
+        assert short.id not in {m.id for m in index.query_many([short.simhash], sketches=[kept_sketch(short.kept + "吗")],
+                                                                kepts=[short.kept + "吗"])[0]}
+        index.delete([d.id for d in docs])
+        assert list(index.store.iterate("index")) == []  # every cell found again from the document rows
         reopened = Index.open(store)
         assert (reopened.spec.short, reopened.spec.sketched) == (T, True)
 
@@ -110,7 +127,8 @@ def run(*args, check=True):
 def near(index, a: str, b: str) -> tuple[bool, int]:
     sa, sb = index.fingerprint(a), index.fingerprint(b)
     d = (sa ^ sb).bit_count()
-    return d <= index.k and sketches_agree(d, index.sketch(a), index.sketch(b), None, T), d
+    ka, kb = index.sketch(a), index.sketch(b)
+    return d <= index.k and sketches_agree(d, ka, kb, None, T, kept_of([ka, kb], [index.kept(a), index.kept(b)])), d
 
 
 def components(finds: list[list[bool]], ids: list[str]) -> set[frozenset]:
@@ -146,7 +164,7 @@ def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
     assert len(unrelated_at_3) >= 3 and not any(near(index, a, b)[0] for a, b in unrelated_at_3)
     assert sum(1 for e in expected.values() if e) >= 100  # the copies are found
     store = str(tmp_path / "index")
-    run("--store", store, "init", "--short-texts", str(T))
+    run("--store", store, "init", "--short-texts", "on")
     run("--store", store, "load", str(lines(tmp_path / "o.jsonl", originals, "o")))
     asked = lines(tmp_path / "c.jsonl", copies, "c")
     answers = [json.loads(x) for x in run("--store", store, "check", str(asked), "--json").stdout.splitlines()]
@@ -157,15 +175,15 @@ def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
     data = lines(tmp_path / "all.jsonl", texts, "d")
     new = [not any(near(index, texts[i], t)[0] for i in range(j)) for j, t in enumerate(texts)]
     assert 60 <= new.count(False) < len(texts)
-    run("--store", str(tmp_path / "skip"), "init", "--short-texts", str(T))
+    run("--store", str(tmp_path / "skip"), "init", "--short-texts", "on")
     report = json.loads(run("--store", str(tmp_path / "skip"), "load", str(data), "--skip-near-dups", "--json").stdout)
     assert report["near_duplicates_skipped"] == new.count(False)
-    run("--store", str(tmp_path / "grouped"), "init", "--short-texts", str(T))
+    run("--store", str(tmp_path / "grouped"), "init", "--short-texts", "on")
     run("--store", str(tmp_path / "grouped"), "load", str(data), "--groups", str(tmp_path / "g.jsonl"))
     got = {frozenset(json.loads(x)["ids"]) for x in (tmp_path / "g.jsonl").read_text(encoding="utf-8").splitlines()}
     assert got == components([[near(index, texts[i], t)[0] for i in range(j)] for j, t in enumerate(texts)], ids)
     served = str(tmp_path / "served")
-    run("--store", served, "init", "--short-texts", str(T))
+    run("--store", served, "init", "--short-texts", "on")
     with serving(served) as (client, _):
         answer = client.post("/v1/add?if_new=true", json=[{"id": i, "text": t} for i, t in zip(ids, texts)])
         assert answer.status_code == 200 and [a["added"] for a in answer.json()] == new
@@ -176,23 +194,35 @@ def test_check_skip_groups_and_the_service_decide_as_the_rule(tmp_path, titles):
 
 def test_what_the_short_text_rule_refuses_and_its_default(tmp_path):
     index = Index.create(MemoryStore(), short=T)
-    with pytest.raises(InvalidInput, match="this index matches short texts by a sketch of the text"):
+    with pytest.raises(InvalidInput, match="this index matches short texts by their words"):
         index.query_many([1])
-    with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
-        Index.create(MemoryStore(), short=-1)
+    with pytest.raises(InvalidInput, match=r"query 0: a short text's sketch is its kept text's"):
+        index.query_many([1], sketches=[1], kepts=[""])
+    with pytest.raises(InvalidInput, match=r"document 'a': a short text's sketch is its kept text's"):
+        index.write([Document("a", 1, {}, (), kept_sketch("春节"), "春节里")])
+    with pytest.raises(InvalidInput, match="short= is 'words' .* not 'twelve'"):
+        Index.create(MemoryStore(), short="twelve")
     fingerprints = tmp_path / "f.jsonl"
     fingerprints.write_text('{"id": "f0", "simhash": "0123456789abcdef", "featurizer": "jieba/2;seed=0"}\n', encoding="utf-8")
     store = str(tmp_path / "index")
-    run("--store", store, "init")  # the rule by default, at the measured bits
-    assert json.loads(run("--store", store, "stats", "--json").stdout)["short"] == MEASURED_BITS == T
+    run("--store", store, "init")  # the rule by default
+    assert json.loads(run("--store", store, "stats", "--json").stdout)["short"] == T
     done = run("--store", store, "load", str(fingerprints), "--fingerprints", check=False)
-    assert (done.returncode, done.stderr) == (1, "error: an index with the short-text rule (character sketches within "
-                                                 "12 bits) fingerprints the texts themselves: precomputed fingerprints "
+    assert (done.returncode, done.stderr) == (1, "error: an index with the short-text rule (short texts near by their "
+                                                 "words) fingerprints the texts themselves: precomputed fingerprints "
                                                  "(--fingerprints) carry the body's simhash alone; an index made without "
                                                  "the rule (--short-texts off) takes them\n")
     done = run("--store", str(tmp_path / "bad"), "init", "--short-texts", "twelve", check=False)
-    assert (done.returncode, done.stderr) == (1, "error: --short-texts takes off or the bits two short texts' sketches "
-                                                 "may differ in, 0 to 64, not 'twelve'\n")
+    assert (done.returncode, done.stderr) == (1, "error: --short-texts takes on or off, not 'twelve'\n")
+    done = run("--store", str(tmp_path / "bad"), "init", "--short-texts", "12", check=False)
+    assert (done.returncode, done.stderr) == (1, "error: --short-texts takes on or off, not '12' (the sketch bits of the "
+                                                 "rule before are gone: short texts are near by their words)\n")
+    # an index of the rule before (character sketches within T bits): refused in one line
+    with open_store(store) as opened:
+        config = Index.read_config(opened)
+        opened.put("meta", [(b"config", json.dumps({**config, "short": 12}).encode())])
+        with pytest.raises(IndexOutdated, match="matches short texts by character sketches within 12 bits"):
+            Index.open(opened)
     off = str(tmp_path / "off")
     run("--store", off, "init", "--short-texts", "off")
     assert run("--store", off, "load", str(fingerprints), "--fingerprints").stderr.startswith("read 1, indexed 1")

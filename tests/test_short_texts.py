@@ -1,11 +1,12 @@
-"""The short-text rule (text/shorts.py, ``groups --short-texts T``): two documents of which either
-is short are near, at any distance, only when both are and their character-bigram sketches are
-within T bits; other pairs as before. The groups are a brute force's components over every pair
-with the same rule (``confirm.sketches_agree``), on planted structure (short and long nodes under
-one fingerprint, sketches at T and T + 1, pairs at 0-3 bits, with and without a confirmation
-beyond 3 bits) and on real short texts (unrelated titles sharing one heavy term, true copies);
-each via is near its document; both engines (local, Spark local[2]) write the same output byte
-for byte on news titles and bodies."""
+"""The short-text rule (text/units.py, ``groups --short-texts on``, the default): two documents of
+which either is short are near, at any distance, only when both are, their numbers are the same
+and the words of one are among the other's; other pairs as before. The groups are a brute
+force's components over every pair with the same rule (``confirm.sketches_agree``), on planted
+structure (short and long documents under one fingerprint, short texts a word inserted, a word
+substituted, a number changed, pairs at 0-3 bits, with and without a confirmation beyond 3
+bits) and on real short texts (unrelated titles sharing one heavy term, true copies); each via
+is near its document; both engines (local, Spark local[2]) write the same output byte for byte
+on news titles and bodies."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ from test_groups import local_groups
 
 from dedup_hbase import make_fingerprinter
 from dedup_hbase.errors import InvalidInput
-from dedup_hbase.index.confirm import sketches_agree
+from dedup_hbase.index.confirm import kept_of, sketches_agree
 from dedup_hbase.index.layout import Scheme
 from dedup_hbase.jobs.local.groups import assign
 from dedup_hbase.jobs.options import GroupsOptions
-from dedup_hbase.text.shorts import SHORT_BELOW, SHORT_FLAG, bigram_sketch, is_short, text_sketch
+from dedup_hbase.text.shorts import SHORT_BELOW, SHORT_FLAG, is_short
+from dedup_hbase.text.units import WORDS, kept_sketch, text_sketches
 
-T = 12
+T = WORDS
 
 
 def flip(value: int, bits: int, rnd: random.Random, low: int = 0) -> int:
@@ -40,64 +42,71 @@ def test_short_is_by_length_of_the_squeezed_normalized_text():
     assert not is_short("ＡＢ" * (SHORT_BELOW // 2))  # full-width letters count once normalized
 
 
-def test_sketches_of_short_texts():
-    a, b = bigram_sketch("春节里的中国"), bigram_sketch("春节近 年味浓")
-    assert a & SHORT_FLAG and b & SHORT_FLAG
-    assert a == bigram_sketch("春节里的中国") == bigram_sketch(" 春节里的 中国 ")  # white space and repeats
-    assert (a ^ b).bit_count() > 20  # bigram Jaccard 0.11
-    assert (bigram_sketch("国务院常务会议研究部署防汛工作") ^ bigram_sketch("国务院常务会议研究部署防汛工作。")).bit_count() <= T // 2
+def test_sketches_of_short_texts_are_their_kept_texts():
+    (a, b), (ka, kb) = text_sketches(["春节里的中国", "春节近 年味浓"])
+    assert (ka, kb) == ("春节里的中国", "春节近 年味浓") and a == kept_sketch(ka) and b == kept_sketch(kb)
+    assert a & SHORT_FLAG and b & SHORT_FLAG and a != b
+    assert text_sketches([" 春节里的   中国 "])[1] == ["春节里的 中国"]  # white space runs made one
     long = "新闻" * SHORT_BELOW
-    assert text_sketch(long, 0xFF) == 0xFE and text_sketch(long) == 0
-    assert text_sketch("春节里的中国", 0xFF) == a
+    assert text_sketches([long, long], [0xFF, None]) == ([0xFE, 0], ["", ""])
+    assert text_sketches(["春节里的中国"], [0xFF])[0] == [a]  # a short text's sketch is its text's
 
 
 def test_the_rule_on_scalars_is_the_rule_on_arrays():
     rnd = random.Random(7)
-    rows = [(rnd.randrange(8), rnd.getrandbits(64), rnd.getrandbits(64), confirm, short)
-            for _ in range(2000) for confirm in (None, 10) for short in (None, T)]
+    words = ["李希在湖南调研", "李希在河南调研", "李希在湖南调研了", "通报七起", "通报八起", "通报七起问题", "春节里的中国"]
+    kepts = {kept_sketch(w): w for w in words}
+    pool = [*kepts, 0, 0xF0, rnd.getrandbits(64) & ~SHORT_FLAG]
+    rows = [(rnd.randrange(8), rnd.choice(pool), rnd.choice(pool)) for _ in range(3000)]
     for confirm in (None, 10):
         for short in (None, T):
-            mine = [r for r in rows if r[3] == confirm and r[4] == short]
-            d = np.array([r[0] for r in mine])
-            a, b = np.array([r[1] for r in mine], np.uint64), np.array([r[2] for r in mine], np.uint64)
-            assert sketches_agree(d, a, b, confirm, short).tolist() == \
-                [sketches_agree(r[0], r[1], r[2], confirm, short) for r in mine]
-    assert sketches_agree(0, 1, 0, None, T) is False  # a short and a long document at 0 bits
+            d = np.array([r[0] for r in rows])
+            a, b = np.array([r[1] for r in rows], np.uint64), np.array([r[2] for r in rows], np.uint64)
+            assert sketches_agree(d, a, b, confirm, short, kepts).tolist() == \
+                [sketches_agree(r[0], r[1], r[2], confirm, short, kepts) for r in rows]
+    s = {w: kept_sketch(w) for w in words}
+    assert sketches_agree(0, s["李希在湖南调研"], s["李希在湖南调研了"], None, T, kepts) is True  # a word inserted
+    assert sketches_agree(0, s["李希在湖南调研"], s["李希在河南调研"], None, T, kepts) is False  # a word substituted
+    assert sketches_agree(0, s["通报七起"], s["通报八起"], None, T, kepts) is False  # another number
+    assert sketches_agree(5, s["通报七起"], s["通报七起"], None, T, kepts) is True  # one text, at any distance
+    assert sketches_agree(0, s["通报七起"], 0, None, T, kepts) is False  # a short and a long document
     assert sketches_agree(0, 1, 0, None, None) is True  # as before without the rule
 
 
-def planted(seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Simhashes and sketches: randoms (long and short); families around a base fingerprint
-    holding long copies, short texts whose sketches are 0, T, T + 1 and far from the first's,
-    pairs at 1-3 bits and at 4-6 bits (short and long); shuffled."""
+def planted(seed: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Simhashes, sketches and the short ones' kept texts: randoms (long and short); families
+    around a base fingerprint holding long copies, short texts that are copies, a word inserted
+    (near), a word substituted and a number changed (not near), pairs at 1-3 and 4-6 bits; shuffled."""
     rnd = random.Random(seed)
-    rows, sketches = [], []
+    rows, sketches, texts = [], [], {}
 
-    def add(simhash: int, sketch: int) -> None:
+    def add(simhash: int, kept: str | None) -> None:
         rows.append(simhash)
+        sketch = 0 if kept is None else kept_sketch(kept)
         sketches.append(sketch)
+        if kept is not None:
+            texts[sketch] = kept
 
-    for _ in range(300):
-        add(rnd.getrandbits(64), rnd.getrandbits(64) | SHORT_FLAG if rnd.random() < 0.5 else 0)
-    for _ in range(60):
-        base = rnd.getrandbits(64)
-        short = rnd.getrandbits(64) | SHORT_FLAG
-        add(base, 0)
-        add(base, 0)  # a long copy
-        add(base, short)  # short texts of the same fingerprint
-        add(base, short)
-        add(base, flip(short, T, rnd, 1))
-        add(base, flip(short, T + 1, rnd, 1))
-        add(base, rnd.getrandbits(64) | SHORT_FLAG)
+    for n in range(300):
+        add(rnd.getrandbits(64), f"随机{n}号文本" if rnd.random() < 0.5 else None)
+    for n in range(60):
+        base, text = rnd.getrandbits(64), f"会议第{n}次在京召开"
+        add(base, None)
+        add(base, None)  # a long copy
+        add(base, text)  # short texts of the same fingerprint: copies
+        add(base, text)
+        add(base, text + "并讲话")  # a word inserted: near
+        add(base, text.replace("京", "沪"))  # a word substituted: not near
+        add(base, text.replace(f"第{n}次", f"第{n + 1}次"))  # a number changed: not near
         for bits in (1, 2, 3, 4, 6):
-            add(flip(base, bits, rnd), flip(short, rnd.choice((T - 1, T + 1)), rnd, 1))
-            add(flip(base, bits, rnd), 0)
+            add(flip(base, bits, rnd), rnd.choice((text + "了", text.replace("会议", "大会"))))
+            add(flip(base, bits, rnd), None)
     order = list(range(len(rows)))
     rnd.shuffle(order)
-    return np.array([rows[i] for i in order], np.uint64), np.array([sketches[i] for i in order], np.uint64)
+    return (np.array([rows[i] for i in order], np.uint64), np.array([sketches[i] for i in order], np.uint64), texts)
 
 
-def brute_groups(simhashes: np.ndarray, sketches: np.ndarray, k: int, confirm: int | None) -> list[int]:
+def brute_groups(simhashes: np.ndarray, sketches: np.ndarray, texts: dict, k: int, confirm: int | None) -> list[int]:
     n = len(simhashes)
     root = list(range(n))
 
@@ -107,29 +116,28 @@ def brute_groups(simhashes: np.ndarray, sketches: np.ndarray, k: int, confirm: i
         return x
 
     for a in range(n):
-        distance = np.bitwise_count(simhashes[a + 1:] ^ simhashes[a]).astype(np.int64)
-        hits = (distance <= k) & sketches_agree(distance, np.full(n - a - 1, sketches[a], np.uint64),
-                                                sketches[a + 1:], confirm, T)
-        for b in (a + 1 + np.flatnonzero(hits)).tolist():
-            ra, rb = find(a), find(b)
-            root[max(ra, rb)] = min(ra, rb)
+        for b in range(a + 1, n):
+            distance = int(simhashes[a] ^ simhashes[b]).bit_count()
+            if distance <= k and sketches_agree(distance, int(sketches[a]), int(sketches[b]), confirm, T, texts):
+                ra, rb = find(a), find(b)
+                root[max(ra, rb)] = min(ra, rb)
     return [find(x) for x in range(n)]
 
 
 @pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, "4", None), (3, "5", None), (6, "7/1", 10)])
 def test_planted_groups_are_the_brute_force_and_each_via_is_near(k, scheme, confirm):
-    simhashes, sketches = planted(44 + k, )
-    group, via, distance, _ = assign(simhashes.copy(), Scheme.parse(scheme), k, None, (sketches, confirm), T)
-    expected = brute_groups(simhashes, sketches, k, confirm)
+    simhashes, sketches, texts = planted(44 + k)
+    group, via, distance, _ = assign(simhashes.copy(), Scheme.parse(scheme), k, None, (sketches, confirm, texts), T)
+    expected = brute_groups(simhashes, sketches, texts, k, confirm)
     assert group.tolist() == expected
     assert len(set(expected)) < len(expected) - 300  # the families are grouped
     for j in np.flatnonzero(via >= 0).tolist():
         i = int(via[j])
         d = int(np.bitwise_count(simhashes[i] ^ simhashes[j]))
         assert group[i] == group[j] and d == distance[j] and sketches_agree(d, int(sketches[i]), int(sketches[j]),
-                                                                            confirm, T), j
+                                                                            confirm, T, texts), j
     # without the rule the short texts of a fingerprint all join it: it is what decides
-    plain = assign(simhashes.copy(), Scheme.parse(scheme), k, None, None if confirm is None else (sketches, confirm))[0]
+    plain = assign(simhashes.copy(), Scheme.parse(scheme), k, None, None if confirm is None else (sketches, confirm, {}))[0]
     assert len(set(plain.tolist())) < len(set(expected))
 
 
@@ -146,9 +154,10 @@ def test_real_short_texts_against_a_brute_force(tmp_path):
                            for i, t in enumerate(texts)), encoding="utf-8")
     fp = make_fingerprinter()
     simhashes = np.array([fp.fingerprint(t) for t in texts], np.uint64)
-    sketches = np.array([text_sketch(t) for t in texts], np.uint64)
+    made, kepts = text_sketches(texts)
+    sketches = np.array(made, np.uint64)
     assert int(np.bitwise_count(simhashes[0] ^ simhashes[1])) <= 3  # the fingerprints cannot tell them apart
-    expected = brute_groups(simhashes, sketches, 3, None)
+    expected = brute_groups(simhashes, sketches, kept_of(made, kepts), 3, None)
     local_groups([src], tmp_path / "short", GroupsOptions(short=T))
     local_groups([src], tmp_path / "plain", GroupsOptions())
     lines = [json.loads(x) for x in (tmp_path / "short" / "groups.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -165,8 +174,10 @@ def test_real_short_texts_against_a_brute_force(tmp_path):
 
 
 def test_what_the_rule_refuses():
-    with pytest.raises(InvalidInput, match="short= is the bits two short texts' sketches may differ in"):
-        GroupsOptions(short=65)
+    with pytest.raises(InvalidInput, match="short= is 'words' .* or None"):
+        GroupsOptions(short="12")
+    with pytest.raises(InvalidInput, match="short=12: the short-text rule by character sketches within 12 bits is gone"):
+        GroupsOptions(short=12)
     with pytest.raises(InvalidInput, match="groups with the short-text rule .* fingerprints the texts themselves"):
         GroupsOptions(short=T, fingerprints=True)
 
@@ -198,7 +209,7 @@ def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, 
     on_spark = spark_groups(spark, [shorts], tmp_path / "spark", options)
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("elapsed_s", "engine")}
     assert strip(local) == strip(on_spark) and local.to_dict()["short_texts"] == T
-    assert f"short texts within {T} sketch bits" in local.summary()
+    assert "short texts near only by their words" in local.summary()
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
     for name in ("groups.jsonl", "dropped.jsonl"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()

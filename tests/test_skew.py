@@ -167,7 +167,7 @@ def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, mon
     monkeypatch.setattr(loading, "_chain", lambda chained, key, ids, part: walked.append(len(ids))
                         or real_chain(chained, key, ids, part))
     records = [Record("mem", i + 1, id=f"c{i}", text=text) for i in range(n)]
-    index = Index.create(open_store("memory:"), 4, K, short=12)
+    index = Index.create(open_store("memory:"), 4, K, short="words")
     groups = tmp_path / "groups.jsonl"
     report = load(index, records, LoadOptions(batch_size=1000, groups=str(groups)))
     assert report.indexed == n and sum(walked) <= 6 * n and len(tested) <= 2 * n
@@ -175,6 +175,6 @@ def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, mon
     assert len(lines) == 1 and set(lines[0]["ids"]) == {f"c{i}" for i in range(n)}
     answers = list(check(index, records[:300], CheckOptions(max_matches=10)))
     assert [a["match_count"] for a in answers] == [n] * 300 and len(tested) <= 2 * n + 300
-    skipping = Index.create(open_store("memory:"), 4, K, short=12)
+    skipping = Index.create(open_store("memory:"), 4, K, short="words")
     report = load(skipping, records, LoadOptions(batch_size=1000, skip_near_dups=True))
     assert (report.indexed, report.near_duplicates_skipped) == (1, n - 1)

@@ -47,7 +47,7 @@ def test_fingerprints_are_the_arrow_apis(spark, planted):  # noqa: F811
 
 @pytest.mark.parametrize("options, added", [
     ({"preset": "recall"}, ["simhash", "simhash_lead150", "sketch", "error"]),
-    ({"short": 12}, ["simhash", "sketch", "error"]),
+    ({"short": "words"}, ["simhash", "sketch", "error"]),
     ({}, ["simhash", "error"]),
 ])
 def test_fingerprints_of_an_index_are_the_arrow_apis(spark, planted, options, added, tmp_path):  # noqa: F811

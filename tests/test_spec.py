@@ -13,6 +13,7 @@ from dedup_hbase.index import spec as specs
 from dedup_hbase.index.layout import Scheme
 from dedup_hbase.index.spec import PRESETS, RULES, IndexSpec, preset_options
 from dedup_hbase.text.signatures import Signatures
+from dedup_hbase.text.units import WORDS
 
 
 def run(*args, check=True):
@@ -23,7 +24,7 @@ def run(*args, check=True):
 # an example here fails test_every_rule_refuses_its_example
 REFUSED = {
     "_confirm_needs_beyond_3": (dict(k=3, confirm=14), "confirm= confirms matches beyond 3 bits"),
-    "_short_bits": (dict(short=65), "short= is the bits two short texts' sketches may differ in, 0 to 64"),
+    "_short_rule": (dict(short=12), "short=12: the short-text rule by character sketches within 12 bits is gone"),
     "_ttl_positive": (dict(ttl=0), "ttl is a whole number of seconds >= 1, not 0"),
     "_signatures_fit_the_scheme": (dict(scheme="11/3", k=8, signatures="body,lead150"), "scheme 11/3 has 165 flags"),
 }
@@ -44,7 +45,7 @@ def test_every_rule_refuses_its_example():
 
 COMBINATIONS = [dict(signatures=s, probes=p, confirm=c, ttl=t, short=x)
                 for s, p, c, t, x in itertools.product((None, "body,lead150"), (None, "8", "8,1"), (None, 10),
-                                                       (None, 3600), (None, 12))
+                                                       (None, 3600), (None, WORDS))
                 if not (p == "8,1" and s is None) and not (c is not None and p is None)]
 
 
@@ -58,9 +59,10 @@ def test_every_allowed_combination_round_trips_through_the_metadata(options):
     assert spec.rows_per_document == 4 * (2 if spec.several else 1)
     assert spec.sketched == (options["confirm"] is not None or options["short"] is not None)
     assert spec.head == 8 * (len(spec.signatures) + spec.sketched)
-    items = [SimpleNamespace(more=(7,), masks=((1,),), sketch=5)] * 2
-    more, probes, sketches = spec.lookup_args(items)
+    items = [SimpleNamespace(more=(7,), masks=((1,),), sketch=5, kept="")] * 2
+    more, probes, sketches, kepts = spec.lookup_args(items)
     assert (more is not None, probes is not None, sketches is not None) == (spec.several, spec.probed, spec.sketched)
+    assert (kepts is not None) == (options["short"] is not None)
     needs = spec.needs_texts()
     assert (needs is None) == (not (spec.several or spec.probed or spec.sketched))
 
@@ -71,8 +73,8 @@ def test_what_precomputed_fingerprints_cannot_give():
     with pytest.raises(InvalidInput, match=r"^an index with signatures body,lead150 fingerprints the texts themselves"):
         IndexSpec.make(signatures="body,lead150").check_inputs(True)
     IndexSpec.make(signatures="body,lead150").check_inputs(False)
-    with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(character sketches within 12 bits\) fing"):
-        IndexSpec.make(short=12).check_inputs(True)
+    with pytest.raises(InvalidInput, match=r"^an index with the short-text rule \(short texts near by their words\) fing"):
+        IndexSpec.make(short=WORDS).check_inputs(True)
 
 
 def test_presets_are_options_and_given_options_win():
@@ -93,11 +95,11 @@ def test_init_preset_recall_is_the_measured_setting_in_one_flag(tmp_path):
     said = run("--store", store, "init", "--preset", "recall").stdout
     assert said.strip() == (f"created index at {store}: scheme 4 (4 blocks taken 1 at a time, 4 rows per document, finds every match "
                             "within 3 bits), k=3, featurizer jieba, signatures body,lead150, probes [8, 1], "
-                            "matches beyond 3 bits confirmed within 14 bits, short texts matched only with character "
-                            "sketches within 12 bits (preset recall)")
+                            "matches beyond 3 bits confirmed within 14 bits, short texts near only by their words "
+                            "(preset recall)")
     stats = json.loads(run("--store", store, "stats", "--json").stdout)
     assert (stats["signatures"], stats["probes"], stats["confirm"], stats["short"], stats["preset"]) == (
-        ["body", "lead150"], [8, 1], 14, 12, "recall")
+        ["body", "lead150"], [8, 1], 14, WORDS, "recall")
     typed = str(tmp_path / "typed")
     run("--store", typed, "init", "--signatures", "body,lead150", "--probes", "8,1", "--confirm", "14")
     assert json.loads(run("--store", typed, "stats", "--json").stdout)["preset"] == "recall"

@@ -34,8 +34,8 @@ from ..jobs.reports import JobReport
 from ..stores import DEFAULT_URL, ENV_VAR, parse_store_url
 from ..text.encodings import check_encoding, decode, label
 from ..text.fingerprint import make_fingerprinter, parse_hex, to_hex
-from ..text.shorts import MEASURED_BITS
 from ..text.signatures import Signatures
+from ..text.units import WORDS
 from . import environment, layout, service, views
 from .command import (
     STORE_HELP,
@@ -109,7 +109,7 @@ def init(ctx: typer.Context, scheme: Annotated[str | None, typer.Option(help="4 
          signatures: Annotated[str | None, typer.Option(help="SimHashes kept per document: body (default), or body,leadN such as body,lead150: also the SimHash of the body's first N characters, finding copies that lost their end (twice the rows; docs/quality.md).")] = None,
          probes: Annotated[str | None, typer.Option(help="Per signature, how many of a query's least sure bits a lookup also flips, one at a time, such as 8,1 (more scans, no more rows; docs/quality.md).")] = None,
          confirm: Annotated[int | None, typer.Option(help="With --k above 3: a match beyond 3 bits also needs a second SimHash of the text (another seed) within this many bits, such as --k 8 --confirm 14 (8 more bytes a document row; docs/quality.md).")] = None,
-         short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="T|off", help=f"A match of which either document is under 200 characters also needs both to be, with a character-bigram sketch of each within T bits, at any distance (a sketch in each cell; docs/quality.md). Default {MEASURED_BITS} (measured); off: short texts match on their 64 bits alone (needed to load --fingerprints).")] = None,
+         short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="on|off", help="on (default): a match of which either document is under 200 characters also needs both to be, with the same numbers and the words of one among the other's, at any distance (the short text in each cell; docs/quality.md); off: short texts match on their 64 bits alone (needed to load --fingerprints).")] = None,
          preset: Preset = None,
          docs: Annotated[int | None, typer.Option(metavar="N", parser=whole_count, help="The documents the index is for (1e8): without --scheme, the scheme whose lookups cost least at N on this store, as measured (plan --docs N shows the costs).")] = None,
          json_: Json = False) -> None:
@@ -200,7 +200,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
            featurizer: Featurizer = None, shingle_size: ShingleSize = None, seed: Seed = None,
            signatures: Annotated[str | None, typer.Option(help="body (default), or body,leadN such as body,lead150: two documents are near within k bits under either; dropped.jsonl names the signature.")] = None,
            confirm: Annotated[int | None, typer.Option(help="With --k above 3: beyond 3 bits two documents are near only when a second SimHash of each (another seed) is within this many bits, such as --k 8 --confirm 14 (docs/quality.md).")] = None,
-           short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="T|off", help=f"Two documents of which either is under 200 characters are near, at any distance, only when both are and a character-bigram sketch of each is within T bits (docs/quality.md). Default {MEASURED_BITS} (measured; off with --fingerprints, which carry no text); off: their 64 bits alone.")] = None,
+           short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="on|off", help="on (default; off with --fingerprints, which carry no text): two documents of which either is under 200 characters are near, at any distance, only when both are, their numbers are the same and the words of one are among the other's (docs/quality.md); off: their 64 bits alone.")] = None,
            workers: Annotated[int | None, typer.Option(help="Local engine: fingerprinting workers (default: one per core).")] = None,
            engine: Annotated[str, typer.Option(help="local (this machine) or spark (a Spark job; docs/spark.md). Same output.")] = "local",
            spark_master: SparkMaster = None, spark_conf: SparkConf = None, spark_env: SparkEnv = None,
@@ -212,7 +212,7 @@ def groups(ctx: typer.Context, files: Annotated[list[str], typer.Argument(help="
     rejected."""
     options = GroupsOptions(fmt=fmt, fields=Fields(id=id_field, text=text_field, delimiter=delimiter, encoding=encoding), fingerprints=fingerprints,
                             workers=workers, k=k, scheme=scheme, rejects=rejects, signatures=Signatures.parse(signatures),
-                            confirm=confirm, short=parse_short(short_texts, None if fingerprints else MEASURED_BITS))
+                            confirm=confirm, short=parse_short(short_texts, None if fingerprints else WORDS))
     spark = _spark(engine, spark_master, spark_conf, env=spark_env, remote=spark_remote)
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     report = engines.groups(files, out_dir, options, fp, engine, spark)

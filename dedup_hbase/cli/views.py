@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from ..errors import InvalidInput
+from ..index.confirm import parse_short
 from ..jobs.corpus import FORMATS, Fields
 from ..text.fingerprint import make_fingerprinter
 from .command import EncodingOption, out, whole_count
@@ -35,14 +36,14 @@ def explain(ctx: typer.Context, files: Inputs,
             max_pairs: Annotated[int, typer.Option(help="A group: at most this many pairs shown.")] = 10,
             width: Annotated[int | None, typer.Option(help="Columns of the output (default: the terminal's). Below 83, the texts one above the other.")] = None,
             no_color: Annotated[bool, typer.Option("--no-color", help="Mark differences as [-a's-] {+b's+}, not in colour (also when not a terminal, or NO_COLOR is set).")] = False,
-            short_texts: Annotated[int | None, typer.Option("--short-texts", help="Judge the pairs under the short-text rule with this T, as groups/init --short-texts T (default: the --groups-dir run's, else off).")] = None,
+            short_texts: Annotated[str | None, typer.Option("--short-texts", metavar="on|off", help="Judge the pairs with the short-text rule on or off, as groups/init --short-texts (default: the --groups-dir run's, else off).")] = None,
             id_field: IdField = "id", text_field: TextField = "text", fmt: InputFormat = "auto", encoding: EncodingOption = "utf-8",
             featurizer: FeaturizerName = None, shingle_size: Shingles = None, seed: HashSeed = None,
             json_: AsJson = False) -> None:
     """Why two documents are near-duplicates (or what one document's fingerprint and the
     short-text rule make of it): their texts side by side with the differences
     marked, the distance beside the character-bigram Jaccard of the texts, the short-text rule
-    (each text's body length against 200, a short one's sketch, the pair's decision under T),
+    (each text's body length against 200, and, with the rule on, the pair's decision and why),
     and the terms that weigh most in each fingerprint.
 
     Needs no --store: the texts come from the inputs."""
@@ -51,7 +52,7 @@ def explain(ctx: typer.Context, files: Inputs,
 
     fp = make_fingerprinter(featurizer, shingle_size=shingle_size, seed=seed)
     shown = explained(files, ids, fp, groups_dir, fmt, Fields(id=id_field, text=text_field, encoding=encoding), top, max_pairs,
-                      short_texts)
+                      parse_short(short_texts, None))
     if json_:
         out(shown.to_dict())
         return

@@ -40,7 +40,7 @@ from .arrays import ranges, starts
 from .layout import PREFIX_BYTES, Scheme
 from .store import Cells
 
-Split = Callable[[bytes], tuple[bytes, int]]  # a qualifier -> (the id's bytes, the sketch)
+Split = Callable[[bytes], tuple[bytes, int, bytes]]  # a qualifier -> (the id's bytes, the sketch, the kept text)
 FEW_QUERIES = 48  # queries up to which a lookup is planned, and may be compared, in Python ints
 FEW_CELLS = 1024  # scanned cells up to which those few queries are compared in Python ints
 
@@ -78,12 +78,12 @@ class Ids(Sequence[str]):
             self._decoded[i] = (qualifier if self._split is None else self._split(qualifier)[0]).decode("utf-8")
         return self._decoded[i]
 
-    def with_sketches(self) -> Iterator[tuple[str, int]]:
-        """Every (id, sketch), in order, each cell's column decoded once (cells with sketches:
-        ``split`` given)."""
+    def with_sketches(self) -> Iterator[tuple[str, int, str]]:
+        """Every (id, sketch, kept text: "" but for a short one under the short-text rule), in
+        order, each cell's column decoded once (cells with sketches: ``split`` given)."""
         for i in range(self._length):
-            raw, sketch = self._split(self._cells.qualifier(self._start + i))
-            yield self._decoded.get(i) or raw.decode("utf-8"), sketch
+            raw, sketch, kept = self._split(self._cells.qualifier(self._start + i))
+            yield self._decoded.get(i) or raw.decode("utf-8"), sketch, kept.decode("utf-8")
 
 
 class Run(NamedTuple):

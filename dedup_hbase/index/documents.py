@@ -3,8 +3,9 @@ table, and a batch of documents checked before any of it is written.
 
 A document row's key is the id (ids.py); its value the 8-byte big-endian simhash, then in an
 index of several signatures (text/signatures.py) the 8-byte simhash of each other signature,
-in an index with a confirmation (confirm.py) the 8-byte sketch, then the metadata as JSON (none:
-nothing after them). Every writer (a load on either engine, the
+in an index with sketches (a confirmation, confirm.py, or the short-text rule) the 8-byte sketch,
+then the metadata as JSON (none: nothing after them), which under the short-text rule holds a
+short text as the index keeps it (``kept``, text/units.py). Every writer (a load on either engine, the
 service) builds the metadata with ``document_meta``, so a document reads the same however it
 came in.
 """
@@ -19,8 +20,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..errors import InvalidInput
+from .confirm import check_kepts
 from .ids import MAX_ID_BYTES, encode_id
 from .layout import Scheme, cell_qualifier
+
+KEPT = "kept"  # the metadata entry of a document row that holds its kept text (the short-text rule)
 
 
 class Written(NamedTuple):
@@ -42,6 +46,7 @@ class Document:
     meta: dict[str, Any] = field(default_factory=dict)
     more: tuple[int, ...] = ()
     sketch: int | None = None
+    kept: str = ""  # under the short-text rule, a short text as the index keeps it (text/units.py)
 
 
 def checked_columns(docs: Sequence[Document]) -> tuple[list[bytes], np.ndarray, list[Document]]:
@@ -116,9 +121,25 @@ def more_columns(docs: Sequence[Document], more: int) -> np.ndarray:
     return np.array([d.more for d in docs], dtype=np.uint64).reshape(len(docs), more)
 
 
-def sketch_column(docs: Sequence[Document]) -> np.ndarray:
-    """The sketches of ``docs`` (uint64), after checking each is an unsigned 64-bit int (the
+def signature_columns(simhashes: np.ndarray, docs: Sequence[Document], count: int) -> list[np.ndarray]:
+    """Per signature of ``count``, the simhashes of ``docs`` (uint64): the body's (``simhashes``),
+    then each of ``more``'s, after checking every document has as many (the first bad one named)."""
+    if count == 1:
+        if any(d.more for d in docs):
+            more_columns(docs, 0)  # raises, naming the document
+        return [simhashes]
+    return [simhashes, *more_columns(docs, count - 1).T]
+
+
+def sketch_column(docs: Sequence[Document], sketched: bool = True) -> np.ndarray | None:
+    """The sketches of ``docs`` (uint64) in an index that keeps them (``sketched``), after checking
+    each is an unsigned 64-bit int; None in one that does not, where a sketch is refused (the
     first bad one named)."""
+    if not sketched:
+        if kept := next((d for d in docs if d.sketch is not None), None):
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without confirm=)",
+                               arguments=("confirm",))
+        return None
     for d in docs:
         if type(d.sketch) is not int or not 0 <= d.sketch < 1 << 64:
             raise InvalidInput(f"document {d.id!r}: this index confirms matches by a sketch of each document "
@@ -126,10 +147,24 @@ def sketch_column(docs: Sequence[Document]) -> np.ndarray:
     return np.array([d.sketch for d in docs], dtype=np.uint64)
 
 
+def kept_column(docs: Sequence[Document], sketches: np.ndarray | None, short: bool) -> list[str] | None:
+    """The kept texts of ``docs`` in an index with the short-text rule (``short``), checked beside
+    their sketches (``confirm.check_kepts``); None in one without it, where a kept text is refused."""
+    if not short:
+        if kept := next((d for d in docs if d.kept), None):
+            raise InvalidInput(f"document {kept.id!r}: this index keeps no text (made without the short-text "
+                               "rule, short=off)", arguments=("short",))
+        return None
+    kepts = [d.kept for d in docs]
+    check_kepts(sketches, kepts, [d.id for d in docs])
+    return kepts
+
+
 def document_value(doc: Document) -> bytes:
     """A document row's value: the 8-byte big-endian simhash, those of ``more`` and the sketch
-    (if any), then the metadata as JSON."""
-    meta = json.dumps(doc.meta, ensure_ascii=False, separators=(",", ":")) if doc.meta else ""
+    (if any), then the metadata as JSON, with the kept text (if any) as its entry ``kept``."""
+    meta = {**doc.meta, KEPT: doc.kept} if doc.kept else doc.meta
+    meta = json.dumps(meta, ensure_ascii=False, separators=(",", ":")) if meta else ""
     sketch = () if doc.sketch is None else (doc.sketch,)
     return b"".join(s.to_bytes(8, "big") for s in (doc.simhash, *doc.more, *sketch)) + meta.encode("utf-8")
 
@@ -140,9 +175,10 @@ def parse_document(doc_id: str, value: bytes, more: int = 0, sketch: bool = Fals
     end = 8 * (1 + more)
     meta_at = end + 8 * sketch
     meta = json.loads(value[meta_at:]) if len(value) > meta_at else {}
+    kept = meta.pop(KEPT, "")
     return Document(doc_id, int.from_bytes(value[:8], "big"), meta,
                     tuple(int.from_bytes(value[i:i + 8], "big") for i in range(8, end, 8)),
-                    int.from_bytes(value[end:end + 8], "big") if sketch else None)
+                    int.from_bytes(value[end:end + 8], "big") if sketch else None, kept)
 
 
 def stored_simhashes(value: bytes, count: int) -> tuple[int, ...]:
@@ -157,7 +193,9 @@ def stored_cells(raw_id: bytes, value: bytes, count: int, sketched: bool) -> tup
     simhashes = stored_simhashes(value, count)
     if not sketched:
         return raw_id, simhashes
-    return cell_qualifier(raw_id, int.from_bytes(value[8 * count:8 * count + 8], "big")), simhashes
+    meta_at = 8 * count + 8
+    kept = json.loads(value[meta_at:]).get(KEPT, "") if b'"kept"' in value[meta_at:] else ""
+    return cell_qualifier(raw_id, int.from_bytes(value[8 * count:meta_at], "big"), kept.encode("utf-8")), simhashes
 
 
 def index_keys(schemes: Sequence[Scheme], stored: Sequence[tuple[bytes, tuple[int, ...]]]) -> list[bytes]:
@@ -169,11 +207,14 @@ def index_keys(schemes: Sequence[Scheme], stored: Sequence[tuple[bytes, tuple[in
                   for key in scheme.index_keys(columns, [sims[j] for _, sims in stored]))
 
 
-def cell_qualifiers(raw_ids: Sequence[bytes], sketches: np.ndarray | None) -> list[bytes]:
-    """The columns of documents' index cells: their ids, or with ``sketches`` (an index with a
-    confirmation) ``layout.cell_qualifier`` of each."""
+def cell_qualifiers(raw_ids: Sequence[bytes], sketches: np.ndarray | None,
+                    kepts: Sequence[str] | None = None) -> list[bytes]:
+    """The columns of documents' index cells: their ids, or with ``sketches`` (an index with
+    sketches) ``layout.cell_qualifier`` of each, with its kept text (``kepts``: "" but for a
+    short one under the short-text rule)."""
     if sketches is None:
         return list(raw_ids)
-    return [cell_qualifier(raw, sketch) for raw, sketch in zip(raw_ids, sketches.tolist())]
+    kepts = kepts or [""] * len(raw_ids)
+    return [cell_qualifier(raw, sketch, kept.encode("utf-8")) for raw, sketch, kept in zip(raw_ids, sketches.tolist(), kepts)]
 
 

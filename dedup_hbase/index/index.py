@@ -29,8 +29,8 @@ import numpy as np
 
 from ..errors import DedupError, IndexMismatch, IndexNotFound, IndexOutdated, InvalidInput
 from ..text.fingerprint import Fingerprinter, describe_spec, fingerprinter_from_spec, make_fingerprinter
-from ..text.shorts import text_sketch
 from ..text.signatures import Signatures
+from ..text.units import text_sketches
 from .confirm import sketch_spec
 from .documents import (
     Document,
@@ -40,8 +40,9 @@ from .documents import (
     document_meta,
     document_value,
     index_keys,
-    more_columns,
+    kept_column,
     parse_document,
+    signature_columns,
     sketch_column,
     stored_cells,
 )
@@ -89,15 +90,15 @@ class Index:
                fingerprinter: Fingerprinter | None = None, regions: int | None = None,
                ttl: int | None = None, signatures: Signatures | str | None = None,
                probes: Sequence[int] | str | None = None, confirm: int | None = None,
-               preset: str | None = None, short: int | None = None) -> "Index":
+               preset: str | None = None, short: str | None = None) -> "Index":
         """Create the tables and metadata of a new, empty index in ``store``. Without
         ``scheme``: the 4-split for k <= 3, else the cheapest scheme that finds every match
         within k bits (plan.choose_scheme). Without ``fingerprinter``: jieba, seed 0. Without
         ``signatures``: the body's alone (``"body,lead150"``: text/signatures.py). ``probes``
         (``"8"`` or ``"8,4"``: per signature, how many of a query's least sure bits a lookup
         flips, one at a time; lookup.py): none. ``confirm`` (T: matches beyond 3 bits need their
-        sketches within T bits; confirm.py, k above 3): none. ``short`` (T: the short-text rule,
-        text/shorts.py; such as 12): none. ``preset`` (spec.PRESETS: "recall")
+        sketches within T bits; confirm.py, k above 3): none. ``short`` (the short-text rule,
+        ``"words"``: text/units.py): none. ``preset`` (spec.PRESETS: "recall")
         sets signatures, probes and confirm as measured; an option given beside it overrides its."""
         options = preset_options(preset, signatures=signatures, probes=probes, confirm=confirm)
         fingerprinter = fingerprinter or make_fingerprinter()
@@ -144,6 +145,10 @@ class Index:
         if "confirm" in config and config.get("sketches") != SKETCHES_IN:
             raise IndexOutdated(f"{store.url} keeps its sketches in its document rows alone (made by an earlier "
                                 "dedup-hbase): make it again with the same options and load its documents again")
+        if isinstance(config.get("short"), int):
+            raise IndexOutdated(f"{store.url} matches short texts by character sketches within {config['short']} bits "
+                                "(made by an earlier dedup-hbase; short texts are now near by their words): make it "
+                                "again with the same options and load its documents again")
         index = cls(store, IndexSpec.from_config(config), fingerprinter)
         index.before_short_default = "short" not in config
         return index
@@ -199,21 +204,27 @@ class Index:
 
     def sketch(self, text: str) -> int | None:
         """``text``'s sketch in an index with a confirmation (confirm.py) or the short-text rule
-        (text/shorts.py: ``text_sketch``), else None."""
+        (text/units.py: ``text_sketches``), else None."""
         other = None if self.sketcher is None else self.sketcher.fingerprint(text)
-        return text_sketch(text, other) if self.spec.short is not None else other
+        return text_sketches([text], [other])[0][0] if self.spec.short is not None else other
+
+    def kept(self, text: str) -> str:
+        """What an index with the short-text rule keeps of ``text`` (text/units.py: "" but for a
+        short text); "" in an index without the rule."""
+        return text_sketches([text])[1][0] if self.spec.short is not None else ""
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
-            meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = (), sketch: int | None = None) -> int:
+            meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = (), sketch: int | None = None,
+            kept: str = "") -> int:
         """Index one document from its text, or its simhash (and in an index of several
-        signatures, ``more``: the other signatures' simhashes; with a confirmation, its
-        ``sketch``); returns the simhash."""
+        signatures, ``more``: the other signatures' simhashes; with sketches, its ``sketch``;
+        under the short-text rule, its ``kept`` text); returns the simhash."""
         if (text is None) == (simhash is None):
             raise TypeError("give exactly one of text and simhash")
         if simhash is None:
             simhash = self.fingerprint(text)
-            more, sketch = self.more_signatures(text, simhash), self.sketch(text)
-        self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more), sketch)])
+            more, sketch, kept = self.more_signatures(text, simhash), self.sketch(text), self.kept(text)
+        self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more), sketch, kept)])
         return simhash
 
     def add_many(self, docs: Sequence[Document]) -> int:
@@ -227,37 +238,26 @@ class Index:
         """``add_many``, saying how many ids were new and how many replaced."""
         if not docs:
             return Written(0, 0)
-        ids, simhashes, chosen = checked_columns(docs)
-        columns = self._columns(simhashes, chosen)
-        if not self.spec.sketched and (kept := next((d for d in chosen if d.sketch is not None), None)):
-            raise InvalidInput(f"document {kept.id!r}: this index keeps no sketch (made without confirm=)",
-                               arguments=("confirm",))
-        sketches = sketch_column(chosen) if self.spec.sketched else None  # checked before a write
+        ids, simhashes, chosen = checked_columns(docs)  # all checked before a write
+        columns = signature_columns(simhashes, chosen, len(self.signatures))
+        sketches = sketch_column(chosen, self.spec.sketched)
+        kepts = kept_column(chosen, sketches, self.spec.short is not None)
         stored = columns + ([sketches] if sketches is not None else [])
-        written = self.retire_old_fingerprints(ids, simhashes, columns, sketches)
+        written = self.retire_old_fingerprints(ids, simhashes, columns, sketches, kepts)
         self.store.put_cells("index", b"".join(s.key_table(c) for s, c in zip(self.schemes, columns)),
-                             cell_qualifiers(ids, sketches), repeat=sum(len(s.flags) for s in self.schemes))
+                             cell_qualifiers(ids, sketches, kepts), repeat=sum(len(s.flags) for s in self.schemes))
         values = np.stack(stored, axis=1).astype(">u8").view(f"V{8 * len(stored)}").ravel().tolist()
         for i, d in enumerate(chosen):
             if self.ttl and "loaded" not in d.meta:  # a document's age is its row's (retention.py)
-                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())}, d.more, d.sketch)
-            if d.meta:
+                d = Document(d.id, d.simhash, {**d.meta, "loaded": int(time.time())}, d.more, d.sketch, d.kept)
+            if d.meta or d.kept:
                 values[i] = document_value(d)
         self.store.put("docs", zip(ids, values))
         return written
 
-    def _columns(self, simhashes: np.ndarray, docs: Sequence[Document]) -> list[np.ndarray]:
-        """Per signature, the simhashes of ``docs`` (uint64): the body's, then each of ``more``'s."""
-        if len(self.signatures) == 1:
-            if any(d.more for d in docs):
-                more_columns(docs, 0)  # raises, naming the document
-            return [simhashes]
-        more = more_columns(docs, len(self.signatures) - 1)
-        return [simhashes, *more.T]
-
     def retire_old_fingerprints(self, raw_ids: Sequence[bytes], simhashes: Sequence[int],
                                 columns: Sequence[np.ndarray] | None = None,
-                                sketches: np.ndarray | None = None) -> Written:
+                                sketches: np.ndarray | None = None, kepts: Sequence[str] | None = None) -> Written:
         """Before documents are (re)written: delete the index rows of every id whose stored
         fingerprints differ from its new ones (``simhashes``, and per signature ``columns``;
         with a confirmation, or whose sketch differs from ``sketches``), so no old row keeps
@@ -268,7 +268,7 @@ class Index:
         if sketched and (sketches is None or len(sketches) != len(raw_ids)):
             raise InvalidInput("this index keeps a sketch of each document (confirm=): give the documents' sketches",
                                arguments=("confirm",))
-        new = cell_qualifiers(raw_ids, sketches if sketched else None)
+        new = cell_qualifiers(raw_ids, sketches if sketched else None, kepts)
         old = self.store.get("docs", list(raw_ids))
         known = [i for i, value in enumerate(old) if value is not None]
         stored = {i: stored_cells(raw_ids[i], old[i], len(self.signatures), sketched) for i in known}
@@ -299,7 +299,7 @@ class Index:
 
     def query(self, simhash: int, k: int | None = None, max_matches: int | None = None,
               more: tuple[int, ...] | None = None, probes: tuple[tuple[int, ...], ...] | None = None,
-              sketch: int | None = None) -> Matches:
+              sketch: int | None = None, kept: str = "") -> Matches:
         """The indexed documents within ``k`` bits of ``simhash`` (default: the index's k), by
         distance, then id, at most ``max_matches`` of them (None: all): a list of ``Match``es
         that also says how many there are in all (``.total``) and holds the indexed
@@ -309,9 +309,11 @@ class Index:
         ``probes`` (``probe_masks``) also looks up the query with each of those bits flipped:
         a document within k of a probe matches, at its distance from the query (lookup.py). In an
         index with a confirmation, ``sketch`` (``Index.sketch``) confirms the matches beyond 3 bits
-        (confirm.py)."""
+        (confirm.py); under the short-text rule ``kept`` (``Index.kept``) is the query's text as the
+        rule compares it (text/units.py)."""
         return self.query_many([simhash], k, max_matches, None if more is None else [more],
-                               None if probes is None else [probes], None if sketch is None else [sketch])[0]
+                               None if probes is None else [probes], None if sketch is None else [sketch],
+                               [kept] if self.spec.short is not None else None)[0]
 
     def query_text(self, text: str, k: int | None = None, max_matches: int | None = None,
                    simhash: int | None = None) -> Matches:
@@ -320,22 +322,23 @@ class Index:
         simhash = self.fingerprint(text) if simhash is None else simhash
         more = self.more_signatures(text, simhash) if len(self.signatures) > 1 else None
         return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None,
-                          self.sketch(text))
+                          self.sketch(text), self.kept(text))
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
                    more: Sequence[tuple[int, ...]] | None = None,
                    probes: Sequence[tuple[tuple[int, ...], ...]] | None = None,
-                   sketches: Sequence[int] | None = None) -> list[Matches]:
+                   sketches: Sequence[int] | None = None, kepts: Sequence[str] | None = None) -> list[Matches]:
         """``query`` for many fingerprints at once, in order: the scan prefixes of each batch
         of them deduplicated and scanned in key order, one store call per batch (lookup.py),
         each indexed fingerprint compared once however many documents it holds; with ``more``
         (per query, its other signatures' simhashes) each signature so, and with ``probes`` (per
         query, per signature, its bits to flip) each probe so, merged per query; ``sketches`` (per
         query) confirm the matches beyond 3 bits in an index with a confirmation (a k above 3
-        needs them there; confirm.py)."""
+        needs them there; confirm.py), and with ``kepts`` (per query, its kept text) decide a
+        pair with a short text under the short-text rule (text/units.py)."""
         check_queries(simhashes, max_matches)
         k = self.k if k is None else self.scheme.check_k(k)
-        confirm = confirmation(self.confirm, k, any(self.probes), simhashes, sketches, self.spec.short)
+        confirm = confirmation(self.confirm, k, any(self.probes), simhashes, sketches, self.spec.short, kepts)
         columns = [list(simhashes)]
         if more is not None:
             if len(more) != len(simhashes) or any(len(m) != len(self.signatures) - 1 for m in more):

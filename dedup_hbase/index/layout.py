@@ -39,10 +39,11 @@ its combinations from flag ``16 * j + 1`` (the lead of a 4-split: flags 17-20), 
 signature never meets another's rows and one scheme serves up to 15 signatures of at most 16
 flags each.
 
-A row holds one cell per document, its column the document's id. In an index with a confirmation
-(confirm.py) the column also holds the document's sketch, so a scan brings it: the id's bytes with
-each 0x00 as 0x00 0xFF, then 0x00 0x00, then the sketch's 8 bytes (big-endian); columns sort as
-their ids do (``cell_qualifier``).
+A row holds one cell per document, its column the document's id. In an index with sketches (a
+confirmation, confirm.py, or the short-text rule, text/units.py) the column also holds the
+document's sketch, so a scan brings it: the id's bytes with each 0x00 as 0x00 0xFF, then 0x00
+0x00, then the sketch's 8 bytes (big-endian), then for a short text under the rule its kept text
+(UTF-8); columns sort as their ids do (``cell_qualifier``).
 
 This module does no I/O and knows nothing about stores.
 """
@@ -76,18 +77,20 @@ SKETCH_END = b"\x00\x00"  # ends the escaped id of a column with a sketch, befor
 SKETCH_BYTES = len(SKETCH_END) + 8  # what a sketch adds to a cell's column (and ``plan``'s bytes)
 
 
-def cell_qualifier(raw_id: bytes, sketch: int) -> bytes:
-    """The column of a document's index cells in an index with a confirmation: its id's bytes
-    escaped (0x00 -> 0x00 0xFF), ``SKETCH_END``, the sketch (8 bytes, big-endian). Columns sort
-    as the ids do: ``SKETCH_END`` sorts below any byte of an id and below an escaped 0x00."""
-    return raw_id.replace(b"\x00", b"\x00\xff") + SKETCH_END + sketch.to_bytes(8, "big")
+def cell_qualifier(raw_id: bytes, sketch: int, kept: bytes = b"") -> bytes:
+    """The column of a document's index cells in an index with sketches: its id's bytes escaped
+    (0x00 -> 0x00 0xFF), ``SKETCH_END``, the sketch (8 bytes, big-endian), then ``kept`` (a short
+    text as the short-text rule keeps it, UTF-8: text/units.py; none for other texts). Columns
+    sort as the ids do: ``SKETCH_END`` sorts below any byte of an id and below an escaped 0x00."""
+    return raw_id.replace(b"\x00", b"\x00\xff") + SKETCH_END + sketch.to_bytes(8, "big") + kept
 
 
-def split_qualifier(qualifier: bytes) -> tuple[bytes, int]:
-    """``cell_qualifier``'s inverse: (the id's bytes, the sketch)."""
-    escaped = qualifier[:-SKETCH_BYTES]
+def split_qualifier(qualifier: bytes) -> tuple[bytes, int, bytes]:
+    """``cell_qualifier``'s inverse: (the id's bytes, the sketch, the kept text's bytes)."""
+    end = qualifier.find(SKETCH_END)  # an escaped id holds no 0x00 0x00
+    escaped = qualifier[:end]
     return (escaped.replace(b"\x00\xff", b"\x00") if b"\x00" in escaped else escaped,
-            int.from_bytes(qualifier[-8:], "big"))
+            int.from_bytes(qualifier[end + 2:end + SKETCH_BYTES], "big"), qualifier[end + SKETCH_BYTES:])
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidInput
 from ..text.fingerprint import hamming, to_hex
 from .candidates import Run, Split, bounded, plan, runs
-from .confirm import CONFIRMED_BEYOND, confirmed_runs
+from .confirm import CONFIRMED_BEYOND, check_kepts, confirmed_runs
 from .layout import Scheme
 from .retention import unexpired_runs
 from .store import Store
@@ -84,27 +84,32 @@ def check_queries(simhashes: Sequence[int], max_matches: int | None) -> None:
 
 
 class Confirm(NamedTuple):
-    """A lookup's confirmation (confirm.py): per query its sketch, and the sketch bits allowed."""
+    """A lookup's confirmation (confirm.py): per query its sketch, the sketch bits allowed, and
+    under the short-text rule per query its kept text."""
 
     sketches: Sequence[int]
     allowed: int | None
-    short: int | None = None
+    short: str | None = None
+    kepts: Sequence[str] | None = None  # the short-text rule: per query its kept text (text/units.py)
 
 
 def confirmation(allowed: int | None, k: int, probes: bool, simhashes: Sequence[int],
-                 sketches: Sequence[int] | None, short: int | None = None) -> Confirm | None:
+                 sketches: Sequence[int] | None, short: str | None = None,
+                 kepts: Sequence[str] | None = None) -> Confirm | None:
     """The confirmation of a lookup of ``simhashes`` within ``k`` bits in an index that allows
     ``allowed`` sketch bits (None: an index without a confirmation; ``probes``: it probes, so
     matches reach k + 1): None where none applies (no confirmation, or nothing beyond 3 bits);
     refuses sketches an index does not take, and a lookup without them that needs them. ``short``:
-    the index's short-text rule (text/shorts.py), which applies at any distance."""
+    the index's short-text rule (text/units.py), which applies at any distance, with per query its
+    kept text (``kepts``: "" but for a short one, ``check_kepts``)."""
     if short is not None:
         if sketches is None or len(sketches) != len(simhashes):
-            raise InvalidInput("this index matches short texts by a sketch of the text (short=): look a text up "
+            raise InvalidInput("this index matches short texts by their words (short=): look a text up "
                                "(query TEXT, check; Index.query_text), or give each query's sketch",
                                arguments=("short",))
         check_queries(sketches, None)
-        return Confirm(sketches, allowed, short)
+        check_kepts(sketches, kepts)
+        return Confirm(sketches, allowed, short, kepts)
     if allowed is None:
         if sketches is not None:
             raise InvalidInput("this index keeps no sketch (made without confirm=): give no sketches", arguments=("confirm",))
@@ -134,7 +139,8 @@ def lookup(store: Store, scheme: Scheme, simhashes: Sequence[int], k: int, max_m
         prefixes, inverse = plan(scheme, queries)
         found = runs(queries, store.scan_cells("index", prefixes), inverse, k, split)
         if confirm is not None:
-            found = confirmed_runs(found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.short)
+            found = confirmed_runs(found, confirm.sketches[start:start + BATCH], confirm.allowed, confirm.short,
+                                   None if confirm.kepts is None else confirm.kepts[start:start + BATCH])
         if ttl:
             found = unexpired_runs(store, found, ttl, head=head)
         for query_runs in found:
@@ -189,7 +195,7 @@ def probed(store: Store, scheme: Scheme, simhashes: Sequence[int], masks: Sequen
                 near[i][run.simhash] = Run(hamming(run.simhash, simhashes[i]), run.simhash, run.ids)
     joined: list[list[Run]] = [list(runs_of.values()) for runs_of in near]
     if confirm is not None:
-        joined = confirmed_runs(joined, confirm.sketches, confirm.allowed, confirm.short)
+        joined = confirmed_runs(joined, confirm.sketches, confirm.allowed, confirm.short, confirm.kepts)
     if ttl:
         joined = unexpired_runs(store, joined, ttl, head=head)
     out = []

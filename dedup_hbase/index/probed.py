@@ -22,14 +22,14 @@ from .neardup import near_pairs
 
 
 def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                   k: int, confirm: tuple[Sequence[int], int | None, int | None] | None = None
+                   k: int, confirm: tuple[Sequence[int], int | None, str | None, dict] | None = None
                    ) -> dict[int, list[tuple[int, int, int]]]:
     """``earlier_matches`` of an index of several signatures, with probes or a confirmation:
     position ``j`` -> ``[(i, distance, signature place), ...]``, every earlier ``i`` that a
     lookup of ``j`` would find if ``i`` were indexed (under signature ``p``: ``columns[p][i]``
     within ``k`` bits of ``columns[p][j]`` or of one of its probes, ``masks[j][p]`` flipped one
-    at a time; with ``confirm`` (the sketches, the bits allowed, the short-text rule's bits or
-    None) only as ``confirm.sketches_agree`` says), once, at its nearest signature (the first on
+    at a time; with ``confirm`` (the sketches, the bits allowed, the short-text rule or None,
+    a short sketch -> its kept text) only as ``confirm.sketches_agree`` says), once, at its nearest signature (the first on
     a tie), at its distance from ``j``'s own simhash; ``i`` ascending. The lookups are compared
     once per distinct lookup (``_lookups``), so copies cost what the answer holds: for bounded
     batches (a service request), whose answers list every earlier copy."""
@@ -45,7 +45,7 @@ def earlier_probed(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
 
 
 def earliest_other(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-                   k: int, confirm: tuple[Sequence[int], int | None, int | None] | None,
+                   k: int, confirm: tuple[Sequence[int], int | None, str | None, dict] | None,
                    ids: Sequence[str]) -> dict[int, int]:
     """Position ``j`` -> the first position ``i < j`` of ``earlier_probed(...)[j]`` whose id is
     not ``ids[j]`` (positions without one absent), linear in copies: per distinct lookup only its
@@ -77,7 +77,7 @@ def earliest_other(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Se
 
 
 def _lookups(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
-             k: int, confirm: tuple[Sequence[int], int | None, int | None] | None
+             k: int, confirm: tuple[Sequence[int], int | None, str | None, dict] | None
              ) -> tuple[np.ndarray, list[dict[int, tuple[int, int]]]]:
     """The positions' distinct lookups (their fingerprints under every signature, probes and
     sketch: equal ones find the same) and what each finds: (position -> lookup, numbered by first
@@ -122,12 +122,12 @@ def _lookups(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence
 
 def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Sequence[int]]] | None,
                 schemes: Sequence[Scheme], k: int,
-                confirm: tuple[Sequence[int], int | None, int | None] | None = None) -> np.ndarray:
+                confirm: tuple[Sequence[int], int | None, str | None, dict] | None = None) -> np.ndarray:
     """(m, 2) positions (i, j), i < j, spanning the components of "a lookup of ``j`` finds
     ``i``" over every signature and probe (``earlier_probed``'s relation), linear in copies: per
     signature, each copy of a fingerprint to its first copy, and each lookup of ``j`` (its
     simhash and probes) to the first copy of every fingerprint it finds that came before ``j``;
-    with ``confirm`` (the sketches, the bits allowed, the short-text rule's bits or None), a
+    with ``confirm`` (the sketches, the bits allowed, the short-text rule or None, its texts), a
     fingerprint beyond 3 bits of ``j``'s own (with the short-text rule, any fingerprint) to the first
     copy of each of its sketches that ``confirm.sketches_agree`` lets join ``j``'s, and (the
     short-text rule) each copy to the first copy of its fingerprint and sketch alone."""
@@ -173,12 +173,12 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
     return np.unique(np.concatenate(out).astype(np.int64), axis=0)
 
 
-def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, rule: tuple[int | None, int | None], j: np.ndarray,
+def _confirmed(fingerprint: np.ndarray, sketches: np.ndarray, rule: tuple, j: np.ndarray,
                u: np.ndarray, distance: np.ndarray) -> np.ndarray:
     """(m, 2) positions (i, j), i < j: for each found pair (``j``, fingerprint ``u`` at
     ``distance`` bits of ``j``'s), the first copy ``i`` of each sketch among ``u``'s copies
     (``fingerprint``: position -> its fingerprint) whose sketch ``confirm.sketches_agree`` lets
-    join ``j``'s (``rule``: the bits allowed, the short-text rule's)."""
+    join ``j``'s (``rule``: the bits allowed, the short-text rule, its texts)."""
     which, i = first_per_sketch(fingerprint, sketches, u)
     j = j[which]
     keep = (i < j) & sketches_agree(distance[which], sketches[i], sketches[j], *rule)

@@ -10,9 +10,10 @@ An index is made with a scheme and k (layout.py), and four options beyond them:
 * ``confirm``: T, the sketch bits a match beyond 3 bits may differ in (confirm.py): each cell's
   column and each document row also hold the text's sketch;
 * ``ttl``: seconds a document counts (retention.py): older ones stop matching;
-* ``short``: T, the short-text rule (text/shorts.py, confirm.py): a match of which either document
-  is short (under 200 characters) counts, at any distance, only when both are and their character
-  sketches are within T bits; the cells and rows hold the sketch as with ``confirm``.
+* ``short``: ``"words"``, the short-text rule (text/units.py, confirm.py): a match of which either
+  document is short (under 200 characters) counts, at any distance, only when both are, their
+  numbers are the same and the words of one are among the other's; the cells and rows hold the
+  sketch (the short flag) as with ``confirm``, and a short document's text as the rule keeps it.
 
 ``IndexSpec`` checks a combination once, from one table (``RULES``): whatever it lets through
 works on every path (both engines' load, check and groups, ``load --skip-near-dups``, ``check
@@ -65,12 +66,12 @@ class IndexSpec:
     probes: tuple[int, ...] = ()
     confirm: int | None = None
     ttl: int | None = None
-    short: int | None = None
+    short: str | None = None
 
     @classmethod
     def make(cls, scheme=None, k: int = 3, signatures: Signatures | str | Sequence[str] | None = None,
              probes: Sequence[int] | str | None = None, confirm: int | None = None,
-             ttl: int | None = None, short: int | None = None) -> "IndexSpec":
+             ttl: int | None = None, short: str | None = None) -> "IndexSpec":
         """A spec from options as a user gives them: ``scheme`` None (``plan.choose_scheme``),
         ``"5"`` or a ``Scheme``; ``signatures`` ``"body,lead150"``; ``probes`` ``"8,1"``. Every
         combination ``RULES`` refuses raises ``InvalidInput`` naming its argument."""
@@ -138,7 +139,7 @@ class IndexSpec:
             return "probes"
         if self.confirmed:
             return f"a confirmation (sketches within {self.confirm} bits)"
-        return f"the short-text rule (character sketches within {self.short} bits)" if self.short is not None else None
+        return "the short-text rule (short texts near by their words)" if self.short is not None else None
 
     def check_inputs(self, precomputed: bool, lookups: bool = False, who: str = "an index") -> None:
         """Refuse precomputed fingerprints (``precomputed``) where this index (or ``who``: "groups")
@@ -150,12 +151,13 @@ class IndexSpec:
                                arguments=("fingerprints", "short") if off else ("fingerprints",))
 
     def lookup_args(self, items: Sequence[Any], masks: Callable[[Any], Any] | None = None) -> tuple:
-        """``Index.query_many``'s ``more``, ``probes`` and ``sketches`` for ``items`` (records or
-        documents with ``.more`` and ``.sketch``; ``masks(item)`` their probes, else ``.masks``):
-        None for each this spec does not take."""
+        """``Index.query_many``'s ``more``, ``probes``, ``sketches`` and ``kepts`` for ``items``
+        (records or documents with ``.more``, ``.sketch`` and ``.kept``; ``masks(item)`` their
+        probes, else ``.masks``): None for each this spec does not take."""
         return ([x.more for x in items] if self.several else None,
                 [(masks(x) if masks else x.masks) for x in items] if self.probed else None,
-                [x.sketch for x in items] if self.sketched else None)
+                [x.sketch for x in items] if self.sketched else None,
+                [x.kept for x in items] if self.short is not None else None)
 
     def worker_spec(self, fingerprint: Mapping[str, Any], lookups: bool = False) -> dict[str, Any]:
         """A fingerprinter's spec (``fingerprint``) with what workers also make for this index: the
@@ -199,7 +201,7 @@ class IndexSpec:
         return (f"{f', signatures {self.signatures.label}' if self.several else ''}"
                 f"{f', probes {list(self.probes)}' if self.probed else ''}"
                 f"{f', matches beyond 3 bits confirmed within {self.confirm} bits' if self.confirmed else ''}"
-                f"{f', short texts matched only with character sketches within {self.short} bits' if self.short is not None else ''}"
+                f"{', short texts near only by their words' if self.short is not None else ''}"
                 f"{f', ttl {describe_duration(self.ttl)} (older documents stop matching and are removed)' if self.ttl else ''}")
 
 
@@ -207,7 +209,7 @@ def _confirm_needs_beyond_3(spec: IndexSpec) -> None:
     check_confirm(spec.confirm, spec.k, spec.probed)
 
 
-def _short_bits(spec: IndexSpec) -> None:
+def _short_rule(spec: IndexSpec) -> None:
     check_short(spec.short)
 
 
@@ -222,5 +224,5 @@ def _signatures_fit_the_scheme(spec: IndexSpec) -> None:
 
 # Every combination refused, in one place: each rule raises InvalidInput for what it refuses.
 # (The scheme refuses a k it cannot guarantee, probes their count, when the spec is made.)
-RULES: tuple[Callable[[IndexSpec], None], ...] = (_confirm_needs_beyond_3, _short_bits, _ttl_positive,
+RULES: tuple[Callable[[IndexSpec], None], ...] = (_confirm_needs_beyond_3, _short_rule, _ttl_positive,
                                                   _signatures_fit_the_scheme)

@@ -76,7 +76,8 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     """``fingerprint_batch`` over a stream of records: batches of ``batch_size``, fingerprinted
     on the pool's workers, yielded in input order; with several ``signatures``, each record's
     ``more`` too, with the pool's sketcher (an index with a confirmation) its ``sketch``, and
-    with the pool's ``short`` (the short-text rule) its ``sketch`` as ``shorts.text_sketch`` makes it
+    with the pool's ``short`` (the short-text rule) its ``sketch`` and ``kept`` as
+    ``units.text_sketches`` makes them
     (the job refuses ``use_simhash`` for them first: ``IndexSpec.check_inputs``)."""
     sketcher = pool.sketcher
 
@@ -88,10 +89,13 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     sketches = sketcher is not None or pool.short
     sketched = (lambda item: [r.text for r in item[1]]) if sketches else (lambda item: [])
     for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures), sketched):
-        n = len(results) - (len(todo) if sketches else 0)
+        n = len(results) - len(todo) * ((1 if sketches else 0) + (1 if pool.short else 0))
         _set_results(todo, results[:n], signatures)
-        for record, sketch in zip(todo, results[n:]):
+        for record, sketch in zip(todo, results[n:n + len(todo)]):
             record.sketch = sketch if isinstance(sketch, int) and not record.error else None
+        if pool.short:
+            for record, kept in zip(todo, results[n + len(todo):]):
+                record.kept = kept if record.sketch is not None else ""
         yield batch
 
 

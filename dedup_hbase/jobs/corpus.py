@@ -1,13 +1,12 @@
 """Corpus readers: files, folders or stdin -> a stream of records, one at a time.
 
 Formats (``holds``: one rule for every command): JSON lines, CSV, TSV (a header row names the
-fields), Parquet (a row per document, the line number is the row number), any other file one
-text document (``--format lines``: a document per line). Compression (gzip, bzip2, xz, zstd) is
-recognised by its magic bytes, so ``corpus.jsonl.gz`` and a gzipped stdin both work. Memory
-stays flat however large the input.
+fields), Parquet (a row per document, the line number is the row number), any other file one text
+document (``--format lines``: a document per line). Compression (gzip, bzip2, xz, zstd) is known by
+its magic bytes: ``corpus.jsonl.gz`` and a gzipped stdin both work. Memory stays flat.
 
-A record that cannot be used is still yielded, with ``error`` saying why, so callers
-keep input order and can account for every record: read = used + rejected.
+A record that cannot be used is still yielded, with ``error`` saying why, so callers keep
+input order and can account for every record: read = used + rejected.
 """
 
 from __future__ import annotations
@@ -58,6 +57,7 @@ class Record:
     featurizer: str | None = None  # which featurizer made ``simhash`` (fingerprint records say)
     more: tuple[int, ...] = ()  # an index of several signatures: the simhashes after the body's
     sketch: int | None = None   # an index with a confirmation: the body's second SimHash (index/confirm.py)
+    kept: str = ""              # the short-text rule: a short text as the index keeps it (text/units.py)
 
     @property
     def where(self) -> str:

@@ -157,7 +157,7 @@ class GroupsOptions(InputOptions):
     rejects: str | None = None
     signatures: Signatures = Signatures()
     confirm: int | None = None
-    short: int | None = None
+    short: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -226,7 +226,7 @@ class GroupsReport(JobReport):
     engine: str = "local"
     signatures: str = "body"    # groups --signatures: the signatures' names, comma-separated
     confirm: int | None = None  # groups --confirm: the sketch bits allowed beyond 3 bits
-    short: int | None = None    # groups --short-texts: the short texts' sketch bits allowed (text/shorts.py)
+    short: str | None = None    # groups --short-texts: the short-text rule ("words": text/units.py), None: off
 
     @property
     def to_drop(self) -> int:
@@ -247,7 +247,7 @@ class GroupsReport(JobReport):
                 f"{f' ({reasons})' if reasons else ''}; k={self.k}, scheme {self.scheme}, "
                 f"{f'signatures {self.signatures}, ' if self.signatures != 'body' else ''}"
                 f"{f'confirmed within {self.confirm} bits, ' if self.confirm is not None else ''}"
-                f"{f'short texts within {self.short} sketch bits, ' if self.short is not None else ''}{self.engine} engine, "
+                f"{'short texts near only by their words, ' if self.short is not None else ''}{self.engine} engine, "
                 f"{self.elapsed_s:.1f} s")
 
 

@@ -38,7 +38,7 @@ from typing import TypeVar
 
 from ..errors import EmptyDocument, InvalidInput
 from ..text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ..text.shorts import text_sketches
+from ..text.units import text_sketches
 
 T = TypeVar("T")
 Result = int | str  # a simhash, or why there is none
@@ -87,21 +87,23 @@ def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: F
                      sketch_texts: list[str], short: bool = False) -> list[Result]:
     """``fingerprint_texts`` of ``texts``, then (an index with a confirmation) of ``sketch_texts``
     by the ``sketcher``, in one list. With ``short`` (the short-text rule; ``sketch_texts`` the
-    first of ``texts``) the sketches after the fingerprints are ``shorts.text_sketches``', which
+    first of ``texts``) the sketches after the fingerprints are ``units.text_sketches``', which
     tells a short text by the body's length the fingerprint's featurizer took (None: a text
-    without a fingerprint)."""
+    without a fingerprint), and after them each text's kept text ("" but for a short one)."""
     if not short:
         done = fingerprint_texts(fingerprinter, texts)
         return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
     done, chars = fingerprint_texts(fingerprinter, texts, bodies=True)
     others = fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else ()
     made = [i for i in range(len(sketch_texts)) if not isinstance(done[i], str)]  # the texts with a fingerprint
-    sketches = text_sketches([sketch_texts[i] for i in made], [others[i] if others and isinstance(others[i], int)
-                                                               else None for i in made], [chars[i] for i in made])
+    sketches, kepts = text_sketches([sketch_texts[i] for i in made],
+                                    [others[i] if others and isinstance(others[i], int) else None for i in made],
+                                    [chars[i] for i in made])
     out: list[Result] = [None] * len(sketch_texts)
-    for i, sketch in zip(made, sketches):
-        out[i] = sketch
-    return done + out
+    kept: list[Result] = [""] * len(sketch_texts)
+    for i, sketch, text in zip(made, sketches, kepts):
+        out[i], kept[i] = sketch, text
+    return done + out + kept
 
 
 def _work(texts: list[str], sketch_texts: list[str], short: bool) -> list[Result]:
@@ -139,7 +141,7 @@ class FingerprintPool:
             raise InvalidInput(f"workers must be >= 1, not {workers}")
         self.fingerprinter = fingerprinter
         self.sketcher = sketcher  # an index with a confirmation: its texts' second SimHash, on the workers too
-        self.short = short  # the short-text rule: each text's sketch is text/shorts.py's text_sketch (fingerprint_both)
+        self.short = short  # the short-text rule: each text's sketch and kept text are text/units.py's (fingerprint_both)
         self.workers = workers
         self._processes = None  # the Python path's worker processes
         self._threads: ThreadPoolExecutor | None = None  # the compiled core's worker threads
@@ -183,7 +185,7 @@ class FingerprintPool:
     def map(self, batches: Iterable[T], texts_of: Callable[[T], list[str]],
             sketch_of: Callable[[T], list[str]] = lambda batch: []) -> Iterator[tuple[T, list[Result]]]:
         """Per batch, the results of its ``texts_of``, then (with a sketcher or ``short``) the
-        sketches of its ``sketch_of`` (``fingerprint_both``)."""
+        sketches of its ``sketch_of``, then (``short``) their kept texts (``fingerprint_both``)."""
         if self._threads is None and self._processes is None:
             for batch in batches:
                 yield batch, fingerprint_both(self.fingerprinter, texts_of(batch), self.sketcher, sketch_of(batch),

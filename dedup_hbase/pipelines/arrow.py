@@ -148,7 +148,7 @@ def add_new(batch: Any, index: Index | OnlineIndex, *, id_column: str = "id", te
     lengths = _lengths(batch, text_column)
     now = int(time.time())
     docs = [Document(ids[i], int(found.simhashes[i]), document_meta(now, length=int(lengths[i])),
-                     _more(found, i), _sketch(found, i)) for i in good]
+                     _more(found, i), _sketch(found, i), _kept(found, i)) for i in good]
     if (twice := two_versions(docs)) is not None:
         raise InvalidInput(f"rows {good[twice[1]]} and {good[twice[0]]} have the id {docs[twice[0]].id!r} with two "
                            "fingerprints: an insert-if-new takes one version of a document", arguments=("batch",))
@@ -262,8 +262,8 @@ def _records(found: Fingerprinted, index: Index, batch: Any, text_column: str) -
     good = found.good.tolist()
     ids = found.ids.to_pylist()
     texts = _texts(batch, text_column, good) if index.spec.probed else [None] * len(good)
-    return [Record(SOURCE, i, ids[i], text, int(found.simhashes[i]), more=_more(found, i), sketch=_sketch(found, i))
-            for i, text in zip(good, texts)]
+    return [Record(SOURCE, i, ids[i], text, int(found.simhashes[i]), more=_more(found, i), sketch=_sketch(found, i),
+                   kept=_kept(found, i)) for i, text in zip(good, texts)]
 
 
 def _more(found: Fingerprinted, i: int) -> tuple[int, ...]:
@@ -272,6 +272,10 @@ def _more(found: Fingerprinted, i: int) -> tuple[int, ...]:
 
 def _sketch(found: Fingerprinted, i: int) -> int | None:
     return None if found.sketches is None else int(found.sketches[i])
+
+
+def _kept(found: Fingerprinted, i: int) -> str:
+    return "" if found.kepts is None else found.kepts[i]
 
 
 def _texts(batch: Any, text_column: str, rows: list[int]) -> list[str]:

@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import EmptyDocument, InvalidInput
 from ..index.ids import MAX_ID_BYTES, encode_id
 from ..text.fingerprint import Fingerprinter
-from ..text.shorts import text_sketches
 from ..text.signatures import Signatures, settled
+from ..text.units import text_sketches
 
 ERROR = "error"
 SIMHASH = "simhash"
@@ -76,14 +76,16 @@ def whole(column):
 @dataclass
 class Fingerprinted:
     """A batch's fingerprints: per row (``error`` None) its simhash, else why it has none; with
-    several signatures ``more`` (n, s - 1), with a confirmation ``sketches``; all uint64, 0 in a
-    row with an error."""
+    several signatures ``more`` (n, s - 1), with a confirmation or the short-text rule
+    ``sketches``; all uint64, 0 in a row with an error; with the rule ``kepts`` (text/units.py: ""
+    but for a short text, and in a row with an error)."""
 
     ids: Any  # a pyarrow string array, every row
     simhashes: np.ndarray
     errors: list[str | None]
     more: np.ndarray | None = None
     sketches: np.ndarray | None = None
+    kepts: list[str] | None = None
 
     @property
     def good(self) -> np.ndarray:
@@ -112,7 +114,8 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
     ``Fingerprinter.fingerprint_arrow``, the leads of ``signatures`` after the body (as ``str``s,
     ``Signatures.extra_texts``; a lead without a feature takes the body's simhash, ``settled``),
     the sketches by ``sketcher`` (the index's, from the buffers too); ``short``: an index with the
-    short-text rule, whose sketches ``text_sketches`` makes from each text (as ``str``s)."""
+    short-text rule, whose sketches and kept texts ``units.text_sketches`` makes from each text
+    (as ``str``s)."""
     pa = _pa()
     ids = whole(batch.column(id_column))
     texts = chunks_of(batch.column(text_column))
@@ -137,8 +140,11 @@ def fingerprinted(batch: Any, text_column: str, id_column: str, fingerprinter: F
         out.sketches = np.zeros(len(simhashes), np.uint64)
         bodies = whole(batch.column(text_column)).take(pa.array(good, pa.int64())).to_pylist()
         positions = good.tolist()
-        made = text_sketches(bodies, None if others is None else [int(others[p]) for p in positions])
+        made, kepts = text_sketches(bodies, None if others is None else [int(others[p]) for p in positions])
         out.sketches[positions] = np.array(made, dtype=np.uint64)
+        out.kepts = [""] * len(simhashes)
+        for p, kept in zip(positions, kepts):
+            out.kepts[p] = kept
     return out
 
 

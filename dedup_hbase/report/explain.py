@@ -13,9 +13,9 @@ other document lacks (what moved the fingerprint apart): text/terms.py, which th
 
 Beside the bits apart, a text measure that does not use the fingerprint: the character-bigram
 Jaccard of the two bodies (``shorts.similarity``, what docs/quality.md judges a drop by: below
-0.5 unrelated), so a false pair shows at a glance. And the short-text rule (text/shorts.py): each
-text's squeezed body length against ``SHORT_BELOW``, a short one's sketch, and, under a T
-(``groups``/``init --short-texts T``), what ``confirm.sketches_agree``, the index's one rule,
+0.5 unrelated), so a false pair shows at a glance. And the short-text rule (text/units.py): each
+text's squeezed body length against ``SHORT_BELOW``, a short one's kept text, and, with the rule
+on (``groups``/``init --short-texts on``, the default), what ``units.near``, the index's rule,
 decides for the pair and why (``rule_lines``).
 
 Nothing here reads files: sources.py finds the texts, terminal.py and page.py show them.
@@ -27,10 +27,10 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from ..index.confirm import sketches_agree
 from ..text.fingerprint import Fingerprinter, to_hex
-from ..text.shorts import SHORT_BELOW, bigram_sketch, similarity, squeezed
+from ..text.shorts import SHORT_BELOW, similarity, squeezed
 from ..text.terms import TOP, Term, differing_bits, weighted_terms, weightiest
+from ..text.units import near, reason, stored
 
 # a word: a run of letters or digits of a script written with spaces; else one character (a
 # Han or kana character, a punctuation mark, a space)
@@ -46,7 +46,7 @@ class Side:
     terms: list[Term] = field(default_factory=list)  # the weightiest terms
     own: list[Term] = field(default_factory=list)    # the weightiest of the terms the other lacks
     length: int = 0              # characters of the squeezed body (shorts.squeezed)
-    sketch: int | None = None    # a short text's bigram sketch (shorts.bigram_sketch); None: not short
+    kept: str | None = None      # a short text as the rule keeps it (units.stored); None: not short
 
     @property
     def short(self) -> bool:
@@ -56,7 +56,7 @@ class Side:
         return {"id": self.id, "simhash": None if self.simhash is None else to_hex(self.simhash),
                 "terms": [[t.term, t.weight, t.shared] for t in self.terms],
                 "own_terms": [[t.term, t.weight] for t in self.own], "length": self.length, "short": self.short,
-                "sketch": None if self.sketch is None else to_hex(self.sketch)}
+                "kept": self.kept}
 
 
 @dataclass
@@ -69,20 +69,15 @@ class Pair:
     b: Side
     pieces: list[tuple[str, str, str]]
     bigrams: float = 0.0             # the character-bigram Jaccard of the bodies (shorts.similarity)
-    short_texts: int | None = None   # T of the short-text rule the pair is judged under; None: off
-
-    @property
-    def sketch_distance(self) -> int | None:
-        """The bits two short texts' sketches differ in (None unless both are short)."""
-        return None if self.a.sketch is None or self.b.sketch is None else (self.a.sketch ^ self.b.sketch).bit_count()
+    short_texts: str | None = None   # the short-text rule the pair is judged under ("words"); None: off
 
     @property
     def short_near(self) -> bool | None:
-        """Under ``short_texts``, whether the short-text rule lets the pair match (either short:
-        ``confirm.sketches_agree``); None: the rule is off or neither text is short."""
+        """With ``short_texts``, whether the short-text rule lets the pair match (either short: both
+        are, and ``units.near``); None: the rule is off or neither text is short."""
         if self.short_texts is None or not (self.a.short or self.b.short):
             return None
-        return sketches_agree(self.distance, self.a.sketch or 0, self.b.sketch or 0, None, self.short_texts)
+        return self.a.kept is not None and self.b.kept is not None and near(self.a.kept, self.b.kept)
 
     @property
     def distance(self) -> int | None:
@@ -104,34 +99,31 @@ class Pair:
         return {"a": self.a.to_dict(), "b": self.b.to_dict(), "distance": self.distance,
                 "differing_bits": self.differing_bits, "similarity": round(self.similarity, 4),
                 "bigram_jaccard": round(self.bigrams, 4), "short_texts": self.short_texts,
-                "sketch_distance": self.sketch_distance, "short_near": self.short_near,
+                "short_near": self.short_near,
                 "short_rule": rule_lines(self), "diff": [list(p) for p in self.pieces]}
 
 
 def rule_lines(pair: Pair) -> list[str]:
-    """What the short-text rule says of ``pair``: a line per short text (its body's length, its
-    sketch), then the decision under ``pair.short_texts`` and why; no line when neither text is
-    short and the rule is off."""
-    a, b, t = pair.a, pair.b, pair.short_texts
-    lines = [f"{d.id}: short, {d.length:,} characters (under {SHORT_BELOW}), sketch {to_hex(d.sketch)}"
-             for d in (a, b) if d.sketch is not None]
-    apart = pair.sketch_distance
-    if t is None:
+    """What the short-text rule says of ``pair``: a line per short text (its body's length), then
+    the decision under ``pair.short_texts`` and why; no line when neither text is short and the
+    rule is off."""
+    a, b = pair.a, pair.b
+    lines = [f"{d.id}: short, {d.length:,} characters (under {SHORT_BELOW})" for d in (a, b) if d.kept is not None]
+    both = a.kept is not None and b.kept is not None
+    if pair.short_texts is None:
         if lines:
-            both = f"sketches {apart} bits apart; " if apart is not None else ""
-            lines.append(f"short-text rule off: {both}the fingerprints alone decide (groups/init --short-texts T)")
+            said = f"{reason(a.kept, b.kept)}; " if both else ""
+            lines.append(f"short-text rule off: {said}the fingerprints alone decide (groups/init --short-texts on)")
         return lines
-    rule = f"--short-texts {t}"
     if not (a.short or b.short):
-        return [f"{rule} does not apply: neither text is short ({a.length:,} and {b.length:,} characters, "
-                f"not under {SHORT_BELOW}); the fingerprints decide"]
-    if apart is None:
+        return [f"the short-text rule does not apply: neither text is short ({a.length:,} and {b.length:,} "
+                f"characters, not under {SHORT_BELOW}); the fingerprints decide"]
+    if not both:
         short, other = (a, b) if a.short else (b, a)
-        return lines + [f"not near under {rule}: {short.id} is short, {other.id} is not ({other.length:,} "
-                        "characters): a short text matches only a short one"]
-    verdict = f"near under {rule}: sketches {apart} bits apart, at most {t}" if pair.short_near else \
-        f"not near under {rule}: sketches {apart} bits apart, more than {t}"
-    return lines + [verdict]
+        return lines + [f"not near under the short-text rule: {short.id} is short, {other.id} is not "
+                        f"({other.length:,} characters): a short text matches only a short one"]
+    verdict = "near" if pair.short_near else "not near"
+    return lines + [f"{verdict} under the short-text rule: {reason(a.kept, b.kept)}"]
 
 
 def diff_pieces(a: str, b: str) -> list[tuple[str, str, str]]:
@@ -150,9 +142,9 @@ def diff_pieces(a: str, b: str) -> list[tuple[str, str, str]]:
 
 
 def shortness(text: str) -> dict:
-    """``text``'s squeezed body length and, when short, its bigram sketch (Side's fields)."""
+    """``text``'s squeezed body length and, when short, its kept text (Side's fields)."""
     length = len(squeezed(text))
-    return {"length": length, "sketch": bigram_sketch(text) if length < SHORT_BELOW else None}
+    return {"length": length, "kept": stored(text) if length < SHORT_BELOW else None}
 
 
 def side(doc_id: str, text: str, fingerprinter: Fingerprinter, mine: dict[str, int], theirs: dict[str, int],
@@ -163,28 +155,28 @@ def side(doc_id: str, text: str, fingerprinter: Fingerprinter, mine: dict[str, i
 
 def explain_document(doc_id: str, text: str, fingerprinter: Fingerprinter, top: int = TOP) -> Side:
     """One document explained: its fingerprint, its ``top`` weightiest terms, its body's length
-    and, when short, its sketch."""
+    and, when short, its kept text."""
     mine = weighted_terms(fingerprinter, text)
     return Side(doc_id, text, fingerprinter.hasher.simhash(mine) if mine else None,
                 weightiest(mine, {}, top)[0], **shortness(text))
 
 
-def document_lines(doc: Side, short_texts: int | None) -> list[str]:
+def document_lines(doc: Side, short_texts: str | None) -> list[str]:
     """What the short-text rule says of one document: short or not (its body's length against
-    ``SHORT_BELOW``), a short one's sketch, and what it may match under ``short_texts`` (T)."""
-    if doc.sketch is not None:
-        lines = [f"{doc.id}: short, {doc.length:,} characters (under {SHORT_BELOW}), sketch {to_hex(doc.sketch)}"]
-        rule = (f"--short-texts {short_texts}: it matches only a short text whose sketch is within {short_texts} "
-                "bits of its own, at any distance") if short_texts is not None else None
+    ``SHORT_BELOW``), a short one's kept text, and what it may match with the rule on."""
+    if doc.kept is not None:
+        lines = [f"{doc.id}: short, {doc.length:,} characters (under {SHORT_BELOW}), kept as {doc.kept!r}"]
+        rule = ("short-text rule: it matches only a short text with the same numbers, of which its words are "
+                "all among the other's or the other's among its, at any distance") if short_texts is not None else None
     else:
         lines = [f"{doc.id}: not short, {doc.length:,} characters (not under {SHORT_BELOW})"]
-        rule = (f"--short-texts {short_texts}: no short text matches it; the fingerprints decide, as without "
+        rule = ("short-text rule: no short text matches it; the fingerprints decide, as without "
                 "the rule") if short_texts is not None else None
-    return lines + [rule or "short-text rule off: the fingerprints alone decide (groups/init --short-texts T)"]
+    return lines + [rule or "short-text rule off: the fingerprints alone decide (groups/init --short-texts on)"]
 
 
 def texts_pair(a_id: str, a_text: str, b_id: str, b_text: str, pieces: list[tuple[str, str, str]],
-               short_texts: int | None = None) -> Pair:
+               short_texts: str | None = None) -> Pair:
     """Two texts compared without a fingerprinter (the report page's pairs: their distance is the
     groups output's): ``pieces``, the bigram Jaccard and the short-text rule, no terms."""
     return Pair(Side(a_id, a_text, None, **shortness(a_text)), Side(b_id, b_text, None, **shortness(b_text)),
@@ -192,9 +184,9 @@ def texts_pair(a_id: str, a_text: str, b_id: str, b_text: str, pieces: list[tupl
 
 
 def explain_pair(a_id: str, a_text: str, b_id: str, b_text: str, fingerprinter: Fingerprinter,
-                 top: int = TOP, short_texts: int | None = None) -> Pair:
+                 top: int = TOP, short_texts: str | None = None) -> Pair:
     """Two documents explained (``Pair``), with the ``top`` weightiest terms of each, judged
-    under the short-text rule's ``short_texts`` (T; None: the rule off)."""
+    under the short-text rule ``short_texts`` ("words"; None: the rule off)."""
     fa, fb = weighted_terms(fingerprinter, a_text), weighted_terms(fingerprinter, b_text)
     return Pair(side(a_id, a_text, fingerprinter, fa, fb, top), side(b_id, b_text, fingerprinter, fb, fa, top),
                 diff_pieces(a_text, b_text), similarity(a_text, b_text), short_texts)

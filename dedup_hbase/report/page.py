@@ -7,7 +7,7 @@ a histogram of the sizes of the groups of two or more and one of the distances o
 documents to their vias (plain SVG); the largest groups; a sample of groups of two or more,
 each dropped document's text beside its via's with the differences marked, the bits apart
 beside the character-bigram Jaccard of the whole texts and, for a short text or a run of
-``groups --short-texts T`` (summary.json's ``short_texts``), what the short-text rule says of
+``groups`` with the short-text rule on (summary.json's ``short_texts``), what the short-text rule says of
 the pair (explain.py); a
 search box that finds a document of a group of two or more by id; for a check output, its
 counts and the histogram of each record's nearest match.
@@ -32,6 +32,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from ..jobs.corpus import Fields
+from ..text.units import WORDS
 from . import sources, svg
 from .explain import diff_pieces, texts_pair
 from .page_parts import check_section, pair_html, render_page
@@ -103,7 +104,8 @@ def build(groups_out: str, inputs: list[str], html_path: str, options: ReportOpt
     search = _search_index(table, options.searchable)
     body = [_counts_html(counts), '<section id="charts"><h2>Histograms</h2>' + "".join(charts) + "</section>",
             _largest_html(firsts, largest, members),
-            _sample_html(chosen, members, pairs, texts, options, len(firsts), bool(inputs), counts.get("short_texts"))]
+            _sample_html(chosen, members, pairs, texts, options, len(firsts), bool(inputs),
+                         None if counts.get("short_texts") is None else WORDS)]
     if check:
         body.append(check_section(check))
     page = render_page(f"dedup-hbase report: {groups_out}", "\n".join(body), _script_json(search["ids"]),
@@ -164,7 +166,7 @@ def _largest_html(firsts: list[dict], largest: list[int], members: dict[str, lis
 
 
 def _sample_html(chosen: list[str], members: dict[str, list[dict]], pairs, texts, options: ReportOptions,
-                 multi: int, have_inputs: bool, short_texts: int | None) -> str:
+                 multi: int, have_inputs: bool, short_texts: str | None) -> str:
     how = (f"{len(chosen):,} of the {multi:,} groups of two or more, drawn with Python's "
            f"random.Random({options.seed}).sample from those groups in the order of their first member "
            f"(--sample {options.sample}, --sample-seed {options.seed}), shown in that order; of each, the first "

@@ -20,6 +20,7 @@ from ..errors import InvalidInput
 from ..index.confirm import check_short
 from ..jobs.corpus import Fields
 from ..text.fingerprint import Fingerprinter
+from ..text.units import WORDS
 from . import sources
 from .explain import Pair, Side, document_lines, explain_document, explain_pair, rule_lines
 
@@ -159,7 +160,7 @@ class Shown:
     group: str | None = None
     members: list[dict] = field(default_factory=list)
     document: Side | None = None
-    short_texts: int | None = None
+    short_texts: str | None = None
 
     def to_dict(self) -> dict:
         out = {"group": self.group, "members": self.members, "pairs": [p.to_dict() for p in self.pairs]}
@@ -170,19 +171,19 @@ class Shown:
 
 def explain(paths: list[str], ids: list[str], fingerprinter: Fingerprinter, groups_dir: str | None = None,
             fmt: str = "auto", fields: Fields = Fields(), top: int = 10, max_pairs: int = 10,
-            short_texts: int | None = None) -> Shown:
+            short_texts: str | None = None) -> Shown:
     """Two ids: that pair. One id and a groups output (``groups_dir``): its group, each dropped
     member beside its via (the id's own pair first, at most ``max_pairs`` pairs). One id alone:
     that document (its fingerprint, terms and the short-text rule's view of it). Texts from
-    ``paths`` (the inputs of the groups job). Pairs judged under the short-text rule's
-    ``short_texts`` (T), else the one the groups output was made with."""
+    ``paths`` (the inputs of the groups job). Pairs judged under the short-text rule
+    ``short_texts`` ("words"; None: off), else the one the groups output was made with (a run
+    of the rule before, by character sketches, is judged under this one)."""
     short_texts = check_short(short_texts)
     if groups_dir:
         made = (sources.summary(groups_dir) or {}).get("short_texts")
-        if short_texts is not None and made is not None and made != short_texts:
-            raise InvalidInput(f"{groups_dir} was grouped with short={made}: leave short= out, or give the same, "
-                               f"not {short_texts}", arguments=("short",))
-        short_texts = made if short_texts is None else short_texts
+        made = None if made is None else WORDS
+        if short_texts is None and made is not None:
+            short_texts = made
     if len(ids) == 2:
         wanted = [tuple(ids)]
         shown = Shown([])

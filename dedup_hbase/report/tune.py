@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..index.confirm import sketches_agree
+from ..index.confirm import kept_of, sketches_agree
 from ..index.documents import Document
 from ..index.index import Index
 from ..index.plan import best_scheme, plan
@@ -39,7 +39,8 @@ from ..jobs.corpus import Fields, read_records
 from ..stores.memory import MemoryStore
 from ..text.features import normalize
 from ..text.fingerprint import Fingerprinter
-from ..text.shorts import MEASURED_BITS, SHORT_BELOW, is_short, jaccard, similarity, text_sketch
+from ..text.shorts import SHORT_BELOW, is_short, jaccard, similarity
+from ..text.units import WORDS, text_sketches
 from .copies import KINDS, copier_for
 
 MAX_K = 8
@@ -223,15 +224,16 @@ def _false_drops(result: Tuning, texts: list[str], fps: np.ndarray) -> None:
     """The sample's short texts, its pairs within 3 bits, those whose texts are not near
     (character-bigram Jaccard below ``NEAR_BIGRAMS``), and those the short-text rule still joins."""
     result.short = sum(map(is_short, texts))
-    sketches = {}
+    made: dict[int, tuple[int, str]] = {}
     for a in range(len(fps)):
         for b in (a + 1 + np.flatnonzero(np.bitwise_count(fps[a + 1:] ^ fps[a]) <= 3)).tolist():
             result.near_pairs += 1
             if similarity(texts[a], texts[b]) < NEAR_BIGRAMS:
                 result.unrelated += 1
-                sa, sb = (sketches.setdefault(i, text_sketch(texts[i])) for i in (a, b))
-                result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sa, sb, None,
-                                                             MEASURED_BITS)
+                (sa, ka), (sb, kb) = (made.setdefault(i, tuple(x[0] for x in text_sketches([texts[i]])))
+                                      for i in (a, b))
+                result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sa, sb, None, WORDS,
+                                                             kept_of([sa, sb], [ka, kb]))
 
 
 def _cost(k: int, docs: int) -> dict[str, Any]:
@@ -263,7 +265,7 @@ def lines(result: Tuning) -> list[str]:
     out.append(f"short texts (under {SHORT_BELOW} characters, their 64 bits alone unsure): {result.short:,} of "
                f"{result.indexed:,} sampled; pairs within 3 bits: {result.near_pairs:,}, {result.unrelated:,} of them "
                f"unrelated (character bigrams < {NEAR_BIGRAMS}) on their 64 bits alone (--short-texts off), "
-               f"{result.unrelated_with_rule:,} under the short-text rule at {MEASURED_BITS} bits (the default)")
+               f"{result.unrelated_with_rule:,} under the short-text rule (the default)")
     k = result.suggested()
     out.append(f"suggested: {'none' if k is None else f'k={k}'}. {result.why()}")
     return out

@@ -73,6 +73,7 @@ class RequestDoc:
     more: tuple[int, ...] = ()        # an index of several signatures: the others' simhashes
     masks: tuple[tuple[int, ...], ...] = ()  # an index with probes: per signature, the bits flipped
     sketch: int | None = None         # an index with a confirmation: the text's sketch
+    kept: str = ""                    # the short-text rule: a short text as the index keeps it
 
 
 def json_type(value: Any) -> str:

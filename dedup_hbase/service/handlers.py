@@ -119,9 +119,9 @@ class DedupService:
         """``POST /v1/check``: each document's matches (a batch of joined requests' documents)."""
         self.fingerprint(docs)
         good = [d for d in docs if d.error is None]
-        more, probes, sketches = lookup_parts(self.online.index, good)
+        more, probes, sketches, kepts = lookup_parts(self.online.index, good)
         found = iter(self.online.query_many([d.simhash for d in good], None, self.limits.max_matches, more, probes,
-                                            sketches))
+                                            sketches, kepts))
         self.count(documents_checked=len(docs), check_calls=1)  # one per batch of joined requests
         return [{"id": d.id, "error": d.error} if d.error else checked(d, next(found)) for d in docs]
 
@@ -174,8 +174,8 @@ class DedupService:
             one_version(good)
         now = int(time.time())
         written = [Document(d.id, d.simhash, document_meta(now, length=None if d.text is None else len(d.text), ttl=ttl),
-                            d.more, d.sketch) for d in good]
-        _, probes, _ = lookup_parts(self.online.index, good)
+                            d.more, d.sketch, d.kept) for d in good]
+        _, probes, _, _ = lookup_parts(self.online.index, good)
         decisions = iter(self.online.add(written, if_new=if_new, max_matches=self.limits.max_matches, probes=probes))
         out = [{"id": d.id, "added": False, "error": d.error} if d.error else next(decisions).to_dict() for d in docs]
         added = sum(1 for a in out if a["added"])
@@ -252,10 +252,12 @@ def signed(index: Index, docs: list[RequestDoc]) -> None:
             doc.more = index.more_signatures(doc.text, doc.simhash)  # () for the body alone
             doc.masks = index.probe_masks(doc.text) if index.spec.probed else ()
             doc.sketch = index.sketch(doc.text)
+            doc.kept = index.kept(doc.text)
 
 
-def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None, list | None]:
-    """``docs``' ``more``, ``probes`` and sketches as ``Index.query_many`` takes them (None: not kept)."""
+def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None, list | None, list | None]:
+    """``docs``' ``more``, ``probes``, sketches and kept texts as ``Index.query_many`` takes them
+    (None: not kept)."""
     return index.spec.lookup_args(docs)
 
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.confirm import kept_of
 from ..index.ids import encode_id
 from ..index.index import Document, Index, Match, Matches
 from ..index.layout import Scheme
@@ -132,12 +133,12 @@ class OnlineIndex:
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
                    more: Sequence[tuple[int, ...]] | None = None,
                    probes: Sequence[tuple[tuple[int, ...], ...]] | None = None,
-                   sketches: Sequence[int] | None = None) -> list[Matches]:
+                   sketches: Sequence[int] | None = None, kepts: Sequence[str] | None = None) -> list[Matches]:
         """``Index.query_many``: per query at most ``max_matches`` matches and (``.total``) the
-        count; ``more``, ``probes`` and ``sketches`` as it takes them (an index of several
-        signatures, probes, a confirmation)."""
+        count; ``more``, ``probes``, ``sketches`` and ``kepts`` as it takes them (an index of
+        several signatures, probes, a confirmation, the short-text rule)."""
         with self._store_lock:
-            return self.index.query_many(simhashes, k, max_matches, more, probes, sketches)
+            return self.index.query_many(simhashes, k, max_matches, more, probes, sketches, kepts)
 
     def get(self, doc_ids: Sequence[str]) -> list[Document | None]:
         with self._store_lock:
@@ -162,10 +163,10 @@ class OnlineIndex:
         if not docs:
             return []
         simhashes = [d.simhash for d in docs]
-        more, _, sketches = self.index.spec.lookup_args(docs, masks=lambda d: None)
+        more, _, sketches, kepts = self.index.spec.lookup_args(docs, masks=lambda d: None)
         locked = self._locked(docs, probes)
         with self._held(locked), self._store_lock, self._fleet_held(locked if if_new else []) as lease:
-            found = self.index.query_many(simhashes, None, max_matches, more, probes, sketches)
+            found = self.index.query_many(simhashes, None, max_matches, more, probes, sketches, kepts)
             earlier = self._earlier_matches(docs, probes)
             decisions = []
             for i, (doc, matches) in enumerate(zip(docs, found)):
@@ -206,7 +207,9 @@ class OnlineIndex:
                     for j, found in earlier_matches(simhashes, index.scheme, index.k).items()}
         columns = [[d.simhash for d in docs], *map(list, zip(*(d.more for d in docs)))][:len(index.signatures)]
         names = index.signatures.names if len(index.signatures) > 1 else (None,)
-        confirm = ([d.sketch for d in docs], index.confirm, index.spec.short) if index.spec.sketched else None
+        sketches = [d.sketch for d in docs]
+        confirm = (sketches, index.confirm, index.spec.short,
+                   kept_of(sketches, [d.kept for d in docs])) if index.spec.sketched else None
         return {j: [Match(docs[i].id, columns[place][i], distance, names[place]) for i, distance, place in found]
                 for j, found in earlier_probed(columns, probes, index.k, confirm).items()}
 

@@ -392,27 +392,6 @@ fn hash64(data: &[u8], seed: u32) -> u64 {
     mmh3::hash64(data, seed)
 }
 
-/// `shorts.bigrams(text)`'s hashes (`mmh3.hash64(gram, seed, signed=False)[0]`), 8
-/// little-endian bytes each, a bigram as often as it comes (the MinHash takes minima): the
-/// character bigrams of the body without white space (a body of one character or none: itself)
-#[pyfunction]
-fn bigram_hashes<'py>(py: Python<'py>, text: &Bound<'py, PyAny>, seed: u32) -> PyResult<Bound<'py, PyBytes>> {
-    let body = boilerplate::body_text(&normalize::normalize(&str_arg(text)?));
-    let squeezed: String = body.chars().filter(|&c| !unicode::is_space(c)).collect();
-    let starts: Vec<usize> = squeezed
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(squeezed.len()))
-        .collect();
-    let grams = starts.len().saturating_sub(2).max(1);
-    let mut out = Vec::with_capacity(8 * grams);
-    for i in 0..grams {
-        let gram = &squeezed[starts[i]..starts[(i + 2).min(starts.len() - 1)]];
-        out.extend_from_slice(&mmh3::hash64(gram.as_bytes(), seed).to_le_bytes());
-    }
-    Ok(PyBytes::new(py, &out))
-}
-
 /// `thrift.reply_length`: the length of the Thrift2 reply message at the start of `buf`, None
 /// while it is incomplete; ValueError for bytes that are not a strict binary message.
 #[pyfunction]
@@ -452,7 +431,6 @@ fn dedup_hbase_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ShingleCore>()?;
     m.add_function(wrap_pyfunction!(py_normalize, m)?)?;
     m.add_function(wrap_pyfunction!(body_text, m)?)?;
-    m.add_function(wrap_pyfunction!(bigram_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(boilerplate_reason, m)?)?;
     m.add_function(wrap_pyfunction!(hash64, m)?)?;
     m.add_function(wrap_pyfunction!(thrift_reply_length, m)?)?;

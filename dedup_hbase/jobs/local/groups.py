@@ -37,23 +37,23 @@ from .linked import Linked, spread
 
 
 def assign(simhashes: np.ndarray, scheme: Scheme, k: int, more: np.ndarray | None = None,
-           confirm: tuple[np.ndarray, int | None] | None = None,
-           short: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           confirm: tuple[np.ndarray, int | None, dict] | None = None,
+           short: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``link``'s groups of ``simhashes`` as four arrays over every position (``Linked.dense``)."""
     return link([np.asarray(simhashes, np.uint64)], scheme, k, more, confirm, short).dense()
 
 
 def link(batches: list[np.ndarray], scheme: Scheme, k: int, more: np.ndarray | None = None,
-         confirm: tuple[np.ndarray, int | None] | None = None, short: int | None = None) -> Linked:
+         confirm: tuple[np.ndarray, int | None, dict] | None = None, short: str | None = None) -> Linked:
     """The groups (``Linked``: per document of a group of two or more, the position of its
     group's first member, of its ``via``, their distance and the place of the signature that
     found them, 0 for the body) of the body simhashes ``batches`` (uint64 arrays, in input
     order, taken as one; the list is emptied as it is read). ``more``: (n, s) the simhashes of
     the signatures after the body (``Record.more``), None for the body alone; ``confirm``: (each
-    position's sketch, the bits allowed): beyond 3 bits two documents are near only when their
-    sketches are within the bits allowed (index/confirm.py); ``short`` (the short-text rule,
-    text/shorts.py, its sketch bits; ``confirm`` then holds the sketches, with None allowed
-    without a confirmation): a pair of which either is short is near only as
+    position's sketch, the bits allowed, a short sketch -> its kept text): beyond 3 bits two
+    documents are near only when their sketches are within the bits allowed (index/confirm.py);
+    ``short`` (the short-text rule, text/units.py; ``confirm`` then holds the sketches, with None
+    allowed without a confirmation): a pair of which either is short is near only as
     ``confirm.sketches_agree`` says, at any distance, copies of one fingerprint too.
 
     The nodes are the distinct fingerprints (with several signatures or a confirmation, the
@@ -83,7 +83,7 @@ def link(batches: list[np.ndarray], scheme: Scheme, k: int, more: np.ndarray | N
     rank[order] = np.arange(len(order))
     node = rank[inverse.ravel()]  # position -> its node
     first_of = first[order]  # node -> its first position
-    sketched = None if confirm is None else (keys[-1][first_of], confirm[1], short)  # node -> its sketch
+    sketched = None if confirm is None else (keys[-1][first_of], confirm[1], short, confirm[2])  # node -> its sketch
     parts = [_edges(f, node, place, first_of, sketched) for place, f in enumerate(found)]
     edges, weights = parts[0] if len(parts) == 1 else _nearest(np.concatenate([e for e, _ in parts]),
                                                                np.concatenate([w for _, w in parts]))
@@ -91,7 +91,7 @@ def link(batches: list[np.ndarray], scheme: Scheme, k: int, more: np.ndarray | N
 
 
 def _edges(found: NearPairs, node: np.ndarray, place: int, first_of: np.ndarray | None = None,
-           confirm: tuple[np.ndarray, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+           confirm: tuple[np.ndarray, int | None, str | None, dict] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One signature's edges between nodes (``node``: position -> node) and their
     ``via_weight``: its near pairs, between the nodes of their first copies (with ``confirm``,
     node -> its sketch and the bits allowed, those beyond 3 bits between the first nodes of
@@ -122,21 +122,21 @@ def _edges(found: NearPairs, node: np.ndarray, place: int, first_of: np.ndarray 
     return pairs[keep].astype(np.int64), via_weight(distance[keep].astype(np.int64), place)
 
 
-def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, confirm: tuple[np.ndarray, int],
+def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, confirm: tuple,
                      far: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The near pairs of distinct fingerprints marked ``far`` (beyond 3 bits) as edges between
     nodes: per pair, the first node of each sketch among the nodes of one fingerprint to the
     first node of each sketch of the other's within the bits allowed (every node of a
     fingerprint is joined to its first copy's, so one node per sketch stands for them); and
     their distances."""
-    sketches, allowed, short = confirm
+    sketches, allowed, short, texts = confirm
     fingerprint = found.inverse[first_of]  # node -> its fingerprint under this signature
     near = found.pairs[far]
     which, a = first_per_sketch(fingerprint, sketches, near[:, 0])
     again, b = first_per_sketch(fingerprint, sketches, near[which, 1])
     a, which = a[again], which[again]
     distance = np.bitwise_count(found.unique[near[which, 0]] ^ found.unique[near[which, 1]])
-    keep = sketches_agree(distance, sketches[a], sketches[b], allowed, short)
+    keep = sketches_agree(distance, sketches[a], sketches[b], allowed, short, texts)
     return np.stack([a[keep], b[keep]], axis=1).astype(np.int64), distance[keep]
 
 
@@ -145,7 +145,7 @@ def _short_copies(found: NearPairs, first_of: np.ndarray, confirm: tuple, flagge
     node to the first node of its fingerprint and sketch, and the first nodes of each pair of
     sketches of one fingerprint that agree at distance 0 (quadratic in a fingerprint's distinct
     sketches: 165 unrelated poems of one fingerprint are 13,530 comparisons)."""
-    sketches, allowed, short = confirm
+    sketches, allowed, short, texts = confirm
     fingerprint = found.inverse[first_of]
     mine = np.flatnonzero(flagged[fingerprint])
     _, inverse = np.unique(np.stack([fingerprint[mine], sketches[mine].view(np.int64)], axis=1), axis=0,
@@ -158,7 +158,7 @@ def _short_copies(found: NearPairs, first_of: np.ndarray, confirm: tuple, flagge
     which, a = first_per_sketch(fingerprint, sketches, wanted)
     again, b = first_per_sketch(fingerprint, sketches, wanted[which])
     a = a[again]
-    keep = (a < b) & sketches_agree(np.zeros(len(a), np.int64), sketches[a], sketches[b], allowed, short)
+    keep = (a < b) & sketches_agree(np.zeros(len(a), np.int64), sketches[a], sketches[b], allowed, short, texts)
     return np.concatenate([own, np.stack([a[keep], b[keep]], axis=1)]).astype(np.int64)
 
 
@@ -183,9 +183,9 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm, short=options.short)
     spill = IdSpill(folder)
     try:
-        chunks, leads, sketches = _read(paths, options, fingerprinter, report, spill)
+        chunks, leads, sketches, texts = _read(paths, options, fingerprinter, report, spill)
         give_back()  # the records' and batches' memory
-        scheme, linked = grouped(options, chunks, leads, sketches)
+        scheme, linked = grouped(options, chunks, leads, sketches, texts)
         report.documents, report.scheme = linked.n, scheme.name
         write(folder, spill, linked, report, options.signatures.names if len(options.signatures) > 1 else None)
     finally:
@@ -196,19 +196,21 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
 
 
 def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter, report: GroupsReport,
-          spill: IdSpill) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+          spill: IdSpill) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], dict[int, str]]:
     """Each batch's simhashes (uint64), with several signatures the (n, s - 1) simhashes after
-    the body (``Record.more``), with a confirmation or the short-text rule the sketches; the ids
-    into ``spill``; the rejected counted in ``report`` and written to ``--rejects``."""
+    the body (``Record.more``), with a confirmation or the short-text rule the sketches, and
+    with the rule each short sketch's kept text (one per distinct text); the ids into ``spill``;
+    the rejected counted in ``report`` and written to ``--rejects``."""
     import pyarrow as pa
 
     chunks: list[np.ndarray] = []
     leads: list[np.ndarray] = []
     sketches: list[np.ndarray] = []
+    texts: dict[int, str] = {}
     signatures = options.signatures
     sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
     if options.fingerprints:
-        return _read_fingerprints(paths, options, fingerprinter.label, report, spill), leads, sketches
+        return _read_fingerprints(paths, options, fingerprinter.label, report, spill), leads, sketches, texts
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
                                                                    sketcher, options.short is not None) as pool:
         records = read_records(paths, options.fmt, options.fields)
@@ -220,7 +222,8 @@ def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter
                 _gather(leads, np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
             if sketcher is not None or options.short is not None:
                 _gather(sketches, np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
-    return chunks, leads, sketches
+                texts.update((r.sketch, r.kept) for r in good if r.kept)
+    return chunks, leads, sketches, texts
 
 
 def _read_fingerprints(paths: list[str], options: GroupsOptions, label: str, report: GroupsReport,
@@ -250,16 +253,17 @@ def _gather(arrays: list[np.ndarray], batch: np.ndarray, size: int = 1 << 20) ->
 
 
 def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.ndarray],
-            sketches: list[np.ndarray]) -> tuple[Scheme, Linked]:
+            sketches: list[np.ndarray], texts: dict[int, str] | None = None) -> tuple[Scheme, Linked]:
     """The scheme of the pair search (``options.scheme_for``) and the ``Linked`` groups of the
     batches (``chunks``, uint64, in input order, emptied as they are read; ``leads``: with
     several signatures, each batch's (n, s - 1) simhashes after the body; ``sketches``: with a
-    confirmation, each batch's): the one groups of ``group_files`` and of the Arrow batch API."""
+    confirmation or the short-text rule, each batch's; ``texts``: with the rule, a short sketch ->
+    its kept text): the one groups of ``group_files`` and of the Arrow batch API."""
     signatures = options.signatures
     n = sum(len(chunk) for chunk in chunks)
     more = (np.concatenate(leads) if leads else np.empty((0, len(signatures) - 1), np.uint64)) if len(signatures) > 1 else None
     scheme = options.scheme_for(n)
     sketched = options.confirm is not None or options.short is not None
     confirm = None if not sketched else (np.concatenate(sketches) if sketches else np.empty(0, np.uint64),
-                                         options.confirm)
+                                         options.confirm, texts or {})
     return scheme, link(chunks, scheme, options.k, more, confirm, options.short)

@@ -93,7 +93,7 @@ class LeftOut:
         """Position in ``batch`` (records with ``.id`` and ``.simhash``) -> the left-out documents
         with another id that a lookup of it finds, left out before input position ``start`` (the
         batch's first record): one per fingerprint found, by their keys here (``ids`` gives the
-        documents' own). ``args``: ``query_many``'s more, probes and sketches, or Nones."""
+        documents' own). ``args``: ``query_many``'s more, probes, sketches and kept texts, or Nones."""
         index = self._opened(create=False)
         if index is None or not batch:
             return {}
@@ -123,7 +123,7 @@ class LeftOut:
             if len(ids) < 2 and r.id not in ids:
                 ids.add(r.id)
                 docs.append(Document(f"{start:x}:{n:x}:{_hashed(r.id)}", r.simhash, {"id": r.id},
-                                     tuple(r.more or ()), r.sketch))
+                                     tuple(r.more or ()), r.sketch, r.kept))
         if docs:
             self._opened(create=True).write(docs)
 

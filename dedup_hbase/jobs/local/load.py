@@ -25,7 +25,7 @@ from typing import IO
 
 import numpy as np
 
-from ...index.confirm import CONFIRMED_BEYOND
+from ...index.confirm import CONFIRMED_BEYOND, kept_of
 from ...index.index import Document, Index, document_meta
 from ...index.neardup import near_pairs
 from ...index.probed import earliest_other, found_edges
@@ -116,7 +116,8 @@ def _write(index: Index, good: list[Record], skipped: dict[int, str], report: Lo
             continue
         length = None if record.text is None else len(record.text)
         docs.append(Document(record.id, record.simhash, document_meta(now, record.source, record.line, record.title,
-                                                                      length), record.more, record.sketch))
+                                                                      length), record.more, record.sketch,
+                             record.kept))
     report.repeated += len(docs) - len({doc.id for doc in docs})  # later batches: counted as replaced
     if docs:
         written = index.write(docs)
@@ -190,7 +191,7 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     if edges is not None:
         pairs.extend((batch[i].id, batch[j].id) for i, j in near.edges().tolist() if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
-    _left_out_earlier(left_out, batch, found, start, (None, None, None), edges)
+    _left_out_earlier(left_out, batch, found, start, (None, None, None, None), edges)
     return found
 
 
@@ -202,12 +203,12 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
     once per signature and fingerprint (``chained``), and inside the batch the pairs of
     ``probed.found_edges``: linear in the copies."""
-    more, masks, sketches = index.lookup_args(batch)
+    more, masks, sketches, kepts = index.lookup_args(batch)
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     walked: set[int] = set()  # the id lists chained in this batch: its queries share them (alive till its end)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
-                                                                              more, masks, sketches))):
+                                                                              more, masks, sketches, kepts))):
         others = [(run.distance, other) for run in matches.runs
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
@@ -222,7 +223,7 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
             pairs.extend(_chain(chained, (signature, run.simhash), run.ids,
                                 (run.distance > CONFIRMED_BEYOND or index.spec.short is not None) and sketches is not None))
     columns = [[r.simhash for r in batch], *map(list, zip(*(r.more for r in batch)))][:len(index.signatures)]
-    confirm = None if sketches is None else (sketches, index.confirm, index.spec.short)
+    confirm = None if sketches is None else (sketches, index.confirm, index.spec.short, kept_of(sketches, kepts))
     for j, i in earliest_other(columns, masks, index.k, confirm, [r.id for r in batch]).items():
         found.setdefault(j, batch[i].id)
     if edges is not None:
@@ -230,15 +231,15 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
                                                                          confirm).tolist()
                      if batch[i].id != batch[j].id)
         edges.writelines(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs)
-    _left_out_earlier(left_out, batch, found, start, (more, masks, sketches), edges)
+    _left_out_earlier(left_out, batch, found, start, (more, masks, sketches, kepts), edges)
     return found
 
 
 def _left_out_earlier(left_out: LeftOut | None, batch: list[Record], found: dict[int, str], start: int,
                       args: tuple, edges: IO[str] | None) -> None:
     """Into ``found``, the positions not in it yet that an earlier batch's left-out document
-    with another id is near (``args``: the lookups' more, probes and sketches per record, or
-    Nones); to ``edges``, every document of the batch to one left-out document of every
+    with another id is near (``args``: the lookups' more, probes, sketches and kept texts per
+    record, or Nones); to ``edges``, every document of the batch to one left-out document of every
     fingerprint it matches, as a batch of the whole input would join them."""
     if left_out is None:
         return

@@ -20,9 +20,9 @@ firsts per signature, over the fingerprints each of a document's lookups (its si
 signature and each probe) finds among the input's, not over near fingerprints; a document has an
 earlier near one when any of its lookups does. With a sketch the firsts are per fingerprint
 and sketch, and a lookup (with the document's own simhash and sketch) counts a fingerprint where
-``confirm.sketches_agree`` says (pairs.sketches_agree): beyond 3 bits of its own simhash only
+``confirm.sketches_agree`` says (pairs.agreeing): beyond 3 bits of its own simhash only
 with the two sketches within the bits allowed; with the short-text rule, a pair with a short
-document at any distance only when both are and their sketches are within the rule's bits.
+document at any distance only when both are and their kept texts are near (text/units.py).
 The firsts' rule holds over any partition of the earlier documents, so copies still cost in
 proportion: copies share their fingerprint, sketch and lookups.
 """
@@ -103,6 +103,8 @@ def earlier_found(good, index: Index):
     sketched = index.spec.sketched
     docs = good.select("pos", "id", "simhash", "more", "masks",
                        (F.col("sketch") if sketched else F.lit(None).cast("bigint")).alias("sketch"))
+    texts = None if index.spec.short is None else \
+        good.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"])
     # a lookup's answer depends on its query, and with a sketch on its own simhash and sketch
     lookup = ["q", "own", "sketch"] if sketched else ["q"]
     parts = []
@@ -124,8 +126,8 @@ def earlier_found(good, index: Index):
         else:
             found = queries.select(*lookup).distinct().join(near, "q").join(
                 stats.withColumnRenamed("sketch", "their"), "simhash")
-            around = found.where(pairs.sketches_agree(F.bit_count(F.col("own").bitwiseXOR(F.col("simhash"))),
-                                                      F.col("sketch"), F.col("their"), index.confirm, index.spec.short))
+            around = pairs.agreeing(found, F.bit_count(F.col("own").bitwiseXOR(F.col("simhash"))), "sketch", "their",
+                                    index.confirm, index.spec.short, texts)
         a = around.groupBy(*lookup).agg(F.min(F.struct("p1", "id1")).alias("a"), F.min("p2").alias("p2"))
         b = (around.join(a.select(*lookup, F.col("a.id1").alias("a_id")), lookup).where(F.col("id1") != F.col("a_id"))
              .groupBy(*lookup).agg(F.min("p1").alias("b")))

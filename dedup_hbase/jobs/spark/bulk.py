@@ -52,13 +52,14 @@ def load(job: SparkJob, index: Index, target: HFileTarget, good, report: LoadRep
     # a number of partitions that the cores divide (else adaptive execution picks one by size)
     parallelism = job.parallelism
     winners = (good.repartition(2 * parallelism, "id").groupBy("id")
-               .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length", "more", "sketch")).alias("w"))
+               .agg(F.max(F.struct("ordinal", "line", "simhash", "source", "title", "length", "more", "sketch", "kept"))
+                    .alias("w"))
                .select("id", "w.*"))
     known = 0
     if index.store.scan_range("docs", b"", None, 1):
         # the index holds documents: which of these ids, and with which fingerprint
         winners = job.persist(winners)
-        found = winners.select("id", "simhash", "more", "sketch").mapInArrow(
+        found = winners.select("id", "simhash", "more", "sketch", "kept").mapInArrow(
             stages.old_fingerprints(index.store.url), stages.OLD_SCHEMA).groupBy().sum("known", "replaced").collect()[0]
         known, report.replaced = found[0] or 0, found[1] or 0
         clock("ids in the index already")
@@ -104,7 +105,8 @@ def _cut_and_load(job: SparkJob, index: Index, target: HFileTarget, winners, job
     targets = rows.partition_targets(total)
     (i_splits, i_per, i_first, i_count), (d_splits, d_per, d_first, d_count) = plans
     cells = rows.cells(winners, index.schemes, job_ms // 1000, (i_splits, targets[i_first:i_first + i_count], i_per),
-                       (d_splits, targets[d_first:d_first + d_count], d_per), index.spec.sketched)
+                       (d_splits, targets[d_first:d_first + d_count], d_per), index.spec.sketched,
+                       index.spec.short is not None)
     counted = Observation("document cells")
     cells = (cells.repartition(total, "part").sortWithinPartitions("key", "qualifier")
              .observe(counted, F.count(F.when(F.col("part").isin(targets[d_first:d_first + d_count]), 1)).alias("docs"))

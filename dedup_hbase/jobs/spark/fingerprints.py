@@ -178,7 +178,8 @@ def read(job, jvm: JvmRead, fields: Fields, finish) -> tuple[object, list[inputs
     clean = rows.where(F.col("raw").isNull()).select(
         "ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", none.alias("error"),
         none.alias("reason"), "featurizer", F.lit(None).cast("array<bigint>").alias("more"),
-        F.lit(None).cast("array<array<bigint>>").alias("masks"), F.lit(None).cast("bigint").alias("sketch"))
+        F.lit(None).cast("array<array<bigint>>").alias("masks"), F.lit(None).cast("bigint").alias("sketch"),
+        F.lit(None).cast("string").alias("kept"))
     bad = (rows.where(F.col("raw").isNotNull()).select("ordinal", "line", "source", "raw")
            .mapInArrow(_read_lines(fields, finish, jvm.readings), stages.FINGERPRINTED_SCHEMA))
     return clean.unionByName(bad), damaged

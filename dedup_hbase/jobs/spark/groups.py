@@ -94,14 +94,18 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     signatures = options.signatures
     keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
     sketched = options.confirm is not None or options.short is not None
-    docs = job.persist(records.good(fingerprinted).select(
+    good = records.good(fingerprinted)
+    docs = job.persist(good.select(
         records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
         *(["sketch"] if sketched else [])))
+    texts = None if options.short is None else job.persist(
+        good.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
     rows, helpers = group_rows(job, docs, keys, sketched, scheme, options.k, options.confirm, options.short,
-                               signatures.names, documents=report.documents)
+                               signatures.names, documents=report.documents, texts=texts)
+    helpers = [*helpers, *([texts] if texts is not None else [])]
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
@@ -117,15 +121,16 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
 
 
 def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: int, confirm: int | None,
-               short: int | None, names: tuple[str, ...], *, documents: int = 0):
+               short: str | None, names: tuple[str, ...], *, documents: int = 0, texts=None):
     """The groups of ``docs`` (pos, id, simhash, a column per other signature's simhash in
     ``keys``, ``sketch`` when ``sketched``; ``pos`` unique, the order of "first"), persisted: per
     document pos, id, simhash (hex), group (the id of its first member), size, keep, via (the id
     it joined its group through), distance, with several signatures ``signature`` (of
     ``names``), and group_pos; and the frames persisted on the way, for the caller to
     unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks)
-    joins a group, with ``confirm`` and ``short`` as the local engine's ``assign``. ``documents``:
-    about how many rows ``docs`` holds (the pair search's tasks: pairs.distinct_pairs)."""
+    joins a group, with ``confirm`` and ``short`` (``texts``: sketch, kept of the short ones) as
+    the local engine's ``assign``. ``documents``: about how many rows ``docs`` holds (the pair
+    search's tasks: pairs.distinct_pairs)."""
     from pyspark.sql import functions as F
 
     nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
@@ -133,7 +138,7 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("n"),
                                                   F.min_by("id", "pos").alias("first_id")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
     job.clock("pairs, components, tree")
@@ -174,8 +179,8 @@ def _grouped_nodes(found, tree, firsts):
     return labeled.join(parents.select("node", "parent_id", "weight"), "node", "left")
 
 
-def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: int | None = None,
-           documents: int = 0):
+def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: str | None = None,
+           documents: int = 0, texts=None):
     """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
     ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
     the least ``via_weight`` of the signatures joining them: each signature's near pairs
@@ -183,7 +188,8 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
     (several signatures or a confirmation) each node to the node of its fingerprint's first
     copy; with ``short`` (the short-text rule) every pair of a fingerprint with a short node goes
     through ``_confirmed`` too, and inside such a fingerprint each node joins the first node of its
-    sketch, and the first nodes of two sketches join where ``_agree`` says (``_short_copies``);
+    sketch, and the first nodes of two sketches join where ``pairs.agreeing`` says (``_short_copies``;
+    ``texts``: sketch, kept of the short ones);
     local/groups.py's ``assign`` as DataFrames."""
     from pyspark.sql import functions as F
 
@@ -204,7 +210,8 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
             near = (near.join(flagged.withColumnRenamed("at", "a").withColumnRenamed("short", "fa"), "a", "left")
                     .join(flagged.withColumnRenamed("at", "b").withColumnRenamed("short", "fb"), "b", "left"))
             far = (F.col("distance") > CONFIRMED_BEYOND) | F.col("fa").isNotNull() | F.col("fb").isNotNull()
-            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), firsts, own, key, place, confirm, short))
+            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), firsts, own, key, place, confirm, short,
+                                    texts))
             near = near.where(~far).select("a", "b", "distance")
         elif confirm is not None:
             parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), firsts, own, key, place, confirm))
@@ -217,19 +224,12 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
                   .join(node_of.withColumnRenamed("pos", "first"), "first"))
         if flagged is not None:
             copies = copies.join(flagged, F.col("first") == F.col("at"), "left_anti")
-            parts.append(_short_copies(firsts, own, flagged, key, place, confirm, short))
+            parts.append(_short_copies(firsts, own, flagged, key, place, confirm, short, texts))
         parts.append(copies.select("a", F.col("node").alias("b"), F.lit(place).cast("long").alias("weight")))
     both = reduce(lambda x, y: x.unionByName(y), parts)
     return (both.where(F.col("a") != F.col("b"))
             .select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"), "weight")
             .groupBy("a", "b").agg(F.min("weight").alias("weight")))
-
-
-def _agree(distance, allowed: int | None, short: int | None):
-    """``confirm.sketches_agree`` of the columns ``sa`` and ``sb`` (signed longs) at ``distance``."""
-    from pyspark.sql import functions as F
-
-    return pairs.sketches_agree(distance, F.col("sa"), F.col("sb"), allowed, short)
 
 
 def _sketches(firsts, own, key: str):
@@ -240,10 +240,10 @@ def _sketches(firsts, own, key: str):
             .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
 
 
-def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | None, short: int):
+def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | None, short: str, texts):
     """``(a, b, weight)`` inside the fingerprints with a short node (local/groups.py's
     ``_short_copies``): each node to the first node of its fingerprint and sketch, and the first
-    nodes of two sketches of one fingerprint where ``_agree`` says, at distance 0."""
+    nodes of two sketches of one fingerprint where ``pairs.agreeing`` says, at distance 0."""
     from pyspark.sql import functions as F
 
     heads = _sketches(firsts, own, key).join(flagged.select("at"), "at")
@@ -253,11 +253,11 @@ def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | Non
     right = heads.select("at", F.col("sketch").alias("sb"), F.col("node").alias("b"))
     weight = via_weight(F.lit(0), F.lit(place)).alias("weight")
     return (mine.select("a", F.col("node").alias("b"), weight)
-            .unionByName(left.join(right, "at").where((F.col("a") < F.col("b")) & _agree(F.lit(0), allowed, short))
-                         .select("a", "b", weight)))
+            .unionByName(pairs.agreeing(left.join(right, "at").where(F.col("a") < F.col("b")), F.lit(0), "sa", "sb",
+                                        allowed, short, texts).select("a", "b", weight)))
 
 
-def _confirmed(far, firsts, own, key: str, place: int, allowed: int | None, short: int | None = None):
+def _confirmed(far, firsts, own, key: str, place: int, allowed: int | None, short: str | None = None, texts=None):
     """``(a, b, weight)`` of one signature's near pairs beyond 3 bits (``far``: the first
     positions ``a``, ``b`` of two fingerprints, their distance): the first node of each sketch
     among one fingerprint's nodes to that of each sketch of the other's within ``allowed`` bits
@@ -267,8 +267,7 @@ def _confirmed(far, firsts, own, key: str, place: int, allowed: int | None, shor
     sketches = _sketches(firsts, own, key)
     left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"))
     right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"))
-    return (far.join(left, "a").join(right, "b")
-            .where(_agree(F.col("distance"), allowed, short))
+    return (pairs.agreeing(far.join(left, "a").join(right, "b"), F.col("distance"), "sa", "sb", allowed, short, texts)
             .select(F.col("na").alias("a"), F.col("nb").alias("b"),
                     via_weight(F.col("distance"), F.lit(place)).alias("weight")))
 

@@ -30,7 +30,8 @@ class ZooKeeper:
         return cls(quorum, int(port), target.zk_parent or "")
 
 
-RUNS_SCHEMA = "query long, simhash long, distance int, total long, ids array<string>, sketches array<bigint>"
+RUNS_SCHEMA = ("query long, simhash long, distance int, total long, ids array<string>, sketches array<bigint>, "
+               "kepts array<string>")
 
 
 def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, folder: str, flags: int, k: int,
@@ -38,8 +39,8 @@ def index_runs(spark, zk: ZooKeeper, table: str, family: str, probes, folder: st
     """Per (query, prefix) row of ``probes`` (sorted by prefix within partitions), the index
     rows under the prefix within ``k`` bits of the query, read in the executors' JVMs
     (RUNS_SCHEMA: query, simhash, distance, the fingerprint's document count, its first
-    ``limit`` ids or all when None, and with ``sketched`` (an index with a confirmation:
-    index/confirm.py) their sketches, else null); ``flags``: the scheme's number of flags;
+    ``limit`` ids or all when None, and with ``sketched`` (an index with sketches:
+    index/confirm.py) their sketches and kept texts, else null); ``flags``: the scheme's number of flags;
     ``chunk``: probes per scan. The probes are written first, a file per partition, to
     ``folder`` (replaced; on a file system the executors share: remove it with
     ``files.remove`` once the runs are no longer read); a task reads one file. No TTL is

@@ -113,7 +113,7 @@ def _only_new(job: SparkJob, index: Index, fingerprinted, report: LoadReport, st
 def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, loaded: int) -> None:
     """The embedded store: ``Index.write`` in input order, batch by batch, as the local load
     does (so repeated ids, replaced fingerprints and ``new`` behave the same)."""
-    rows = (good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more", "sketch")
+    rows = (good.select("ordinal", "line", "source", "id", "simhash", "title", "length", "more", "sketch", "kept")
             .orderBy("ordinal", "line"))
     docs: list[Document] = []
 
@@ -128,7 +128,7 @@ def _driver_writes(index: Index, good, report: LoadReport, batch_size: int, load
         meta = document_meta(loaded // 1000, row["source"], row["line"], row["title"], row["length"])
         more = tuple(unsigned64(m) for m in row["more"] or ())
         sketch = None if row["sketch"] is None else unsigned64(row["sketch"])
-        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta, more, sketch))
+        docs.append(Document(row["id"], unsigned64(row["simhash"]), meta, more, sketch, row["kept"] or ""))
         if len(docs) >= batch_size:
             flush()
     flush()

@@ -39,18 +39,39 @@ TASK_ROWS = 1 << 22  # (lead block, fingerprint) rows of one pair-search task: 4
 QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 
-def sketches_agree(distance, a, b, allowed: int | None, short: int | None):
-    """``confirm.sketches_agree`` in Spark SQL: whether a pair at ``distance`` with the sketches
-    ``a`` and ``b`` (signed long columns) matches, under a confirmation of ``allowed`` bits
-    (None: none) and the short-text rule of ``short`` bits (None: none)."""
+def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, texts=None):
+    """The rows of ``df`` whose pair at ``distance`` with the sketches in columns ``a`` and ``b``
+    (signed longs) ``confirm.sketches_agree`` lets match, under a confirmation of ``allowed``
+    bits (None: none) and the short-text rule ``short`` (None: none): a pair with a short text
+    only when both are and they keep one text (equal sketches) or their kept texts (``texts``:
+    sketch, kept; joined here) are ``units.near`` (in the Python workers, for those pairs alone)."""
     from pyspark.sql import functions as F
 
-    apart = F.bit_count(a.bitwiseXOR(b))
-    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (apart <= F.lit(allowed) if allowed is not None else F.lit(False))
+    sa, sb = F.col(a), F.col(b)
+    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (
+        F.bit_count(sa.bitwiseXOR(sb)) <= F.lit(allowed) if allowed is not None else F.lit(False))
     if short is None:
-        return plain
-    fa, fb = (c.bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in (a, b))
-    return F.when(fa | fb, fa & fb & (apart <= F.lit(short))).otherwise(plain)
+        return df.where(plain)
+    fa, fb = (c.bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in (sa, sb))
+    decided = df.where(F.when(fa | fb, fa & fb & (sa == sb)).otherwise(plain))
+    both = (df.where(fa & fb & (sa != sb))
+            .join(texts.select(F.col("sketch").alias(a), F.col("kept").alias("_ka")), a)
+            .join(texts.select(F.col("sketch").alias(b), F.col("kept").alias("_kb")), b))
+    return decided.unionByName(both.where(_texts_near(F.col("_ka"), F.col("_kb"))).drop("_ka", "_kb"))
+
+
+def _texts_near(a, b):
+    """``units.near`` of two string columns, in the Python workers (a vectorised UDF)."""
+    from pyspark.sql import functions as F
+
+    def near(xs, ys):
+        import pandas as pd
+
+        from ...text.units import near as units_near
+
+        return pd.Series([units_near(x, y) for x, y in zip(xs, ys)], dtype=bool)
+
+    return F.pandas_udf(near, "boolean")(a, b)
 
 
 def distinct(df):

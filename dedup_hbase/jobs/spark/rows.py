@@ -109,23 +109,24 @@ def signature_simhash(j: int):
     return F.col("simhash") if j == 0 else F.element_at(F.col("more"), j)
 
 
-def cell_qualifier(id_bytes, sketch):
+def cell_qualifier(id_bytes, sketch, kept=None):
     """``layout.cell_qualifier`` of a binary id column and a bigint sketch column: the id with
     each 0x00 byte as 0x00 0xFF (hex pairs rewritten, for the ids that hold one), 0x00 0x00, the
-    sketch's 8 bytes."""
+    sketch's 8 bytes, then (``kept``: a string column, the short-text rule's) the kept text's UTF-8."""
     from pyspark.sql import functions as F
 
     hexed = F.hex(id_bytes)
     pairs = F.split(F.regexp_replace(hexed, "(..)", "$1 "), " ")
     escaped = F.unhex(F.array_join(F.transform(pairs, lambda p: F.when(p == "00", "00FF").otherwise(p)), ""))
     zero = hexed.rlike("^(..)*00")  # a 0x00 byte: "00" at an even place of the hex
-    return F.concat(F.when(zero, escaped).otherwise(id_bytes), F.lit(b"\x00\x00"), _big_endian(sketch, 8))
+    return F.concat(F.when(zero, escaped).otherwise(id_bytes), F.lit(b"\x00\x00"), _big_endian(sketch, 8),
+                    *([F.encode(F.coalesce(kept, F.lit("")), "UTF-8")] if kept is not None else []))
 
 
-def _keyed(winners, schemes: list[Scheme], sketch: bool = False):
+def _keyed(winners, schemes: list[Scheme], sketch: bool = False, kept: bool = False):
     """winners with each signature's and flag's row key as a column (``_k0_1`` ...), the id's
     bytes (``_id``) and the column of its index cells (``_q``: the id, or with ``sketch``
-    ``cell_qualifier``), computed once per document in their own projection: a struct column
+    ``cell_qualifier``, with ``kept`` of the column ``kept``), computed once per document in their own projection: a struct column
     built on them refers to a key several times (its region), which Spark would compute again in
     each place."""
     from pyspark.sql import functions as F
@@ -133,7 +134,7 @@ def _keyed(winners, schemes: list[Scheme], sketch: bool = False):
     keys = [key.alias(f"_k{j}_{flag}") for j, scheme in enumerate(schemes)
             for flag, key in enumerate(row_keys(scheme, signature_simhash(j)), 1)]
     raw = F.col("id").cast("binary")
-    qualifier = cell_qualifier(raw, F.col("sketch")) if sketch else raw
+    qualifier = cell_qualifier(raw, F.col("sketch"), F.col("kept") if kept else None) if sketch else raw
     return winners.select("*", raw.alias("_id"), qualifier.alias("_q"), *keys)
 
 
@@ -176,11 +177,13 @@ def json_string(text):
     return F.concat(F.lit('"'), F.when(text.rlike(_NEEDS_ESCAPE), escaped).otherwise(text), F.lit('"'))
 
 
-def document_value(loaded: int, simhash, source, line, title, length, more: int = 0, sketch: bool = False):
+def document_value(loaded: int, simhash, source, line, title, length, more: int = 0, sketch: bool = False,
+                   kept: bool = False):
     """``index.document_value`` of ``index.document_meta(loaded, source, line, title, length)``
     (source and line given, as a load gives them); ``more``: the signatures after the body (their
-    simhashes in the column ``more``); ``sketch``: an index with a confirmation (the column
-    ``sketch``)."""
+    simhashes in the column ``more``); ``sketch``: an index with sketches (the column
+    ``sketch``); ``kept``: the short-text rule (the column ``kept``, the metadata's last entry
+    where not empty)."""
     from pyspark.sql import functions as F
 
     meta = F.concat(
@@ -189,6 +192,8 @@ def document_value(loaded: int, simhash, source, line, title, length, more: int 
         F.when(title.isNotNull() & (F.length(title) > 0), F.concat(F.lit(',"title":'), json_string(title)))
         .otherwise(F.lit("")),
         F.when(length.isNotNull(), F.concat(F.lit(',"length":'), length.cast("string"))).otherwise(F.lit("")),
+        *([F.when(F.coalesce(F.length("kept"), F.lit(0)) > 0, F.concat(F.lit(',"kept":'), json_string(F.col("kept"))))
+           .otherwise(F.lit(""))] if kept else []),
         F.lit("}"))
     return F.concat(_big_endian(simhash, 8), *[_big_endian(signature_simhash(j), 8) for j in range(1, more + 1)],
                     *([_big_endian(F.col("sketch"), 8)] if sketch else []), meta.cast("binary"))
@@ -206,12 +211,12 @@ def doc_cell(splits: list[bytes], targets: list[int], per_region: int):
                     F.lit(b"").alias("qualifier"), value.alias("value"))
 
 
-def _valued(winners, loaded: int, more: int = 0, sketch: bool = False):
+def _valued(winners, loaded: int, more: int = 0, sketch: bool = False, kept: bool = False):
     """winners with the id's bytes (``_id``) and the document row's value (``_value``)."""
     from pyspark.sql import functions as F
 
     value = document_value(loaded, F.col("simhash"), F.col("source"), F.col("line"), F.col("title"), F.col("length"),
-                           more, sketch)
+                           more, sketch, kept)
     return winners.select("*", F.col("id").cast("binary").alias("_id"), value.alias("_value"))
 
 
@@ -220,14 +225,16 @@ def doc_rows(winners, loaded: int, splits: list[bytes], targets: list[int], per_
     return _valued(winners, loaded).select(doc_cell(splits, targets, per_region).alias("c")).select("c.*")
 
 
-def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple, sketch: bool = False):
+def cells(winners, schemes: list[Scheme], loaded: int, index: tuple, docs: tuple, sketch: bool = False,
+          kept: bool = False):
     """Both tables' rows of the winners in one pass (each winner read once): every signature's
     index rows (``schemes``: the index's, the body's first) and the document rows as one column
     of ROW_COLUMNS; ``index`` and ``docs``: (splits, targets, per_region) of each table;
-    ``sketch``: the document rows keep each winner's (an index with a confirmation)."""
+    ``sketch``: the cells and document rows keep each winner's (an index with sketches), and
+    with ``kept`` (the short-text rule) its kept text."""
     from pyspark.sql import functions as F
 
     structs = index_cells(schemes, *index) + [doc_cell(*docs)]
-    prepared = _keyed(winners, schemes, sketch).drop("_id")
-    return (_valued(prepared, loaded, len(schemes) - 1, sketch).select(F.explode(F.array(*structs)).alias("c"))
+    prepared = _keyed(winners, schemes, sketch, kept).drop("_id")
+    return (_valued(prepared, loaded, len(schemes) - 1, sketch, kept).select(F.explode(F.array(*structs)).alias("c"))
             .select("c.*"))

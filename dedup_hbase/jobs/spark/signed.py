@@ -59,7 +59,7 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
     from pyspark.sql import functions as F
 
     keys = (fingerprinted.where(F.col("error").isNull()).select(lookup_key().alias("key"), "simhash", "more", "masks",
-                                                                     "sketch")
+                                                                     "sketch", "kept")
             .dropDuplicates(["key"]))
     target = index.store.hfile_target()
     zk = hbase.ZooKeeper.of(target, index.store.url)
@@ -68,8 +68,8 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
         base = rows.signature_simhash(j)
         flips = F.concat(F.array(F.lit(0).cast("bigint")),
                          F.coalesce(F.element_at("masks", j + 1), F.array().cast("array<bigint>")))
-        lookups = (keys.select("key", "sketch", base.alias("base"), F.explode(flips).alias("flip"))
-                   .select("key", "sketch", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query")))
+        lookups = (keys.select("key", "sketch", "kept", base.alias("base"), F.explode(flips).alias("flip"))
+                   .select("key", "sketch", "kept", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query")))
         queries = lookups.select("query").distinct()
         prefix = F.explode(F.array(*[
             F.shiftleft(rows.segment(scheme, f, F.col("query")), 8).bitwiseOR(F.lit(scheme.first_flag + f - 1))
@@ -85,8 +85,8 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
         if index.ttl:
             runs = runs.mapInArrow(stages.expire_runs(index.store.url), hbase.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
-        joined = lookups.join(runs.select("query", "simhash", "ids", "sketches"), "query").select(
-            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "sketch")
+        joined = lookups.join(runs.select("query", "simhash", "ids", "sketches", "kepts"), "query").select(
+            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "kepts", "sketch", "kept")
         found = joined if found is None else found.unionByName(joined)
     if index.spec.sketched:
         found = found.mapInArrow(stages.confirm_runs(index.store.url), stages.SIGNED_RUNS_SCHEMA)

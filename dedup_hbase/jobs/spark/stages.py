@@ -22,23 +22,24 @@ from ...index.confirm import Sketched, confirmed_runs
 from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
-from ...text.shorts import text_sketches
 from ...text.signatures import Signatures
+from ...text.units import text_sketches
 from ..batches import fingerprint_batch
 from ..reports import reason_of
 from ..workers import fingerprint_texts
 
 # more: the simhashes of the signatures after the body (an index of several: text/signatures.py), else null;
 # masks: per signature, the bits a lookup with probes flips (Signatures.probe_masks), else null;
-# sketch: an index with a confirmation: the text's second SimHash (index/confirm.py), else null
+# sketch: an index with a confirmation or the short-text rule: the text's sketch (index/confirm.py,
+# text/units.py), else null; kept: under the short-text rule, a short text as the index keeps it ("" for another)
 FINGERPRINTED_SCHEMA = ("ordinal int, line long, source string, id string, simhash long, title string, "
                         "length long, text_bytes long, error string, reason string, featurizer string, "
-                        "more array<bigint>, masks array<array<bigint>>, sketch long")
+                        "more array<bigint>, masks array<array<bigint>>, sketch long, kept string")
 FINGERPRINTED_COLUMNS = ("ordinal", "line", "source", "id", "simhash", "title", "length", "text_bytes", "error",
-                         "reason", "featurizer", "more", "masks", "sketch")
+                         "reason", "featurizer", "more", "masks", "sketch", "kept")
 # a signature's runs of a lookup key (signed.py): at distance from the key's simhash of that signature
 SIGNED_RUNS_SCHEMA = ("key string, j int, simhash long, distance int, ids array<string>, sketches array<bigint>, "
-                      "sketch long")
+                      "kepts array<string>, sketch long, kept string")
 OLD_SCHEMA = "known long, replaced long"
 
 _fingerprinters: dict[str, Fingerprinter] = {}
@@ -89,21 +90,21 @@ def fingerprint_records(spec: dict, use_simhash: bool):
             return None
         return [[signed64(m) for m in ms] for ms in signatures.probe_masks(fingerprinter(spec), record.text, probes)]
 
-    def sketches(records) -> list:
-        out = [None] * len(records)
+    def sketches(records) -> tuple[list, list]:
+        out, kepts = [None] * len(records), [None] * len(records)
         todo = [i for i, r in enumerate(records) if not r.error] if "sketch" in spec else []
         if todo:
             made = fingerprint_texts(fingerprinter(spec["sketch"]), [records[i].text for i in todo])
             for i, sketch in zip(todo, made):
                 out[i] = signed64(sketch) if isinstance(sketch, int) else None
-        if spec.get("short"):  # the short-text rule's sketch (text/shorts.py), the other one within it
+        if spec.get("short"):  # the short-text rule's sketch and kept text (text/units.py), the other sketch within it
             good = [i for i, r in enumerate(records) if not r.error]
-            made = text_sketches([records[i].text for i in good],
-                                 [None if out[i] is None else out[i] & ((1 << 64) - 1) for i in good])
+            made, texts = text_sketches([records[i].text for i in good],
+                                        [None if out[i] is None else out[i] & ((1 << 64) - 1) for i in good])
             out = [None] * len(records)
-            for i, sketch in zip(good, made):
-                out[i] = signed64(sketch)
-        return out
+            for i, sketch, kept in zip(good, made, texts):
+                out[i], kepts[i] = signed64(sketch), kept
+        return out, kepts
 
     def finish(pairs):
         records = [record for _, record in pairs]
@@ -116,17 +117,17 @@ def fingerprint_records(spec: dict, use_simhash: bool):
                 [r.title for r in records], lengths, sizes, [r.error for r in records],
                 [reason_of(r.error) if r.error else None for r in records], [r.featurizer for r in records],
                 [None if r.error or not r.more else [signed64(m) for m in r.more] for r in records],
-                [masks(r) for r in records], sketches(records)]
+                [masks(r) for r in records], *sketches(records)]
         types = [pa.int32(), pa.int64(), pa.string(), pa.string(), pa.int64(), pa.string(), pa.int64(), pa.int64(),
                  pa.string(), pa.string(), pa.string(), pa.list_(pa.int64()), pa.list_(pa.list_(pa.int64())),
-                 pa.int64()]
+                 pa.int64(), pa.string()]
         return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
                                           names=list(FINGERPRINTED_COLUMNS))
     return finish
 
 
 def old_fingerprints(url: str, chunk: int = 1000):
-    """winners (id, simhash, more, sketch) -> per batch, how many of its ids the index holds already and how
+    """winners (id, simhash, more, sketch, kept) -> per batch, how many of its ids the index holds already and how
     many of those with another fingerprint. Where the old fingerprint differs, its index rows
     are deleted here, through the store, as ``Index.write`` does before it writes
     (``Index.retire_old_fingerprints``; idempotent: a retried task deletes again)."""
@@ -140,6 +141,7 @@ def old_fingerprints(url: str, chunk: int = 1000):
             more = batch.column("more").to_pylist()
             sketches = as_unsigned(batch.column("sketch").to_numpy(zero_copy_only=False)) \
                 if index.spec.sketched else None
+            kepts = batch.column("kept").to_pylist() if index.spec.short is not None else None
             extra = len(index.signatures) - 1
             columns = [sims] + [as_unsigned(np.array([m[j] for m in more], np.int64)) for j in range(extra)]
             known = replaced = 0
@@ -147,7 +149,8 @@ def old_fingerprints(url: str, chunk: int = 1000):
                 raw = [i.encode("utf-8") for i in ids[start:start + chunk]]
                 written = index.retire_old_fingerprints(raw, sims[start:start + chunk],
                                                         [c[start:start + chunk] for c in columns],
-                                                        None if sketches is None else sketches[start:start + chunk])
+                                                        None if sketches is None else sketches[start:start + chunk],
+                                                        None if kepts is None else kepts[start:start + chunk])
                 known += len(raw) - written.new
                 replaced += written.replaced
             yield pa.RecordBatch.from_arrays([pa.array([known], pa.int64()), pa.array([replaced], pa.int64())],
@@ -166,18 +169,20 @@ def expire_runs(url: str):
 
         index = index_of(url)
         for batch in batches:
-            queries, simhashes, distances, ids, sketches = (batch.column(n).to_pylist() for n in (
-                "query", "simhash", "distance", "ids", "sketches"))
+            queries, simhashes, distances, ids, sketches, kepts = (batch.column(n).to_pylist() for n in (
+                "query", "simhash", "distance", "ids", "sketches", "kepts"))
             found = unexpired_runs(index.store, [[Run(d, s, i)] for d, s, i in zip(distances, simhashes, ids)],
                                    index.ttl, head=index.head)
             kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
             their = [None if sketches[n] is None else [dict(zip(ids[n], sketches[n]))[i] for i in r.ids]
                      for n, r in kept]
+            texts = [None if kepts[n] is None else [dict(zip(ids[n], kepts[n]))[i] for i in r.ids] for n, r in kept]
             cols = [[queries[n] for n, _ in kept], [r.simhash for _, r in kept], [r.distance for _, r in kept],
-                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept], their]
-            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string()), pa.list_(pa.int64())]
+                    [len(r.ids) for _, r in kept], [list(r.ids) for _, r in kept], their, texts]
+            types = [pa.int64(), pa.int64(), pa.int32(), pa.int64(), pa.list_(pa.string()), pa.list_(pa.int64()),
+                     pa.list_(pa.string())]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["query", "simhash", "distance", "total", "ids", "sketches"])
+                                             names=["query", "simhash", "distance", "total", "ids", "sketches", "kepts"])
     return run
 
 
@@ -195,17 +200,20 @@ def confirm_runs(url: str):
         allowed, short = index.confirm, index.spec.short
         mask = (1 << 64) - 1
         for batch in batches:
-            keys, places, simhashes, distances, ids, theirs, sketches = (batch.column(n).to_pylist() for n in (
-                "key", "j", "simhash", "distance", "ids", "sketches", "sketch"))
-            found = confirmed_runs([[Run(d, s, Sketched(i, [x & mask for x in t]))]
-                                    for d, s, i, t in zip(distances, simhashes, ids, theirs)],
-                                   [s & mask for s in sketches], allowed, short)
+            keys, places, simhashes, distances, ids, theirs, texts, sketches, kepts = (
+                batch.column(n).to_pylist() for n in ("key", "j", "simhash", "distance", "ids", "sketches", "kepts",
+                                                      "sketch", "kept"))
+            found = confirmed_runs([[Run(d, s, Sketched(i, [x & mask for x in t], k))]
+                                    for d, s, i, t, k in zip(distances, simhashes, ids, theirs, texts)],
+                                   [s & mask for s in sketches], allowed, short,
+                                   [k or "" for k in kepts] if short is not None else None)
             kept = [(n, runs[0]) for n, runs in enumerate(found) if runs]
             cols = [[keys[n] for n, _ in kept], [places[n] for n, _ in kept], [r.simhash for _, r in kept],
                     [r.distance for _, r in kept], [list(r.ids) for _, r in kept], [None] * len(kept),
-                    [sketches[n] for n, _ in kept]]
+                    [None] * len(kept), [sketches[n] for n, _ in kept], [kepts[n] for n, _ in kept]]
             types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.list_(pa.string()), pa.list_(pa.int64()),
-                     pa.int64()]
+                     pa.list_(pa.string()), pa.int64(), pa.string()]
             yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(cols, types)],
-                                             names=["key", "j", "simhash", "distance", "ids", "sketches", "sketch"])
+                                             names=["key", "j", "simhash", "distance", "ids", "sketches", "kepts",
+                                                    "sketch", "kept"])
     return run

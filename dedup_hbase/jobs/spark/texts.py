@@ -95,7 +95,7 @@ def parquet_batch(batch, columns: list[str], fields: Fields, spec: dict, file_of
            pa.array(messages, pa.string()) if messages else pa.nulls(n, pa.string()),
            pa.array([m and reason_of(m) for m in messages], pa.string()) if messages else pa.nulls(n, pa.string()),
            pa.nulls(n, pa.string()), pa.nulls(n, pa.list_(pa.int64())), pa.nulls(n, pa.list_(pa.list_(pa.int64()))),
-           pa.nulls(n, pa.int64())]
+           pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())]
     return pa.RecordBatch.from_arrays(out, names=list(stages.FINGERPRINTED_COLUMNS)), rest
 
 

@@ -49,9 +49,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * probes' scan prefixes and compares every row once with the queries of its prefix.
  *
  * <p>An index row is segment(4B) + flag(1B) + simhash(8B) with one cell per document (the
- * qualifier is the document id, no value; in an index with a confirmation, {@code sketched}, the
- * id with each 0x00 byte as 0x00 0xFF, then 0x00 0x00 and the document's 8-byte sketch:
- * index/confirm.py). A row is one indexed fingerprint, so the copies of one text are one
+ * qualifier is the document id, no value; in an index with sketches, {@code sketched}, the id
+ * with each 0x00 byte as 0x00 0xFF, then 0x00 0x00, the document's 8-byte sketch and, for a short
+ * text under the short-text rule, its kept text in UTF-8: index/layout.py, text/units.py). A row is one indexed fingerprint, so the copies of one text are one
  * comparison per query however many there are (skew).
  *
  * <p>In: the folder {@code probes}, a file per task ({@code part-*}; hidden names skipped) of
@@ -65,7 +65,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>Out ({@link #SCHEMA}): one row per (query, indexed fingerprint within {@code k} bits):
  * query, simhash, distance, total (the documents of the fingerprint), ids (the first
  * {@code limit} in key order, or all when {@code limit} is negative), and when {@code sketched}
- * their sketches (else null). A fingerprint found under several flags of one query comes out once
+ * their sketches and kept texts ("" for all but short texts; else both null). A fingerprint found under several flags of one query comes out once
  * per flag; the caller merges. Nothing here applies a TTL or confirms. Other options: the
  * index's {@code table} and {@code family}, HBase's ZooKeeper ({@code quorum}, {@code port},
  * {@code parent}). This source does not write.
@@ -76,7 +76,8 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
   static final StructType SCHEMA = new StructType().add("query", DataTypes.LongType)
       .add("simhash", DataTypes.LongType).add("distance", DataTypes.IntegerType).add("total", DataTypes.LongType)
       .add("ids", DataTypes.createArrayType(DataTypes.StringType))
-      .add("sketches", DataTypes.createArrayType(DataTypes.LongType));
+      .add("sketches", DataTypes.createArrayType(DataTypes.LongType))
+      .add("kepts", DataTypes.createArrayType(DataTypes.StringType));
 
   static final String NAME = "dedup-hbase-lookup";
 
@@ -371,6 +372,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
     long total;
     List<String> ids = new ArrayList<>();
     long[] sketches = new long[16];
+    List<String> kepts = new ArrayList<>();
 
     RowMatches(int limit, boolean sketched) {
       this.limit = limit;
@@ -387,6 +389,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
       count = 0;
       total = 0;
       ids.clear();
+      kepts.clear();
       if (prefixAt < 0) {
         return;
       }
@@ -421,9 +424,24 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
         if (ids.size() == sketches.length) {
           sketches = Arrays.copyOf(sketches, 2 * ids.size());
         }
-        sketches[ids.size()] = Bytes.toLong(qualifier, qualifier.length - 8);
-        ids.add(Bytes.toString(unescaped(qualifier, qualifier.length - 10)));
+        int end = sketchEnd(qualifier);
+        sketches[ids.size()] = Bytes.toLong(qualifier, end + 2);
+        kepts.add(Bytes.toString(qualifier, end + 10, qualifier.length - end - 10));
+        ids.add(Bytes.toString(unescaped(qualifier, end)));
       }
+    }
+
+    /** Where the escaped id of a qualifier with a sketch ends: its first 0x00 0x00. */
+    static int sketchEnd(byte[] qualifier) {
+      for (int i = 0; i + 1 < qualifier.length; i++) {
+        if (qualifier[i] == 0) {
+          if (qualifier[i + 1] == 0) {
+            return i;
+          }
+          i++; // an escaped 0x00: 0x00 0xFF
+        }
+      }
+      throw new IllegalArgumentException("an index cell's column without the sketch's 0x00 0x00");
     }
 
     /** The first {@code length} bytes of a qualifier with each 0x00 0xFF back to 0x00. */
@@ -458,8 +476,16 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
       }
       GenericArrayData keptIds = new GenericArrayData(kept);
       GenericArrayData their = sketched ? new GenericArrayData(Arrays.copyOf(sketches, kept.length)) : null;
+      GenericArrayData texts = null;
+      if (sketched) {
+        Object[] t = new Object[kepts.size()];
+        for (int i = 0; i < t.length; i++) {
+          t[i] = UTF8String.fromString(kepts.get(i));
+        }
+        texts = new GenericArrayData(t);
+      }
       for (int i = 0; i < count; i++) {
-        out.add(new GenericInternalRow(new Object[] {matched[i], simhash, distances[i], total, keptIds, their}));
+        out.add(new GenericInternalRow(new Object[] {matched[i], simhash, distances[i], total, keptIds, their, texts}));
       }
       count = 0;
     }

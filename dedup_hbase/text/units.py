@@ -1,0 +1,105 @@
+"""When two short texts are near: the same numbers, and the words of one among the other's.
+
+A short text's SimHash cannot tell it from another short text that shares its heaviest term
+(text/shorts.py says why), and read by eye most of the short pairs a SimHash joins wrongly are
+not random: they are two items cut from one template, which differ by a substituted word
+(李希在湖南调研 / 李希在河南调研; 李强会见塞尔维亚总统 / 总理; 通报七起 / 通报八起), while the
+copies of one item differ by words inserted or left out (将, 通伦, 的), by words moved, or by
+punctuation (docs/quality.md, "Words of one among the other's"). So two short texts
+are near when
+
+* their *numbers* are the same, in the same order (runs of digits, and of Chinese numerals:
+  二十届 / 十四届, 七起 / 八起, 5.5 / 5.1 are other items), and
+* the *words* of one are all among the other's: a text's words are its CJK characters, each
+  alone (a character substituted brings one the other text lacks), and its runs of other
+  letters and of digits (an English word substituted brings a new word; a letter does not).
+
+Order and counts are not looked at: a reworded copy (继续全球领跑 / 继续领跑全球) is near. Both
+tests take the body a short text is fingerprinted by (``shorts.body``: normalized, boilerplate
+lines dropped), its white space runs made one space: ``stored``, what an index keeps of a short
+text so that every path can apply the rule where it decides a pair.
+
+This module does no I/O and knows no index.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import mmh3
+
+from .shorts import SHORT_FLAG, body, is_short
+
+WORDS = "words"  # the rule's name, as an index's metadata records it (``short``)
+KEPT_SEED = 0x4B45  # mmh3's seed for a kept text's hash in its sketch
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"  # kana, ideographs, hangul
+_WORD = re.compile(f"[{_CJK}]|[0-9]+|[^\\W\\d_{_CJK}]+")
+_NUMBER = re.compile(r"[0-9]+|[〇零一二三四五六七八九十百千万亿两]+")
+
+
+def stored(text: str) -> str:
+    """What an index keeps of a short text: ``shorts.body(text)`` with its white space runs made one space."""
+    return " ".join(body(text).split())
+
+
+def kept_sketch(kept: str) -> int:
+    """The sketch of a short text under the rule: ``SHORT_FLAG`` (bit 0) and, in bits 63..1, a
+    hash of its kept text (``stored``), so that two documents have one sketch when they keep one
+    text (and, but for a collision of 63-bit hashes, only then: a run's copies are told apart by
+    their sketches alone, as a confirmation's are); what is near is then decided from the texts
+    (``near``)."""
+    return (mmh3.hash64(kept.encode("utf-8"), KEPT_SEED, signed=False)[0] & ~SHORT_FLAG) | SHORT_FLAG
+
+
+def text_sketches(texts: Sequence[str], others: Sequence[int | None] | None = None,
+                  chars: Sequence[int | None] | None = None) -> tuple[list[int], list[str]]:
+    """Per text, its sketch and kept text in an index with the short-text rule: for a short one
+    (``shorts.is_short``; ``chars`` per text as it takes them) ``kept_sketch`` of ``stored``;
+    for another ``others``' (the confirmation's sketch, confirm.py; None: 0) with bit 0
+    cleared, and "". Copies are made once."""
+    made: dict[str, str] = {}
+    sketches, kepts = [], []
+    for text, other, n in zip(texts, others or [None] * len(texts), chars or [None] * len(texts)):
+        if text not in made:
+            made[text] = stored(text) if is_short(text, n) else ""
+        kept = made[text]
+        sketches.append(kept_sketch(kept) if kept else (other or 0) & ~SHORT_FLAG)
+        kepts.append(kept)
+    return sketches, kepts
+
+
+@lru_cache(maxsize=1 << 15)
+def _parts(kept: str) -> tuple[frozenset, tuple]:
+    """The words (a set) and the numbers (in order) of a ``stored`` text."""
+    return frozenset(_WORD.findall(kept)), tuple(_NUMBER.findall(kept))
+
+
+def words(kept: str) -> frozenset:
+    """The words of a ``stored`` text: each CJK character alone, runs of digits, runs of other letters."""
+    return _parts(kept)[0]
+
+
+def numbers(kept: str) -> tuple:
+    """The numbers of a ``stored`` text, in order: runs of digits, runs of Chinese numerals."""
+    return _parts(kept)[1]
+
+
+def near(a: str, b: str) -> bool:
+    """Whether two short texts (each ``stored``) are near: the same numbers in the same order, and
+    the words of one all among the other's."""
+    (wa, na), (wb, nb) = _parts(a), _parts(b)
+    return na == nb and (wa <= wb or wb <= wa)
+
+
+def reason(a: str, b: str) -> str:
+    """Why two short texts (each ``stored``) are near or not, in words: the numbers that differ,
+    or the words each has that the other lacks (at most 5 of each), or that they are near."""
+    (wa, na), (wb, nb) = _parts(a), _parts(b)
+    if na != nb:
+        return f"other numbers: {' '.join(na) or 'none'} against {' '.join(nb) or 'none'}"
+    only_a, only_b = sorted(wa - wb), sorted(wb - wa)
+    if only_a and only_b:
+        return f"words of each the other lacks: {' '.join(only_a[:5])} against {' '.join(only_b[:5])}"
+    return "the same numbers, and the words of one among the other's"
