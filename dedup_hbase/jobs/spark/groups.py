@@ -94,12 +94,13 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     signatures = options.signatures
     keys = ["simhash", *(f"s{j}" for j in range(1, len(signatures)))]  # each signature's simhash
     sketched = options.confirm is not None or options.short is not None
-    good = records.good(fingerprinted)
-    docs = job.persist(good.select(
+    docs = job.persist(records.good(fingerprinted).select(
         records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
-        *(["sketch"] if sketched else [])))
+        *(["sketch"] if sketched else []), *(["kept"] if options.short is not None else [])))
+    # the short texts' kept texts (a short sketch -> its kept text), from the persisted documents:
+    # the records they come from are let go below
     texts = None if options.short is None else job.persist(
-        good.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
+        docs.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
