@@ -8,8 +8,9 @@ copies of one item differ by words inserted or left out (将, 通伦, 的), by w
 punctuation (docs/quality.md, "Words of one among the other's"). So two short texts
 are near when
 
-* their *numbers* are the same, in the same order (runs of digits, and of Chinese numerals:
-  二十届 / 十四届, 七起 / 八起, 5.5 / 5.1 are other items), and
+* their *numbers* are the same, as many of each, in any order (runs of digits, and of Chinese
+  numerals: 二十届 / 十四届, 七起 / 八起, 5.5 / 5.1 are other items; a copy with its sentences moved
+  keeps them), and
 * the *words* of one are all among the other's: a text's words are its CJK characters, each
   alone (a character substituted brings one the other text lacks), and its runs of other
   letters and of digits (an English word substituted brings a new word; a letter does not).
@@ -72,8 +73,8 @@ def text_sketches(texts: Sequence[str], others: Sequence[int | None] | None = No
 
 @lru_cache(maxsize=1 << 15)
 def _parts(kept: str) -> tuple[frozenset, tuple]:
-    """The words (a set) and the numbers (in order) of a ``stored`` text."""
-    return frozenset(_WORD.findall(kept)), tuple(_NUMBER.findall(kept))
+    """The words (a set) and the numbers (sorted: as many of each, in any order) of a ``stored`` text."""
+    return frozenset(_WORD.findall(kept)), tuple(sorted(_NUMBER.findall(kept)))
 
 
 def words(kept: str) -> frozenset:
@@ -82,13 +83,13 @@ def words(kept: str) -> frozenset:
 
 
 def numbers(kept: str) -> tuple:
-    """The numbers of a ``stored`` text, in order: runs of digits, runs of Chinese numerals."""
+    """The numbers of a ``stored`` text, sorted: runs of digits, runs of Chinese numerals."""
     return _parts(kept)[1]
 
 
 def near(a: str, b: str) -> bool:
-    """Whether two short texts (each ``stored``) are near: the same numbers in the same order, and
-    the words of one all among the other's."""
+    """Whether two short texts (each ``stored``) are near: the same numbers (as many of each, in any
+    order), and the words of one all among the other's."""
     (wa, na), (wb, nb) = _parts(a), _parts(b)
     return na == nb and (wa <= wb or wb <= wa)
 
