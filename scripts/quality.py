@@ -136,7 +136,7 @@ def _worker_init(methods: list[str]) -> None:
 
         def fn(text):
             body = index.fingerprint(text)
-            return (body, *index.more_signatures(text, body)), index.probe_masks(text), index.sketch(text) or 0
+            return (body, *index.more_signatures(text, body)), index.probe_masks(text), index.sketched(text)[0] or 0
         return fn
 
     fns = {

@@ -171,7 +171,7 @@ def news(xwlb_path):
 
 def parts(index: Index, text: str):
     body = index.fingerprint(text)
-    return [body, *index.more_signatures(text, body)], index.probe_masks(text), index.sketch(text)
+    return [body, *index.more_signatures(text, body)], index.probe_masks(text), index.sketched(text)[0]
 
 
 def expected_checks(index: Index, originals, copies, names):
@@ -314,7 +314,7 @@ def test_a_load_makes_the_sketches_on_its_workers(tmp_path, news, native):
         report = load_files(index, [str(data)], LoadOptions(workers=2, batch_size=16))
         stored = index.get([f"d{j}" for j in range(len(texts))])
     assert report.indexed == len(texts)
-    assert [d.sketch for d in stored] == [index.sketch(t) for t in texts]
+    assert [d.sketch for d in stored] == [index.sketched(t)[0] for t in texts]
     assert all(d.sketch != d.simhash for d in stored)
 
 

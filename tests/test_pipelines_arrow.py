@@ -134,7 +134,7 @@ def test_an_index_adds_its_other_signatures_and_sketch(tmp_path, xwlb_path):
     for row, text in zip(rows[:40], docs):
         assert row["simhash"] == index.fingerprint(text) and row["error"] is None
         assert (row["simhash_lead150"],) == index.more_signatures(text, row["simhash"])
-        assert row["sketch"] == index.sketch(text)
+        assert row["sketch"] == index.sketched(text)[0]
     assert [r["error"] for r in rows[40:]] == ["featureless text: empty text", "no text",
                                                f"featureless text: {EmptyDocument.NO_FEATURES}"]
     assert all(r["simhash"] is None and r["sketch"] is None for r in rows[40:])
@@ -350,7 +350,7 @@ def test_the_recall_preset_answers_as_the_check_job_and_the_service(tmp_path, pl
     one, other = (Index.create(open_store(f"local:{tmp_path / name}"), k=3, preset="recall") for name in ("one", "other"))
     for index in (one, other):
         index.add_many([Document(i, index.fingerprint(t), {}, index.more_signatures(t, index.fingerprint(t)),
-                                 index.sketch(t)) for i, t in indexed[:60]])
+                                 index.sketched(t)[0]) for i, t in indexed[:60]])
     out = arrow.check(batch_of(rows), one, max_matches=None).to_pylist()
     path = tmp_path / "queries.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
@@ -376,11 +376,11 @@ def test_an_index_with_the_short_text_rule_sketches_and_answers_as_the_check_job
     with gzip.open(xwlb_path, "rt", encoding="utf-8") as f:
         titles = [json.loads(line)["title"] for _, line in zip(range(400), f)]
     index = Index.create(open_store(f"local:{tmp_path / 'idx'}"), k=3, short="words")
-    index.add_many([Document(f"t{i}", index.fingerprint(t), {}, (), index.sketch(t), index.kept(t))
+    index.add_many([Document(f"t{i}", index.fingerprint(t), {}, (), *index.sketched(t))
                     for i, t in enumerate(titles[:300])])
     rows = [(f"q{i}", t) for i, t in enumerate(titles)]
     out = arrow.check(batch_of(rows), index, max_matches=None).to_pylist()
-    assert [r["sketch"] for r in out] == [index.sketch(t) for _, t in rows]
+    assert [r["sketch"] for r in out] == [index.sketched(t)[0] for _, t in rows]
     path = tmp_path / "queries.jsonl"
     path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
                     encoding="utf-8")

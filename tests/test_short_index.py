@@ -127,8 +127,8 @@ def run(*args, check=True):
 def near(index, a: str, b: str) -> tuple[bool, int]:
     sa, sb = index.fingerprint(a), index.fingerprint(b)
     d = (sa ^ sb).bit_count()
-    ka, kb = index.sketch(a), index.sketch(b)
-    return d <= index.k and sketches_agree(d, ka, kb, None, T, kept_of([ka, kb], [index.kept(a), index.kept(b)])), d
+    ka, kb = index.sketched(a)[0], index.sketched(b)[0]
+    return d <= index.k and sketches_agree(d, ka, kb, None, T, kept_of([ka, kb], [index.sketched(a)[1], index.sketched(b)[1]])), d
 
 
 def components(finds: list[list[bool]], ids: list[str]) -> set[frozenset]:

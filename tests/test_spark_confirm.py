@@ -79,7 +79,7 @@ def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, requ
             index = Index.open(store)
             n3 = next(json.loads(line)["text"] for line in corpus.read_text(encoding="utf-8").splitlines()
                       if line.startswith('{"id": "n3"'))
-            assert docs["n3"][2] == index.sketch(n3)  # the sketch of the text
+            assert docs["n3"][2] == index.sketched(n3)[0]  # the sketch of the text
             assert len({sketch for _, _, sketch, _ in docs.values()}) > 1000
     finally:
         if where == "hbase":
@@ -202,7 +202,7 @@ def test_a_spark_check_with_a_confirmation_and_a_ttl_is_the_local_check(spark, h
         # of each text an expired copy first in id order, its sketch far from the text's (were the
         # sketches not kept beside the ids the expiry keeps, the live copy would get the far one)
         index.write([Document(f"d{i}-{tag}", simhash, {"loaded": loaded}, index.more_signatures(t, simhash),
-                              index.sketch(t) ^ flip)
+                              index.sketched(t)[0] ^ flip)
                      for i, t in enumerate(texts) for simhash in [index.fingerprint(t)]
                      for tag, loaded, flip in (("0old", now - 7200, (1 << 32) - 1), ("1new", now, 0))])
         edited = tmp_path / "edited.jsonl"

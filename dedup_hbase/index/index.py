@@ -202,16 +202,13 @@ class Index:
         with ``.text``, ``.more`` and ``.sketch``): what this index's lookups take (IndexSpec)."""
         return self.spec.lookup_args(records, lambda r: self.probe_masks(r.text))
 
-    def sketch(self, text: str) -> int | None:
-        """``text``'s sketch in an index with a confirmation (confirm.py) or the short-text rule
-        (text/units.py: ``text_sketches``), else None."""
+    def sketched(self, text: str) -> tuple[int | None, str]:
+        """``text``'s sketch and kept text, made in one pass: the sketch in an index with a
+        confirmation (confirm.py) or the short-text rule (text/units.py: ``text_sketches``), else
+        None; the kept text "" but for a short text under the rule."""
         other = None if self.sketcher is None else self.sketcher.fingerprint(text)
-        return text_sketches([text], [other])[0][0] if self.spec.short is not None else other
-
-    def kept(self, text: str) -> str:
-        """What an index with the short-text rule keeps of ``text`` (text/units.py: "" but for a
-        short text); "" in an index without the rule."""
-        return text_sketches([text])[1][0] if self.spec.short is not None else ""
+        sketches, kepts = text_sketches([text], [other]) if self.spec.short is not None else ([other], [""])
+        return sketches[0], kepts[0]
 
     def add(self, doc_id: str, text: str | None = None, *, simhash: int | None = None,
             meta: Mapping[str, Any] | None = None, more: tuple[int, ...] = (), sketch: int | None = None,
@@ -223,7 +220,7 @@ class Index:
             raise TypeError("give exactly one of text and simhash")
         if simhash is None:
             simhash = self.fingerprint(text)
-            more, sketch, kept = self.more_signatures(text, simhash), self.sketch(text), self.kept(text)
+            more, (sketch, kept) = self.more_signatures(text, simhash), self.sketched(text)
         self.add_many([Document(doc_id, simhash, dict(meta or {}), tuple(more), sketch, kept)])
         return simhash
 
@@ -322,7 +319,7 @@ class Index:
         simhash = self.fingerprint(text) if simhash is None else simhash
         more = self.more_signatures(text, simhash) if len(self.signatures) > 1 else None
         return self.query(simhash, k, max_matches, more, self.probe_masks(text) if any(self.probes) else None,
-                          self.sketch(text), self.kept(text))
+                          *self.sketched(text))
 
     def query_many(self, simhashes: Sequence[int], k: int | None = None, max_matches: int | None = None,
                    more: Sequence[tuple[int, ...]] | None = None,

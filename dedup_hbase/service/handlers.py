@@ -251,8 +251,7 @@ def signed(index: Index, docs: list[RequestDoc]) -> None:
         if doc.error is None:
             doc.more = index.more_signatures(doc.text, doc.simhash)  # () for the body alone
             doc.masks = index.probe_masks(doc.text) if index.spec.probed else ()
-            doc.sketch = index.sketch(doc.text)
-            doc.kept = index.kept(doc.text)
+            doc.sketch, doc.kept = index.sketched(doc.text)
 
 
 def lookup_parts(index: Index, docs: list[RequestDoc]) -> tuple[list | None, list | None, list | None, list | None]:
