@@ -189,7 +189,7 @@ def test_one_document_and_the_rule(tmp_path, fp):
         f"s: fingerprint {fp.fingerprint(SPRING):016x}",
         f"  s: short, 6 characters (under 200), kept as '{SPRING}'",
         "  short-text rule: it matches only a short text with the same numbers, of which its words are all among "
-        "the other's or the other's among its, at any distance",
+        "the other's or the other's among its (but one misspelled), at any distance",
         "  terms that weigh most: 春节 7543, 中国 3027"]
     long = runner.invoke(app, ["explain", str(path), "--id", "l", "--json"])
     doc = json.loads(long.stdout)["document"]

@@ -76,7 +76,8 @@ def test_the_rule_on_scalars_is_the_rule_on_arrays():
 def planted(seed: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     """Simhashes, sketches and the short ones' kept texts: randoms (long and short); families
     around a base fingerprint holding long copies, short texts that are copies, a word inserted
-    (near), a word substituted and a number changed (not near), pairs at 1-3 and 4-6 bits; shuffled."""
+    (near), a word substituted and a number changed (not near), pairs at 1-3 and 4-6 bits, an
+    English text with one word misspelled (near), two, or a short word edited (not near); shuffled."""
     rnd = random.Random(seed)
     rows, sketches, texts = [], [], {}
 
@@ -101,6 +102,11 @@ def planted(seed: int) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
         for bits in (1, 2, 3, 4, 6):
             add(flip(base, bits, rnd), rnd.choice((text + "了", text.replace("会议", "大会"))))
             add(flip(base, bits, rnd), None)
+        english = f"the committee met in room {n} to review the annual budget"
+        add(base, english)
+        add(flip(base, n % 5, rnd), english.replace("budget", "budegt"))  # one word misspelled: near
+        add(base, english.replace("budget", "budegt").replace("annual", "anual"))  # two: not near
+        add(base, english.replace("room", "rome"))  # a short word: not near
     order = list(range(len(rows)))
     rnd.shuffle(order)
     return (np.array([rows[i] for i in order], np.uint64), np.array([sketches[i] for i in order], np.uint64), texts)
@@ -143,6 +149,10 @@ def test_planted_groups_are_the_brute_force_and_each_via_is_near(k, scheme, conf
 
 UNRELATED = ["春节里的中国", "春节近 年味浓", "李希在福建调研", "李希在湖北调研", "李希在云南调研", "李希在新疆调研"]
 COPIES = ["春节里的中国！", "李希在福建调研。", "李希在湖北调研"]
+ENGLISH = ["The committee met in the city hall to review the annual budget report",  # and typo copies
+           "The committee met in the city hall to review the anual budget report",
+           "The committee met in the city hall to review the annual budget reprot!",
+           "The committee met in the city hall to review the anual budget reprot"]
 
 
 def test_real_short_texts_against_a_brute_force(tmp_path):
@@ -191,7 +201,7 @@ def shorts(xwlb_path, tmp_path_factory):
     rnd = random.Random(45)
     titles = [r["title"] for r in rows if r.get("title")]
     docs = (titles + [r["text"] for r in rows[:300]] + [t + "。" for t in rnd.sample(titles, 100)]
-            + rnd.sample(titles, 60) + UNRELATED * 2)
+            + rnd.sample(titles, 60) + UNRELATED * 2 + ENGLISH)
     rnd.shuffle(docs)
     path = tmp_path_factory.mktemp("shorts") / "shorts.jsonl"
     path.write_text("".join(json.dumps({"id": f"n{i}", "text": t}, ensure_ascii=False) + "\n"
@@ -213,5 +223,10 @@ def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, 
     assert parquet_rows(tmp_path / "local") == parquet_rows(tmp_path / "spark")
     for name in ("groups.jsonl", "dropped.jsonl"):
         assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "spark" / name).read_bytes()
+    ids = {d["text"]: d["id"] for d in map(json.loads, shorts.read_text(encoding="utf-8").splitlines())}
+    group = {i: g["group"] for g in map(json.loads, (tmp_path / "local" / "groups.jsonl").read_text(encoding="utf-8")
+                                        .splitlines()) for i in g["ids"]}
+    # one word misspelled is near: at k = 6 the four are one group (5, 5 and 3 bits), at k = 3 the last two
+    assert len({group.get(ids[t], ids[t]) for t in ENGLISH}) == (1 if k == 6 else 3)
     plain = local_groups([shorts], tmp_path / "plain", GroupsOptions(k=k, scheme=scheme, confirm=confirm, workers=2))
     assert plain.to_dict()["groups"] < local.to_dict()["groups"]  # the rule is what the engines agree on

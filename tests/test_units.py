@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dedup_hbase.text.units import near, numbers, stored, words
+from dedup_hbase.text.units import misspelled, near, numbers, reason, stored, words
 
 OTHER_ITEMS = [  # two items cut from one template: a word substituted, or a number
     ("李希在湖南调研", "李希在河南调研"),
@@ -17,6 +17,10 @@ OTHER_ITEMS = [  # two items cut from one template: a word substituted, or a num
     ("二十四节气·冬至", "二十四节气·小满"),
     ("春节里的中国", "春节近 年味浓"),
     ("The cat sat on the mat", "The cat sat on the hat"),
+    ("A house for sale", "A horse for sale"),  # one edit, but under TYPO_WORDS words
+    ("A hash table maps keys to values through a hash function", "A hash table maps keys to values through a hash fraction"),
+    ("A hash table maps keys to values through a hash function", "A hash table mpas keys to values through a hash functoin"),
+    ("A hash table maps keys to values through a hash function 2024", "A hash table maps keys to values through a hash function 2025"),
 ]
 
 SAME_ITEMS = [  # copies of one item: words inserted or left out, moved, punctuation
@@ -26,6 +30,8 @@ SAME_ITEMS = [  # copies of one item: words inserted or left out, moved, punctua
     ("巴称以军袭击加沙地带多地致90人死亡", "巴称以军袭击加沙地带多地 致超90人死亡"),
     ("The cat sat on the mat.", "the cat sat on the  mat"),
     ("The cat sat on the mat", "The black cat sat on the mat"),
+    ("A hash table maps keys to values through a hash function", "A hash table maps keys to values through a hash functoin"),
+    ("A hash table maps keys to values through a hash function", "A hash table maps keys to vaules through a hash function quickly"),
 ]
 
 
@@ -48,3 +54,23 @@ def test_words_and_numbers():
     assert numbers(kept) == ("2024", "5", "5", "三")  # sorted: a copy with its sentences moved keeps them
     assert near(stored("3日发布。增长5%。"), stored("增长5%。3日发布。")) and not near(stored("3日"), stored("5日"))
     assert near(kept, kept)
+
+
+@pytest.mark.parametrize(("x", "y", "expected"), [
+    ("merge", "merge", False), ("merge", "marge", True), ("merge", "merges", True), ("merge", "mege", True),
+    ("merge", "mrege", True), ("merge", "megre", True), ("merge", "emrge", True), ("merge", "mgree", False),
+    ("merge", "morgue", False), ("hat", "mat", False), ("hats", "mats", False), ("hats", "hat", False),
+    ("12345", "12346", False), ("merge1", "merge2", False),
+])
+def test_misspelled(x, y, expected):
+    assert misspelled(x, y) is expected and misspelled(y, x) is expected
+
+
+def test_reason_names_the_misspelled_word():
+    a, b = (stored(t) for t in ("A hash table maps keys to values through a hash function",
+                                "A hash table maps keys to values through a hash functoin"))
+    assert reason(a, b) == ("the same numbers, and the words of one among the other's but one misspelled: "
+                            "function / functoin")
+    assert reason(b, a).endswith("misspelled: functoin / function")
+    c = stored("A hash table maps keys to values through a hash fraction")
+    assert reason(a, c) == "words of each the other lacks: function against fraction"

@@ -12,7 +12,7 @@ An index is made with a scheme and k (layout.py), and four options beyond them:
 * ``ttl``: seconds a document counts (retention.py): older ones stop matching;
 * ``short``: ``"words"``, the short-text rule (text/units.py, confirm.py): a match of which either
   document is short (under 200 characters) counts, at any distance, only when both are, their
-  numbers are the same and the words of one are among the other's; the cells and rows hold the
+  numbers are the same and the words of one are among the other's (but one misspelled); the cells and rows hold the
   sketch (the short flag) as with ``confirm``, and a short document's text as the rule keeps it.
 
 ``IndexSpec`` checks a combination once, from one table (``RULES``): whatever it lets through

@@ -167,7 +167,7 @@ def document_lines(doc: Side, short_texts: str | None) -> list[str]:
     if doc.kept is not None:
         lines = [f"{doc.id}: short, {doc.length:,} characters (under {SHORT_BELOW}), kept as {doc.kept!r}"]
         rule = ("short-text rule: it matches only a short text with the same numbers, of which its words are "
-                "all among the other's or the other's among its, at any distance") if short_texts is not None else None
+                "all among the other's or the other's among its (but one misspelled), at any distance") if short_texts is not None else None
     else:
         lines = [f"{doc.id}: not short, {doc.length:,} characters (not under {SHORT_BELOW})"]
         rule = ("short-text rule: no short text matches it; the fingerprints decide, as without "

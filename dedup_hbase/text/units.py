@@ -13,7 +13,12 @@ are near when
   keeps them), and
 * the *words* of one are all among the other's: a text's words are its CJK characters, each
   alone (a character substituted brings one the other text lacks), and its runs of other
-  letters and of digits (an English word substituted brings a new word; a letter does not).
+  letters and of digits (an English word substituted brings a new word; a letter does not),
+  but for one *misspelled* word: where the shorter text has ``TYPO_WORDS`` words or more, one
+  word of one that is a word of the other's with a letter replaced, added, left out or two
+  swapped (both runs of letters, the longer of ``TYPO_LETTERS`` or more) counts as that word.
+  A typo fixed in an English sentence is a copy; a character substituted in a Chinese text
+  (a word of one character) and an edit of a short word (mat / hat) or of a number are not.
 
 Order and counts are not looked at: a reworded copy (继续全球领跑 / 继续领跑全球) is near. Both
 tests take the body a short text is fingerprinted by (``shorts.body``: normalized, boilerplate
@@ -34,6 +39,8 @@ import mmh3
 from .shorts import SHORT_FLAG, body, is_short
 
 WORDS = "words"  # the rule's name, as an index's metadata records it (``short``)
+TYPO_WORDS = 8  # the words the shorter text needs before one misspelled word is let pass
+TYPO_LETTERS = 5  # the letters the longer of a misspelled pair needs
 KEPT_SEED = 0x4B45  # mmh3's seed for a kept text's hash in its sketch
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"  # kana, ideographs, hangul
 _WORD = re.compile(f"[{_CJK}]|[0-9]+|[^\\W\\d_{_CJK}]+")
@@ -87,11 +94,40 @@ def numbers(kept: str) -> tuple:
     return _parts(kept)[1]
 
 
+def misspelled(x: str, y: str) -> bool:
+    """Whether two words are one misspelled as the other: runs of letters, the longer
+    ``TYPO_LETTERS`` letters or more, one letter replaced, added or left out, or two side by
+    side swapped."""
+    if x == y or abs(len(x) - len(y)) > 1 or max(len(x), len(y)) < TYPO_LETTERS or not (x + y).isalpha():
+        return False
+    i = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+    if len(x) != len(y):
+        shorter, longer = sorted((x, y), key=len)
+        return shorter[i:] == longer[i + 1:]
+    return x[i + 1:] == y[i + 1:] or (x[i + 2:] == y[i + 2:] and x[i:i + 2] == y[i + 1::-1][:2])
+
+
+def _typo(wa: frozenset, wb: frozenset) -> tuple[str, str] | None:
+    """The one misspelled word that keeps two texts' words from being one among the other's
+    (its form in each), or None: the shorter text has ``TYPO_WORDS`` words or more, one text
+    has exactly one word the other lacks, and the other has that word misspelled."""
+    if min(len(wa), len(wb)) < TYPO_WORDS:
+        return None
+    only_a, only_b = wa - wb, wb - wa
+    for one, others, flipped in ((only_a, only_b, False), (only_b, only_a, True)):
+        if len(one) == 1:
+            x = next(iter(one))
+            y = next((y for y in sorted(others) if misspelled(x, y)), None)
+            if y is not None:
+                return (y, x) if flipped else (x, y)
+    return None
+
+
 def near(a: str, b: str) -> bool:
     """Whether two short texts (each ``stored``) are near: the same numbers (as many of each, in any
-    order), and the words of one all among the other's."""
+    order), and the words of one all among the other's, but for one misspelled word (``_typo``)."""
     (wa, na), (wb, nb) = _parts(a), _parts(b)
-    return na == nb and (wa <= wb or wb <= wa)
+    return na == nb and (wa <= wb or wb <= wa or _typo(wa, wb) is not None)
 
 
 def reason(a: str, b: str) -> str:
@@ -102,5 +138,8 @@ def reason(a: str, b: str) -> str:
         return f"other numbers: {' '.join(na) or 'none'} against {' '.join(nb) or 'none'}"
     only_a, only_b = sorted(wa - wb), sorted(wb - wa)
     if only_a and only_b:
+        typo = _typo(wa, wb)
+        if typo is not None:
+            return f"the same numbers, and the words of one among the other's but one misspelled: {typo[0]} / {typo[1]}"
         return f"words of each the other lacks: {' '.join(only_a[:5])} against {' '.join(only_b[:5])}"
     return "the same numbers, and the words of one among the other's"
