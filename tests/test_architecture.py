@@ -33,7 +33,7 @@ ORDER = {
     "jobs": ["", "spark_daemon", "interrupts", "compressed", "corpus", "progress", "workers", "batches", "fingerprint_blocks",
              "options", "reports",
              "outputs", "local", "spark", "engines"],
-    "jobs.local": ["components", "linked", "group_output", "left_out", "load", "check", "groups", ""],
+    "jobs.local": ["components", "linked", "group_output", "kept_texts", "left_out", "load", "check", "groups", ""],
     "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
                    "fingerprints", "records", "bulk", "pairs", "components", "groups", "adding", "signed", "check", "load", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",

@@ -8,6 +8,7 @@ exceeded."""
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pyarrow as pa
@@ -19,9 +20,11 @@ from dedup_hbase.index.neardup import distinct_pairs, flag_pairs
 from dedup_hbase.index.parts import distinct, parts_of, position_type
 from dedup_hbase.jobs.local.group_output import SPILL, IdSpill, write
 from dedup_hbase.jobs.local.groups import group_files, link
+from dedup_hbase.jobs.local.kept_texts import KEPT, KeptTexts
 from dedup_hbase.jobs.options import GroupsOptions
 from dedup_hbase.jobs.reports import GroupsReport
 from dedup_hbase.text.fingerprint import make_fingerprinter
+from dedup_hbase.text.units import kept_sketch
 
 from planted import K, brute_groups, brute_via, planted
 
@@ -114,12 +117,39 @@ def test_a_run_leaves_no_spill_even_when_it_fails(tmp_path):
     good = tmp_path / "fps.jsonl"
     good.write_text("".join(json.dumps({"id": f"d{i}", "simhash": f"{i * 7919:016x}"}) + "\n" for i in range(50)))
     report = group_files([str(good)], str(tmp_path / "out"), GroupsOptions(fingerprints=True), make_fingerprinter())
-    assert report.documents == 50 and not (tmp_path / "out" / SPILL).exists()
+    assert report.documents == 50 and not (tmp_path / "out" / SPILL).exists() and not (tmp_path / "out" / KEPT).exists()
     other = tmp_path / "other.jsonl"  # fingerprints of another featurizer: refused while reading
     other.write_text(json.dumps({"id": "x", "simhash": "00000000000000ff", "featurizer": "shingles-v1"}) + "\n")
     with pytest.raises(Exception, match="featurizer"):
         group_files([str(other)], str(tmp_path / "out2"), GroupsOptions(fingerprints=True), make_fingerprinter())
-    assert not (tmp_path / "out2" / SPILL).exists()
+    assert not (tmp_path / "out2" / SPILL).exists() and not (tmp_path / "out2" / KEPT).exists()
+    texts = tmp_path / "texts.jsonl"  # with the short-text rule: the kept texts' file goes too
+    texts.write_text("".join(json.dumps({"id": f"t{i}", "text": f"标题{i}"}, ensure_ascii=False) + "\n" for i in range(9)))
+    assert group_files([str(texts)], str(tmp_path / "out3"), GroupsOptions(), make_fingerprinter()).documents == 9
+    assert sorted(p.name for p in (tmp_path / "out3").iterdir()) == ["documents", "dropped.jsonl", "groups.jsonl",
+                                                                      "summary.json"]
+
+
+def test_kept_texts_are_read_back_from_their_file(tmp_path):
+    rnd = random.Random(46)
+    texts = KeptTexts(tmp_path)
+    expected, written = {}, 0
+    for batch in range(5):  # batches with copies, texts of no sketch ("": not short) and other scripts
+        rows = [(kept_sketch(t), t) for t in (rnd.choice(["春节里的中国", "the cat sat", "李希在湖南调研", f"第{batch}次"])
+                                              for _ in range(20))] + [(0, "")]
+        texts.add([s for s, _ in rows], [t for _, t in rows])
+        expected.update((s, t) for s, t in rows if t)
+        written += sum(len(t.encode()) for t in {t for _, t in rows})  # a batch's copies once
+    assert texts.seal() is texts and (tmp_path / KEPT).stat().st_size == written
+    assert dict(texts.items()) == expected and len(texts) == len(expected) == 8
+    assert sorted(texts) == sorted(expected)
+    with pytest.raises(KeyError):
+        texts[kept_sketch("not added")]
+    texts.close()
+    assert not (tmp_path / KEPT).exists()
+    empty = KeptTexts(tmp_path).seal()
+    assert len(empty) == 0 and "x" not in empty and 1 not in empty
+    empty.close()
 
 
 def _peak_of_link(n: int) -> tuple[int, int]:

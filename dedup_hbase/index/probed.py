@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .arrays import ranges
+from .arrays import ranges, unique_rows
 from .confirm import CONFIRMED_BEYOND, sketches_agree
 from .layout import Scheme
 from .neardup import near_pairs
@@ -145,11 +145,10 @@ def found_edges(columns: Sequence[Sequence[int]], masks: Sequence[Sequence[Seque
         np.minimum.at(first, found.inverse[:n], np.arange(n))
         own = first[found.inverse[:n]]
         if sketches is not None and confirm[2] is not None:  # a copy joins the first of its fingerprint and sketch
-            _, keyed = np.unique(np.stack([found.inverse[:n], sketches.view(np.int64)], axis=1), axis=0,
-                                 return_inverse=True)
+            keyed = unique_rows([found.inverse[:n], sketches])[1]
             head = np.full(n, n, dtype=np.int64)
-            np.minimum.at(head, keyed.ravel(), np.arange(n))
-            own = head[keyed.ravel()]
+            np.minimum.at(head, keyed, np.arange(n))
+            own = head[keyed]
         copies = np.flatnonzero(own != np.arange(n))
         out.append(np.stack([own[copies], copies], axis=1))
         # each lookup's fingerprint to itself and to its near fingerprints, both ways
@@ -191,7 +190,7 @@ def first_per_sketch(fingerprint: np.ndarray, sketches: np.ndarray,
     first member of each sketch among the members of that fingerprint (``fingerprint`` and
     ``sketches``: per member, members in order): (the entry's index, repeated per sketch; that
     member). Copies of one fingerprint and sketch count once: linear in the copies."""
-    firsts = np.unique(np.stack([fingerprint, sketches.view(np.int64)], axis=1), axis=0, return_index=True)[1]
+    firsts = unique_rows([fingerprint, sketches])[0]
     firsts = firsts[np.lexsort((firsts, fingerprint[firsts]))]  # by fingerprint, then first member
     of = fingerprint[firsts]
     begins = np.searchsorted(of, wanted, "left")

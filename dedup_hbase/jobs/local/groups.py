@@ -15,9 +15,11 @@ broken by (distance, first position)).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
+from ...index.arrays import unique_rows
 from ...index.confirm import CONFIRMED_BEYOND, sketch_spec, sketches_agree
 from ...index.layout import Scheme
 from ...index.neardup import NearPairs, near_pairs, near_pairs_of_batches
@@ -33,6 +35,7 @@ from ..outputs import prepare_out, via_weight, write_summary
 from ..reports import GroupsReport, rejects_file
 from ..workers import FingerprintPool
 from .group_output import IdSpill, write
+from .kept_texts import KeptTexts
 from .linked import Linked, spread
 
 
@@ -75,7 +78,7 @@ def link(batches: list[np.ndarray], scheme: Scheme, k: int, more: np.ndarray | N
     columns = [simhashes, *(() if more is None else np.asarray(more, np.uint64).T)]
     found = [near_pairs(np.ascontiguousarray(column), scheme, k) for column in columns]
     keys = columns + ([np.asarray(confirm[0], np.uint64)] if confirm is not None else [])
-    _, first, inverse = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
+    first, inverse = unique_rows(keys)
     # nodes ranked by their first position: the sketches' first nodes (first_per_sketch) are
     # then the earliest documents
     order = np.argsort(first, kind="stable")
@@ -148,9 +151,7 @@ def _short_copies(found: NearPairs, first_of: np.ndarray, confirm: tuple, flagge
     sketches, allowed, short, texts = confirm
     fingerprint = found.inverse[first_of]
     mine = np.flatnonzero(flagged[fingerprint])
-    _, inverse = np.unique(np.stack([fingerprint[mine], sketches[mine].view(np.int64)], axis=1), axis=0,
-                           return_inverse=True)
-    inverse = inverse.ravel()
+    inverse = unique_rows([fingerprint[mine], sketches[mine]])[1]
     head = np.full(inverse.max() + 1 if len(mine) else 0, len(first_of), np.int64)
     np.minimum.at(head, inverse, mine)
     own = np.stack([mine, head[inverse]], axis=1)
@@ -181,36 +182,36 @@ def group_files(paths: list[str], out: str, options: GroupsOptions, fingerprinte
     folder = prepare_out(out)
     started = time.perf_counter()
     report = GroupsReport(k=options.k, signatures=options.signatures.label, confirm=options.confirm, short=options.short)
-    spill = IdSpill(folder)
+    spill, texts = IdSpill(folder), KeptTexts(folder)
     try:
-        chunks, leads, sketches, texts = _read(paths, options, fingerprinter, report, spill)
+        chunks, leads, sketches = _read(paths, options, fingerprinter, report, spill, texts)
         give_back()  # the records' and batches' memory
-        scheme, linked = grouped(options, chunks, leads, sketches, texts)
+        scheme, linked = grouped(options, chunks, leads, sketches, texts.seal())
         report.documents, report.scheme = linked.n, scheme.name
         write(folder, spill, linked, report, options.signatures.names if len(options.signatures) > 1 else None)
     finally:
         spill.close()
+        texts.close()
     report.elapsed_s = time.perf_counter() - started
     write_summary(folder, report.to_dict())
     return report
 
 
 def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter, report: GroupsReport,
-          spill: IdSpill) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], dict[int, str]]:
+          spill: IdSpill, texts: KeptTexts) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Each batch's simhashes (uint64), with several signatures the (n, s - 1) simhashes after
-    the body (``Record.more``), with a confirmation or the short-text rule the sketches, and
-    with the rule each short sketch's kept text (one per distinct text); the ids into ``spill``;
-    the rejected counted in ``report`` and written to ``--rejects``."""
+    the body (``Record.more``), with a confirmation or the short-text rule the sketches; the ids
+    into ``spill``, with the rule the short documents' kept texts into ``texts``; the rejected
+    counted in ``report`` and written to ``--rejects``."""
     import pyarrow as pa
 
     chunks: list[np.ndarray] = []
     leads: list[np.ndarray] = []
     sketches: list[np.ndarray] = []
-    texts: dict[int, str] = {}
     signatures = options.signatures
     sketcher = None if options.confirm is None else fingerprinter_from_spec(sketch_spec(fingerprinter.spec))
     if options.fingerprints:
-        return _read_fingerprints(paths, options, fingerprinter.label, report, spill), leads, sketches, texts
+        return _read_fingerprints(paths, options, fingerprinter.label, report, spill), leads, sketches
     with rejects_file(options.rejects) as rejects, FingerprintPool(fingerprinter, options.pool_workers,
                                                                    sketcher, options.short is not None) as pool:
         records = read_records(paths, options.fmt, options.fields)
@@ -222,8 +223,8 @@ def _read(paths: list[str], options: GroupsOptions, fingerprinter: Fingerprinter
                 _gather(leads, np.array([r.more for r in good], np.uint64).reshape(len(good), len(signatures) - 1))
             if sketcher is not None or options.short is not None:
                 _gather(sketches, np.fromiter((r.sketch for r in good), dtype=np.uint64, count=len(good)))
-                texts.update((r.sketch, r.kept) for r in good if r.kept)
-    return chunks, leads, sketches, texts
+                texts.add([r.sketch for r in good], [r.kept for r in good])
+    return chunks, leads, sketches
 
 
 def _read_fingerprints(paths: list[str], options: GroupsOptions, label: str, report: GroupsReport,
@@ -253,7 +254,7 @@ def _gather(arrays: list[np.ndarray], batch: np.ndarray, size: int = 1 << 20) ->
 
 
 def grouped(options: GroupsOptions, chunks: list[np.ndarray], leads: list[np.ndarray],
-            sketches: list[np.ndarray], texts: dict[int, str] | None = None) -> tuple[Scheme, Linked]:
+            sketches: list[np.ndarray], texts: Mapping[int, str] | None = None) -> tuple[Scheme, Linked]:
     """The scheme of the pair search (``options.scheme_for``) and the ``Linked`` groups of the
     batches (``chunks``, uint64, in input order, emptied as they are read; ``leads``: with
     several signatures, each batch's (n, s - 1) simhashes after the body; ``sketches``: with a
