@@ -78,12 +78,12 @@ class Ids(Sequence[str]):
             self._decoded[i] = (qualifier if self._split is None else self._split(qualifier)[0]).decode("utf-8")
         return self._decoded[i]
 
-    def with_sketches(self) -> Iterator[tuple[str, int, str]]:
-        """Every (id, sketch, kept text: "" but for a short one under the short-text rule), in
-        order, each cell's column decoded once (cells with sketches: ``split`` given)."""
+    def with_sketches(self) -> Iterator[tuple[int, int, str]]:
+        """Every (position, sketch, kept text: "" but for a short one under the short-text rule),
+        in order (cells with sketches: ``split`` given); the ids not decoded (``ids[position]``)."""
         for i in range(self._length):
-            raw, sketch, kept = self._split(self._cells.qualifier(self._start + i))
-            yield self._decoded.get(i) or raw.decode("utf-8"), sketch, kept.decode("utf-8")
+            _, sketch, kept = self._split(self._cells.qualifier(self._start + i))
+            yield i, sketch, kept.decode("utf-8") if kept else ""
 
 
 class Run(NamedTuple):

@@ -114,8 +114,8 @@ class Sketched(list):
         self.sketches = sketches
         self.kepts = kepts
 
-    def with_sketches(self) -> Iterator[tuple[str, int, str]]:
-        return zip(self, self.sketches, self.kepts or [""] * len(self))
+    def with_sketches(self) -> Iterator[tuple[int, int, str]]:
+        return zip(range(len(self)), self.sketches, self.kepts or [""] * len(self))
 
 
 def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allowed: int | None,
@@ -150,15 +150,16 @@ def confirmed_runs(found: Sequence[Sequence[Run]], sketches: Sequence[int], allo
 
 class _Sketches:
     """A run's ids by sketch (its distinct sketches, in order of first id), for ``confirmed_runs``;
-    the kept texts its cells hold go into ``texts``."""
+    the kept texts its cells hold go into ``texts``. Decodes only the ids it returns of a run
+    not all of whose sketches agree."""
 
     __slots__ = ("ids", "pairs", "distinct", "subsets")
 
     def __init__(self, ids: Sequence[str], texts: dict[int, str]) -> None:
         self.ids = ids  # held: the key of ``confirmed_runs``' ``seen`` is its id()
         self.pairs = []
-        for i, sketch, kept in ids.with_sketches():
-            self.pairs.append((i, sketch))
+        for position, sketch, kept in ids.with_sketches():
+            self.pairs.append((position, sketch))
             if kept:
                 texts[sketch] = kept
         self.distinct = list(dict.fromkeys(sketch for _, sketch in self.pairs))
@@ -172,7 +173,7 @@ class _Sketches:
             return self.ids
         if agree not in self.subsets:
             keep = {sketch for sketch, yes in zip(self.distinct, agree) if yes}
-            self.subsets[agree] = [i for i, sketch in self.pairs if sketch in keep]
+            self.subsets[agree] = [self.ids[p] for p, sketch in self.pairs if sketch in keep]
         return self.subsets[agree]
 
 
