@@ -80,13 +80,21 @@ def squeezed_length(text: str) -> int:
 
 def assert_same_bodies(fast: Fingerprinter, texts: list[str], name: str) -> None:
     """``fingerprint_bodies``: the fingerprints of ``fingerprint_many``, and of each text with
-    one its body's length as the reference takes it (jieba), or None (shingles: no body)."""
-    hashes, errors, chars = fast.fingerprint_bodies(texts)
+    one its body's length as the reference takes it (jieba), or None (shingles: no body); with
+    ``keep_below``, the bodies of those shorter, as the reference makes them (the kept texts of
+    the short-text rule are made of them: ``units.stored``)."""
     want = fast.fingerprint_many(texts)
-    assert np.array_equal(hashes, want[0]) and errors == want[1]
     surrogates = {i for i, t in enumerate(texts) if re.search("[\ud800-\udfff]", t)}
-    assert chars == [squeezed_length(t) if name == "jieba" and i not in errors and i not in surrogates else None
-                     for i, t in enumerate(texts)]
+    expected = [squeezed_length(t) if name == "jieba" and i not in want[1] and i not in surrogates else None
+                for i, t in enumerate(texts)]
+    for keep_below in (0, 60, shorts.SHORT_BELOW):
+        hashes, errors, chars, bodies = fast.fingerprint_bodies(texts, keep_below=keep_below)
+        assert np.array_equal(hashes, want[0]) and errors == want[1] and chars == expected
+        assert bodies == [boilerplate.body_text(normalize(t)) if n is not None and n < keep_below else None
+                          for t, n in zip(texts, chars)]
+    short = [i for i, n in enumerate(expected) if n is not None and n < shorts.SHORT_BELOW]
+    assert units.text_sketches([texts[i] for i in short], None, [expected[i] for i in short],
+                               [bodies[i] for i in short]) == units.text_sketches([texts[i] for i in short])
 
 
 def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
@@ -95,7 +103,8 @@ def assert_same_fingerprints(texts: list[str], name: str, seed: int) -> None:
     assert got[1] == want[1]
     assert got[0].dtype == np.uint64 and np.array_equal(got[0], want[0])
     assert_same_bodies(fast, texts, name)
-    assert slow.fingerprint_bodies(texts)[2] == [None] * len(texts)  # the Python path: shorts.py takes them
+    assert slow.fingerprint_bodies(texts, keep_below=shorts.SHORT_BELOW)[2:] == ([None] * len(texts),) * 2  # the
+    # Python path: shorts.py takes them
 
 
 def in_use() -> bool:

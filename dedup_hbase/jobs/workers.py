@@ -38,6 +38,7 @@ from typing import TypeVar
 
 from ..errors import EmptyDocument, InvalidInput
 from ..text.fingerprint import Fingerprinter, fingerprinter_from_spec
+from ..text.shorts import SHORT_BELOW
 from ..text.units import text_sketches
 
 T = TypeVar("T")
@@ -76,11 +77,12 @@ def _start(spec: dict, parent: int, sketch_spec: dict | None = None) -> None:
 
 def fingerprint_texts(fingerprinter: Fingerprinter, texts: list[str], bodies: bool = False) -> list[Result]:
     """Simhash of each text, or the reason it has none (featureless text); with ``bodies``,
-    also (a second list) each body's characters without white space or None
-    (``Fingerprinter.fingerprint_bodies``)."""
-    hashes, errors, *chars = fingerprinter.fingerprint_bodies(texts) if bodies else fingerprinter.fingerprint_many(texts)
+    also (a second and a third list) each body's characters without white space or None, and
+    each short text's body or None (``Fingerprinter.fingerprint_bodies``)."""
+    hashes, errors, *more = (fingerprinter.fingerprint_bodies(texts, keep_below=SHORT_BELOW) if bodies
+                             else fingerprinter.fingerprint_many(texts))
     done = [f"{EmptyDocument.REASON}: {errors[i]}" if i in errors else h for i, h in enumerate(hashes.tolist())]
-    return (done, chars[0]) if bodies else done
+    return (done, *more) if bodies else done
 
 
 def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: Fingerprinter | None,
@@ -93,12 +95,12 @@ def fingerprint_both(fingerprinter: Fingerprinter, texts: list[str], sketcher: F
     if not short:
         done = fingerprint_texts(fingerprinter, texts)
         return done + fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else done
-    done, chars = fingerprint_texts(fingerprinter, texts, bodies=True)
+    done, chars, bodies = fingerprint_texts(fingerprinter, texts, bodies=True)
     others = fingerprint_texts(sketcher, sketch_texts) if sketcher is not None and sketch_texts else ()
     made = [i for i in range(len(sketch_texts)) if not isinstance(done[i], str)]  # the texts with a fingerprint
     sketches, kepts = text_sketches([sketch_texts[i] for i in made],
                                     [others[i] if others and isinstance(others[i], int) else None for i in made],
-                                    [chars[i] for i in made])
+                                    [chars[i] for i in made], [bodies[i] for i in made])
     out: list[Result] = [None] * len(sketch_texts)
     kept: list[Result] = [""] * len(sketch_texts)
     for i, sketch, text in zip(made, sketches, kepts):

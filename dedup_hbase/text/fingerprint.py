@@ -165,15 +165,17 @@ class Fingerprinter:
                 errors[i] = str(e)
         return out, errors
 
-    def fingerprint_bodies(self, texts: list[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str], list]:
+    def fingerprint_bodies(self, texts: list[str], threads: int = 1,
+                           keep_below: int = 0) -> tuple[np.ndarray, dict[int, str], list, list]:
         """``fingerprint_many``, and per text its body's characters without white space
         (``len(shorts.squeezed(text))``) where the compiled core's featurizer took the body on
-        the way, else None (the Python path: text/shorts.py takes it itself)."""
+        the way, else None (the Python path: text/shorts.py takes it itself); and the body
+        (``shorts.body(text)``) where those are fewer than ``keep_below``, else None."""
         if self._core is not None:
             if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
                 raise InvalidInput(f"threads must be a positive integer, not {threads!r}")
-            return self._core.fingerprint_bodies(texts, threads)
-        return (*self.fingerprint_many(texts, threads), [None] * len(texts))
+            return self._core.fingerprint_bodies(texts, threads, keep_below)
+        return (*self.fingerprint_many(texts, threads), [None] * len(texts), [None] * len(texts))
 
     def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array (a slice too),

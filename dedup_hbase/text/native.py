@@ -169,12 +169,14 @@ class NativeFingerprinter:
         own thread). The texts' UTF-8 is taken on the calling thread first."""
         return self.fingerprint_bodies(texts, threads)[:2]
 
-    def fingerprint_bodies(self, texts: Sequence[str], threads: int = 1) -> tuple[np.ndarray, dict[int, str], list]:
+    def fingerprint_bodies(self, texts: Sequence[str], threads: int = 1,
+                           keep_below: int = 0) -> tuple[np.ndarray, dict[int, str], list, list]:
         """``fingerprint_many``, and per text the characters of its body that are not white
         space (``len(shorts.squeezed(text))``), as the jieba featurizer took the body, or None
-        (no fingerprint, a featurizer of no body, a text the reference fingerprinted)."""
-        hashes, status, bodies = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
-                                                             self.seed, threads)
+        (no fingerprint, a featurizer of no body, a text the reference fingerprinted); and the
+        body itself (``shorts.body(text)``) where those are fewer than ``keep_below``, else None."""
+        hashes, status, bodies, kept = self.core.fingerprint_batch(texts if isinstance(texts, list) else list(texts),
+                                                                   self.seed, threads, keep_below)
         chars = [None if n == _NO_BODY else n for n in np.frombuffer(bodies, dtype="<u4").tolist()]
         out = np.frombuffer(hashes, dtype="<u8").astype(np.uint64)
         codes = np.frombuffer(status, dtype=np.uint8)
@@ -187,7 +189,7 @@ class NativeFingerprinter:
                     errors[i] = str(e)
             else:
                 errors[i] = EmptyDocument.EMPTY_TEXT if codes[i] == _EMPTY else EmptyDocument.NO_FEATURES
-        return out, errors, chars
+        return out, errors, chars, kept
 
     def fingerprint_arrow(self, array, threads: int = 1) -> tuple[np.ndarray, dict[int, str]]:
         """``fingerprint_many`` of a pyarrow ``string`` or ``large_string`` array, read from its

@@ -47,9 +47,10 @@ _WORD = re.compile(f"[{_CJK}]|[0-9]+|[^\\W\\d_{_CJK}]+")
 _NUMBER = re.compile(r"[0-9]+|[〇零一二三四五六七八九十百千万亿两]+")
 
 
-def stored(text: str) -> str:
-    """What an index keeps of a short text: ``shorts.body(text)`` with its white space runs made one space."""
-    return " ".join(body(text).split())
+def stored(text: str, made: str | None = None) -> str:
+    """What an index keeps of a short text: ``shorts.body(text)`` (``made``: that body, as the
+    compiled core made it with the fingerprint) with its white space runs made one space."""
+    return " ".join((body(text) if made is None else made).split())
 
 
 def kept_sketch(kept: str) -> int:
@@ -62,16 +63,19 @@ def kept_sketch(kept: str) -> int:
 
 
 def text_sketches(texts: Sequence[str], others: Sequence[int | None] | None = None,
-                  chars: Sequence[int | None] | None = None) -> tuple[list[int], list[str]]:
+                  chars: Sequence[int | None] | None = None,
+                  bodies: Sequence[str | None] | None = None) -> tuple[list[int], list[str]]:
     """Per text, its sketch and kept text in an index with the short-text rule: for a short one
-    (``shorts.is_short``; ``chars`` per text as it takes them) ``kept_sketch`` of ``stored``;
-    for another ``others``' (the confirmation's sketch, confirm.py; None: 0) with bit 0
-    cleared, and "". Copies are made once."""
+    (``shorts.is_short``; ``chars`` per text as it takes them) ``kept_sketch`` of ``stored``
+    (``bodies``: per text its body where the compiled core made it, else None); for another
+    ``others``' (the confirmation's sketch, confirm.py; None: 0) with bit 0 cleared, and "".
+    Copies are made once."""
     made: dict[str, str] = {}
     sketches, kepts = [], []
-    for text, other, n in zip(texts, others or [None] * len(texts), chars or [None] * len(texts)):
+    none = [None] * len(texts)
+    for text, other, n, done in zip(texts, others or none, chars or none, bodies or none):
         if text not in made:
-            made[text] = stored(text) if is_short(text, n) else ""
+            made[text] = stored(text, done) if is_short(text, n) else ""
         kept = made[text]
         sketches.append(kept_sketch(kept) if kept else (other or 0) & ~SHORT_FLAG)
         kepts.append(kept)

@@ -153,6 +153,7 @@ impl JiebaTerms {
         let body_chars = body.chars().filter(|&c| !is_space(c)).count();
         let Work {
             body_chars: _,
+            body: _,
             cut,
             tokens,
             codes,
@@ -209,6 +210,7 @@ impl JiebaTerms {
             *work = Work::default();
         }
         work.body_chars = body_chars;
+        work.body = body;
     }
 
     /// The `Kind` of `word`, a token; `node` is its node when it is a word of the

@@ -57,6 +57,12 @@ pub trait Featurize: Send + Sync {
         None
     }
 
+    /// After `each_feature` of a text with `work`: its body (`shorts.body(text)`), where the
+    /// featurizer took the body; else None.
+    fn body<'w>(&self, _work: &'w Self::Work) -> Option<&'w str> {
+        None
+    }
+
     /// `featurizer.features(text)`
     fn features(&self, text: &str) -> Vec<(String, i64)> {
         let mut out = Vec::new();
@@ -76,6 +82,10 @@ impl Featurize for jieba_terms::JiebaTerms {
 
     fn body_chars(&self, work: &Self::Work) -> Option<usize> {
         Some(work.body_chars)
+    }
+
+    fn body<'w>(&self, work: &'w Self::Work) -> Option<&'w str> {
+        Some(&work.body)
     }
 }
 
@@ -168,29 +178,36 @@ pub fn fingerprint_batch<F: Featurize>(
     threads: usize,
     works: &Works<F::Work>,
 ) -> (Vec<u64>, Vec<u8>) {
-    let (hashes, status, _) = fingerprint_bodies(featurizer, texts, seed, threads, works);
+    let (hashes, status, _, _) = fingerprint_bodies(featurizer, texts, seed, threads, 0, works);
     (hashes, status)
 }
 
+/// A batch's fingerprints, statuses, bodies' characters and the bodies kept
+pub type Bodies = (Vec<u64>, Vec<u8>, Vec<u32>, Vec<Option<String>>);
+
 /// `fingerprint_batch`, and of each text with a fingerprint its body's characters that are
 /// not white space (`Featurize::body_chars`; `u32::MAX` where the featurizer took no body)
+/// and, where they are fewer than `keep_below`, its body (`Featurize::body`; else None)
 pub fn fingerprint_bodies<F: Featurize>(
     featurizer: &F,
     texts: &[Option<&str>],
     seed: u32,
     threads: usize,
+    keep_below: u32,
     works: &Works<F::Work>,
-) -> (Vec<u64>, Vec<u8>, Vec<u32>) {
+) -> Bodies {
     let mut hashes = vec![0u64; texts.len()];
     let mut status = vec![0u8; texts.len()];
     let mut bodies = vec![u32::MAX; texts.len()];
+    let mut kept: Vec<Option<String>> = vec![None; texts.len()];
     let run = |texts: &[Option<&str>],
                hashes: &mut [u64],
                status: &mut [u8],
                bodies: &mut [u32],
+               kept: &mut [Option<String>],
                work: &mut F::Work| {
-        let outs = hashes.iter_mut().zip(status.iter_mut()).zip(bodies.iter_mut());
-        for (text, ((h, s), b)) in texts.iter().zip(outs) {
+        let outs = hashes.iter_mut().zip(status.iter_mut()).zip(bodies.iter_mut()).zip(kept.iter_mut());
+        for (text, (((h, s), b), k)) in texts.iter().zip(outs) {
             match text {
                 None => *s = Status::Surrogate as u8,
                 Some(text) => match fingerprint(featurizer, text, seed, work) {
@@ -198,6 +215,9 @@ pub fn fingerprint_bodies<F: Featurize>(
                         *h = value;
                         if let Some(n) = featurizer.body_chars(work) {
                             *b = u32::try_from(n).unwrap_or(u32::MAX - 1);
+                            if *b < keep_below {
+                                *k = featurizer.body(work).map(str::to_owned);
+                            }
                         }
                     }
                     Err(why) => *s = why as u8,
@@ -207,28 +227,29 @@ pub fn fingerprint_bodies<F: Featurize>(
     };
     let threads = threads.clamp(1, texts.len().div_ceil(CHUNK).max(1));
     if threads == 1 {
-        works.with(|work| run(texts, &mut hashes, &mut status, &mut bodies, work));
+        works.with(|work| run(texts, &mut hashes, &mut status, &mut bodies, &mut kept, work));
     } else {
         let chunks = std::sync::Mutex::new(
             texts
                 .chunks(CHUNK)
                 .zip(hashes.chunks_mut(CHUNK))
                 .zip(status.chunks_mut(CHUNK))
-                .zip(bodies.chunks_mut(CHUNK)),
+                .zip(bodies.chunks_mut(CHUNK))
+                .zip(kept.chunks_mut(CHUNK)),
         );
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     works.with(|work| loop {
                         let next = chunks.lock().expect("a worker panicked").next();
-                        let Some((((t, h), s), b)) = next else { break };
-                        run(t, h, s, b, work);
+                        let Some(((((t, h), s), b), k)) = next else { break };
+                        run(t, h, s, b, k, work);
                     })
                 });
             }
         });
     }
-    (hashes, status, bodies)
+    (hashes, status, bodies, kept)
 }
 
 /// The texts of an Arrow `string` (`width` 4) or `large_string` (`width` 8) array from its

@@ -47,23 +47,26 @@ fn batch<'py, F: Featurize>(
     texts: &Bound<'py, PyList>,
     seed: u32,
     threads: usize,
+    keep_below: u32,
 ) -> PyResult<Batch<'py>> {
     let items: Vec<Bound<'py, PyAny>> = texts.iter().collect();
     let strs = texts_of(&items)?;
-    let (hashes, status, bodies) =
-        py.detach(|| crate::fingerprint_bodies(featurizer, &strs, seed, threads, works));
+    let (hashes, status, bodies, kept) =
+        py.detach(|| crate::fingerprint_bodies(featurizer, &strs, seed, threads, keep_below, works));
     let bytes: Vec<u8> = hashes.iter().flat_map(|h| h.to_le_bytes()).collect();
     let chars: Vec<u8> = bodies.iter().flat_map(|n| n.to_le_bytes()).collect();
     Ok((
         PyBytes::new(py, &bytes),
         PyBytes::new(py, &status),
         PyBytes::new(py, &chars),
+        kept,
     ))
 }
 
-/// A batch's fingerprints (8 little-endian bytes a text), statuses (one byte a text) and
+/// A batch's fingerprints (8 little-endian bytes a text), statuses (one byte a text),
 /// bodies' characters without white space (4 little-endian bytes a text, 2^32 - 1 unknown)
-type Batch<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+/// and the bodies of fewer characters than `keep_below` (None for the others)
+type Batch<'py> = (Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<Option<String>>);
 
 /// The bytes of any object with the buffer protocol (`bytes`, a pyarrow `Buffer`, a
 /// memoryview), held for as long as this lives: no copy.
@@ -250,17 +253,19 @@ impl Jieba {
         margins_of(py, &self.0, &self.1, text, seed)
     }
 
-    /// `(fingerprints, statuses, bodies)`: 8 little-endian bytes, one status byte and 4
-    /// little-endian bytes (the body's characters without white space) a text
-    #[pyo3(signature = (texts, seed, threads=1))]
+    /// `(fingerprints, statuses, bodies, kept)`: 8 little-endian bytes, one status byte and 4
+    /// little-endian bytes (the body's characters without white space) a text, and the body
+    /// of each text of fewer such characters than `keep_below` (else None)
+    #[pyo3(signature = (texts, seed, threads=1, keep_below=0))]
     fn fingerprint_batch<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
+        keep_below: u32,
     ) -> PyResult<Batch<'py>> {
-        batch(py, &self.0, &self.1, texts, seed, threads)
+        batch(py, &self.0, &self.1, texts, seed, threads, keep_below)
     }
 
     /// `(fingerprints, statuses)` of an Arrow `string` (`width` 4) or `large_string` (8)
@@ -337,15 +342,16 @@ impl ShingleCore {
         margins_of(py, &self.0, &self.1, text, seed)
     }
 
-    #[pyo3(signature = (texts, seed, threads=1))]
+    #[pyo3(signature = (texts, seed, threads=1, keep_below=0))]
     fn fingerprint_batch<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyList>,
         seed: u32,
         threads: usize,
+        keep_below: u32,
     ) -> PyResult<Batch<'py>> {
-        batch(py, &self.0, &self.1, texts, seed, threads)
+        batch(py, &self.0, &self.1, texts, seed, threads, keep_below)
     }
 
     /// `(fingerprints, statuses)` of an Arrow `string` (`width` 4) or `large_string` (8)

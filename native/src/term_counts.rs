@@ -26,6 +26,8 @@ pub struct Work {
     /// the characters of the last text's body that are not white space (`str.isspace`):
     /// `len(shorts.squeezed(text))`, what tells a short text (text/shorts.py)
     pub body_chars: usize,
+    /// the last text's body (`shorts.body(text)`: normalized, boilerplate lines dropped)
+    pub body: String,
     pub cut: Scratch,
     /// the tokens of a chunk of the body
     pub tokens: Vec<Token>,
