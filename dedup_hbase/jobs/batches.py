@@ -18,7 +18,7 @@ from ..index.ids import encode_id, shown
 from ..text.fingerprint import Fingerprinter
 from ..text.signatures import Signatures, settled
 from .corpus import Record
-from .workers import FingerprintPool, fingerprint_texts
+from .workers import FingerprintPool, fingerprint_both
 
 
 def to_fingerprint(batch: list[Record], use_simhash: bool) -> list[Record]:
@@ -60,15 +60,35 @@ def _set_results(todo: list[Record], results: list[int | str], signatures: Signa
                 record.more = settled(results[n + i * more:n + (i + 1) * more], result)
 
 
+def _set_fingerprinted(todo: list[Record], results: list, signatures: Signatures, sketched: bool,
+                       short: bool) -> None:
+    """``workers.fingerprint_both``'s results onto ``todo``: each record's ``simhash`` or
+    ``error`` and ``more``, with ``sketched`` (a sketcher or the rule) its ``sketch`` (None for
+    a record without a fingerprint), with ``short`` its ``kept``."""
+    n = len(results) - len(todo) * ((1 if sketched else 0) + (1 if short else 0))
+    _set_results(todo, results[:n], signatures)
+    if sketched:
+        for record, sketch in zip(todo, results[n:n + len(todo)]):
+            record.sketch = sketch if isinstance(sketch, int) and not record.error else None
+    if short:
+        for record, kept in zip(todo, results[n + len(todo):]):
+            record.kept = kept if record.sketch is not None else ""
+
+
 def fingerprint_batch(fingerprinter: Fingerprinter | None, batch: list[Record], use_simhash: bool = False,
-                      signatures: Signatures = Signatures()) -> None:
+                      signatures: Signatures = Signatures(), sketcher: Fingerprinter | None = None,
+                      short: bool = False) -> None:
     """Set each record's ``simhash`` (from its text, or with ``use_simhash`` the one it
-    carries) or its ``error``, in place, and with several ``signatures`` its ``more``; the
-    texts in one batch call. ``fingerprinter`` may be None when no record has a text to
-    fingerprint."""
+    carries) or its ``error``, in place, with several ``signatures`` its ``more``, with a
+    ``sketcher`` (an index with a confirmation) or ``short`` (the short-text rule) its
+    ``sketch`` and ``kept``, as ``fingerprinted`` does on a pool; the texts in one batch call.
+    ``fingerprinter`` may be None when no record has a text to fingerprint."""
     todo = to_fingerprint(batch, use_simhash)
     if todo:
-        _set_results(todo, fingerprint_texts(fingerprinter, _texts(todo, signatures)), signatures)
+        sketched = sketcher is not None or short
+        results = fingerprint_both(fingerprinter, _texts(todo, signatures), sketcher,
+                                   [r.text for r in todo] if sketched else [], short)
+        _set_fingerprinted(todo, results, signatures, sketched, short)
 
 
 def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
@@ -89,13 +109,7 @@ def fingerprinted(records: Iterable[Record], use_simhash: bool, batch_size: int,
     sketches = sketcher is not None or pool.short
     sketched = (lambda item: [r.text for r in item[1]]) if sketches else (lambda item: [])
     for (batch, todo), results in pool.map(checked(), lambda item: _texts(item[1], signatures), sketched):
-        n = len(results) - len(todo) * ((1 if sketches else 0) + (1 if pool.short else 0))
-        _set_results(todo, results[:n], signatures)
-        for record, sketch in zip(todo, results[n:n + len(todo)]):
-            record.sketch = sketch if isinstance(sketch, int) and not record.error else None
-        if pool.short:
-            for record, kept in zip(todo, results[n + len(todo):]):
-                record.kept = kept if record.sketch is not None else ""
+        _set_fingerprinted(todo, results, signatures, sketches, pool.short)
         yield batch
 
 

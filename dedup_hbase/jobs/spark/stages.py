@@ -23,10 +23,8 @@ from ...index.index import Index
 from ...index.retention import unexpired_runs
 from ...text.fingerprint import Fingerprinter, fingerprinter_from_spec
 from ...text.signatures import Signatures
-from ...text.units import text_sketches
 from ..batches import fingerprint_batch
 from ..reports import reason_of
-from ..workers import fingerprint_texts
 
 # more: the simhashes of the signatures after the body (an index of several: text/signatures.py), else null;
 # masks: per signature, the bits a lookup with probes flips (Signatures.probe_masks), else null;
@@ -90,28 +88,19 @@ def fingerprint_records(spec: dict, use_simhash: bool):
             return None
         return [[signed64(m) for m in ms] for ms in signatures.probe_masks(fingerprinter(spec), record.text, probes)]
 
+    short = bool(spec.get("short"))  # the short-text rule's sketch and kept text (text/units.py)
+
     def sketches(records) -> tuple[list, list]:
-        out, kepts = [None] * len(records), [None] * len(records)
-        todo = [i for i, r in enumerate(records) if not r.error] if "sketch" in spec else []
-        if todo:
-            made = fingerprint_texts(fingerprinter(spec["sketch"]), [records[i].text for i in todo])
-            for i, sketch in zip(todo, made):
-                out[i] = signed64(sketch) if isinstance(sketch, int) else None
-        if spec.get("short"):  # the short-text rule's sketch and kept text (text/units.py), the other sketch within it
-            good = [i for i, r in enumerate(records) if not r.error]
-            made, texts = text_sketches([records[i].text for i in good],
-                                        [None if out[i] is None else out[i] & ((1 << 64) - 1) for i in good])
-            out = [None] * len(records)
-            for i, sketch, kept in zip(good, made, texts):
-                out[i], kepts[i] = signed64(sketch), kept
-        return out, kepts
+        return ([None if r.error or r.sketch is None else signed64(r.sketch) for r in records],
+                [r.kept if short and not r.error and r.sketch is not None else None for r in records])
 
     def finish(pairs):
         records = [record for _, record in pairs]
         lengths = [len(r.text) if r.text is not None else None for r in records]
         sizes = [len(r.text.encode("utf-8", "surrogateescape")) if r.text else 0 for r in records]
         texts = not use_simhash and any(r.text is not None and not r.error for r in records)
-        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash, signatures)
+        fingerprint_batch(fingerprinter(spec) if texts else None, records, use_simhash, signatures,
+                          fingerprinter(spec["sketch"]) if texts and "sketch" in spec else None, short)
         cols = [[ordinal for ordinal, _ in pairs], [r.line for r in records], [r.source for r in records],
                 [r.id for r in records], [None if r.error else signed64(r.simhash) for r in records],
                 [r.title for r in records], lengths, sizes, [r.error for r in records],
