@@ -1,7 +1,7 @@
 """The kept texts of a local ``groups`` run's short documents (text/units.py), in a file beside
 the output while the groups are found: what memory holds per distinct short text is its sketch
-and where its text lies (24 bytes), not a Python string and a dict entry (about 300 bytes a
-title, measured on 10^6 distinct ones: docs/benchmarks.md). The short-text rule reads a kept
+and where its text lies (24 bytes), not a Python string and a dict entry (a dict cost about 100
+bytes more a text, measured on 10^6 distinct short texts: docs/benchmarks.md). The short-text rule reads a kept
 text only for a pair of short documents it decides (``confirm.sketches_agree``).
 """
 
