@@ -299,7 +299,7 @@ def test_precomputed_fingerprints_are_refused_by_both_engines(tmp_path):
 @pytest.mark.parametrize("native", [True, False])
 def test_a_load_makes_the_sketches_on_its_workers(tmp_path, news, native):
     """Two fingerprinting workers (threads with the compiled core, processes on the Python path):
-    every document row holds the sketch ``Index.sketch`` makes of its text."""
+    every document row holds the sketch ``Index.sketched`` makes of its text."""
     from dedup_hbase.jobs.local.load import load_files
     from dedup_hbase.jobs.options import LoadOptions
     from dedup_hbase.text.fingerprint import fingerprinter_from_spec, make_fingerprinter

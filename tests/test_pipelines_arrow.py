@@ -369,7 +369,7 @@ def test_the_recall_preset_answers_as_the_check_job_and_the_service(tmp_path, pl
 
 def test_an_index_with_the_short_text_rule_sketches_and_answers_as_the_check_job(tmp_path, xwlb_path):
     """``init --short-texts on`` (text/units.py): the sketch column is the index's own
-    (``Index.sketch``: a short text's is the hash of its kept text), and a check of news titles,
+    (``Index.sketched``: a short text's is the hash of its kept text), and a check of news titles,
     unrelated ones among them that share one dominant term, answers as the check job."""
     import gzip
 

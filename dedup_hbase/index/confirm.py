@@ -14,7 +14,7 @@ The sketch is kept in each of the document's index cells, beside its id in the c
 (layout.py: ``cell_qualifier``), so a lookup confirms what it scans with no read beyond the scan;
 the document row keeps it too, after the signatures' simhashes (what a rewrite or a delete
 needs to find the old cells). This module does no fingerprinting;
-``Index.sketch`` makes a text's sketch.
+``Index.sketched`` makes a text's sketch.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def sketch_column(docs: Sequence[Document], sketched: bool = True) -> np.ndarray
     for d in docs:
         if type(d.sketch) is not int or not 0 <= d.sketch < 1 << 64:
             raise InvalidInput(f"document {d.id!r}: this index confirms matches by a sketch of each document "
-                               f"(an unsigned 64-bit int: Index.sketch), not {d.sketch!r}")
+                               f"(an unsigned 64-bit int: Index.sketched), not {d.sketch!r}")
     return np.array([d.sketch for d in docs], dtype=np.uint64)
 
 

@@ -305,8 +305,8 @@ class Index:
         too: a document within k under any of them matches (without ``more``: the body's).
         ``probes`` (``probe_masks``) also looks up the query with each of those bits flipped:
         a document within k of a probe matches, at its distance from the query (lookup.py). In an
-        index with a confirmation, ``sketch`` (``Index.sketch``) confirms the matches beyond 3 bits
-        (confirm.py); under the short-text rule ``kept`` (``Index.kept``) is the query's text as the
+        index with a confirmation, ``sketch`` (``sketched``) confirms the matches beyond 3 bits
+        (confirm.py); under the short-text rule ``kept`` (``sketched`` too) is the query's text as the
         rule compares it (text/units.py)."""
         return self.query_many([simhash], k, max_matches, None if more is None else [more],
                                None if probes is None else [probes], None if sketch is None else [sketch],

@@ -224,16 +224,18 @@ def _false_drops(result: Tuning, texts: list[str], fps: np.ndarray) -> None:
     """The sample's short texts, its pairs within 3 bits, those whose texts are not near
     (character-bigram Jaccard below ``NEAR_BIGRAMS``), and those the short-text rule still joins."""
     result.short = sum(map(is_short, texts))
-    made: dict[int, tuple[int, str]] = {}
+    sketched = None  # the sample's sketches and kept texts, made once if a pair needs them
     for a in range(len(fps)):
         for b in (a + 1 + np.flatnonzero(np.bitwise_count(fps[a + 1:] ^ fps[a]) <= 3)).tolist():
             result.near_pairs += 1
             if similarity(texts[a], texts[b]) < NEAR_BIGRAMS:
                 result.unrelated += 1
-                (sa, ka), (sb, kb) = (made.setdefault(i, tuple(x[0] for x in text_sketches([texts[i]])))
-                                      for i in (a, b))
-                result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sa, sb, None, WORDS,
-                                                             kept_of([sa, sb], [ka, kb]))
+                if sketched is None:
+                    sketches, kepts = text_sketches(texts)
+                    sketched = (sketches, kept_of(sketches, kepts))
+                sketches, kept = sketched
+                result.unrelated_with_rule += sketches_agree(int(fps[a] ^ fps[b]).bit_count(), sketches[a],
+                                                             sketches[b], None, WORDS, kept)
 
 
 def _cost(k: int, docs: int) -> dict[str, Any]:
