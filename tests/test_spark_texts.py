@@ -249,3 +249,64 @@ def test_a_parquet_batch_of_good_rows_only_reads_the_same():
     assert done.num_rows == n and rest.num_rows == 0
     fast = parquet_rows(["id", "text"], True, batch, by_path)
     assert fast == parquet_rows(["id", "text"], False, batch, by_path) and len(fast) == n
+
+
+def remote_files(tmp_path: Path) -> tuple[list[inputs.InputFile], Fields]:
+    """Files of every kind that a remote read streams in chunks (FileChunks.java), and the
+    fields to read them with: a CSV whose quoted fields hold line ends and multi-byte characters,
+    a TSV, JSON lines gzipped and cut off, a binary file (of which only the head is read), a
+    GB18030 file, a whole-file document, an empty file."""
+    rnd = random.Random(13)
+    (tmp_path / "a.csv").write_text("id,text\r\n" + "".join(
+        f'c{i},"国家卫生{"，" * (i % 5)}健康\n委员会 ""通报"" {i}"\r\n' for i in range(120)), encoding="utf-8")
+    (tmp_path / "b.tsv").write_text("id\ttext\n" + "".join(f"t{i}\t长江经济带生态环境保护 {i}\n"
+                                                         for i in range(80)), encoding="utf-8")
+    data = gzip.compress("".join(json.dumps({"id": f"z{i}", "text": f"国家卫生健康委员会通报 {rnd.random()}"}) + "\n"
+                                 for i in range(3000)).encode())
+    (tmp_path / "c.jsonl.gz").write_bytes(data[:len(data) * 3 // 4])
+    (tmp_path / "d.jsonl").write_bytes(b"\x00\x01 not text\n" * 5000)
+    (tmp_path / "e.jsonl").write_bytes("".join(json.dumps({"id": f"g{i}", "text": f"全国疫情防控最新情况{i}"},
+                                                          ensure_ascii=False) + "\n"
+                                               for i in range(50)).encode("gb18030"))
+    (tmp_path / "f.txt").write_text("一篇文档，" * 300, encoding="utf-8")
+    (tmp_path / "g.csv").write_bytes(b"")
+    files = [inputs.InputFile(i, str(tmp_path / name), name, "file" if name == "f.txt" else "auto",
+                              "doc-f" if name == "f.txt" else None)
+             for i, name in enumerate(["a.csv", "b.tsv", "c.jsonl.gz", "d.jsonl", "e.jsonl", "f.txt", "g.csv"])]
+    return files, Fields(encoding="auto")
+
+
+def check_remote_records(files: list[inputs.InputFile], fields: Fields, got: list[dict]) -> None:
+    """``got`` (the records of ``remote_files``' files read in chunks) are a local read's."""
+    want = reference(files, fields)
+    assert sorted(got, key=lambda r: (r["ordinal"], r["line"])) == want
+    assert [sum(r["ordinal"] == f.ordinal for r in want) for f in files][:2] == [120, 80]
+    assert any(r["reason"] == "cut-off input" for r in want if r["ordinal"] == 2)
+    assert [r["reason"] for r in want if r["ordinal"] == 3] == ["binary data, not text (a NUL byte at byte 0)"]
+    assert {r["id"] for r in want if r["ordinal"] == 5} == {"doc-f"}
+
+
+def chunk_batches(files: list[inputs.InputFile], chunk_bytes: int, rows_per_batch: int) -> list:
+    """The rows ``dedup-hbase-chunks`` gives a task for ``files`` (FileChunks.java: each file's
+    bytes in chunks of ``chunk_bytes``, at least one chunk a file), in Arrow batches of
+    ``rows_per_batch`` rows as Spark hands them to mapInArrow."""
+    rows = []
+    for f in files:
+        data = Path(f.path).read_bytes()
+        rows += [{"ordinal": f.ordinal, "chunk": data[at:at + chunk_bytes]}
+                 for at in range(0, max(1, len(data)), chunk_bytes)]
+    schema = pa.schema([("ordinal", pa.int32()), ("chunk", pa.binary())])
+    return [pa.RecordBatch.from_pylist(rows[at:at + rows_per_batch], schema=schema)
+            for at in range(0, len(rows), rows_per_batch)]
+
+
+@pytest.mark.parametrize("chunk_bytes, rows_per_batch", [(1, 1000), (7, 3), (4096, 1), (1 << 20, 16)])
+def test_remote_files_streamed_in_chunks_read_as_the_local_reader_reads_them(tmp_path, chunk_bytes, rows_per_batch):
+    """Files of another file system come to a task as their bytes in chunks, several files one
+    after another in a partition; read as a stream of them (inputs.parse_chunks), each file
+    gives the records a local read gives, whatever the chunks' size and the batches' (a file
+    the reader leaves early, the binary one, has its other chunks skipped)."""
+    files, fields = remote_files(tmp_path)
+    run = inputs.parse_chunks(fields, stages.fingerprint_records(SPEC, False), {f.ordinal: f for f in files})
+    out = list(run(iter(chunk_batches(files, chunk_bytes, rows_per_batch))))
+    check_remote_records(files, fields, pa.Table.from_batches(out).to_pylist())

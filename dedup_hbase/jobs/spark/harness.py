@@ -29,7 +29,7 @@ from ..options import SparkOptions, is_uri
 from . import files
 from .connect import connect_session
 from .hfiles import check_helper
-from .session import helper_jars, make_session, small_job_conf
+from .session import ARROW_BATCHES, helper_jars, make_session, small_job_conf
 from .session import stop as stop_session
 from .ship import executor_pythons, ship_settings, ship_to_connect, use_shipped_python
 
@@ -156,7 +156,7 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     artifact (ship.ship_to_connect), and the executors proved as above when it is given or the
     server's master is not local."""
     if spark.remote:
-        session = connect_session(spark.remote, {"spark.app.name": name, **spark.conf})
+        session = connect_session(spark.remote, {"spark.app.name": name, **ARROW_BATCHES, **spark.conf})
         try:
             if jars:
                 check_helper(session, spark.remote)

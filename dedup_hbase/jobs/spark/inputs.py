@@ -5,8 +5,10 @@ local load.
 
 * Line formats (JSONL, CSV, TSV, text, whole files; plain or compressed): one row per
   file, one file per task. A local file is opened by its path in the worker (nothing is
-  read whole); a file on another file system (``hdfs://``, ``s3a://``...) comes through
-  Spark's ``binaryFile`` source, its bytes in one row (Spark's limit: 2 GB per file).
+  read whole); a file on another file system (``hdfs://``, ``s3a://``...) comes through the
+  helper's ``dedup-hbase-chunks`` source (jvm/.../FileChunks.java) as its bytes in chunks of
+  ``CHUNK_BYTES``, in order, one task a file, read by the worker as a stream (``ChunkStream``):
+  the task holds a few chunks at a time, never the whole file.
 * Parquet: Spark's own Parquet reader (row groups split across tasks); the line of a
   record is its row number in the file (``_metadata.row_index`` + 1), as in a local load.
 
@@ -32,6 +34,7 @@ FILE_SCHEMA = ("ordinal int, path string, source string, fmt string, doc_id stri
 BATCH = 2000
 MIN_PIECE = 4 << 20     # bytes: a big uncompressed JSONL or text file is read in pieces of at least this
 MAX_PIECE = 128 << 20
+CHUNK_BYTES = 1 << 20   # a remote file's bytes come to its task in rows of this many
 
 
 @dataclass(frozen=True)
@@ -126,38 +129,110 @@ def is_parquet(f: InputFile) -> bool:
 # -- in the Python workers ----------------------------------------------------------------
 
 
-def parse_files(fields: Fields, finish, by_path: dict[str, InputFile] | None = None):
-    """mapInArrow function: rows of files (FILE_SCHEMA, or binaryFile's path + content)
-    -> record batches, read with corpus.py's readers (gzip by texts.opened). ``finish``:
-    turns a list of (file ordinal, Record) into the output batch (stages.fingerprint_records:
-    fingerprinted in the same pass)."""
+def parse_files(fields: Fields, finish):
+    """mapInArrow function: rows of local files (FILE_SCHEMA) -> record batches, read with
+    corpus.py's readers (gzip by texts.opened). ``finish``: turns a list of (file ordinal,
+    Record) into the output batch (stages.fingerprint_records: fingerprinted in the same pass)."""
     def run(batches):
         for batch in batches:
             for row in batch.to_pylist():
-                whole = True
-                if by_path is not None:  # binaryFile rows: path, content
-                    f = by_path[row["path"]]
-                    opened = io.BytesIO(row["content"])
-                else:
-                    f = InputFile(**row)
-                    if f.start == 0 and f.end < 0:
-                        opened = open(f.path, "rb")
-                    else:
-                        whole = False
-                        with open(f.path, "rb") as raw:
-                            raw.seek(f.start)
-                            opened = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
-                with opened as raw:
-                    out = []
-                    for record in read_opened(texts.opened(raw, whole), Path(f.path), f.source, f.fmt, fields,
-                                              f.doc_id, f.first_line, decompress=False):
-                        out.append((f.ordinal, record))
-                        if len(out) >= BATCH:
-                            yield finish(out)
-                            out = []
-                    if out:
-                        yield finish(out)
+                f = InputFile(**row)
+                if f.start == 0 and f.end < 0:
+                    yield from _parsed(f, open(f.path, "rb"), True, fields, finish)
+                    continue
+                with open(f.path, "rb") as raw:
+                    raw.seek(f.start)
+                    piece = io.BytesIO(raw.read() if f.end < 0 else raw.read(f.end - f.start))
+                yield from _parsed(f, piece, False, fields, finish)
     return run
+
+
+def parse_chunks(fields: Fields, finish, by_ordinal: dict[int, InputFile]):
+    """mapInArrow function: the ``dedup-hbase-chunks`` rows (ordinal, chunk) of remote files,
+    a file's chunks in order in one partition -> record batches, each file read as a stream of
+    its chunks by corpus.py's readers (as ``parse_files`` reads a local file)."""
+    def run(batches):
+        rows = _Rows((ordinal, chunk) for batch in batches  # a file's chunks in order, files one after another
+                     for ordinal, chunk in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()))
+        for ordinal, first in rows:
+            stream = ChunkStream(first, rows, ordinal)
+            yield from _parsed(by_ordinal[ordinal], stream, True, fields, finish)
+            stream.drain()
+    return run
+
+
+def _parsed(f: InputFile, raw, whole: bool, fields: Fields, finish) -> Iterator:
+    """The record batches of one opened file (closed at the end)."""
+    with raw:
+        out = []
+        for record in read_opened(texts.opened(raw, whole), Path(f.path), f.source, f.fmt, fields,
+                                  f.doc_id, f.first_line, decompress=False):
+            out.append((f.ordinal, record))
+            if len(out) >= BATCH:
+                yield finish(out)
+                out = []
+        if out:
+            yield finish(out)
+
+
+class _Rows:
+    """An iterator that can take back the one row read too far (``ChunkStream`` reads the
+    next file's first row to learn that its file ended)."""
+
+    def __init__(self, rows: Iterator) -> None:
+        self._rows, self._back = rows, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._back is not None:
+            row, self._back = self._back, None
+            return row
+        return next(self._rows)
+
+    def push(self, row) -> None:
+        self._back = row
+
+
+class ChunkStream(io.RawIOBase):
+    """One file's bytes as a raw stream, from ``first`` (its first chunk) and the rows after
+    it while they are of ``ordinal``: the next file's first row is given back to ``rows``."""
+
+    def __init__(self, first: bytes, rows: _Rows, ordinal: int) -> None:
+        self._chunk, self._at, self._rows, self._ordinal, self._done = first, 0, rows, ordinal, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        """Fills ``buffer`` across chunks, short only at the file's end, as a local file's read
+        does (the readers' look at a file's head, ``peek``, sees as much as in a local read)."""
+        view, n = memoryview(buffer).cast("B"), 0
+        while n < len(view) and (self._at < len(self._chunk) or self._next()):
+            step = min(len(view) - n, len(self._chunk) - self._at)
+            view[n:n + step] = self._chunk[self._at:self._at + step]
+            self._at += step
+            n += step
+        return n
+
+    def _next(self) -> bool:
+        if self._done:
+            return False
+        row = next(self._rows, None)
+        if row is None or row[0] != self._ordinal:
+            if row is not None:
+                self._rows.push(row)
+            self._done = True
+            return False
+        self._chunk, self._at = row[1], 0
+        return True
+
+    def drain(self) -> None:
+        """Skip what the reader left of the file (a reader stops at damage or after a whole-file
+        document's bytes), so that the next file starts at its first chunk."""
+        while self._next():
+            pass
 
 
 def parse_parquet_rows(fields: Fields, finish, by_path: dict[str, InputFile], columns: list[str],

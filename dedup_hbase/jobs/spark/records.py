@@ -10,8 +10,8 @@ one task, on one core (split it into many files to use many; docs/spark.md).
 lines of remote JSON lines and ``--format lines`` files of texts (HDFS, S3 ...: Hadoop's line
 reader in splits; each line then read and fingerprinted by the Python worker), in UTF-8, GB18030,
 Big5 or another encoding whose line ends are single bytes. Any other remote file (CSV, TSV, a
-whole-file document, UTF-16) is read whole by one task, which holds all of its bytes: keep such
-files small.
+whole-file document, UTF-16) is read by one task, which streams its bytes a chunk at a time
+(inputs.parse_chunks): one core reads it, so many files rather than one big one use many.
 """
 
 from __future__ import annotations
@@ -72,9 +72,11 @@ def _records(job: SparkJob, paths: list[str], fmt: str, fields: Fields, spec: di
                                                         stages.FINGERPRINTED_SCHEMA))
     remote = [f for f in lines if f.remote]
     if remote:
-        by_uri = {f.path: f for f in remote}
-        frame = spark.read.format("binaryFile").load([f.path for f in remote]).select("path", "content")
-        parts.append(frame.mapInArrow(inputs.parse_files(fields, finish, by_uri), stages.FINGERPRINTED_SCHEMA))
+        frame = spark.read.format("dedup-hbase-chunks").options(
+            files="\n".join(f.path for f in remote), ordinals=",".join(str(f.ordinal) for f in remote),
+            chunkBytes=str(inputs.CHUNK_BYTES)).load()
+        parts.append(frame.mapInArrow(inputs.parse_chunks(fields, finish, {f.ordinal: f for f in remote}),
+                                      stages.FINGERPRINTED_SCHEMA))
     if parquet:
         by_path = {(f.path if f.remote else os.path.abspath(f.path)): f for f in parquet}
         frame = spark.read.option("mergeSchema", "true").parquet(*by_path)

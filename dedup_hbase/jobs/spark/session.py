@@ -143,6 +143,13 @@ def stop(spark, done: bool = False) -> None:
     jvm.stop(spark, done)
 
 
+# The Arrow batches between the JVM and the Python workers: at most 10,000 rows and 16 MiB
+# (runtime settings: a Connect session sets them too). The bytes bound keeps a remote file's
+# chunks (inputs.CHUNK_BYTES) a few at a time in a worker.
+ARROW_BATCHES = {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+                 "spark.sql.execution.arrow.maxBytesPerBatch": str(16 << 20)}
+
+
 def connect_server_conf(master: str, jars: bool = True, c1: bool = False) -> dict[str, str]:
     """The settings of a Spark Connect server that runs dedup-hbase's jobs (scripts/connect-local
     starts one with them): those of a session ``make_session`` starts on ``master``, with the
@@ -181,7 +188,7 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
-        "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
+        **ARROW_BATCHES,
         "spark.sql.shuffle.partitions": "16",
         # the records are persisted between the job's steps: columns compressed cost more CPU
         # (dictionary statistics of every value) than the memory they save here

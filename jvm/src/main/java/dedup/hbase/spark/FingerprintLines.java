@@ -197,7 +197,7 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
       if (current != null) {
         return false;
       }
-      Configuration conf = new Configuration();
+      Configuration conf = ExecutorHadoop.conf();
       Path path = new Path(file.path);
       FileSystem fs = path.getFileSystem(conf);
       byte[] magic;
@@ -252,7 +252,7 @@ public final class FingerprintLines implements TableProvider, DataSourceRegister
     LinesReader(Split split, String[] fields) {
       this.split = split;
       this.checker = split.before < 0 ? null : new JsonLines.Checker(fields);
-      Configuration conf = new Configuration();
+      Configuration conf = ExecutorHadoop.conf();
       this.compressed = new CompressionCodecFactory(conf).getCodec(new Path(split.path)) != null;
       TaskAttemptContextImpl context = new TaskAttemptContextImpl(conf, new TaskAttemptID());
       try {

@@ -193,7 +193,7 @@ public final class IndexLookup implements TableProvider, DataSourceRegister {
       this.path = path;
       try {
         Path p = new Path(path);
-        FileSystem fs = p.getFileSystem(new Configuration());
+        FileSystem fs = p.getFileSystem(ExecutorHadoop.conf());
         lines = new BufferedReader(new InputStreamReader(fs.open(p), StandardCharsets.UTF_8), 1 << 16);
       } catch (IOException e) {
         throw new UncheckedIOException(NAME + ": cannot read " + path + ": " + e, e);

@@ -252,7 +252,7 @@ public final class LinesSink implements TableProvider, DataSourceRegister {
     @Override
     public void write(InternalRow row) throws IOException {
       if (out == null) {
-        fs = Lines.fileSystem(path, new Configuration());
+        fs = Lines.fileSystem(path, ExecutorHadoop.conf());
         out = fs.create(path, true);
       }
       if (!row.isNullAt(0)) {
