@@ -74,8 +74,8 @@ def split(planned: list[inputs.InputFile], fields: Fields = Fields(), texts: boo
           session=None) -> tuple[JvmRead, list[inputs.InputFile]]:
     """(what the JVM reads, the rest in input order): JSON lines of fingerprints, or with
     ``texts`` the remote JSON lines and text files of texts (a local one is read in pieces by
-    Python, inputs.pieces; a remote one otherwise only whole, by a task holding all of its
-    bytes), each as ``judged`` finds it. A remote file's head is read through ``session``;
+    Python, inputs.pieces; a remote one otherwise only by one task, which streams its bytes:
+    inputs.parse_chunks), each as ``judged`` finds it. A remote file's head is read through ``session``;
     without one, no remote file goes to the JVM."""
     wanted = [f for f in planned if (session is not None if f.remote else not texts) and _kind(f, texts)]
     jvm = judged(session, wanted, fields, texts)
@@ -87,7 +87,7 @@ def split(planned: list[inputs.InputFile], fields: Fields = Fields(), texts: boo
 def judged(session, files: list[inputs.InputFile], fields: Fields, texts: bool) -> JvmRead:
     """``files`` judged by their heads (a local file's read here, a remote one's in the
     executors: ``_heads``) as a local read judges a file's head: each read as ``Reading`` says,
-    refused as one record, or left out of the JvmRead (read whole by inputs.py: a compressed
+    refused as one record, or left out of the JvmRead (read by one task, inputs.py: a compressed
     file its name does not name, a damaged one, an encoding that cannot be cut at line ends,
     another encoding than UTF-8 for fingerprints)."""
     out = JvmRead(texts)
