@@ -14,8 +14,8 @@ The loop stops when the edges are stars (no node both a child and a parent, one 
 child): then ``dst`` is the component's smallest node. Each round's edges are cut from their
 lineage (``localCheckpoint``), so a round's plan does not grow with the rounds.
 
-``tree_parents`` grows, from given start nodes, the breadth-first spanning tree that
-local/components.py's ``tree_parents`` grows (the same parents), one round per hop.
+``tree_parents`` runs local/components.py's ``tree_parents`` on each component (one shuffle
+puts a component's edges in one task): the same breadth-first spanning tree, one function.
 
 Skew: a node with many neighbours (the first copy of a page with 100,000 copies) is one
 window partition of that many rows, sorted and spilled by Spark; the edges of copies to
@@ -81,34 +81,47 @@ def roots(edges, node_a: str = "a", node_b: str = "b"):
     return current.select(F.col("src").alias("node"), F.col("dst").alias("root"))
 
 
-def tree_parents(edges, start, node_a: str = "a", node_b: str = "b", weight: str = "distance"):
-    """local/components.tree_parents on DataFrames: ``edges`` (two long node columns and an int
-    ``weight``, undirected, no self-loops) and ``start`` (one long column ``node``) ->
-    ``(node, parent, weight)`` for every node a start node reaches, the start nodes excepted:
-    among a node's neighbours one hop nearer a start node, the one of least (weight, node).
+def tree_parents(edges, found, node_a: str = "a", node_b: str = "b", weight: str = "distance"):
+    """local/components.tree_parents, the same function, run on each component: ``edges`` (two
+    long node columns and an int ``weight``, undirected) and ``found`` (``roots``' ``(node,
+    root)``) -> ``(node, parent, weight)`` for every node of a component but its root, grown
+    from the root (its smallest node).
 
-    One round per hop, each a join of the last level's nodes with their edges: a neighbour of
-    a node of level L is of level L - 1, L or L + 1, so excluding the last two levels leaves
-    the next one, and no round reads the nodes reached before (work O(nodes + edges))."""
-    from functools import reduce
-
+    One shuffle puts each component's edges in one partition (by root); each partition's
+    components are one forest for the local function, its roots the start nodes (``_forest``).
+    A component is held whole by one task: memory in proportion to its edges (the copies of a
+    page are not nodes: they join their first copy's node)."""
     from pyspark.sql import functions as F
 
-    both = (edges.select(F.col(node_a).alias("src"), F.col(node_b).alias("node"), F.col(weight).alias("weight"))
-            .unionByName(edges.select(F.col(node_b).alias("src"), F.col(node_a).alias("node"),
-                                      F.col(weight).alias("weight")))).localCheckpoint()
-    frontier = start.select("node").distinct().localCheckpoint()
-    previous = frontier.limit(0)
-    levels = []
-    while True:
-        reached = (frontier.select(F.col("node").alias("src")).join(both, "src")
-                   .join(frontier, "node", "left_anti").join(previous, "node", "left_anti")
-                   .groupBy("node").agg(F.min(F.struct("weight", "src")).alias("best"))
-                   .select("node", F.col("best.src").alias("parent"), F.col("best.weight").alias("weight"))
-                   .localCheckpoint())
-        if reached.isEmpty():
-            break
-        levels.append(reached)
-        previous, frontier = frontier, reached.select("node")
-    logger.info("spanning tree: %d levels", len(levels))
-    return reduce(lambda x, y: x.unionByName(y), levels, reached)
+    rooted_nodes = found.unionByName(found.select(F.col("root").alias("node"), "root").distinct())  # roots too
+    rooted = (edges.where(F.col(node_a) != F.col(node_b))
+              .join(rooted_nodes.select(F.col("node").alias(node_a), "root"), node_a)
+              .select(F.col(node_a).alias("a"), F.col(node_b).alias("b"), F.col(weight).cast("long").alias("w"),
+                      "root"))
+    tree = rooted.repartition("root").mapInArrow(_forest, "node long, parent long, weight long")
+    return tree.withColumn("weight", F.col("weight").cast(edges.schema[weight].dataType))
+
+
+def _forest(batches):
+    """mapInArrow function: rows (a, b, w, root) of whole components -> (node, parent, weight)
+    of each node a root reaches, the roots excepted, by local/components.tree_parents."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..local.components import tree_parents as local_tree
+
+    batches = list(batches)
+    if not batches or not sum(b.num_rows for b in batches):
+        return
+    table = pa.Table.from_batches(batches)
+    a, b, w, root = (table.column(name).to_numpy() for name in ("a", "b", "w", "root"))
+    nodes, inverse = np.unique(np.concatenate([a, b, root]), return_inverse=True)  # in node order: the same ties
+    n = len(a)
+    start = np.zeros(len(nodes), dtype=bool)
+    start[inverse[2 * n:]] = True
+    parent, weights = local_tree(len(nodes), np.stack([inverse[:n], inverse[n:2 * n]], axis=1), w, start)
+    reached = np.flatnonzero(parent >= 0)
+    for at in range(0, len(reached), 1 << 20):
+        part = reached[at:at + (1 << 20)]
+        yield pa.RecordBatch.from_arrays([pa.array(nodes[part]), pa.array(nodes[parent[part]]),
+                                          pa.array(weights[part])], names=["node", "parent", "weight"])

@@ -14,8 +14,9 @@ Data flow (D = the driver, E = the executors)::
        fingerprint's sketches within T bits)
     E  components of the distinct fingerprints: large-star / small-star rounds
        (components.py; copies are not in them: a copy joins its first copy's group)
-    E  the spanning tree of each component from its smallest node, one round per hop
-       (components.tree_parents): a distinct fingerprint's via
+    E  the spanning tree of each component from its smallest node: the local engine's function
+       on each component, a component's edges in one task (components.tree_parents): a
+       distinct fingerprint's via
     E  per node of a component: its group (the smallest first pos of the component), the
        group's id and size (a window over the component's nodes, not its documents) and its
        tree parent's first id (``_grouped_nodes``)
@@ -141,7 +142,7 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
                                                   F.min_by("id", "pos").alias("first_id")))
     edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts))
     found = components.roots(edges)
-    tree = components.tree_parents(edges, found.select(F.col("root").alias("node")), weight="weight")
+    tree = components.tree_parents(edges, found, weight="weight")
     job.clock("pairs, components, tree")
     grouped = _grouped_nodes(found, tree, firsts)
     weight = F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight"))
