@@ -46,8 +46,8 @@ def tree_parents(count: int, edges: np.ndarray, weights: np.ndarray, start: np.n
     A node's parent is, among its neighbours one hop nearer a start node than itself, the one
     of least (weight, node number): so a node of a chain a - b - c started at a has parent b,
     and the tree is the same whatever order the edges come in. The Spark engine runs this
-    function on each component (spark/components.py). Work O(nodes + edges) over as many rounds as the deepest node's
-    hops; memory in proportion to the edges."""
+    function on each component (spark/components.py). Work O(nodes + edges) over as many
+    rounds as the deepest node's hops; memory in proportion to the edges."""
     parent = np.full(count, -1, dtype=np.int64)
     weight = np.full(count, -1, dtype=np.int64)
     if not len(edges):

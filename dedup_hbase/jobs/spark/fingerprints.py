@@ -75,8 +75,8 @@ def split(planned: list[inputs.InputFile], fields: Fields = Fields(), texts: boo
     """(what the JVM reads, the rest in input order): JSON lines of fingerprints, or with
     ``texts`` the remote JSON lines and text files of texts (a local one is read in pieces by
     Python, inputs.pieces; a remote one otherwise only by one task, which streams its bytes:
-    inputs.parse_chunks), each as ``judged`` finds it. A remote file's head is read through ``session``;
-    without one, no remote file goes to the JVM."""
+    inputs.parse_chunks), each as ``judged`` finds it. A remote file's head is read through
+    ``session``; without one, no remote file goes to the JVM."""
     wanted = [f for f in planned if (session is not None if f.remote else not texts) and _kind(f, texts)]
     jvm = judged(session, wanted, fields, texts)
     taken = set(jvm.readings) | {ordinal for ordinal, _ in jvm.refused}
