@@ -533,7 +533,8 @@ def main() -> None:
     parser.add_argument("--precision", action="store_true",
                         help="instead: the precision of whole groups runs and the recall of planted short copies "
                              "(scripts/quality_precision.py)")
-    parser.add_argument("--corpora", default="titles,glossary,news,mixed", help="with --precision: the corpora")
+    parser.add_argument("--corpora", default="titles,glossary,news,mixed,docstrings",
+                        help="with --precision: the corpora")
     parser.add_argument("--per-kind", type=int, default=300, help="with --precision: planted copies per kind")
     parser.add_argument("--groups-args", default="", help="with --precision: options given to dedup-hbase groups")
     parser.add_argument("--short-recall", action="store_true",

@@ -14,18 +14,24 @@ planted copies of short texts, runs ``dedup-hbase groups`` (the command as shipp
   added, punctuation changed) that end in their original's group.
 
 Corpora (from ../shared/data): ``titles`` (the news items' ``title`` field), ``glossary``
-(jargon_en's entries), ``news`` (the news bodies), ``mixed`` (all three at once). The planted
-copies are seeded (``--seed``); every count goes to ``--json``.
+(jargon_en's entries), ``news`` (the news bodies), ``mixed`` (all three at once); and
+``docstrings``, short English texts of this machine: the first paragraph (15 to 200
+characters) of every function's and class's docstring in the standard library of the Python
+that runs this (``docstrings``; its tests left out: about 6,100 texts under CPython 3.11). The
+planted copies are seeded (``--seed``); every count goes to ``--json``.
 """
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
+import os
 import random
 import shlex
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections import Counter
@@ -51,11 +57,34 @@ def read(path: str, field: str, prefix: str) -> list[tuple[str, str]]:
     return [(f"{prefix}:{r['id']}", r[field]) for r in rows if r.get(field)]
 
 
+def docstrings() -> list[tuple[str, str]]:
+    """(file:line, first paragraph) of every function's and class's docstring of 15 to 200
+    characters (white space made single) in this Python's standard library, its tests and
+    site-packages left out, in path order."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    out = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in ("test", "tests", "site-packages", "idle_test"))
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = Path(folder) / name
+            try:
+                tree = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+                    first = " ".join(ast.get_docstring(node).strip().split("\n\n")[0].split())
+                    if 15 <= len(first) <= 200:
+                        out.append((f"doc:{path.relative_to(root)}:{node.lineno}", first))
+    return out
+
+
 def corpora(data: Path) -> dict[str, list[tuple[str, str]]]:
     news = data / "xwlb_zh.jsonl.gz"
     titles, bodies = read(str(news), "title", "title"), read(str(news), "text", "news")
     glossary = read(str(data / "jargon_en.jsonl.gz"), "text", "glossary")
-    return {"titles": titles, "glossary": glossary, "news": bodies, "mixed": titles + glossary + bodies}
+    return {"titles": titles, "glossary": glossary, "news": bodies, "mixed": titles + glossary + bodies,
+            "docstrings": docstrings()}
 
 
 def lang(text: str) -> str:
