@@ -732,8 +732,8 @@ def test_remote_line_files_of_texts_cut_by_the_jvm_read_as_the_local_reader_read
 def test_remote_files_of_other_formats_stream_in_chunks_as_the_local_reader_reads_them(spark, tmp_path):
     """Remote files that no line reader cuts (CSV and TSV, whose quoted fields may hold line
     ends; a whole-file document; a binary or a cut-off compressed file) come through the
-    helper's ``dedup-hbase-chunks`` source (records.py): a file's bytes in chunks, in order, one
-    task a file, so that no task holds a whole file (Spark's ``binaryFile`` held it in one row:
+    helper's ``dedup-hbase-chunks`` source (records.py): a file's bytes in chunks, in order, in
+    one task (small files packed several to a task), so that no task holds a whole file (Spark's ``binaryFile`` held it in one row:
     at 10^6 documents a 187 MB file ran a 1 GB executor out of heap). Read by the JVM here in
     chunks of 4 KB, streamed to corpus.py's readers: every column of every record as a local read."""
     from test_spark_texts import check_remote_records, remote_files
@@ -742,12 +742,14 @@ def test_remote_files_of_other_formats_stream_in_chunks_as_the_local_reader_read
     from dedup_hbase.text.fingerprint import make_fingerprinter
 
     files, fields = remote_files(tmp_path)
-    frame = spark.read.format("dedup-hbase-chunks").options(
-        files="\n".join(Path(f.path).as_uri() for f in files), ordinals=",".join(str(f.ordinal) for f in files),
-        chunkBytes="4096").load()
-    assert frame.rdd.getNumPartitions() == len(files)
-    assert frame.where("ordinal = 0").count() == -(-Path(files[0].path).stat().st_size // 4096)
     finish = stages.fingerprint_records(make_fingerprinter().spec, False)
-    read = frame.mapInArrow(inputs.parse_chunks(fields, finish, {f.ordinal: f for f in files}),
-                            stages.FINGERPRINTED_SCHEMA)
-    check_remote_records(files, fields, [row.asDict(recursive=True) for row in read.collect()])
+    options = {"files": "\n".join(Path(f.path).as_uri() for f in files),
+               "ordinals": ",".join(str(f.ordinal) for f in files), "chunkBytes": "4096"}
+    # a partition a file (partitionBytes 1), and the small files packed in one (Spark's 4 MiB at the least)
+    for more, partitions in (({"partitionBytes": "1"}, len(files)), ({}, 1)):
+        frame = spark.read.format("dedup-hbase-chunks").options(**options, **more).load()
+        assert frame.rdd.getNumPartitions() == partitions
+        assert frame.where("ordinal = 0").count() == -(-Path(files[0].path).stat().st_size // 4096)
+        read = frame.mapInArrow(inputs.parse_chunks(fields, finish, {f.ordinal: f for f in files}),
+                                stages.FINGERPRINTED_SCHEMA)
+        check_remote_records(files, fields, [row.asDict(recursive=True) for row in read.collect()])

@@ -7,8 +7,9 @@ local load.
   file, one file per task. A local file is opened by its path in the worker (nothing is
   read whole); a file on another file system (``hdfs://``, ``s3a://``...) comes through the
   helper's ``dedup-hbase-chunks`` source (jvm/.../FileChunks.java) as its bytes in chunks of
-  ``CHUNK_BYTES``, in order, one task a file, read by the worker as a stream (``ChunkStream``):
-  the task holds a few chunks at a time, never the whole file.
+  ``CHUNK_BYTES``, in order, a file in one task (small files several to a task, one after
+  another), read by the worker as a stream (``ChunkStream``): the task holds a few chunks at a
+  time, never the whole file.
 * Parquet: Spark's own Parquet reader (row groups split across tasks); the line of a
   record is its row number in the file (``_metadata.row_index`` + 1), as in a local load.
 
