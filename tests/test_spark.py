@@ -733,9 +733,10 @@ def test_remote_files_of_other_formats_stream_in_chunks_as_the_local_reader_read
     """Remote files that no line reader cuts (CSV and TSV, whose quoted fields may hold line
     ends; a whole-file document; a binary or a cut-off compressed file) come through the
     helper's ``dedup-hbase-chunks`` source (records.py): a file's bytes in chunks, in order, in
-    one task (small files packed several to a task), so that no task holds a whole file (Spark's ``binaryFile`` held it in one row:
-    at 10^6 documents a 187 MB file ran a 1 GB executor out of heap). Read by the JVM here in
-    chunks of 4 KB, streamed to corpus.py's readers: every column of every record as a local read."""
+    one task (small files packed several to a task), so that no task holds a whole file
+    (Spark's ``binaryFile`` held it in one row: at 10^6 documents a 187 MB file ran a 1 GB
+    executor out of heap). Read by the JVM here in chunks of 4 KB, streamed to corpus.py's
+    readers: every column of every record as a local read."""
     from test_spark_texts import check_remote_records, remote_files
 
     from dedup_hbase.jobs.spark import stages
