@@ -81,6 +81,14 @@ def roots(edges, node_a: str = "a", node_b: str = "b"):
     return current.select(F.col("src").alias("node"), F.col("dst").alias("root"))
 
 
+def members(found):
+    """``roots``' ``(node, root)`` with each root as a row of its own: every node of a component
+    of two or more, with its root."""
+    from pyspark.sql import functions as F
+
+    return found.unionByName(found.select(F.col("root").alias("node"), "root").distinct())
+
+
 def tree_parents(edges, found, node_a: str = "a", node_b: str = "b", weight: str = "distance"):
     """local/components.tree_parents, the same function, run on each component: ``edges`` (two
     long node columns and an int ``weight``, undirected) and ``found`` (``roots``' ``(node,
@@ -93,9 +101,8 @@ def tree_parents(edges, found, node_a: str = "a", node_b: str = "b", weight: str
     page are not nodes: they join their first copy's node)."""
     from pyspark.sql import functions as F
 
-    rooted_nodes = found.unionByName(found.select(F.col("root").alias("node"), "root").distinct())  # roots too
     rooted = (edges.where(F.col(node_a) != F.col(node_b))
-              .join(rooted_nodes.select(F.col("node").alias(node_a), "root"), node_a)
+              .join(members(found).select(F.col("node").alias(node_a), "root"), node_a)
               .select(F.col(node_a).alias("a"), F.col(node_b).alias("b"), F.col(weight).cast("long").alias("w"),
                       "root"))
     tree = rooted.repartition("root").mapInArrow(_forest, "node long, parent long, weight long")

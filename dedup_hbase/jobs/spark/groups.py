@@ -171,7 +171,7 @@ def _grouped_nodes(found, tree, firsts):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    members = found.unionByName(found.select(F.col("root").alias("node"), "root").distinct())
+    members = components.members(found)
     heads = firsts.select(F.col("first").alias("node"), "n", "first_id")
     member = members.join(heads, "node")
     group = Window.partitionBy("root")

@@ -23,6 +23,8 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -150,15 +152,16 @@ def parse_files(fields: Fields, finish):
 
 def parse_chunks(fields: Fields, finish, by_ordinal: dict[int, InputFile]):
     """mapInArrow function: the ``dedup-hbase-chunks`` rows (ordinal, chunk) of remote files,
-    a file's chunks in order in one partition -> record batches, each file read as a stream of
-    its chunks by corpus.py's readers (as ``parse_files`` reads a local file)."""
+    each file's chunks in order and together in one partition -> record batches, each file read
+    as a stream of its chunks by corpus.py's readers (as ``parse_files`` reads a local file).
+    What a reader leaves of a file (it stops at damage, or at a binary file's head) is skipped
+    by ``groupby`` on to the next file."""
     def run(batches):
-        rows = _Rows((ordinal, chunk) for batch in batches  # a file's chunks in order, files one after another
-                     for ordinal, chunk in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()))
-        for ordinal, first in rows:
-            stream = ChunkStream(first, rows, ordinal)
+        rows = ((ordinal, chunk) for batch in batches
+                for ordinal, chunk in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()))
+        for ordinal, chunks in groupby(rows, key=itemgetter(0)):
+            stream = ChunkStream(chunk for _, chunk in chunks)
             yield from _parsed(by_ordinal[ordinal], stream, True, fields, finish)
-            stream.drain()
     return run
 
 
@@ -176,32 +179,11 @@ def _parsed(f: InputFile, raw, whole: bool, fields: Fields, finish) -> Iterator:
             yield finish(out)
 
 
-class _Rows:
-    """An iterator that can take back the one row read too far (``ChunkStream`` reads the
-    next file's first row to learn that its file ended)."""
-
-    def __init__(self, rows: Iterator) -> None:
-        self._rows, self._back = rows, None
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._back is not None:
-            row, self._back = self._back, None
-            return row
-        return next(self._rows)
-
-    def push(self, row) -> None:
-        self._back = row
-
-
 class ChunkStream(io.RawIOBase):
-    """One file's bytes as a raw stream, from ``first`` (its first chunk) and the rows after
-    it while they are of ``ordinal``: the next file's first row is given back to ``rows``."""
+    """A file's bytes as a raw stream over ``chunks``, an iterator of them in order."""
 
-    def __init__(self, first: bytes, rows: _Rows, ordinal: int) -> None:
-        self._chunk, self._at, self._rows, self._ordinal, self._done = first, 0, rows, ordinal, False
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks, self._chunk, self._at = chunks, b"", 0
 
     def readable(self) -> bool:
         return True
@@ -210,30 +192,18 @@ class ChunkStream(io.RawIOBase):
         """Fills ``buffer`` across chunks, short only at the file's end, as a local file's read
         does (the readers' look at a file's head, ``peek``, sees as much as in a local read)."""
         view, n = memoryview(buffer).cast("B"), 0
-        while n < len(view) and (self._at < len(self._chunk) or self._next()):
+        while n < len(view):
+            if self._at == len(self._chunk):
+                chunk = next(self._chunks, None)
+                if chunk is None:
+                    break
+                self._chunk, self._at = chunk, 0
+                continue
             step = min(len(view) - n, len(self._chunk) - self._at)
             view[n:n + step] = self._chunk[self._at:self._at + step]
             self._at += step
             n += step
         return n
-
-    def _next(self) -> bool:
-        if self._done:
-            return False
-        row = next(self._rows, None)
-        if row is None or row[0] != self._ordinal:
-            if row is not None:
-                self._rows.push(row)
-            self._done = True
-            return False
-        self._chunk, self._at = row[1], 0
-        return True
-
-    def drain(self) -> None:
-        """Skip what the reader left of the file (a reader stops at damage or after a whole-file
-        document's bytes), so that the next file starts at its first chunk."""
-        while self._next():
-            pass
 
 
 def parse_parquet_rows(fields: Fields, finish, by_path: dict[str, InputFile], columns: list[str],
