@@ -363,4 +363,7 @@ def test_a_load_keeps_a_bounded_write_ahead_log(tmp_path, monkeypatch):
         written = logs + sum(f.stat().st_size for f in path.glob("*.sst"))
         assert store._packed["index"].run_cells == 30 * 16_000  # all of it still in runs: nothing merged yet
     assert written > 12 << 20  # far more than the bound went through the log
-    assert logs < 4 << 20
+    # without the bound, 17.5 MB of logs are kept here; with it, 1.3 MB on an idle machine, and up
+    # to 5.0 MB seen in CI while the suite kept both cores busy (RocksDB frees a log only once the
+    # flush it asked for has run in the background)
+    assert logs < 8 << 20
