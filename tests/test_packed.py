@@ -184,9 +184,13 @@ def test_kill_9_in_the_middle_of_a_merge_loses_nothing(tmp_path, step, nth, runs
 
 
 @pytest.mark.parametrize("uncached_bytes", [1 << 20, 200], ids=["cached", "big-records-past-the-cache"])
-def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, uncached_bytes):
+@pytest.mark.parametrize("splice_cells", [8192, 2], ids=["sorted-merges", "spliced-merges"])
+def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, uncached_bytes, splice_cells):
     """Loads in many small batches (runs), lookups in the middle (which merge first),
-    deletes, re-adds: every lookup equals brute force at every stage, single and batched."""
+    deletes, re-adds: every lookup equals brute force at every stage, single and batched;
+    with every merge into a record of 2 cells or more a splice (``records.splice``) or none."""
+    monkeypatch.setattr(packed, "_SPLICE_CELLS", splice_cells)
+    monkeypatch.setattr(packed, "_SPLICE_SHARE", 1 if splice_cells == 2 else 8)
     monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500)  # merges in many slices
     monkeypatch.setattr(packed, "DIRECT_CELLS", 0)  # every write as runs
     monkeypatch.setattr(packed, "_UNCACHED_BYTES", uncached_bytes)  # 200: most records read past the cache
@@ -221,6 +225,7 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, 
             assert table.run_cells == 0 and table.merged_cells == 4 * 1250
     check("loaded")
     assert bool(table._uncached) == (uncached_bytes == 200)  # the test reads both ways
+    assert (table.spliced > 0) == (splice_cells == 2)  # and merges both ways
     index.add_many([Document(d, v) for d, v in items[:500]])  # written again: no duplicates
     gone = index.delete([d for d, _ in items[::5]])
     for d in gone:
@@ -240,12 +245,16 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, 
         assert cells == 4 * len(fps) == store._table("index").merged_cells
 
 
-@pytest.mark.parametrize("small_merge", [0, 10**9], ids=["numpy-merges", "python-merges"])
+@pytest.mark.parametrize("small_merge", [0, 10**9, "splice"], ids=["numpy-merges", "python-merges", "spliced"])
 def test_small_writes_go_straight_into_the_records_and_stay_exact(tmp_path, monkeypatch, small_merge):
     """Writes of at most DIRECT_CELLS cells with no runs pending are folded in at once (the
-    online path; merged in numpy, or in Python with ``merge_small``); with runs pending they
-    join the runs. Lookups equal brute force throughout."""
-    monkeypatch.setattr(packed, "SMALL_MERGE_CELLS", small_merge)
+    online path; merged in numpy, in Python with ``merge_small``, or spliced into records of 2
+    cells or more); with runs pending they join the runs. Lookups equal brute force throughout."""
+    if small_merge == "splice":
+        monkeypatch.setattr(packed, "_SPLICE_CELLS", 2)
+        monkeypatch.setattr(packed, "_SPLICE_SHARE", 1)
+    else:
+        monkeypatch.setattr(packed, "SMALL_MERGE_CELLS", small_merge)
     rnd = random.Random(12)
     base = [rnd.getrandbits(64) for _ in range(50)]
     fps = {f"d{i:04d}": (rnd.choice(base) ^ (1 << rnd.randrange(64))) if i % 2 else rnd.getrandbits(64)
@@ -367,3 +376,40 @@ def test_a_load_keeps_a_bounded_write_ahead_log(tmp_path, monkeypatch):
     # to 5.0 MB seen in CI while the suite kept both cores busy (RocksDB frees a log only once the
     # flush it asked for has run in the background)
     assert logs < 8 << 20
+
+
+@pytest.mark.parametrize("ids", [lambda rnd: f"d{rnd.randint(0, 99):02d}", lambda rnd: "x" * rnd.randint(0, 4),
+                                 lambda rnd: rnd.choice(["", "a", "b\x00", "\x00", "ab"]),
+                                 lambda rnd: rnd.choice(["", "\x00"])],
+                         ids=["fixed-width", "variable-width", "empty-and-nul", "widths-0-and-1"])
+def test_a_splice_into_a_big_record_writes_the_sorts_bytes(ids):
+    """``records.splice`` (a few cells into a big record: the copies of one text) gives the
+    record and cell count that decoding, sorting and packing give: runs of one remainder
+    (new ids among old ones, before and after them), cells written again, widths that change
+    the record from byte planes to lengths and back."""
+    rnd = random.Random(23)
+    prefix = bytes.fromhex("0001000001")
+    for _ in range(200):
+        rests = [rnd.choice([0, 7, 2**64 - 1, rnd.getrandbits(64)]) for _ in range(rnd.randint(1, 40))]
+        keys = sorted({prefix + r.to_bytes(8, "big") + ids(rnd).encode() for r in rests})
+        old = [k for k in keys if rnd.random() < 0.7] or keys[:1]
+        fresh = sorted({k for k in keys if k not in old or rnd.random() < 0.2})
+        (record,) = batch_of(old).sorted_unique().pack()[1]
+        got, added = records_module.splice(record, [int.from_bytes(k[5:13], "big") for k in fresh],
+                                           [k[13:] for k in fresh])
+        (want,) = batch_of(sorted({*old, *fresh})).sorted_unique().pack()[1]
+        assert (got, added) == (want, len(set(fresh) - set(old)))
+
+
+
+def test_records_of_one_width_and_of_varied_widths_decode_together():
+    """``from_records`` of records with byte planes and with lengths side by side (spans of
+    varied-width qualifiers copied whole, planes gathered) gives each record's own cells."""
+    rnd = random.Random(31)
+    ids = [lambda rnd: f"d{rnd.randint(0, 99):02d}", lambda rnd: "x" * rnd.randint(0, 40)]
+    keys = sorted({bytes.fromhex(f"00010000{p:02x}") + rnd.choice([3, rnd.getrandbits(64)]).to_bytes(8, "big")
+                   + ids[p % 2](rnd).encode() for p in range(1, 9) for _ in range(rnd.randint(1, 30))})
+    pids, records = batch_of(keys).sorted_unique().pack()
+    assert {PackedCells(r)._width == records_module.VARIABLE_WIDTH for r in records} == {True, False}
+    decoded = CellBatch.from_records(pids.tolist(), records)
+    assert [c.tolist() for c in decoded] == [c.tolist() for c in batch_of(keys)]

@@ -36,6 +36,14 @@ def _squeeze(pids: np.ndarray) -> np.ndarray:
     return squeezed - squeezed.min()
 
 
+def _spans(lo: np.ndarray, hi: np.ndarray, size: int) -> np.ndarray:
+    """A mask of ``size`` bytes, true within each span ``[lo[i], hi[i])`` (disjoint)."""
+    edges = np.zeros(size + 1, dtype=np.int8)
+    np.add.at(edges, lo, 1)  # a span may end where the next begins
+    np.add.at(edges, hi, -1)
+    return np.cumsum(edges[:-1], dtype=np.int8).astype(bool)
+
+
 def _gather(quals: np.ndarray, qlens: np.ndarray, order: np.ndarray) -> np.ndarray:
     """The qualifier bytes of cells ``order`` (cell i: ``qlens[i]`` bytes of ``quals``)."""
     if len(qlens) and (qlens == qlens[0]).all():  # all one length: rows of a 2-D array (the total
@@ -104,9 +112,20 @@ class CellBatch(NamedTuple):
         if not variable.any() and n and (qlens == qlens[0]).all():  # the usual case: one id length
             quals = buf[qstart[:, None] + np.arange(int(qlens[0])) * size[:, None]].ravel()
         else:
-            cell = np.repeat(np.arange(n), qlens)
-            t = np.arange(int(qlens.sum())) - np.repeat(_starts(qlens), qlens)
-            quals = buf[qstart[cell] + t * np.where(variable, 1, size)[cell]]
+            quals = np.empty(int(qlens.sum()), dtype=np.uint8)
+            out = _starts(qlens)
+            if variable.any():  # a record's qualifiers of varied length are one span, in cell order:
+                # copied as spans (a gather would hold 8 bytes of index per byte: 200,000 ids with
+                # their kept texts made gigabytes of indexes)
+                whole = widths == VARIABLE_WIDTH
+                lo = at[whole] + HEADER_BYTES + (REST_BYTES + 2) * counts[whole]
+                hi = at[whole] + sizes[whole]
+                first = out[_starts(counts)[whole]]
+                quals[_spans(first, first + hi - lo, len(quals))] = buf[_spans(lo, hi, len(buf))]
+            fixed = np.flatnonzero(~variable)  # byte planes: byte t of a qualifier every ``size`` bytes
+            cell = np.repeat(fixed, qlens[fixed])
+            t = ranges(np.zeros(len(fixed), dtype=np.int64), qlens[fixed])
+            quals[out[cell] + t] = buf[qstart[cell] + t * size[cell]]
         return cls(np.repeat(np.asarray(pids, dtype=np.uint64), counts),
                    rests.view(">u8").ravel().astype(np.uint64), qlens, quals)
 

@@ -40,13 +40,15 @@ from rocksdict import WriteBatch, WriteOptions
 
 from ...errors import StoreError
 from .batch import SMALL_MERGE_CELLS, CellBatch, merge_small
-from .records import MAX_QUALIFIER_BYTES, REST_BYTES, PackedCells
+from .records import MAX_QUALIFIER_BYTES, REST_BYTES, PackedCells, splice
 from .rocks import get_many, read_once, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 DIRECT_CELLS = 1024  # writes of at most this many cells (about 250 documents), no runs pending: no runs
 _MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
+_SPLICE_CELLS = 8192  # a record of this many cells or more gets a few new cells by a splice, not a sort
+_SPLICE_SHARE = 8  # ... when at most one in this many of its cells are new
 _UNCACHED_BYTES = 1 << 20  # a record this big (tens of thousands of copies of one text) is read past the cache
 _STATE = struct.Struct(">QQQ")  # last write number, merged cells, cells in runs
 _EMPTY = PackedCells.empty()
@@ -80,6 +82,7 @@ class PackedTable:
         # looks up every batch rewrites such a record every batch, and the block cache would
         # fill with its dead versions (one block each); a lookup reads them past the cache
         self._uncached: set[bytes] = set()
+        self.spliced = 0  # records this process merged new cells into by a splice (_splice_big)
 
     @staticmethod
     def families(name: str) -> list[str]:
@@ -248,8 +251,11 @@ class PackedTable:
         merge of a few cells (an online add) runs in Python (``merge_small``), a bigger one in
         numpy."""
         old_pids, old_records = self._records_of(fresh.prefixes() if is_sorted else np.unique(fresh.pids))
+        spliced, fresh, old_pids, old_records = self._splice_big(fresh, is_sorted, old_pids, old_records)
         before = sum(len(PackedCells(record)) for record in old_records)
-        if before + len(fresh) <= SMALL_MERGE_CELLS:
+        if not len(fresh):
+            prefixes, records, after = [], [], 0
+        elif before + len(fresh) <= SMALL_MERGE_CELLS:
             pids, records, after = merge_small(old_pids, old_records, fresh)
             prefixes = [pid.to_bytes(self.prefix_bytes, "big") for pid in pids]
         else:
@@ -259,16 +265,47 @@ class PackedTable:
             merged_pids, records = merged.pack()
             prefixes, after = self._prefixes(merged_pids), len(merged)
         write = WriteBatch(raw_mode=True)
-        for prefix, record in zip(prefixes, records):
+        for prefix, record in [*zip(prefixes, records), *((prefix, record) for prefix, record, _ in spliced)]:
             write.put(prefix, record, self._merged_handle)
             if len(record) >= _UNCACHED_BYTES:
                 self._uncached.add(prefix)
-        self.merged_cells += after - before
+        self.merged_cells += after - before + sum(added for _, _, added in spliced)
         self._save_state(write)
         if logged:
             self._db.write(write)
         else:
             self._db.write(write, write_opt=_NO_LOG)
+
+    def _splice_big(self, fresh: CellBatch, is_sorted: bool, old_pids: list[int], old_records: list[bytes]):
+        """The records of at least ``_SPLICE_CELLS`` cells that get at most one new cell in
+        ``_SPLICE_SHARE`` of theirs, with their new cells put in by ``records.splice``:
+        (their (prefix, record, cells added)), the other new cells (sorted and unique if
+        ``is_sorted``), the other old records' prefixes and records. Many copies of one text
+        loaded a batch at a time then cost a copy of their record per batch, not its sort."""
+        big = [i for i, record in enumerate(old_records) if len(PackedCells(record)) >= _SPLICE_CELLS]
+        if not big:
+            return [], fresh, old_pids, old_records
+        fresh = fresh if is_sorted else fresh.sorted_unique()
+        big_pids = np.array([old_pids[i] for i in big], dtype=np.uint64)
+        lows, highs = (np.searchsorted(fresh.pids, big_pids, side).tolist() for side in ("left", "right"))
+        qoff = np.concatenate(([0], np.cumsum(fresh.qlens)))
+        spliced, taken, dropped = [], np.zeros(len(fresh), dtype=bool), set()
+        for i, lo, hi in zip(big, lows, highs):
+            if (hi - lo) * _SPLICE_SHARE > len(PackedCells(old_records[i])):
+                continue
+            cells = fresh.select(lo, hi, qoff)
+            ends = np.cumsum(cells.qlens).tolist()
+            raw = cells.quals.tobytes()
+            record, added = splice(old_records[i], cells.rests.tolist(),
+                                   [raw[a:b] for a, b in zip([0, *ends], ends)])
+            spliced.append((old_pids[i].to_bytes(self.prefix_bytes, "big"), record, added))
+            taken[lo:hi] = True
+            dropped.add(i)
+            self.spliced += 1
+        if not dropped:
+            return [], fresh, old_pids, old_records
+        rest = [i for i in range(len(old_records)) if i not in dropped]
+        return spliced, fresh.take(np.flatnonzero(~taken)), [old_pids[i] for i in rest], [old_records[i] for i in rest]
 
     def _records_of(self, pids: np.ndarray) -> tuple[list[int], list[bytes]]:
         """The merged records that exist among prefixes ``pids`` (sorted, unique).

@@ -111,3 +111,57 @@ def encode_record(rests: Sequence[int], quals: Sequence[bytes]) -> bytes:
     if width != VARIABLE_WIDTH:  # byte planes (one qualifier is its own)
         return head + (quals[0] if n == 1 else b"".join(map(bytes, zip(*quals))))
     return head + struct.pack(f"<{n}H", *lengths) + b"".join(quals)
+
+
+def splice(record: bytes, rests: Sequence[int], quals: Sequence[bytes]) -> tuple[bytes, int]:
+    """``record`` with the cells (``rests[j]``, ``quals[j]``) added (in key order, unique; a
+    cell the record holds already is skipped): (the new record, the cells added). The bytes
+    ``encode_record`` gives for all the cells (tests/test_packed.py compares them).
+
+    For a few cells into a big record (the copies of one text, added a batch at a time): a
+    binary search per cell among the record's cells of its remainder, then one copy of the
+    record with the cells put in. The record's cells are never decoded one by one, so a
+    batch costs a copy of the record, not a sort of it. Does not check qualifier lengths."""
+    old = PackedCells(record)
+    n, width = old._n, old._width
+    old_rests = old.rests.astype(np.uint64)
+    new = np.asarray(rests, dtype=np.uint64)
+    lows, highs = np.searchsorted(old_rests, new, "left").tolist(), np.searchsorted(old_rests, new, "right").tolist()
+    at, kept = [], []
+    for j, (lo, hi) in enumerate(zip(lows, highs)):
+        qual, end = quals[j], hi
+        while lo < hi:  # the first of the remainder's cells whose qualifier is not below
+            mid = (lo + hi) // 2
+            if old.qualifier(mid) < qual:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < end and old.qualifier(lo) == qual:
+            continue  # written again
+        at.append(lo)
+        kept.append(j)
+    if not kept:
+        return record, 0
+    added_rests = new[kept]
+    added = [quals[j] for j in kept]
+    rests_bytes = np.insert(old_rests, at, added_rests).astype(">u8").tobytes()
+    start = HEADER_BYTES + REST_BYTES * n
+    if width != VARIABLE_WIDTH and all(len(q) == width for q in added):  # byte planes stay planes
+        planes = np.frombuffer(record, np.uint8, width * n, start).reshape(width, n)
+        columns = np.frombuffer(b"".join(added), np.uint8).reshape(len(added), width).T
+        body = np.insert(planes, at, columns, axis=1).tobytes()
+        return _COUNTS.pack(n + len(added), width) + rests_bytes + body, len(added)
+    if width == VARIABLE_WIDTH:
+        lengths = np.frombuffer(record, "<u2", n, start)
+        flat = record[start + 2 * n:]
+    else:  # one width before, several now: the planes back to qualifiers one after another
+        lengths = np.full(n, width, dtype="<u2")
+        flat = np.frombuffer(record, np.uint8, width * n, start).reshape(width, n).T.tobytes()
+    offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))[at].tolist()
+    pieces, done = [], 0
+    for offset, qual in zip(offsets, added):
+        pieces += (flat[done:offset], qual)
+        done = offset
+    pieces.append(flat[done:])
+    new_lengths = np.insert(lengths.astype("<u2"), at, [len(q) for q in added]).astype("<u2").tobytes()
+    return _COUNTS.pack(n + len(added), VARIABLE_WIDTH) + rests_bytes + new_lengths + b"".join(pieces), len(added)
