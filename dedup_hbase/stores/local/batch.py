@@ -12,6 +12,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from ...index.arrays import ranges
 from ...index.arrays import starts as _starts
@@ -201,10 +202,12 @@ class CellBatch(NamedTuple):
         width = int(lens.max(initial=0))
         if width * len(cells) > _UNTIE_PAD_BYTES:
             return self._untie_slowly(order, runs)
-        padded = np.zeros((len(cells), max(width, 1)), dtype=np.uint8)
-        padded[np.repeat(np.arange(len(cells)), lens), ranges(np.zeros(len(cells), np.int64), lens)] = \
-            self.quals[ranges(_starts(self.qlens)[cells], lens)]
-        quals = padded.view(f"S{max(width, 1)}").ravel()  # compares as bytes, trailing NULs dropped:
+        width = max(width, 1)  # each cell's ``width`` bytes from its start (a window over the
+        # qualifiers: one index per cell, not per byte), then the bytes past its end zeroed
+        padded = sliding_window_view(np.concatenate((self.quals, np.zeros(width, np.uint8))), width)[
+            _starts(self.qlens)[cells]]
+        padded[np.arange(width) >= lens[:, None]] = 0
+        quals = padded.view(f"S{width}").ravel()  # compares as bytes, trailing NULs dropped:
         run = np.repeat(np.arange(len(runs)), length)     # the length breaks those ties (shorter first)
         rests = self.rests[cells]
         by = np.lexsort((lens, quals, rests, run))

@@ -249,7 +249,7 @@ class PackedTable:
         their prefixes, in one atomic write: with the write-ahead log, or without it when the
         caller makes it durable (a merge flushes before the runs it came from are dropped). A
         merge of a few cells (an online add) runs in Python (``merge_small``), a bigger one in
-        numpy."""
+        numpy; a few cells into a big record are spliced in (``_splice_big``)."""
         old_pids, old_records = self._records_of(fresh.prefixes() if is_sorted else np.unique(fresh.pids))
         spliced, fresh, old_pids, old_records = self._splice_big(fresh, is_sorted, old_pids, old_records)
         before = sum(len(PackedCells(record)) for record in old_records)
