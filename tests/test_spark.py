@@ -746,8 +746,13 @@ def test_remote_files_of_other_formats_stream_in_chunks_as_the_local_reader_read
     finish = stages.fingerprint_records(make_fingerprinter().spec, False)
     options = {"files": "\n".join(Path(f.path).as_uri() for f in files),
                "ordinals": ",".join(str(f.ordinal) for f in files), "chunkBytes": "4096"}
-    # a partition a file (partitionBytes 1), and the small files packed in one (Spark's 4 MiB at the least)
-    for more, partitions in (({"partitionBytes": "1"}, len(files)), ({}, 1)):
+    # a partition a file (partitionBytes 1), the small files packed in one (Spark's 4 MiB at the least),
+    # and packed by their sizes (read from one listing of their folder) up to 20,000 bytes a partition
+    sizes, packs, packed = [Path(f.path).stat().st_size for f in files], 0, None
+    for size in sizes:
+        packs, packed = (packs, packed + size) if packed is not None and packed + size <= 20_000 else (packs + 1, size)
+    assert 1 < packs < len(files)
+    for more, partitions in (({"partitionBytes": "1"}, len(files)), ({}, 1), ({"partitionBytes": "20000"}, packs)):
         frame = spark.read.format("dedup-hbase-chunks").options(**options, **more).load()
         assert frame.rdd.getNumPartitions() == partitions
         assert frame.where("ordinal = 0").count() == -(-Path(files[0].path).stat().st_size // 4096)
