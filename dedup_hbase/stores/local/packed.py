@@ -282,7 +282,8 @@ class PackedTable:
         (their (prefix, record, cells added)), the other new cells (sorted and unique if
         ``is_sorted``), the other old records' prefixes and records. Many copies of one text
         loaded a batch at a time then cost a copy of their record per batch, not its sort."""
-        big = [i for i, record in enumerate(old_records) if len(PackedCells(record)) >= _SPLICE_CELLS]
+        cells_in = [len(PackedCells(record)) for record in old_records]
+        big = [i for i, n in enumerate(cells_in) if n >= _SPLICE_CELLS]
         if not big:
             return [], fresh, old_pids, old_records
         fresh = fresh if is_sorted else fresh.sorted_unique()
@@ -291,7 +292,7 @@ class PackedTable:
         qoff = np.concatenate(([0], np.cumsum(fresh.qlens)))
         spliced, taken, dropped = [], np.zeros(len(fresh), dtype=bool), set()
         for i, lo, hi in zip(big, lows, highs):
-            if (hi - lo) * _SPLICE_SHARE > len(PackedCells(old_records[i])):
+            if (hi - lo) * _SPLICE_SHARE > cells_in[i]:
                 continue
             cells = fresh.select(lo, hi, qoff)
             ends = np.cumsum(cells.qlens).tolist()
