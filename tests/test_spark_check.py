@@ -195,6 +195,36 @@ def test_check_of_news_texts_with_rejects(hbase_index, spark, tmp_path):
     assert report.rejected == sum(1 for r in expected if "error" in r) == 3
 
 
+def test_a_page_indexed_again_changed_counts_as_the_local_check(hbase_index, spark, tmp_path):
+    """An index with the short-text rule looks texts up through signed.py's merge (the local
+    lookup's own ``bounded`` and ``merged``). News pages loaded, then loaded again with a
+    sentence added under the same ids, and the first load's index cells written back: those ids
+    under two fingerprints (stale rows). The originals checked: a page near both of its
+    fingerprints is listed once, and the match count is the local check's, the index entries
+    (2), not the distinct ids (1, which Spark's own merge counted before it was the local one)."""
+    from test_short_index import T
+
+    url = hbase_index(short=T)
+    with gzip.open(shared_corpus("xwlb_zh.jsonl.gz"), "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in itertools.islice(f, 300)]
+    write(tmp_path / "v1.jsonl", [json.dumps({"id": d["id"], "text": d["text"]}, ensure_ascii=False) for d in docs])
+    write(tmp_path / "v2.jsonl", [json.dumps({"id": d["id"], "text": d["text"] + "本台记者报道。"}, ensure_ascii=False)
+                                  for d in docs])
+    load_local(url, tmp_path / "v1.jsonl", fingerprints=False)
+    with open_store(url) as store:
+        first = store.scan_range("index", b"", None, 10_000)
+    load_local(url, tmp_path / "v2.jsonl", fingerprints=False)  # a page's old rows removed
+    with open_store(url) as store:
+        store.put("index", first)  # and back
+    for limit in (1, 10):
+        expected = local_records(url, tmp_path / "v1.jsonl", fingerprints=False, max_matches=limit)
+        stale = [r for r in expected if len(r["matches"]) == 1 and r.get("match_count") == 2
+                 and r["matches"][0]["id"] == r["id"]]
+        assert len(stale) >= 100  # near both of its fingerprints (127 of 300)
+        spark_check(url, spark, [tmp_path / "v1.jsonl"], tmp_path / f"out{limit}", max_matches=limit)
+        same_records(json_records(tmp_path / f"out{limit}"), expected)
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["dedup-hbase", *args], capture_output=True, text=True)
 

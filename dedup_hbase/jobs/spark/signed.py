@@ -16,22 +16,24 @@ and with probes its ``masks``: stages.py)::
     E  with a confirmation: the documents of the runs beyond 3 bits whose sketches (read with
        their cells) the key's does not confirm left out, and with the short-text rule those of
        any distance the rule does not match (stages.confirm_runs)
-    E  per lookup key (hash-partitioned, sorted): ``merge_signed``, as ``lookup.merged``
-       answers: each document once, at its nearest signature (on a tie the first), by
-       (distance, id), the first ``max_matches``, named by its signature; the match count the
-       distinct documents of every run found
+    E  per lookup key (hash-partitioned, sorted): ``merge_signed``, the local lookup's own merge:
+       per *answer* (a signature's simhash, or its probes: ``lookup.signed_lookup``'s answers,
+       in its order) its runs through ``candidates.bounded``, the answers through
+       ``lookup.merged``: each document once, at its nearest signature (on a tie the first
+       answer), by (distance, id), the first ``max_matches``, named by its signature; the match
+       count as a local lookup counts it (one answer found documents: its index entries; more:
+       the distinct documents of all)
 
-A run travels with every id (the count of distinct documents over several signatures needs
-them), as it does with a TTL: memory per lookup key in proportion to the copies within k of it.
-The distinct documents of a set of runs are counted once per task however many keys share it.
+A run travels with every id (the count of distinct documents over several answers needs them),
+as it does with a TTL: memory per lookup key in proportion to the copies within k of it.
 """
 
 from __future__ import annotations
 
-import heapq
-from itertools import groupby, repeat
-from operator import itemgetter
+from itertools import starmap
 
+from ...index.candidates import Run, bounded
+from ...index.lookup import Match, Matches, merged
 from ...index.schema import load_schema
 from ...text.fingerprint import to_hex
 from . import hbase, rows, stages
@@ -69,7 +71,8 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
         flips = F.concat(F.array(F.lit(0).cast("bigint")),
                          F.coalesce(F.element_at("masks", j + 1), F.array().cast("array<bigint>")))
         lookups = (keys.select("key", "sketch", "kept", base.alias("base"), F.explode(flips).alias("flip"))
-                   .select("key", "sketch", "kept", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query")))
+                   .select("key", "sketch", "kept", "base", F.col("base").bitwiseXOR(F.col("flip")).alias("query"),
+                           F.when(F.col("flip") == 0, j).otherwise(len(index.schemes) + j).alias("j")))
         queries = lookups.select("query").distinct()
         prefix = F.explode(F.array(*[
             F.shiftleft(rows.segment(scheme, f, F.col("query")), 8).bitwiseOR(F.lit(scheme.first_flag + f - 1))
@@ -86,7 +89,7 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
             runs = runs.mapInArrow(stages.expire_runs(index.store.url), hbase.RUNS_SCHEMA)
         distance = F.bit_count(F.col("base").bitwiseXOR(F.col("simhash"))).alias("distance")
         joined = lookups.join(runs.select("query", "simhash", "ids", "sketches", "kepts"), "query").select(
-            "key", F.lit(j).alias("j"), "simhash", distance, "ids", "sketches", "kepts", "sketch", "kept")
+            "key", "j", "simhash", distance, "ids", "sketches", "kepts", "sketch", "kept")
         found = joined if found is None else found.unionByName(joined)
     if index.spec.sketched:
         found = found.mapInArrow(stages.confirm_runs(index.store.url), stages.SIGNED_RUNS_SCHEMA)
@@ -96,58 +99,47 @@ def signed_matches(job, index, fingerprinted, k: int, max_matches: int | None, s
 
 
 def merge_signed(names: list, max_matches: int | None):
-    """(key, j, simhash, distance, ids, sketch) rows sorted by key -> per key (SIGNED_SCHEMA) its
-    matches: each document at its nearest (distance, signature), by (distance, id), the first
-    ``max_matches``; ``match_count`` the distinct documents when more than are listed."""
+    """(key, j, simhash, distance, ids) rows sorted by key -> per key (SIGNED_SCHEMA) its matches
+    and match count, as ``lookup.signed_lookup`` gives them. ``j``: the answer a run belongs to,
+    signature j's simhash (j < len(names)) or its probes (len(names) + j)."""
 
     def run(batches):
         import pyarrow as pa
 
-        counted: dict[frozenset, int] = {}  # the distinct documents of a set of runs, once per task
-        current, runs, out, confirmed = None, {}, [], None
+        current, runs, out = None, {}, []
         for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("key", "j", "simhash", "distance", "ids", "sketch")]
-            for key, j, simhash, distance, ids, sketch in zip(*cols):
+            cols = [batch.column(n).to_pylist() for n in ("key", "j", "simhash", "distance", "ids")]
+            for key, j, simhash, distance, ids in zip(*cols):
                 if key != current:
                     if current is not None:
-                        out.append(_answer(current, runs, names, max_matches, counted, confirmed))
-                    current, runs, confirmed = key, {}, sketch
-                runs.setdefault((j, simhash), (distance, ids))
+                        out.append(_answer(current, runs, names, max_matches))
+                    current, runs = key, {}
+                simhash &= _MASK
+                runs.setdefault((j, simhash), Run(distance, simhash, ids))  # a run reached by several probes
             if len(out) >= CHUNK:
                 yield _batch(pa, out)
                 out = []
         if current is not None:
-            out.append(_answer(current, runs, names, max_matches, counted, confirmed))
+            out.append(_answer(current, runs, names, max_matches))
         if out:
             yield _batch(pa, out)
     return run
 
 
-def _answer(key: str, runs: dict, names: list, limit: int | None, counted: dict, sketch: int | None) -> tuple:
-    """One key's matches from its runs ((j, simhash) -> (distance, ids sorted)): by distance
-    level, the levels' ids merged in order, each document the first time it comes (its
-    nearest distance; on a tie the first signature, then the smaller simhash), until
-    ``limit``: only the ids listed are read; the distinct documents counted once per set of
-    runs (with a confirmation, per set of runs at their distances and the key's ``sketch``:
-    what the confirmation kept of them)."""
-    ordered = sorted((distance, j, simhash & _MASK, ids) for (j, simhash), (distance, ids) in runs.items())
-    found: list[dict] = []
-    seen: set[str] = set()
-    for distance, level in groupby(ordered, key=itemgetter(0)):
-        for doc_id, j, simhash in heapq.merge(*[zip(ids, repeat(j), repeat(simhash)) for _, j, simhash, ids in level]):
-            if doc_id not in seen:
-                seen.add(doc_id)
-                found.append({"id": doc_id, "simhash": to_hex(simhash), "distance": distance, "signature": names[j]})
-                if len(found) == limit:
-                    break
-        if len(found) == limit:
-            break
-    fingerprints = frozenset(runs) if sketch is None else (
-        frozenset((j, simhash, distance) for (j, simhash), (distance, _) in runs.items()), sketch)
-    if fingerprints not in counted:
-        counted[fingerprints] = len({doc_id for _, ids in runs.values() for doc_id in ids})
-    total = counted[fingerprints]
-    return key, found, total if total > len(found) else None
+def _answer(key: str, runs: dict, names: list, limit: int | None) -> tuple:
+    """One key's runs ((answer, simhash) -> Run) as a local lookup answers them: each answer's
+    runs by (distance, simhash) through ``bounded``, the answers in order through ``merged``."""
+    answers: dict[int, list[Run]] = {}
+    for (j, _), found in sorted(runs.items()):
+        answers.setdefault(j, []).append(found)
+    per_answer = []
+    for found in answers.values():
+        found.sort(key=lambda r: (r.distance, r.simhash))
+        listed, total = bounded(found, limit)
+        per_answer.append([Matches(list(starmap(Match, listed)), total, found)])
+    (matches,) = merged([names[j % len(names)] for j in answers], per_answer, limit)
+    listed = [{**m._asdict(), "simhash": to_hex(m.simhash)} for m in matches]
+    return key, listed, matches.total if matches.total > len(listed) else None
 
 
 def _batch(pa, out: list[tuple]):
