@@ -219,6 +219,47 @@ def test_the_spark_searchs_rows_do_not_depend_on_the_order_of_its_input(scheme):
     assert all((sa % (1 << 64)) < (sb % (1 << 64)) for _, _, sa, sb, _ in outputs[0])
 
 
+@pytest.mark.parametrize("allowed, short", [(None, None), (14, None), (None, "words"), (14, "words")])
+def test_the_spark_confirmation_is_sketches_agree_row_for_row(allowed, short):
+    """pairs._agree (a mapInArrow function: the rows of pairs.agreeing's pairs that match) keeps
+    exactly the rows that ``confirm.sketches_agree`` (its scalar form, the reference) lets
+    match: random distances, long sketches near and far, short ones equal, unequal with near
+    and unrelated kept texts, signed as Spark holds them."""
+    import pyarrow as pa
+
+    from dedup_hbase.index.arrays import as_signed
+    from dedup_hbase.index.confirm import sketches_agree
+    from dedup_hbase.jobs.spark import pairs
+    from dedup_hbase.text.units import kept_sketch
+
+    rnd = random.Random(21)
+    words = ["习近平会见芬兰总理", "习近平会见澳大利亚总理", "春节里的中国", "春节里的中国人", "7.9亿人次出行", "7.4亿人次出行"]
+    texts = {kept_sketch(w): w for w in words}
+    rows = []
+    for _ in range(2000):
+        kind = rnd.random()
+        if kind < 0.4:  # two long documents: their sketches near or not
+            a = rnd.getrandbits(64) & ~1
+            b = flip(a, rnd.randint(0, 20), rnd) & ~1
+        else:  # a short one beside a long one or another short one (the same or not)
+            a = rnd.choice(list(texts))
+            b = rnd.choice(list(texts)) if kind < 0.9 else rnd.getrandbits(64) & ~1
+        a, b = (a, b) if rnd.random() < 0.5 else (b, a)
+        rows.append((rnd.randint(0, 8), a, b))
+    want = [sketches_agree(d, a, b, allowed, short, texts) for d, a, b in rows]
+    both = [bool(short) and bool(a & b & 1) and a != b for _, a, b in rows]  # the rows given their texts
+    batch = pa.RecordBatch.from_pydict({
+        "n": list(range(len(rows))), "_distance": pa.array([d for d, _, _ in rows], pa.int32()),
+        "sa": as_signed(np.array([a for _, a, _ in rows], np.uint64)).tolist(),
+        "sb": as_signed(np.array([b for _, _, b in rows], np.uint64)).tolist(),
+        "_ka": pa.array([texts[a] if t else None for (_, a, _), t in zip(rows, both)], pa.string()),
+        "_kb": pa.array([texts[b] if t else None for (_, _, b), t in zip(rows, both)], pa.string())})
+    kept = [n for out in pairs._agree("sa", "sb", allowed, short)(iter([batch.slice(0, 700), batch.slice(700)]))
+            for n in out.column("n").to_pylist()]
+    assert kept == [n for n, w in enumerate(want) if w]
+    assert 200 < len(kept) < 1800 and (not short or sum(both) > 100)
+
+
 @pytest.mark.spark
 def test_news_corpus_same_output_on_both_engines(spark, tmp_path):
     corpus = shared_corpus("xwlb_zh.jsonl.gz")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from functools import reduce
 
-from ...index.confirm import CONFIRMED_BEYOND
 from ...index.layout import Scheme
 from ...text.shorts import SHORT_FLAG
 from .rows import block
@@ -41,37 +40,44 @@ QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, texts=None):
     """The rows of ``df`` whose pair at ``distance`` with the sketches in columns ``a`` and ``b``
-    (signed longs) ``confirm.sketches_agree`` lets match, under a confirmation of ``allowed``
-    bits (None: none) and the short-text rule ``short`` (None: none): a pair with a short text
-    only when both are and they keep one text (equal sketches) or their kept texts (``texts``:
-    sketch, kept; joined here) are ``units.near`` (in the Python workers, for those pairs alone)."""
+    (signed longs) match by ``confirm.sketches_agree`` itself, run on each batch in the Python
+    workers: under a confirmation of ``allowed`` bits (None: none) and the short-text rule
+    ``short`` (None: none). ``texts`` (sketch, kept of the short documents) are joined to the
+    rows the rule reads them for alone: both sketches short and unequal."""
     from pyspark.sql import functions as F
 
-    sa, sb = F.col(a), F.col(b)
-    plain = (distance <= F.lit(CONFIRMED_BEYOND)) | (
-        F.bit_count(sa.bitwiseXOR(sb)) <= F.lit(allowed) if allowed is not None else F.lit(False))
-    if short is None:
-        return df.where(plain)
-    fa, fb = (c.bitwiseAND(F.lit(SHORT_FLAG)) != 0 for c in (sa, sb))
-    decided = df.where(F.when(fa | fb, fa & fb & (sa == sb)).otherwise(plain))
-    both = (df.where(fa & fb & (sa != sb))
-            .join(texts.select(F.col("sketch").alias(a), F.col("kept").alias("_ka")), a)
-            .join(texts.select(F.col("sketch").alias(b), F.col("kept").alias("_kb")), b))
-    return decided.unionByName(both.where(_texts_near(F.col("_ka"), F.col("_kb"))).drop("_ka", "_kb"))
+    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.lit(None).cast("string")) \
+        .withColumn("_kb", F.lit(None).cast("string"))
+    if short is not None:
+        sa, sb = F.col(a), F.col(b)
+        both = (sa.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sb.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sa != sb)
+        read = (rows.where(both).drop("_ka", "_kb")
+                .join(texts.select(F.col("sketch").alias(a), F.col("kept").alias("_ka")), a)
+                .join(texts.select(F.col("sketch").alias(b), F.col("kept").alias("_kb")), b))
+        rows = rows.where(~both).unionByName(read)
+    return rows.mapInArrow(_agree(a, b, allowed, short), rows.schema).drop("_distance", "_ka", "_kb")
 
 
-def _texts_near(a, b):
-    """``units.near`` of two string columns, in the Python workers (a vectorised UDF)."""
-    from pyspark.sql import functions as F
+def _agree(a: str, b: str, allowed: int | None, short: str | None):
+    """mapInArrow function: each batch's rows that ``confirm.sketches_agree`` lets match."""
 
-    def near(xs, ys):
-        import pandas as pd
+    def run(batches):
+        import numpy as np
+        import pyarrow as pa
 
-        from ...text.units import near as units_near
+        from ...index.confirm import sketches_agree
 
-        return pd.Series([units_near(x, y) for x, y in zip(xs, ys)], dtype=bool)
-
-    return F.pandas_udf(near, "boolean")(a, b)
+        for batch in batches:
+            sa, sb = (batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64) for c in (a, b))
+            texts = {}
+            if short is not None:
+                for column, sketches in (("_ka", sa), ("_kb", sb)):
+                    kept = batch.column(column)
+                    texts.update((int(sketches[n]), kept[n].as_py())
+                                 for n in np.flatnonzero(kept.is_valid().to_numpy(zero_copy_only=False)))
+            keep = sketches_agree(batch.column("_distance").to_numpy(zero_copy_only=False), sa, sb, allowed, short, texts)
+            yield batch.filter(pa.array(keep))
+    return run
 
 
 def distinct(df):
