@@ -140,7 +140,7 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("n"),
                                                   F.min_by("id", "pos").alias("first_id")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts))
+    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts, job.persist))
     found = components.roots(edges)
     tree = components.tree_parents(edges, found, weight="weight")
     job.clock("pairs, components, tree")
@@ -182,7 +182,7 @@ def _grouped_nodes(found, tree, firsts):
 
 
 def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: str | None = None,
-           documents: int = 0, texts=None):
+           documents: int = 0, texts=None, persist=lambda frame: frame):
     """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
     ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
     the least ``via_weight`` of the signatures joining them: each signature's near pairs
@@ -192,7 +192,10 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
     through ``_confirmed`` too, and inside such a fingerprint each node joins the first node of its
     sketch, and the first nodes of two sketches join where ``pairs.agreeing`` says (``_short_copies``;
     ``texts``: sketch, kept of the short ones);
-    local/groups.py's ``assign`` as DataFrames."""
+    local/groups.py's ``assign`` as DataFrames. ``persist``: the job's, for the frames that
+    several branches of the plan read (each read of a frame not persisted computes it again: a
+    broadcast job and its scans each; at 77,356 news texts under the short-text rule the plan
+    ran 129 jobs)."""
     from pyspark.sql import functions as F
 
     sketched = confirm is not None or short is not None
@@ -200,23 +203,24 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
         near = pairs.distinct_pairs(firsts, scheme, k, documents)
         return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
     nodes = keys + (["sketch"] if sketched else [])
-    node_of = docs.join(firsts, nodes).select("pos", F.col("first").alias("node"))  # position -> node
+    node_of = persist(docs.join(firsts, nodes).select("pos", F.col("first").alias("node")))  # position -> node
     parts = []
     for place, key in enumerate(keys):
-        own = pairs.distinct(docs.select("pos", F.col(key).alias("simhash")))  # (simhash, first)
+        own = persist(pairs.distinct(docs.select("pos", F.col(key).alias("simhash"))))  # (simhash, first)
         near = pairs.distinct_pairs(own, scheme, k, documents)
+        sketches = persist(_sketches(firsts, own, key)) if sketched else None
         flagged = None
         if short is not None:  # the fingerprints (their first positions) with a short node
-            flagged = (firsts.where(F.col("sketch").bitwiseAND(F.lit(SHORT_FLAG)) != 0).select(F.col(key).alias("simhash"))
-                       .distinct().join(own, "simhash").select(F.col("first").alias("at"), F.lit(True).alias("short")))
-            near = (near.join(flagged.withColumnRenamed("at", "a").withColumnRenamed("short", "fa"), "a", "left")
-                    .join(flagged.withColumnRenamed("at", "b").withColumnRenamed("short", "fb"), "b", "left"))
+            flagged = persist(firsts.where(F.col("sketch").bitwiseAND(F.lit(SHORT_FLAG)) != 0)
+                              .select(F.col(key).alias("simhash")).distinct().join(own, "simhash")
+                              .select(F.col("first").alias("at"), F.lit(True).alias("short")))
+            near = persist(near.join(flagged.withColumnRenamed("at", "a").withColumnRenamed("short", "fa"), "a", "left")
+                           .join(flagged.withColumnRenamed("at", "b").withColumnRenamed("short", "fb"), "b", "left"))
             far = (F.col("distance") > CONFIRMED_BEYOND) | F.col("fa").isNotNull() | F.col("fb").isNotNull()
-            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), firsts, own, key, place, confirm, short,
-                                    texts))
+            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), sketches, place, confirm, short, texts))
             near = near.where(~far).select("a", "b", "distance")
         elif confirm is not None:
-            parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), firsts, own, key, place, confirm))
+            parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), sketches, place, confirm))
             near = near.where(F.col("distance") <= CONFIRMED_BEYOND)
         parts.append(near.join(node_of.withColumnRenamed("pos", "a"), "a")
                      .select(F.col("node").alias("a"), "b", "distance")
@@ -226,7 +230,7 @@ def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = 
                   .join(node_of.withColumnRenamed("pos", "first"), "first"))
         if flagged is not None:
             copies = copies.join(flagged, F.col("first") == F.col("at"), "left_anti")
-            parts.append(_short_copies(firsts, own, flagged, key, place, confirm, short, texts))
+            parts.append(_short_copies(firsts, own, sketches, flagged, key, place, confirm, short, texts))
         parts.append(copies.select("a", F.col("node").alias("b"), F.lit(place).cast("long").alias("weight")))
     both = reduce(lambda x, y: x.unionByName(y), parts)
     return (both.where(F.col("a") != F.col("b"))
@@ -242,13 +246,13 @@ def _sketches(firsts, own, key: str):
             .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
 
 
-def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | None, short: str, texts):
+def _short_copies(firsts, own, sketches, flagged, key: str, place: int, allowed: int | None, short: str, texts):
     """``(a, b, weight)`` inside the fingerprints with a short node (local/groups.py's
     ``_short_copies``): each node to the first node of its fingerprint and sketch, and the first
     nodes of two sketches of one fingerprint where ``pairs.agreeing`` says, at distance 0."""
     from pyspark.sql import functions as F
 
-    heads = _sketches(firsts, own, key).join(flagged.select("at"), "at")
+    heads = sketches.join(flagged.select("at"), "at")
     mine = (firsts.select(F.col(key).alias("simhash"), "sketch", F.col("first").alias("a")).join(own, "simhash")
             .withColumnRenamed("first", "at").join(heads, ["at", "sketch"]))
     left = heads.select("at", F.col("sketch").alias("sa"), F.col("node").alias("a"))
@@ -259,14 +263,13 @@ def _short_copies(firsts, own, flagged, key: str, place: int, allowed: int | Non
                                         allowed, short, texts).select("a", "b", weight)))
 
 
-def _confirmed(far, firsts, own, key: str, place: int, allowed: int | None, short: str | None = None, texts=None):
+def _confirmed(far, sketches, place: int, allowed: int | None, short: str | None = None, texts=None):
     """``(a, b, weight)`` of one signature's near pairs beyond 3 bits (``far``: the first
     positions ``a``, ``b`` of two fingerprints, their distance): the first node of each sketch
     among one fingerprint's nodes to that of each sketch of the other's within ``allowed`` bits
     (local/groups.py's ``_confirmed_pairs``)."""
     from pyspark.sql import functions as F
 
-    sketches = _sketches(firsts, own, key)
     left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"))
     right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"))
     return (pairs.agreeing(far.join(left, "a").join(right, "b"), F.col("distance"), "sa", "sb", allowed, short, texts)
