@@ -140,8 +140,11 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     # tuples of them): a copy joins its group through its node's first document
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("n"),
                                                   F.min_by("id", "pos").alias("first_id")))
-    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts, job.persist))
+    made: list = []  # the frames _edges persists: released once the edges are computed (roots)
+    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts,
+                               lambda frame: made.append(job.persist(frame)) or made[-1]))
     found = components.roots(edges)
+    job.unpersist(*made)
     tree = components.tree_parents(edges, found, weight="weight")
     job.clock("pairs, components, tree")
     grouped = _grouped_nodes(found, tree, firsts)
