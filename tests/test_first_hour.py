@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -220,6 +221,44 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(store, moment):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (130, "", "interrupted by SIGINT\n")
+
+
+DROPPED = """
+import sys, weakref
+from dedup_hbase.jobs.interrupts import STOPS, Stopped, deliver_dropped_stops, sigterm_raises
+deliver_dropped_stops()
+class Box: pass
+def callback(ref): raise {raised}
+with sigterm_raises():
+    box = Box(); ref = weakref.ref(box, callback); del box  # raised where Python can only print it
+    try:
+        sys.stdin.read()  # blocks: stdin stays open
+    except STOPS as stop:
+        print(type(stop).__name__); sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt", "Stopped"])
+def test_a_stop_python_drops_in_a_callback_is_raised_again(raised):
+    """The CI run that lost a Ctrl-C: SIGINT landed in an import's module-lock callback, where
+    Python prints "Exception ignored" and goes on. Without the re-delivery this blocks forever."""
+    proc = subprocess.Popen([sys.executable, "-c", DROPPED.format(raised=raised)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert (proc.returncode, out, err) == (3, raised + "\n", "")
+
+
+def test_other_exceptions_in_a_callback_are_printed_as_python_does():
+    program = DROPPED.format(raised="ValueError('lost')").replace("sys.stdin.read()", "pass")
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == ""
+    assert result.stderr.startswith("Exception ignored in: <function callback")
+    assert result.stderr.strip().endswith("ValueError: lost")
 
 
 @pytest.mark.slow

@@ -5,6 +5,11 @@ are BaseExceptions, so no ``except Exception`` on the way swallows them. A job t
 an interruption leaves behind (how many records are written, whether a rerun resumes) turns
 them into ``Interrupted`` with that message; the command line prints it and exits with
 128 + the signal's number, as a shell does.
+
+Python drops such an exception where it can only print it: raised while a weakref callback or a
+``__del__`` runs (an import's module lock is freed by one), it is "ignored" and the job would go
+on as if no signal had come. ``deliver_dropped_stops()`` (the command line's first step) sends
+that signal again, to the main thread, once the callback has returned.
 """
 
 from __future__ import annotations
@@ -50,6 +55,32 @@ def exit_status(number: int) -> int:
 def _raise_stopped(signum, frame) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
     raise Stopped()
+
+
+def deliver_dropped_stops() -> None:
+    """From now on a ``KeyboardInterrupt`` or ``Stopped`` that Python drops (``sys.unraisablehook``)
+    is raised again: its signal is sent to the main thread once the hook has returned. Every other
+    unraisable exception is printed as before. Process-wide; the command line calls it, a library
+    import does not."""
+    sys.unraisablehook = _deliver_again
+
+
+def _deliver_again(unraisable) -> None:
+    if not isinstance(unraisable.exc_value, STOPS):
+        sys.__unraisablehook__(unraisable)
+        return
+    number = signal_of(unraisable.exc_value)
+    if number == signal.SIGTERM:
+        signal.signal(signal.SIGTERM, _raise_stopped)  # the dropped one was not a first SIGTERM
+    hook_running = threading.Lock()
+    hook_running.acquire()
+    threading.Thread(target=_send, args=(hook_running, number), name="deliver-dropped-stop", daemon=True).start()
+    hook_running.release()  # the last call here: the signal is handled after the hook returns
+
+
+def _send(hook_running: threading.Lock, number: int) -> None:
+    with hook_running:
+        signal.pthread_kill(threading.main_thread().ident, number)  # wakes a main thread blocked in a read
 
 
 @contextmanager
