@@ -156,7 +156,8 @@ def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, mon
     """n copies of one short text in the default index (the short-text rule: every run's
     sketches are tested) through load --groups, load --skip-near-dups and check, in batches:
     the sketches tested once per query and distinct sketch, each batch's run chained once
-    (confirm._Sketches, load.py's ``walked``), never once per pair of copies (n²/2 = 18 million)."""
+    (confirm._Sketches, load.py's ``walked``), never once per pair of copies (n²/2 = 18 million);
+    load --groups walks the copies once, then joins each to a stand-in (1,000 + ... + 5,000 before)."""
     import dedup_hbase.index.confirm as confirming
     import dedup_hbase.jobs.local.load as loading
 
@@ -170,7 +171,7 @@ def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, mon
     index = Index.create(open_store("memory:"), 4, K, short="words")
     groups = tmp_path / "groups.jsonl"
     report = load(index, records, LoadOptions(batch_size=1000, groups=str(groups)))
-    assert report.indexed == n and sum(walked) <= 6 * n and len(tested) <= 2 * n
+    assert report.indexed == n and sum(walked) <= 1000 and len(tested) <= 2 * n  # one batch's copies: stand-ins
     lines = [json.loads(line) for line in groups.read_text().splitlines()]
     assert len(lines) == 1 and set(lines[0]["ids"]) == {f"c{i}" for i in range(n)}
     answers = list(check(index, records[:300], CheckOptions(max_matches=10)))
@@ -178,3 +179,51 @@ def test_copies_of_one_short_text_cost_in_proportion_to_the_copies(tmp_path, mon
     skipping = Index.create(open_store("memory:"), 4, K, short="words")
     report = load(skipping, records, LoadOptions(batch_size=1000, skip_near_dups=True))
     assert (report.indexed, report.near_duplicates_skipped) == (1, n - 1)
+
+
+
+@pytest.mark.parametrize("hot", [3, 10**9], ids=["stand-ins", "every-record-looked-up"])
+def test_load_groups_with_stand_ins_equal_the_brute_force(tmp_path, hot, monkeypatch):
+    """Copies of a hot fingerprint joined to an identical looked-up record (load.py, ``_stand_in``)
+    give the groups of every pair the rule joins: exact copies, short texts with a word inserted
+    (near) or substituted (not near), long texts and an edit, unrelated short texts, in a seeded
+    order and batches of 40; with stand-ins most copies are not looked up."""
+    import dedup_hbase.jobs.local.load as loading
+    from dedup_hbase.index.confirm import kept_of, sketches_agree
+
+    monkeypatch.setattr(loading, "HOT", hot)
+    poem, title = "春眠不觉晓，处处闻啼鸟。", "习近平会见菲律宾总统"
+    body = "".join(f"第{i}段：长江经济带生态环境保护发生了转折性变化，沿江省市共抓大保护。" for i in range(12))
+    texts = ([poem] * 150 + [poem + "夜来风雨声"] * 20 + [poem.replace("啼鸟", "鸣蝉")] * 20 + [title] * 80
+             + [title.replace("菲律宾", "韩国")] * 20 + [body] * 90 + [body + "新的一段话在这里。"] * 10
+             + [f"无关的短文{i}号" for i in range(20)])
+    random.Random(23).shuffle(texts)
+    index = Index.create(open_store("memory:"), 4, K, short="words")
+    asked, real = [], index.query_many
+    monkeypatch.setattr(index, "query_many", lambda simhashes, *a: asked.append(len(simhashes)) or real(simhashes, *a))
+    groups = tmp_path / "groups.jsonl"
+    load(index, [Record("mem", j + 1, id=f"d{j}", text=t) for j, t in enumerate(texts)],
+         LoadOptions(batch_size=40, groups=str(groups)))
+
+    distinct = sorted(set(texts))
+    fingerprints = {t: (index.fingerprint(t), *index.sketched(t)) for t in distinct}
+    kept = kept_of([f[1] for f in fingerprints.values()], [f[2] for f in fingerprints.values()])
+    root = {t: t for t in distinct}
+
+    def find(t):
+        while root[t] != t:
+            t = root[t]
+        return t
+
+    for a in distinct:
+        for b in distinct:
+            d = hamming(fingerprints[a][0], fingerprints[b][0])
+            if d <= K and sketches_agree(d, fingerprints[a][1], fingerprints[b][1], None, index.spec.short, kept):
+                root[find(a)] = find(b)
+    members: dict[str, set] = {}
+    for j, t in enumerate(texts):
+        members.setdefault(find(t), set()).add(f"d{j}")
+    expected = {frozenset(m) for m in members.values() if len(m) > 1}
+    got = {frozenset(json.loads(line)["ids"]) for line in groups.read_text(encoding="utf-8").splitlines()}
+    assert got == expected and len(expected) >= 5
+    assert sum(asked) == len(texts) if hot > len(texts) else sum(asked) < len(texts) // 2

@@ -66,6 +66,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
     edges = open(edges_path, "a" if state else "w", encoding="utf-8") if edges_path else None
     started = time.perf_counter() - report.elapsed_s
     chained: dict = {}  # indexed fingerprints whose copies are in the edges ((signature, simhash) with several): _chain
+    stand_ins = {} if stands_in(index, options) else None  # the copies of a hot fingerprint: _stand_in
     left_out = (LeftOut(index, checkpoint, fresh=state is None, resumed=report.near_duplicates_skipped > 0)
                 if options.skip_near_dups else None)
     try:
@@ -77,7 +78,7 @@ def load(index: Index, records: Iterable[Record], options: LoadOptions = LoadOpt
                 good = report.count(batch, rejects, on_reject)
                 if options.fingerprints:
                     report.unlabeled += check_featurizers(good, index.fingerprinter.label)
-                duplicate_of = (near_duplicates(index, good, edges, chained, left_out, start)
+                duplicate_of = (near_duplicates(index, good, edges, chained, left_out, start, stand_ins)
                                 if (options.skip_near_dups or edges) else {})
                 _write(index, good, duplicate_of if options.skip_near_dups else {}, report)
                 if left_out is not None:  # before the checkpoint: a resume then finds them
@@ -156,9 +157,11 @@ def _write_rejects_again(index: Index, paths: list[str], options: LoadOptions) -
 
 
 def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict,
-                    left_out: LeftOut | None = None, start: int = 0) -> dict[int, str]:
+                    left_out: LeftOut | None = None, start: int = 0,
+                    stand_ins: dict | None = None) -> dict[int, str]:
     """Position in ``batch`` -> the id of an earlier near-duplicate (indexed before this
-    batch, or earlier in it), the first by (distance, id); else, with ``left_out``, one that an
+    batch, or earlier in it), the first by (distance, id) (a record joined to its stand-in,
+    ``signed_near_duplicates``: that one); else, with ``left_out``, one that an
     earlier batch of the load left out (``start``: the batch's input position, as left_out.py
     tags them). To ``edges``, pairs spanning the same groups as every pair found: each document to one document of every indexed
     fingerprint it matches, each indexed fingerprint's copies once per load (``_chain``), each
@@ -167,7 +170,7 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     if index.lookup_options:  # several signatures, probes or a confirmation
-        return signed_near_duplicates(index, batch, edges, chained, left_out, start)
+        return signed_near_duplicates(index, batch, edges, chained, left_out, start, stand_ins)
     for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1))):
         runs = matches.runs
         others = [(run.distance, other) for run in runs
@@ -196,19 +199,31 @@ def near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, ch
 
 
 def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | None, chained: dict,
-                           left_out: LeftOut | None = None, start: int = 0) -> dict[int, str]:
+                           left_out: LeftOut | None = None, start: int = 0,
+                           stand_ins: dict | None = None) -> dict[int, str]:
     """``near_duplicates`` of an index of several signatures or with probes: what a lookup of
     each record finds (``Index.query_many`` over every signature and probe), indexed (the first
     by (distance, id)) or else earlier in the batch (``earliest_other``: the earliest with
     another id). To ``edges``, as ``near_duplicates`` writes them, each run's copies chained
     once per signature and fingerprint (``chained``), and inside the batch the pairs of
-    ``probed.found_edges``: linear in the copies."""
+    ``probed.found_edges``: linear in the copies. ``stand_ins`` (``stands_in``): a record
+    identical to a looked-up record of a hot fingerprint is joined to it, not looked up."""
     more, masks, sketches, kepts = index.lookup_args(batch)
     found: dict[int, str] = {}
     pairs: list[tuple[str, str]] = []
     walked: set[int] = set()  # the id lists chained in this batch: its queries share them (alive till its end)
-    for position, (record, matches) in enumerate(zip(batch, index.query_many([r.simhash for r in batch], None, 1,
-                                                                              more, masks, sketches, kepts))):
+    keys = [] if stand_ins is None else [_copy_key(batch, p, more, sketches, kepts) for p in range(len(batch))]
+    asked = [p for p, key in enumerate(keys) if key not in stand_ins] if keys else list(range(len(batch)))
+    for p in sorted(set(range(len(batch))) - set(asked)):  # joined to its stand-in
+        if stand_ins[keys[p]] != batch[p].id:
+            found[p] = stand_ins[keys[p]]
+            pairs.append((stand_ins[keys[p]], batch[p].id))
+    answers = index.query_many([batch[p].simhash for p in asked], None, 1, *(
+        None if a is None else [a[p] for p in asked] for a in (more, masks, sketches, kepts)))
+    for position, matches in zip(asked, answers):
+        record = batch[position]
+        if keys:
+            _stand_in(stand_ins, keys[position], record.id, matches)
         others = [(run.distance, other) for run in matches.runs
                   if (other := next((i for i in run.ids[:2] if i != record.id), None)) is not None]
         if others:
@@ -235,6 +250,46 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     return found
 
 
+HOT = 256  # documents of one fingerprint (indexed, agreeing with a record) that make it hot: _stand_in
+
+
+def stands_in(index: Index, options: LoadOptions) -> bool:
+    """Whether ``load --groups`` joins a record to an identical record of a hot fingerprint
+    without a lookup (``_stand_in``): an index of several signatures, a confirmation or the
+    short-text rule (whose lookups read every copy's cell), without probes (a probe's match is
+    not symmetric) or a TTL (a stand-in may expire), and a load that does not skip near-duplicates
+    (whose copies are never indexed, and which names the first near-duplicate by (distance, id))."""
+    return (bool(options.groups) and not options.skip_near_dups and bool(index.lookup_options)
+            and not any(index.probes) and not index.ttl)
+
+
+def _copy_key(batch: list[Record], p: int, more, sketches, kepts) -> tuple:
+    """What a lookup of ``batch[p]`` reads of it: its simhashes, sketch and kept text."""
+    return (batch[p].simhash, None if more is None else tuple(more[p]),
+            None if sketches is None else sketches[p], None if kepts is None else kepts[p])
+
+
+def _stand_in(stand_ins: dict, key: tuple, doc_id: str, matches) -> None:
+    """Make the record ``doc_id`` (its ``key``, its lookup's ``matches``) the stand-in of every
+    later record with its key, when its own fingerprint (distance 0 under the first signature)
+    held at least ``HOT`` documents that agree with it.
+
+    Exact: the rule is symmetric and reads only the key, so an identical record finds every
+    document the stand-in found (joined to it) and every document indexed since that is near it
+    (whose own lookups found the stand-in). A stand-in written again with another text stays
+    joined to what its lookup found (a load's edges are never withdrawn), so its copies are too,
+    as their own lookups would join them. Without it each copy of a text copied 100,000 times
+    read every earlier copy's cell: a load's time grew with the square of the copies. Memory:
+    one entry per hot fingerprint and key."""
+    if key in stand_ins:
+        return
+    first = matches.run_signatures[0] if matches.run_signatures else None
+    for run, signature in zip(matches.runs, matches.run_signatures or repeat(None)):
+        if signature == first and run.distance == 0 and len(run.ids) >= HOT:
+            stand_ins[key] = doc_id
+            return
+
+
 def _left_out_earlier(left_out: LeftOut | None, batch: list[Record], found: dict[int, str], start: int,
                       args: tuple, edges: IO[str] | None) -> None:
     """Into ``found``, the positions not in it yet that an earlier batch's left-out document
@@ -258,15 +313,20 @@ def _left_out_earlier(left_out: LeftOut | None, batch: list[Record], found: dict
 def _chain(chained: dict, key: tuple, ids: list[str], part: bool) -> list[tuple[str, str]]:
     """The edges chaining the documents of an indexed fingerprint (``key``: its signature and
     simhash; ``ids``: its documents a lookup found) once: all of them the first time, or with
-    ``part`` (a run beyond 3 bits that a confirmation cut to the documents whose sketches it
-    confirmed) those not chained before, to the first one chained (``chained``: key -> None once
-    every document is, else the first id and the ids chained)."""
-    if key in chained and chained[key] is None:
+    ``part`` (a run a confirmation or the short-text rule cut to the documents that agree with
+    the query) those of this part not chained before to its first id (``chained``: key -> None
+    once every document is; (key, first id of a part) -> the ids chained to it).
+
+    A part is chained to its own first id, not to another part's: two parts of one fingerprint
+    (a short text and an unrelated one with its hash, each agreeing with its own copies) are
+    joined only where a query agrees with both."""
+    if chained.get(key, ()) is None:
         return []
     if not part:
         chained[key] = None
         return [(ids[0], i) for i in ids[1:]]
-    first, seen = chained.setdefault(key, (ids[0], set()))
+    first = ids[0]
+    seen = chained.setdefault((key, first), set())
     fresh = [i for i in ids if i not in seen and i != first]
     seen.update(fresh)
     return [(first, i) for i in fresh]
