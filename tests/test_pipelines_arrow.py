@@ -289,7 +289,8 @@ def test_groups_are_the_brute_force_and_the_groups_job(tmp_path, planted):
     rows = [(i, t) for i, t in indexed + queries if i is not None]
     rows = [(f"{i}#{p}", t) for p, (i, t) in enumerate(rows)]  # ids unique: the brute force names rows by id
     table = batch_of(rows)
-    out = arrow.groups([table.slice(0, 50), table.slice(50, 100).to_batches()[0], table.slice(150)], k=K)
+    out = arrow.groups([table.slice(0, 50), table.slice(50, 100).to_batches()[0], table.slice(150)], k=K,
+                       short_texts="off")  # the brute force below is by the bits alone
     assert out.num_rows == len(rows)
     got = out.to_pylist()
     good = [(p, i, simhash[t]) for p, (i, t) in enumerate(rows) if t in simhash]
@@ -325,6 +326,55 @@ def test_groups_are_the_brute_force_and_the_groups_job(tmp_path, planted):
     written = pq.read_table(tmp_path / "out" / "documents").to_pylist()
     assert written == [r for r in out.drop_columns(["error"]).to_pylist() if r["group"] is not None]
     assert all(r["simhash"] == f"{by_id[r['id']]:016x}" for r in written)
+
+
+def test_groups_apply_the_short_text_rule_as_the_groups_job_by_default(tmp_path, xwlb_path):
+    """News titles with planted copies and unrelated titles that share a fingerprint (春节里的中国 /
+    春节近 年味浓 at 0 bits, 习近平会见菲律宾总统 / 习近平会见韩国总统 at 3): by default the groups are the
+    CLI's `groups` (the short-text rule, on by default there), row for row, and the brute force
+    of the rule (``confirm.sketches_agree``); ``short_texts="off"`` gives the job's --short-texts
+    off; anything else is refused naming the argument."""
+    from test_short_index import title_texts
+
+    from dedup_hbase.index.confirm import kept_of, sketches_agree
+    from dedup_hbase.text.units import WORDS
+
+    originals, copies = title_texts(xwlb_path)
+    texts = originals + copies
+    rows = [(f"t{p}", t) for p, t in enumerate(texts)]
+    path = tmp_path / "titles.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in rows),
+                    encoding="utf-8")
+    table = batch_of(rows)
+    parts = [table.slice(0, 200), table.slice(200, 150).to_batches()[0], table.slice(350)]
+    for short_texts, short in (("on", WORDS), ("off", None)):
+        out = arrow.groups(parts, k=K, short_texts=short_texts)
+        group_files([str(path)], str(tmp_path / short_texts), GroupsOptions(k=K, workers=1, short=short), FP)
+        written = pq.read_table(tmp_path / short_texts / "documents").to_pylist()
+        assert written == [r for r in out.drop_columns(["error"]).to_pylist() if r["group"] is not None]
+        if short is None:
+            off = {r["group"] for r in out.to_pylist() if not r["keep"]}
+    index = Index.create(open_store("memory:"), 4, K, short=WORDS)
+    prints = {t: (index.fingerprint(t), *index.sketched(t)) for t in set(texts)}
+    kept = kept_of([f[1] for f in prints.values()], [f[2] for f in prints.values()])
+    root = list(range(len(texts)))
+
+    def find(a):
+        while root[a] != a:
+            a = root[a]
+        return a
+
+    for a, b in itertools.combinations(range(len(texts)), 2):
+        (x, sx, _), (y, sy, _) = prints[texts[a]], prints[texts[b]]
+        if hamming(x, y) <= K and sketches_agree(hamming(x, y), sx, sy, None, WORDS, kept):
+            root[max(find(a), find(b))] = min(find(a), find(b))
+    got = arrow.groups(parts, k=K).to_pylist()
+    assert [r["group"] for r in got] == [f"t{find(p)}" for p in range(len(texts))]
+    assert got[texts.index("春节近 年味浓")]["group"] != got[texts.index("春节里的中国")]["group"]
+    assert off - {r["group"] for r in got if not r["keep"]}  # without the rule, groups the rule keeps apart
+    with pytest.raises(InvalidInput, match="short_texts takes 'on' or 'off', not 'yes'") as refused:
+        arrow.groups(parts, short_texts="yes")
+    assert refused.value.arguments == ("short_texts",)
 
 
 def test_empty_batches_and_large_string_ids():

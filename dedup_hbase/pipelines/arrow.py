@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInput
-from ..index.confirm import sketch_spec
+from ..index.confirm import parse_short, sketch_spec
 from ..index.documents import two_versions
 from ..index.index import Document, Index, document_meta
 from ..jobs.corpus import Record
@@ -172,18 +172,25 @@ def add_new(batch: Any, index: Index | OnlineIndex, *, id_column: str = "id", te
 
 def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = "text", k: int = 3,
            scheme: str | None = None, signatures: str | None = None, confirm: int | None = None,
-           fingerprinter: Fingerprinter | None = None, threads: int = 1) -> Any:
+           short_texts: str = "on", fingerprinter: Fingerprinter | None = None, threads: int = 1) -> Any:
     """The near-duplicate groups of the rows of ``batches`` (RecordBatches or Tables, in order),
-    as ``dedup-hbase groups`` finds them with the same ``k``, ``scheme``, ``signatures`` and
-    ``confirm``: one pyarrow Table, a row per input row in input order, with the groups job's
-    columns (``id``, ``simhash`` as 16 hex digits, ``group``: the id of its first row, ``size``,
-    ``keep``: the first row of each group, ``via`` and ``distance``: the kept or earlier row it
-    was joined through, with several signatures ``signature``) and ``error``; a row with an
-    error is in no group (its columns null but ``id``). Holds every row's id and fingerprints
-    until the last batch (no text); uses no index and writes nothing."""
+    as ``dedup-hbase groups`` finds them with the same ``k``, ``scheme``, ``signatures``,
+    ``confirm`` and ``short_texts`` (``"on"``, as there by default: two rows of which either text
+    is short are near only by their words, text/units.py; ``"off"``: by their bits alone): one
+    pyarrow Table, a row per input row in input order, with the groups job's columns (``id``,
+    ``simhash`` as 16 hex digits, ``group``: the id of its first row, ``size``, ``keep``: the
+    first row of each group, ``via`` and ``distance``: the kept or earlier row it was joined
+    through, with several signatures ``signature``) and ``error``; a row with an error is in no
+    group (its columns null but ``id``). Holds every row's id and fingerprints until the last
+    batch, and under the rule each distinct short text as it keeps it (under 200 characters), no
+    other text; uses no index and writes nothing."""
     import pyarrow as pa
 
-    options = GroupsOptions(k=k, scheme=scheme, signatures=Signatures.parse(signatures), confirm=confirm)
+    try:
+        short = parse_short(short_texts)
+    except InvalidInput:
+        raise InvalidInput(f"short_texts takes 'on' or 'off', not {short_texts!r}", arguments=("short_texts",)) from None
+    options = GroupsOptions(k=k, scheme=scheme, signatures=Signatures.parse(signatures), confirm=confirm, short=short)
     fingerprinter = fingerprinter or default_fingerprinter()
     if not isinstance(fingerprinter, Fingerprinter):
         raise InvalidInput(f"fingerprinter must be a Fingerprinter, not {type(fingerprinter).__name__}",
@@ -191,10 +198,11 @@ def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = 
     sketcher = None if confirm is None else fingerprinter_from_spec(sketch_spec(dict(fingerprinter.spec)))
     if isinstance(batches, (pa.RecordBatch, pa.Table)):
         batches = [batches]
-    ids, errors, chunks, leads, sketches = [], [], [], [], []
+    ids, errors, chunks, leads, sketches, texts = [], [], [], [], [], {}
     for batch in batches:
         check_batch(batch, id_column, text_column, (), what="batches")
-        found = fingerprinted(batch, text_column, id_column, fingerprinter, options.signatures, sketcher, threads)
+        found = fingerprinted(batch, text_column, id_column, fingerprinter, options.signatures, sketcher, threads,
+                              short is not None)
         good = found.good
         ids.append(found.ids.cast(pa.string()))
         errors += found.errors
@@ -203,9 +211,12 @@ def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = 
             leads.append(found.more[good])
         if found.sketches is not None:
             sketches.append(found.sketches[good])
+        for p in good.tolist() if found.kepts is not None else ():  # a short sketch -> its kept text (KeptTexts')
+            if found.kepts[p]:
+                texts.setdefault(int(found.sketches[p]), found.kepts[p])
     every = pa.chunked_array(ids, pa.string()) if ids else pa.chunked_array([], pa.string())
     positions = np.array([i for i, e in enumerate(errors) if e is None], dtype=np.int64)
-    _, linked = grouped(options, chunks, leads, sketches)
+    _, linked = grouped(options, chunks, leads, sketches, texts)
     names = options.signatures.names if len(options.signatures) > 1 else None
     table = groups_table(every.take(pa.array(positions, pa.int64())), linked, names=names)
     where = np.full(len(errors), -1, np.int64)
