@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from test_pipelines_arrow import K, batch_of, planted  # noqa: F401 (a fixture)
+from test_short_index import UNRELATED
 from test_spark import with_zk
 
 from dedup_hbase import Index, open_store
@@ -64,16 +65,23 @@ def test_fingerprints_of_an_index_are_the_arrow_apis(spark, planted, options, ad
                                          for n, w in enumerate(want)]
 
 
-def test_groups_are_the_arrow_apis(spark, planted):  # noqa: F811
+@pytest.mark.parametrize("short_texts", ["on", "off"])
+def test_groups_are_the_arrow_apis(spark, planted, short_texts):  # noqa: F811
+    """Also with short titles that share a fingerprint (春节里的中国 / 春节近 年味浓 at 0 bits), which
+    the short-text rule (on by default, as in `groups`) keeps apart and the bits alone join."""
     indexed, queries, _ = planted
-    rows = [(f"{i}#{p}", t) for p, (i, t) in enumerate(r for r in indexed + queries if r[0] is not None)]
-    got = spark_frames.groups(frame_of(spark, rows), k=K).collect()
-    want = arrow.groups([batch_of(rows)], k=K).to_pylist()
+    titles = [(None, t) for t in UNRELATED + [t + "。" for t in UNRELATED]]
+    rows = [(f"{i}#{p}", t) for p, (i, t) in enumerate(r for r in indexed + queries + titles if r[1] is not None)]
+    got = spark_frames.groups(frame_of(spark, rows), k=K, short_texts=short_texts).collect()
+    want = arrow.groups([batch_of(rows)], k=K, short_texts=short_texts).to_pylist()
     assert [r["n"] for r in got] == list(range(len(rows)))  # the DataFrame's order
     columns = ("id", "group", "size", "keep", "via", "distance", "error")
     assert [tuple(r[c] for c in columns) for r in got] == [tuple(w[c] for c in columns) for w in want]
     assert sum(bool(w["keep"]) and w["size"] > 1 for w in want) > 5
     assert any(w["keep"] is False and w["via"] != w["group"] for w in want)  # a chain
+    group = {t: w["group"] for (_, t), w in zip(rows, want)}
+    assert (group["春节里的中国"] == group["春节近 年味浓"]) == (short_texts == "off")
+    assert group["春节里的中国"] == group["春节里的中国。"]  # a full stop added: a copy either way
 
 
 @pytest.mark.hbase
@@ -107,6 +115,8 @@ def test_arguments_are_checked_up_front(spark):
         (lambda: spark_frames.fingerprints(spark.createDataFrame([(1, "x")], "id long, text string")),
          "id_column='id': a string or large_string column, not int64"),
         (lambda: spark_frames.groups(frame, text_column="body", k=4, scheme="4"), "k"),
+        (lambda: spark_frames.groups(frame, text_column="body", short_texts="yes"),
+         "short_texts takes 'on' or 'off', not 'yes'"),
         (lambda: spark_frames.check(frame, "memory:", staging="x", text_column="body"),
          "check reads an HBase index (hbase://...) in bulk"),
     ]

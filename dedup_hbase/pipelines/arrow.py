@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInput
-from ..index.confirm import parse_short, sketch_spec
+from ..index.confirm import sketch_spec
 from ..index.documents import two_versions
 from ..index.index import Document, Index, document_meta
 from ..jobs.corpus import Record
@@ -60,6 +60,7 @@ from .columns import (
     check_batch,
     fingerprint_columns,
     fingerprinted,
+    short_rule,
     with_columns,
 )
 
@@ -186,10 +187,7 @@ def groups(batches: Iterable[Any], *, id_column: str = "id", text_column: str = 
     other text; uses no index and writes nothing."""
     import pyarrow as pa
 
-    try:
-        short = parse_short(short_texts)
-    except InvalidInput:
-        raise InvalidInput(f"short_texts takes 'on' or 'off', not {short_texts!r}", arguments=("short_texts",)) from None
+    short = short_rule(short_texts)
     options = GroupsOptions(k=k, scheme=scheme, signatures=Signatures.parse(signatures), confirm=confirm, short=short)
     fingerprinter = fingerprinter or default_fingerprinter()
     if not isinstance(fingerprinter, Fingerprinter):

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmptyDocument, InvalidInput
+from ..index.confirm import parse_short
 from ..index.ids import MAX_ID_BYTES, encode_id
 from ..text.fingerprint import Fingerprinter
 from ..text.signatures import Signatures, settled
@@ -61,6 +62,15 @@ def check_batch(batch: Any, id_column: str, text_column: str, adds: Sequence[str
     if taken:
         raise InvalidInput(f"{what} already has the column{'s' * (len(taken) > 1)} {', '.join(taken)} that this call "
                            "adds: drop or rename it first", arguments=(what,))
+
+
+def short_rule(short_texts: str) -> str | None:
+    """A groups call's ``short_texts`` (``"on"``, the default of ``dedup-hbase groups``, or
+    ``"off"``) -> the rule's name (``units.WORDS``) or None; anything else refused naming it."""
+    try:
+        return parse_short(short_texts)
+    except InvalidInput:
+        raise InvalidInput(f"short_texts takes 'on' or 'off', not {short_texts!r}", arguments=("short_texts",)) from None
 
 
 def chunks_of(column) -> list:

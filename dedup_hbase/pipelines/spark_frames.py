@@ -41,7 +41,7 @@ from ..jobs.spark.harness import SparkJob
 from ..stores import open_store
 from ..text.native import NO_TEXT
 from .arrow import default_fingerprinter
-from .columns import ERROR, SIMHASH, id_errors
+from .columns import ERROR, SIMHASH, id_errors, short_rule
 
 ROW = "_dedup_row"  # a row's place in the DataFrame's order, while a call runs
 SOURCE = "dataframe"  # the source of a row's record (its line: its place)
@@ -69,25 +69,53 @@ def fingerprints(df: Any, index: str | None = None, *, id_column: str = "id", te
 
 
 def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int = 3,
-           scheme: str | None = None) -> Any:
+           scheme: str | None = None, short_texts: str = "on") -> Any:
     """``fingerprints(df)`` with the groups of ``dedup-hbase groups --engine spark`` at ``k``
-    bits (``scheme``: its blocks, default by the rows' number): ``group`` (the id of its first
-    row), ``size``, ``keep`` (the first row of each group), ``via`` and ``distance`` (the row it
-    was joined through); null for a row with an error. Exact: every pair within ``k`` bits is in
-    one group. Ids are compared as strings. Runs its jobs now."""
+    bits (``scheme``: its blocks, default by the rows' number) and ``short_texts`` (``"on"``, as
+    there by default: two rows of which either text is short are near only by their words,
+    text/units.py; ``"off"``: by their bits alone): ``group`` (the id of its first row),
+    ``size``, ``keep`` (the first row of each group), ``via`` and ``distance`` (the row it was
+    joined through); null for a row with an error. Exact: every pair the rule joins within ``k``
+    bits is in one group. Ids are compared as strings. Runs its jobs now."""
+    import pyspark.sql.types as T
     from pyspark.sql import functions as F
 
-    options = GroupsOptions(k=k, scheme=scheme)  # refuses a bad k or scheme
+    options = GroupsOptions(k=k, scheme=scheme, short=short_rule(short_texts))  # refuses a bad k or scheme
     job = SparkJob(df.sparkSession)
     printed = job.persist(fingerprints(df, id_column=id_column, text_column=text_column)
                           .withColumn(ROW, F.monotonically_increasing_id()))
-    docs = job.persist(printed.where(F.col(ERROR).isNull()).select(
-        F.col(ROW).alias("pos"), F.col(id_column).cast("string").alias("id"), SIMHASH))
+    docs = printed.where(F.col(ERROR).isNull()).select(
+        F.col(ROW).alias("pos"), F.col(id_column).cast("string").alias("id"), SIMHASH,
+        *([F.col(text_column).alias("kept")] if options.short else []))
+    texts = None
+    if options.short:  # each text's sketch and kept text under the rule (units.text_sketches), the text let go
+        schema = T.StructType([*docs.schema.fields[:3], T.StructField("sketch", T.LongType()),
+                               T.StructField("kept", T.StringType())])
+        docs = docs.mapInArrow(_kept_batches, schema)
+    docs = job.persist(docs)
     documents = docs.count()
-    rows, helpers = spark_groups.group_rows(job, docs, [SIMHASH], False, options.scheme_for(documents), options.k,
-                                            None, None, ("body",), documents=documents)
+    if options.short:
+        texts = job.persist(docs.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
+    rows, helpers = spark_groups.group_rows(job, docs, [SIMHASH], options.short is not None,
+                                            options.scheme_for(documents), options.k, None, options.short, ("body",),
+                                            documents=documents, texts=texts)
     found = rows.select(F.col("pos").alias(ROW), *GROUP_COLUMNS)
-    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, docs, printed)
+    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, docs, printed,
+                         *([texts] if texts is not None else []))
+
+
+def _kept_batches(batches):
+    """mapInArrow: (pos, id, simhash, kept: the text) -> (pos, id, simhash, sketch, kept): the
+    sketch and kept text of the short-text rule (``units.text_sketches``; a long text's sketch 0
+    and kept "")."""
+    import pyarrow as pa
+
+    from dedup_hbase.text.units import text_sketches
+
+    for batch in batches:
+        sketches, kepts = text_sketches(batch.column("kept").to_pylist())
+        yield pa.RecordBatch.from_arrays([*batch.columns[:3], pa.array(sketches, pa.uint64()).cast(pa.int64(), safe=False),
+                                          pa.array(kepts, pa.string())], names=[*batch.schema.names[:3], "sketch", "kept"])
 
 
 def check(df: Any, index: str, *, staging: str, id_column: str = "id", text_column: str = "text",
