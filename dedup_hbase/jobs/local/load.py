@@ -271,8 +271,9 @@ def _copy_key(batch: list[Record], p: int, more, sketches, kepts) -> tuple:
 
 def _stand_in(stand_ins: dict, key: tuple, doc_id: str, matches) -> None:
     """Make the record ``doc_id`` (its ``key``, its lookup's ``matches``) the stand-in of every
-    later record with its key, when its own fingerprint (distance 0 under the first signature)
-    held at least ``HOT`` documents that agree with it.
+    later record with its key, when one of its own fingerprints (a run at distance 0) held at
+    least ``HOT`` documents that agree with it (a trigger only: any record may stand in for its
+    copies).
 
     Exact: the rule is symmetric and reads only the key, so an identical record finds every
     document the stand-in found (joined to it) and every document indexed since that is near it
@@ -281,13 +282,8 @@ def _stand_in(stand_ins: dict, key: tuple, doc_id: str, matches) -> None:
     as their own lookups would join them. Without it each copy of a text copied 100,000 times
     read every earlier copy's cell: a load's time grew with the square of the copies. Memory:
     one entry per hot fingerprint and key."""
-    if key in stand_ins:
-        return
-    first = matches.run_signatures[0] if matches.run_signatures else None
-    for run, signature in zip(matches.runs, matches.run_signatures or repeat(None)):
-        if signature == first and run.distance == 0 and len(run.ids) >= HOT:
-            stand_ins[key] = doc_id
-            return
+    if key not in stand_ins and any(run.distance == 0 and len(run.ids) >= HOT for run in matches.runs):
+        stand_ins[key] = doc_id
 
 
 def _left_out_earlier(left_out: LeftOut | None, batch: list[Record], found: dict[int, str], start: int,
