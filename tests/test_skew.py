@@ -227,3 +227,31 @@ def test_load_groups_with_stand_ins_equal_the_brute_force(tmp_path, hot, monkeyp
     got = {frozenset(json.loads(line)["ids"]) for line in groups.read_text(encoding="utf-8").splitlines()}
     assert got == expected and len(expected) >= 5
     assert sum(asked) == len(texts) if hot > len(texts) else sum(asked) < len(texts) // 2
+
+
+@pytest.mark.parametrize("options", [{"signatures": "body,lead150", "short": "words"}, {"k": 6, "confirm": 14}],
+                         ids=["signatures", "confirmation"])
+def test_stand_ins_give_the_groups_of_every_record_looked_up(tmp_path, monkeypatch, options):
+    """Indexes of several signatures, and with a confirmation beyond 3 bits: a load with stand-ins
+    (from the third copy) gives the groups of the load that looks every record up, and looks up
+    fewer than half of the records."""
+    import dedup_hbase.jobs.local.load as loading
+
+    body = "".join(f"第{i}段：长江经济带生态环境保护发生了转折性变化，沿江省市共抓大保护。" for i in range(12))
+    texts = ([body] * 120 + [body + "新的一段话在这里。"] * 40 + ["春眠不觉晓，处处闻啼鸟。"] * 60
+             + [f"第{i}条：" + body[: 40 + i] for i in range(40)])
+    random.Random(29).shuffle(texts)
+    got = {}
+    for hot in (3, 10**9):
+        monkeypatch.setattr(loading, "HOT", hot)
+        index = Index.create(open_store("memory:"), **{"k": K, **options})
+        asked, real = [], index.query_many
+        monkeypatch.setattr(index, "query_many", lambda simhashes, *a, real=real, asked=asked:
+                            asked.append(len(simhashes)) or real(simhashes, *a))
+        groups = tmp_path / f"groups-{hot}.jsonl"
+        load(index, [Record("mem", j + 1, id=f"d{j}", text=t) for j, t in enumerate(texts)],
+             LoadOptions(batch_size=40, groups=str(groups)))
+        got[hot] = ({frozenset(json.loads(line)["ids"]) for line in groups.read_text(encoding="utf-8").splitlines()},
+                    sum(asked))
+    assert got[3][0] == got[10**9][0] and len(got[3][0]) >= 2
+    assert got[10**9][1] == len(texts) and got[3][1] < len(texts) // 2
