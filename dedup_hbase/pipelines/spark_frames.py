@@ -92,7 +92,9 @@ def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int 
         schema = T.StructType([*docs.schema.fields[:3], T.StructField("sketch", T.LongType()),
                                T.StructField("kept", T.StringType())])
         docs = docs.mapInArrow(_kept_batches, schema)
-    docs = job.persist(docs)
+    # computed now and cut from its lineage: the plans group_rows builds over it stay within the
+    # depth a Spark Connect server decodes (the rule's joins and unions are deep already)
+    docs = docs.localCheckpoint()
     documents = docs.count()
     if options.short:
         texts = job.persist(docs.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
@@ -100,7 +102,7 @@ def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int 
                                             options.scheme_for(documents), options.k, None, options.short, ("body",),
                                             documents=documents, texts=texts)
     found = rows.select(F.col("pos").alias(ROW), *GROUP_COLUMNS)
-    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, docs, printed,
+    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, printed,
                          *([texts] if texts is not None else []))
 
 
