@@ -11,10 +11,10 @@ import sys
 
 
 def main() -> None:
-    from .jobs.interrupts import deliver_dropped_stops
-
-    deliver_dropped_stops()  # a Ctrl-C that lands in an import's lock callback is not lost
     try:
+        from .jobs.interrupts import deliver_dropped_stops
+
+        deliver_dropped_stops()  # a Ctrl-C that lands in an import's lock callback is not lost
         from .cli.commands import main as run
     except KeyboardInterrupt:
         sys.stderr.write("interrupted by SIGINT\n")
