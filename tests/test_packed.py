@@ -185,13 +185,18 @@ def test_kill_9_in_the_middle_of_a_merge_loses_nothing(tmp_path, step, nth, runs
 
 @pytest.mark.parametrize("uncached_bytes", [1 << 20, 200], ids=["cached", "big-records-past-the-cache"])
 @pytest.mark.parametrize("splice_cells", [8192, 2], ids=["sorted-merges", "spliced-merges"])
-def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, uncached_bytes, splice_cells):
+@pytest.mark.parametrize("bound", ["cells", "bytes"], ids=["slices-by-cells", "slices-by-bytes"])
+def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, uncached_bytes, splice_cells, bound):
     """Loads in many small batches (runs), lookups in the middle (which merge first),
     deletes, re-adds: every lookup equals brute force at every stage, single and batched;
-    with every merge into a record of 2 cells or more a splice (``records.splice``) or none."""
+    with every merge into a record of 2 cells or more a splice (``records.splice``) or none;
+    merges in slices cut by their cells or by their bytes."""
     monkeypatch.setattr(packed, "_SPLICE_CELLS", splice_cells)
     monkeypatch.setattr(packed, "_SPLICE_SHARE", 1 if splice_cells == 2 else 8)
-    monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500)  # merges in many slices
+    monkeypatch.setattr(packed, "_MERGE_CHUNK_CELLS", 500 if bound == "cells" else 10**9)  # merges in many slices
+    monkeypatch.setattr(packed, "_MERGE_CHUNK_BYTES", 10**12 if bound == "cells" else 10_000)
+    slices, real = [], packed.PackedTable._merge_runs
+    monkeypatch.setattr(packed.PackedTable, "_merge_runs", lambda self, runs: slices.append(len(runs)) or real(self, runs))
     monkeypatch.setattr(packed, "DIRECT_CELLS", 0)  # every write as runs
     monkeypatch.setattr(packed, "_UNCACHED_BYTES", uncached_bytes)  # 200: most records read past the cache
     rnd = random.Random(8)
@@ -223,6 +228,7 @@ def test_lookups_exact_with_runs_before_and_after_merges(tmp_path, monkeypatch, 
         if start == 1000:
             check("runs merged by the first lookup", dict(items[:1250]))
             assert table.run_cells == 0 and table.merged_cells == 4 * 1250
+            assert len(slices) >= 5  # 5,000 cells of about 20 bytes: 10 slices of 500 or of 10,000 bytes
     check("loaded")
     assert bool(table._uncached) == (uncached_bytes == 200)  # the test reads both ways
     assert (table.spliced > 0) == (splice_cells == 2)  # and merges both ways

@@ -45,7 +45,8 @@ from .rocks import get_many, read_once, total_order
 
 RUN_KEY_PREFIX = 1  # runs are partitioned by the first byte of the scan prefix
 DIRECT_CELLS = 1024  # writes of at most this many cells (about 250 documents), no runs pending: no runs
-_MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory
+_MERGE_CHUNK_CELLS = 500_000  # cells (runs + merged) merged per slice: bounds memory ...
+_MERGE_CHUNK_BYTES = 12 << 20  # ... and their bytes, for wide cells (a short text kept in each: about 230 bytes)
 _READ_PER_GET = 4  # records read in a pass cost about what one point get costs
 _SPLICE_CELLS = 8192  # a record of this many cells or more gets a few new cells by a splice, not a sort
 _SPLICE_SHARE = 8  # ... when at most one in this many of its cells are new
@@ -176,20 +177,24 @@ class PackedTable:
             return
         # A slice of whole partitions at a time; its cost is its runs plus the merged cells
         # of its partitions (estimated as an even share of all of them).
+        # A slice's bytes: its runs' own, and its merged cells' at the runs' bytes a cell.
         per_part = self.merged_cells / 256 ** RUN_KEY_PREFIX
-        runs, cost, last = [], 0.0, None
+        runs, cost, size, last = [], 0.0, 0.0, None
         once = total_order()
         once.fill_cache(False)  # the runs are read once and deleted: keep them out of the block cache
         for key, record in self._runs.items(read_opt=once):
             part = key[:RUN_KEY_PREFIX]
+            batch = CellBatch.decode(record)
             if part != last:
-                if cost >= _MERGE_CHUNK_CELLS:
+                if cost >= _MERGE_CHUNK_CELLS or size >= _MERGE_CHUNK_BYTES:
                     self._merge_runs(runs)
-                    runs, cost = [], 0.0
+                    runs, cost, size = [], 0.0, 0.0
                 cost += per_part
+                size += per_part * len(record) / max(len(batch), 1)
                 last = part
-            runs.append(CellBatch.decode(record))
-            cost += len(runs[-1])
+            runs.append(batch)
+            cost += len(batch)
+            size += len(record)
         self._merge_runs(runs)
         self._drop_runs()
 
