@@ -78,6 +78,10 @@ def pytest_collection_modifyitems(config, items):
       scripts/cluster-local, other ports and folders);
     - the tests that stop, restart or freeze an HBase's processes (``own_hbase``: an HBase of
       their own, not the one the other tests share) in one, one at a time;
+    - the tests that start and stop Spark sessions of their own (``no_shared_spark``) in one: run
+      before any test of their process has made the process's shared session, they stop none (a
+      session stopped there is one more started after them: a JVM's start, 20-40 s of a loaded
+      machine);
     - the tests that compare a whole shared corpus with the Python reference (marked
       ``reference``: its features are computed once per process, ``reference_features``) in one;
     - every other test with the rest of its module (its module's fixtures made once); the tests
@@ -95,13 +99,15 @@ def pytest_collection_modifyitems(config, items):
             group = "cluster"
         elif "own_hbase" in fixtures:
             group = "own-hbase"
+        elif "no_shared_spark" in fixtures:
+            group = "own-spark"
         elif item.get_closest_marker("reference"):
             group = "reference"
         else:
             group = module
         item.add_marker(pytest.mark.xdist_group(group))
         item.stash[_GROUP] = group
-    first = {"cluster": 0, "own-hbase": 1, "reference": 2}
+    first = {"cluster": 0, "own-hbase": 1, "own-spark": 2, "reference": 3}
     slow = {name: i for i, name in enumerate(SLOW_FIRST)}
     # stable: the modules not named keep their order, after those named
     items.sort(key=lambda item: (first.get(item.stash[_GROUP], 3), slow.get(item.stash[_GROUP], len(slow))))

@@ -214,10 +214,10 @@ def signed_near_duplicates(index: Index, batch: list[Record], edges: IO[str] | N
     walked: set[int] = set()  # the id lists chained in this batch: its queries share them (alive till its end)
     keys = [] if stand_ins is None else [_copy_key(batch, p, more, sketches, kepts) for p in range(len(batch))]
     asked = [p for p, key in enumerate(keys) if key not in stand_ins] if keys else list(range(len(batch)))
-    for p in sorted(set(range(len(batch))) - set(asked)):  # joined to its stand-in
-        if stand_ins[keys[p]] != batch[p].id:
-            found[p] = stand_ins[keys[p]]
-            pairs.append((stand_ins[keys[p]], batch[p].id))
+    for p, key in enumerate(keys):  # a record with a stand-in: joined to it
+        if key in stand_ins and stand_ins[key] != batch[p].id:
+            found[p] = stand_ins[key]
+            pairs.append((stand_ins[key], batch[p].id))
     answers = index.query_many([batch[p].simhash for p in asked], None, 1, *(
         None if a is None else [a[p] for p in asked] for a in (more, masks, sketches, kepts)))
     for position, matches in zip(asked, answers):
