@@ -110,7 +110,7 @@ def pytest_collection_modifyitems(config, items):
     first = {"cluster": 0, "own-hbase": 1, "own-spark": 2, "reference": 3}
     slow = {name: i for i, name in enumerate(SLOW_FIRST)}
     # stable: the modules not named keep their order, after those named
-    items.sort(key=lambda item: (first.get(item.stash[_GROUP], 3), slow.get(item.stash[_GROUP], len(slow))))
+    items.sort(key=lambda item: (first.get(item.stash[_GROUP], len(first)), slow.get(item.stash[_GROUP], len(slow))))
 
 
 _GROUP = pytest.StashKey[str]()
