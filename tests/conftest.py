@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
       their own, not the one the other tests share) in one, one at a time;
     - the tests that start and stop Spark sessions of their own (``no_shared_spark``) in one: run
       before any test of their process has made the process's shared session, they stop none (a
-      session stopped there is one more started after them: a JVM's start, 20-40 s of a loaded
+      session stopped there is one more started after them: a JVM's start, 30-55 s of a loaded
       machine);
     - the tests that compare a whole shared corpus with the Python reference (marked
       ``reference``: its features are computed once per process, ``reference_features``) in one;
