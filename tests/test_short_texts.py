@@ -25,6 +25,7 @@ from dedup_hbase.index.layout import Scheme
 from dedup_hbase.jobs.local.groups import assign
 from dedup_hbase.jobs.options import GroupsOptions
 from dedup_hbase.text.shorts import SHORT_BELOW, SHORT_FLAG, is_short
+from dedup_hbase.text.signatures import Signatures
 from dedup_hbase.text.units import WORDS, kept_sketch, text_sketches
 
 T = WORDS
@@ -210,11 +211,16 @@ def shorts(xwlb_path, tmp_path_factory):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("k", "scheme", "confirm"), [(3, None, None), (6, "7/1", 10)])
-def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, confirm):
+@pytest.mark.parametrize(("k", "scheme", "confirm", "signatures"),
+                         [(3, None, None, "body"), (6, "7/1", 10, "body"), (3, None, None, "body,lead12")])
+def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, confirm, signatures):
+    """Under several signatures a node is a tuple of the signatures' fingerprints and the
+    sketch, and a short fingerprint holds nodes of other leads: each joins the first node of
+    its sketch before the sketches' first nodes are matched."""
     from test_groups import parquet_rows, spark_groups
 
-    options = GroupsOptions(k=k, scheme=scheme, confirm=confirm, short=T, workers=2)
+    options = GroupsOptions(k=k, scheme=scheme, confirm=confirm, short=T, workers=2,
+                            signatures=Signatures.parse(signatures))
     local = local_groups([shorts], tmp_path / "local", options)
     on_spark = spark_groups(spark, [shorts], tmp_path / "spark", options)
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k not in ("elapsed_s", "engine")}
@@ -227,6 +233,37 @@ def test_both_engines_write_the_same_output(spark, shorts, tmp_path, k, scheme, 
     group = {i: g["group"] for g in map(json.loads, (tmp_path / "local" / "groups.jsonl").read_text(encoding="utf-8")
                                         .splitlines()) for i in g["ids"]}
     # one word misspelled is near: at k = 6 the four are one group (5, 5 and 3 bits), at k = 3 the last two
-    assert len({group.get(ids[t], ids[t]) for t in ENGLISH}) == (1 if k == 6 else 3)
-    plain = local_groups([shorts], tmp_path / "plain", GroupsOptions(k=k, scheme=scheme, confirm=confirm, workers=2))
+    # (and by their first 12 characters, all four)
+    assert len({group.get(ids[t], ids[t]) for t in ENGLISH}) == (1 if k == 6 or signatures != "body" else 3)
+    plain = local_groups([shorts], tmp_path / "plain", GroupsOptions(k=k, scheme=scheme, confirm=confirm, workers=2,
+                                                                     signatures=options.signatures))
     assert plain.to_dict()["groups"] < local.to_dict()["groups"]  # the rule is what the engines agree on
+
+
+def test_short_copy_edges_against_a_brute_force():
+    """The rule inside fingerprints (both engines call it: the local engine on every flagged
+    fingerprint at once, the Spark engine on a task's): members of one fingerprint and sketch
+    join the first of them; the first members of two sketches of one fingerprint join when the
+    rule says so at distance 0. Planted: copies (one sketch, several members), near and
+    unrelated short texts, long texts' sketches, singletons."""
+    from dedup_hbase.jobs.local.groups import short_copy_edges
+
+    rnd = random.Random(46)
+    words = ["李希在福建调研", "李希在福建调研！", "李希在湖北调研", "春节里的中国", "春节近 年味浓", "the annual budget report",
+             "the anual budget report"]
+    made, kepts = text_sketches(words)
+    texts = kept_of(made, kepts)
+    pool = made + [0, 1 << 8, 5 << 20]  # and long texts' sketches (bit 0 clear)
+    fingerprint = np.array([rnd.randrange(6) for _ in range(300)], np.int64)
+    sketches = np.array([rnd.choice(pool) for _ in range(300)], np.uint64)
+    got = short_copy_edges(fingerprint, sketches, None, T, texts)
+    head = {}
+    for m in range(len(fingerprint)):
+        head.setdefault((fingerprint[m], sketches[m]), m)
+    want = {(m, head[fingerprint[m], sketches[m]]) for m in range(len(fingerprint))}
+    heads = sorted(head.items(), key=lambda item: item[1])
+    want |= {(a, b) for (fa, sa), a in heads for (fb, sb), b in heads
+             if fa == fb and a < b and sketches_agree(0, int(sa), int(sb), None, T, texts)}
+    assert {tuple(map(int, edge)) for edge in got} == want and len(got) == len(want)
+    assert len(want) > 300 + 20  # head pairs that agree, beyond each member's own edge
+    assert short_copy_edges(fingerprint[:0], sketches[:0], None, T, texts).shape == (0, 2)

@@ -87,7 +87,6 @@ def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int 
     docs = printed.where(F.col(ERROR).isNull()).select(
         F.col(ROW).alias("pos"), F.col(id_column).cast("string").alias("id"), SIMHASH,
         *([F.col(text_column).alias("kept")] if options.short else []))
-    texts = None
     if options.short:  # each text's sketch and kept text under the rule (units.text_sketches), the text let go
         schema = T.StructType([*docs.schema.fields[:3], T.StructField("sketch", T.LongType()),
                                T.StructField("kept", T.StringType())])
@@ -96,14 +95,11 @@ def groups(df: Any, *, id_column: str = "id", text_column: str = "text", k: int 
     # depth a Spark Connect server decodes (the rule's joins and unions are deep already)
     docs = docs.localCheckpoint()
     documents = docs.count()
-    if options.short:
-        texts = job.persist(docs.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
     rows, helpers = spark_groups.group_rows(job, docs, [SIMHASH], options.short is not None,
                                             options.scheme_for(documents), options.k, None, options.short, ("body",),
-                                            documents=documents, texts=texts)
+                                            documents=documents)
     found = rows.select(F.col("pos").alias(ROW), *GROUP_COLUMNS)
-    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, printed,
-                         *([texts] if texts is not None else []))
+    return _materialized(job, printed.join(found, ROW, "left").orderBy(ROW).drop(ROW), rows, *helpers, printed)
 
 
 def _kept_batches(batches):

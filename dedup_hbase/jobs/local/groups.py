@@ -144,18 +144,32 @@ def _confirmed_pairs(found: NearPairs, node: np.ndarray, first_of: np.ndarray, c
 
 
 def _short_copies(found: NearPairs, first_of: np.ndarray, confirm: tuple, flagged: np.ndarray) -> np.ndarray:
-    """The short-text rule's edges inside the fingerprints ``flagged`` (some node short): each
-    node to the first node of its fingerprint and sketch, and the first nodes of each pair of
-    sketches of one fingerprint that agree at distance 0 (quadratic in a fingerprint's distinct
-    sketches: 165 unrelated poems of one fingerprint are 13,530 comparisons)."""
+    """The short-text rule's edges inside the fingerprints ``flagged`` (some node short), between
+    nodes: ``short_copy_edges`` of those fingerprints' nodes."""
     sketches, allowed, short, texts = confirm
     fingerprint = found.inverse[first_of]
     mine = np.flatnonzero(flagged[fingerprint])
-    inverse = unique_rows([fingerprint[mine], sketches[mine]])[1]
-    head = np.full(inverse.max() + 1 if len(mine) else 0, len(first_of), np.int64)
-    np.minimum.at(head, inverse, mine)
-    own = np.stack([mine, head[inverse]], axis=1)
-    wanted = np.flatnonzero(flagged)
+    return mine[short_copy_edges(fingerprint[mine], sketches[mine], allowed, short, texts)]
+
+
+def short_copy_edges(fingerprint: np.ndarray, sketches: np.ndarray, allowed: int | None, short: str,
+                     texts: Mapping[int, str]) -> np.ndarray:
+    """The short-text rule's edges inside fingerprints with a short member (``fingerprint``, its
+    number, and ``sketches``: per member, the members in order, the earliest first), as pairs of
+    member indices: each member to the first member of its fingerprint and sketch, and the first
+    members of each pair of sketches of one fingerprint that agree at distance 0
+    (``confirm.sketches_agree``; ``texts``: a short sketch -> its kept text). Quadratic in a
+    fingerprint's distinct sketches: 165 unrelated poems of one fingerprint are 13,530
+    comparisons. The one rule of both engines: the Spark engine runs it on each such
+    fingerprint's nodes."""
+    members = len(fingerprint)
+    if not members:
+        return np.empty((0, 2), np.int64)
+    inverse = unique_rows([fingerprint, sketches])[1]
+    head = np.full(inverse.max() + 1, members, np.int64)
+    np.minimum.at(head, inverse, np.arange(members))
+    own = np.stack([np.arange(members), head[inverse]], axis=1)
+    wanted = np.unique(fingerprint)
     which, a = first_per_sketch(fingerprint, sketches, wanted)
     again, b = first_per_sketch(fingerprint, sketches, wanted[which])
     a = a[again]

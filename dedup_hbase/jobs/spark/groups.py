@@ -98,16 +98,11 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
     docs = job.persist(records.good(fingerprinted).select(
         records.position().alias("pos"), "id", "simhash", *(F.col("more")[j - 1].alias(f"s{j}") for j in range(1, len(keys))),
         *(["sketch"] if sketched else []), *(["kept"] if options.short is not None else [])))
-    # the short texts' kept texts (a short sketch -> its kept text), from the persisted documents:
-    # the records they come from are let go below
-    texts = None if options.short is None else job.persist(
-        docs.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"]))
     docs.count()
     job.clock("read, fingerprint, account")
     job.unpersist(fingerprinted, *helpers)
     rows, helpers = group_rows(job, docs, keys, sketched, scheme, options.k, options.confirm, options.short,
-                               signatures.names, documents=report.documents, texts=texts)
-    helpers = [*helpers, *([texts] if texts is not None else [])]
+                               signatures.names, documents=report.documents)
     rows.orderBy("pos").drop("pos", "group_pos").write.mode("overwrite").parquet(f"{out}/{DOCUMENTS}")
     job.clock("groups, Parquet")
     counts = rows.where(F.col("keep")).agg(F.count(F.lit(1)).alias("groups"),
@@ -123,25 +118,27 @@ def _groups(job: SparkJob, paths: list[str], out: str, options: GroupsOptions,
 
 
 def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: int, confirm: int | None,
-               short: str | None, names: tuple[str, ...], *, documents: int = 0, texts=None):
+               short: str | None, names: tuple[str, ...], *, documents: int = 0):
     """The groups of ``docs`` (pos, id, simhash, a column per other signature's simhash in
-    ``keys``, ``sketch`` when ``sketched``; ``pos`` unique, the order of "first"), persisted: per
+    ``keys``, ``sketch`` when ``sketched``, ``kept`` with ``short``; ``pos`` unique, the order
+    of "first"), persisted: per
     document pos, id, simhash (hex), group (the id of its first member), size, keep, via (the id
     it joined its group through), distance, with several signatures ``signature`` (of
     ``names``), and group_pos; and the frames persisted on the way, for the caller to
     unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks)
-    joins a group, with ``confirm`` and ``short`` (``texts``: sketch, kept of the short ones) as
-    the local engine's ``assign``. ``documents``: about how many rows ``docs`` holds (the pair
+    joins a group, with ``confirm`` and ``short`` as the local engine's ``assign``. ``documents``: about how many rows ``docs`` holds (the pair
     search's tasks: pairs.distinct_pairs)."""
     from pyspark.sql import functions as F
 
     nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
     # components of the nodes only (the distinct fingerprints; several signatures: the distinct
     # tuples of them): a copy joins its group through its node's first document
+    # (with short: each node's kept text, one per sketch, none where not short)
+    kept = [F.min_by(F.when(F.length("kept") > 0, F.col("kept")), "pos").alias("kept")] if short is not None else []
     firsts = job.persist(docs.groupBy(*nodes).agg(F.min("pos").alias("first"), F.count(F.lit(1)).alias("n"),
-                                                  F.min_by("id", "pos").alias("first_id")))
+                                                  F.min_by("id", "pos").alias("first_id"), *kept))
     made: list = []  # the frames _edges persists: released once the edges are computed (roots)
-    edges = job.persist(_edges(docs, firsts, keys, scheme, k, confirm, short, documents, texts,
+    edges = job.persist(_edges(firsts, keys, scheme, k, confirm, short, documents,
                                lambda frame: made.append(job.persist(frame)) or made[-1]))
     found = components.roots(edges)
     job.unpersist(*made)
@@ -184,98 +181,112 @@ def _grouped_nodes(found, tree, firsts):
     return labeled.join(parents.select("node", "parent_id", "weight"), "node", "left")
 
 
-def _edges(docs, firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: str | None = None,
-           documents: int = 0, texts=None, persist=lambda frame: frame):
+def _edges(firsts, keys: list[str], scheme, k: int, confirm: int | None = None, short: str | None = None,
+           documents: int = 0, persist=lambda frame: frame):
     """``(a, b, weight)``: the nodes (``firsts``: a node per distinct ``keys`` and, with
-    ``confirm``, sketch, named by its first position) joined by any signature, a < b, once, at
-    the least ``via_weight`` of the signatures joining them: each signature's near pairs
-    between the nodes of their first copies (beyond 3 bits with ``confirm``: ``_confirmed``) and
-    (several signatures or a confirmation) each node to the node of its fingerprint's first
-    copy; with ``short`` (the short-text rule) every pair of a fingerprint with a short node goes
-    through ``_confirmed`` too, and inside such a fingerprint each node joins the first node of its
-    sketch, and the first nodes of two sketches join where ``pairs.agreeing`` says (``_short_copies``;
-    ``texts``: sketch, kept of the short ones);
-    local/groups.py's ``assign`` as DataFrames. ``persist``: the job's, for the frames that
-    several branches of the plan read (each read of a frame not persisted computes it again: a
-    broadcast job and its scans each; at 77,356 news texts under the short-text rule the plan
-    ran 129 jobs)."""
+    ``confirm`` or ``short``, sketch, named by its first position; with ``short`` its kept
+    text) joined by any signature, a < b, once, at the least ``via_weight`` of the signatures
+    joining them: each signature's near pairs between the nodes of their first copies (beyond 3
+    bits with ``confirm``: ``_confirmed``) and (several signatures or a sketch) each node to the
+    node of its fingerprint's first copy; with ``short`` (the short-text rule) every pair of a
+    fingerprint with a short node goes through ``_confirmed`` too, and inside such a fingerprint
+    the nodes join as ``_short_copies`` says; local/groups.py's ``assign`` as DataFrames. A
+    fingerprint's first position names the node that holds it (that node's documents all carry
+    the fingerprint, so none comes before it): pairs and copies of first positions are edges
+    between nodes as they are. ``persist``: the job's, for the frames that several branches of
+    the plan read (each read of a frame not persisted computes it again: a broadcast job and
+    its scans each; at 77,356 news texts under the short-text rule the plan ran 129 jobs)."""
     from pyspark.sql import functions as F
 
     sketched = confirm is not None or short is not None
     if len(keys) == 1 and not sketched:  # the nodes are the distinct fingerprints: their pairs, no mapping
         near = pairs.distinct_pairs(firsts, scheme, k, documents)
         return near.select("a", "b", via_weight(F.col("distance"), F.lit(0)).alias("weight"))
-    nodes = keys + (["sketch"] if sketched else [])
-    node_of = persist(docs.join(firsts, nodes).select("pos", F.col("first").alias("node")))  # position -> node
     parts = []
     for place, key in enumerate(keys):
-        own = persist(pairs.distinct(docs.select("pos", F.col(key).alias("simhash"))))  # (simhash, first)
+        # (simhash, first): a fingerprint's first position is the least of its nodes' firsts
+        own = persist(pairs.distinct(firsts.select(F.col("first").alias("pos"), F.col(key).alias("simhash"))))
         near = pairs.distinct_pairs(own, scheme, k, documents)
-        sketches = persist(_sketches(firsts, own, key)) if sketched else None
-        flagged = None
-        if short is not None:  # the fingerprints (their first positions) with a short node
+        sketches = persist(_sketches(firsts, own, key, short)) if sketched else None
+        copies = firsts.select(F.col(key).alias("simhash"), F.col("first").alias("a")).join(own, "simhash")
+        if short is not None:  # the fingerprints with a short node, by simhash and first position
             flagged = persist(firsts.where(F.col("sketch").bitwiseAND(F.lit(SHORT_FLAG)) != 0)
-                              .select(F.col(key).alias("simhash")).distinct().join(own, "simhash")
-                              .select(F.col("first").alias("at"), F.lit(True).alias("short")))
-            near = persist(near.join(flagged.withColumnRenamed("at", "a").withColumnRenamed("short", "fa"), "a", "left")
-                           .join(flagged.withColumnRenamed("at", "b").withColumnRenamed("short", "fb"), "b", "left"))
+                              .select(F.col(key).alias("simhash")).distinct().join(own, "simhash"))
+            near = persist(near.join(flagged.select(F.col("first").alias("a"), F.lit(True).alias("fa")), "a", "left")
+                           .join(flagged.select(F.col("first").alias("b"), F.lit(True).alias("fb")), "b", "left"))
             far = (F.col("distance") > CONFIRMED_BEYOND) | F.col("fa").isNotNull() | F.col("fb").isNotNull()
-            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), sketches, place, confirm, short, texts))
+            parts.append(_confirmed(near.where(far).select("a", "b", "distance"), sketches, place, confirm, short))
             near = near.where(~far).select("a", "b", "distance")
+            copies = copies.join(flagged.select("simhash"), "simhash", "left_anti")
+            parts.append(_short_copies(firsts, flagged, key, place, confirm, short))
         elif confirm is not None:
             parts.append(_confirmed(near.where(F.col("distance") > CONFIRMED_BEYOND), sketches, place, confirm))
             near = near.where(F.col("distance") <= CONFIRMED_BEYOND)
-        parts.append(near.join(node_of.withColumnRenamed("pos", "a"), "a")
-                     .select(F.col("node").alias("a"), "b", "distance")
-                     .join(node_of.withColumnRenamed("pos", "b"), "b")
-                     .select("a", F.col("node").alias("b"), via_weight(F.col("distance"), F.lit(place)).alias("weight")))
-        copies = (firsts.select(F.col(key).alias("simhash"), F.col("first").alias("a")).join(own, "simhash")
-                  .join(node_of.withColumnRenamed("pos", "first"), "first"))
-        if flagged is not None:
-            copies = copies.join(flagged, F.col("first") == F.col("at"), "left_anti")
-            parts.append(_short_copies(firsts, own, sketches, flagged, key, place, confirm, short, texts))
-        parts.append(copies.select("a", F.col("node").alias("b"), F.lit(place).cast("long").alias("weight")))
+        parts.append(near.select("a", "b", via_weight(F.col("distance"), F.lit(place)).alias("weight")))
+        parts.append(copies.select("a", F.col("first").alias("b"), F.lit(place).cast("long").alias("weight")))
     both = reduce(lambda x, y: x.unionByName(y), parts)
     return (both.where(F.col("a") != F.col("b"))
             .select(F.least("a", "b").alias("a"), F.greatest("a", "b").alias("b"), "weight")
             .groupBy("a", "b").agg(F.min("weight").alias("weight")))
 
 
-def _sketches(firsts, own, key: str):
-    """Per fingerprint (``at``: its first position) and sketch, its first node."""
+def _sketches(firsts, own, key: str, short: str | None):
+    """Per fingerprint (``at``: its first position) and sketch, its first node (with ``short``,
+    and the sketch's kept text)."""
     from pyspark.sql import functions as F
 
-    return (firsts.groupBy(F.col(key).alias("simhash"), "sketch").agg(F.min("first").alias("node"))
-            .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node"))
+    kept = [F.min_by("kept", "first").alias("kept")] if short is not None else [F.lit(None).cast("string").alias("kept")]
+    return (firsts.groupBy(F.col(key).alias("simhash"), "sketch").agg(F.min("first").alias("node"), *kept)
+            .join(own.withColumnRenamed("first", "at"), "simhash").select("at", "sketch", "node", "kept"))
 
 
-def _short_copies(firsts, own, sketches, flagged, key: str, place: int, allowed: int | None, short: str, texts):
-    """``(a, b, weight)`` inside the fingerprints with a short node (local/groups.py's
-    ``_short_copies``): each node to the first node of its fingerprint and sketch, and the first
-    nodes of two sketches of one fingerprint where ``pairs.agreeing`` says, at distance 0."""
+def _short_copies(firsts, flagged, key: str, place: int, allowed: int | None, short: str):
+    """``(a, b, weight)`` inside the fingerprints with a short node (``flagged``: simhash),
+    at distance 0: local/groups.py's ``short_copy_edges`` on their nodes, a fingerprint's nodes
+    in one task, a task's fingerprints in one call."""
     from pyspark.sql import functions as F
 
-    heads = sketches.join(flagged.select("at"), "at")
-    mine = (firsts.select(F.col(key).alias("simhash"), "sketch", F.col("first").alias("a")).join(own, "simhash")
-            .withColumnRenamed("first", "at").join(heads, ["at", "sketch"]))
-    left = heads.select("at", F.col("sketch").alias("sa"), F.col("node").alias("a"))
-    right = heads.select("at", F.col("sketch").alias("sb"), F.col("node").alias("b"))
-    weight = via_weight(F.lit(0), F.lit(place)).alias("weight")
-    return (mine.select("a", F.col("node").alias("b"), weight)
-            .unionByName(pairs.agreeing(left.join(right, "at").where(F.col("a") < F.col("b")), F.lit(0), "sa", "sb",
-                                        allowed, short, texts).select("a", "b", weight)))
+    members = (firsts.select(F.col(key).alias("simhash"), "sketch", F.col("first").alias("node"), "kept")
+               .join(flagged.select("simhash"), "simhash"))
+    return (members.repartition("simhash").mapInArrow(_fingerprint_copies(allowed, short), "a long, b long")
+            .select("a", "b", via_weight(F.lit(0), F.lit(place)).alias("weight")))
 
 
-def _confirmed(far, sketches, place: int, allowed: int | None, short: str | None = None, texts=None):
+def _fingerprint_copies(allowed: int | None, short: str):
+    """mapInArrow function: the nodes (simhash, sketch, node, kept) of whole fingerprints -> their
+    edges (a, b)."""
+
+    def run(batches):
+        import numpy as np
+        import pyarrow as pa
+
+        from ..local.groups import short_copy_edges
+
+        batches = list(batches)
+        if not sum(batch.num_rows for batch in batches):
+            return
+        table = pa.Table.from_batches(batches).sort_by("node")  # the earliest first, as the local engine's nodes
+        node = table.column("node").to_numpy()
+        sketches = table.column("sketch").to_numpy().astype(np.int64).view(np.uint64)
+        texts = {int(sketch): kept for sketch, kept in zip(sketches, table.column("kept").to_pylist()) if kept}
+        edges = short_copy_edges(table.column("simhash").to_numpy(), sketches, allowed, short, texts)
+        yield pa.RecordBatch.from_arrays([pa.array(node[edges[:, 0]]), pa.array(node[edges[:, 1]])], names=["a", "b"])
+    return run
+
+
+def _confirmed(far, sketches, place: int, allowed: int | None, short: str | None = None):
     """``(a, b, weight)`` of one signature's near pairs beyond 3 bits (``far``: the first
     positions ``a``, ``b`` of two fingerprints, their distance): the first node of each sketch
     among one fingerprint's nodes to that of each sketch of the other's within ``allowed`` bits
     (local/groups.py's ``_confirmed_pairs``)."""
     from pyspark.sql import functions as F
 
-    left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"))
-    right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"))
-    return (pairs.agreeing(far.join(left, "a").join(right, "b"), F.col("distance"), "sa", "sb", allowed, short, texts)
+    left = sketches.select(F.col("at").alias("a"), F.col("sketch").alias("sa"), F.col("node").alias("na"),
+                           F.col("kept").alias("ka"))
+    right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"),
+                            F.col("kept").alias("kb"))
+    return (pairs.agreeing(far.join(left, "a").join(right, "b"), F.col("distance"), "sa", "sb", allowed, short,
+                           kept=("ka", "kb"))
             .select(F.col("na").alias("a"), F.col("nb").alias("b"),
                     via_weight(F.col("distance"), F.lit(place)).alias("weight")))
 

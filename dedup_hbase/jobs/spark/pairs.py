@@ -38,17 +38,21 @@ TASK_ROWS = 1 << 22  # (lead block, fingerprint) rows of one pair-search task: 4
 QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 
-def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, texts=None):
+def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, texts=None,
+             kept: tuple[str, str] | None = None):
     """The rows of ``df`` whose pair at ``distance`` with the sketches in columns ``a`` and ``b``
     (signed longs) match by ``confirm.sketches_agree`` itself, run on each batch in the Python
     workers: under a confirmation of ``allowed`` bits (None: none) and the short-text rule
-    ``short`` (None: none). ``texts`` (sketch, kept of the short documents) are joined to the
-    rows the rule reads them for alone: both sketches short and unequal."""
+    ``short`` (None: none). The short sketches' kept texts: ``kept``, the columns of ``df``
+    holding them (null where not short), or else ``texts`` (sketch, kept of the short
+    documents), joined to the rows the rule reads them for alone: both sketches short and
+    unequal."""
     from pyspark.sql import functions as F
 
-    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.lit(None).cast("string")) \
-        .withColumn("_kb", F.lit(None).cast("string"))
-    if short is not None:
+    none = F.lit(None).cast("string")
+    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.col(kept[0]) if kept else none) \
+        .withColumn("_kb", F.col(kept[1]) if kept else none)
+    if short is not None and kept is None:
         sa, sb = F.col(a), F.col(b)
         both = (sa.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sb.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sa != sb)
         read = (rows.where(both).drop("_ka", "_kb")
