@@ -121,13 +121,13 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
                short: str | None, names: tuple[str, ...], *, documents: int = 0):
     """The groups of ``docs`` (pos, id, simhash, a column per other signature's simhash in
     ``keys``, ``sketch`` when ``sketched``, ``kept`` with ``short``; ``pos`` unique, the order
-    of "first"), persisted: per
-    document pos, id, simhash (hex), group (the id of its first member), size, keep, via (the id
-    it joined its group through), distance, with several signatures ``signature`` (of
-    ``names``), and group_pos; and the frames persisted on the way, for the caller to
-    unpersist once it has read the rows. Exact: every pair within ``k`` bits (``scheme``'s blocks)
-    joins a group, with ``confirm`` and ``short`` as the local engine's ``assign``. ``documents``: about how many rows ``docs`` holds (the pair
-    search's tasks: pairs.distinct_pairs)."""
+    of "first"), persisted: per document pos, id, simhash (hex), group (the id of its first
+    member), size, keep, via (the id it joined its group through), distance, with several
+    signatures ``signature`` (of ``names``), and group_pos; and the frames persisted on the
+    way, for the caller to unpersist once it has read the rows. Exact: every pair within ``k``
+    bits (``scheme``'s blocks) joins a group, with ``confirm`` and ``short`` as the local
+    engine's ``assign``. ``documents``: about how many rows ``docs`` holds (the pair search's
+    tasks: pairs.distinct_pairs)."""
     from pyspark.sql import functions as F
 
     nodes = keys + (["sketch"] if sketched else [])  # what a node is the distinct tuples of
@@ -243,7 +243,8 @@ def _sketches(firsts, own, key: str, short: str | None):
 def _short_copies(firsts, flagged, key: str, place: int, allowed: int | None, short: str):
     """``(a, b, weight)`` inside the fingerprints with a short node (``flagged``: simhash),
     at distance 0: local/groups.py's ``short_copy_edges`` on their nodes, a fingerprint's nodes
-    in one task, a task's fingerprints in one call."""
+    in one task, a task's fingerprints in one call (held together: nodes, not documents, so the
+    copies of one text are one row)."""
     from pyspark.sql import functions as F
 
     members = (firsts.select(F.col(key).alias("simhash"), "sketch", F.col("first").alias("node"), "kept")
