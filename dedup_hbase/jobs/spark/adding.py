@@ -101,33 +101,33 @@ def earlier_found(good, index: Index):
     from pyspark.sql import functions as F
 
     sketched = index.spec.sketched
+    # a short document's kept text (what the short-text rule reads), carried with its sketch
+    kept = F.when(F.length("kept") > 0, F.col("kept")) if index.spec.short is not None else F.lit(None).cast("string")
     docs = good.select("pos", "id", "simhash", "more", "masks",
-                       (F.col("sketch") if sketched else F.lit(None).cast("bigint")).alias("sketch"))
-    texts = None if index.spec.short is None else \
-        good.where(F.length("kept") > 0).select("sketch", "kept").dropDuplicates(["sketch"])
+                       (F.col("sketch") if sketched else F.lit(None).cast("bigint")).alias("sketch"), kept.alias("kept"))
     # a lookup's answer depends on its query, and with a sketch on its own simhash and sketch
     lookup = ["q", "own", "sketch"] if sketched else ["q"]
     parts = []
     for place, scheme in enumerate(index.schemes):
         own = rows.signature_simhash(place)
-        bases = docs.select("pos", "id", own.alias("simhash"), "sketch")
+        bases = docs.select("pos", "id", own.alias("simhash"), "sketch", "kept")
         group = ["simhash", "sketch"] if sketched else ["simhash"]
-        first = bases.groupBy(*group).agg(F.min(F.struct("pos", "id")).alias("f"))
-        second = (bases.join(first, group).where(F.col("id") != F.col("f.id"))
+        first = bases.groupBy(*group).agg(F.min(F.struct("pos", "id")).alias("f"), F.min_by("kept", "pos").alias("kept"))
+        second = (bases.join(first.drop("kept"), group).where(F.col("id") != F.col("f.id"))
                   .groupBy(*group).agg(F.min("pos").alias("p2")))
-        stats = first.select(*group, F.col("f.pos").alias("p1"), F.col("f.id").alias("id1")).join(
+        stats = first.select(*group, F.col("f.pos").alias("p1"), F.col("f.id").alias("id1"), "kept").join(
             second, group, "left")
         probed = place < len(index.probes) and index.probes[place]
-        queries = docs.select("pos", "id", own.alias("own"), "sketch",
+        queries = docs.select("pos", "id", own.alias("own"), "sketch", "kept",
                               F.explode(_queries(own, F.element_at("masks", place + 1) if probed else None)).alias("q"))
         near = pairs.query_pairs(queries.select("q").distinct(), stats.select("simhash").distinct(), scheme, index.k)
         if not sketched:
-            around = near.join(stats, "simhash")
+            around = near.join(stats.drop("kept"), "simhash")
         else:
-            found = queries.select(*lookup).distinct().join(near, "q").join(
-                stats.withColumnRenamed("sketch", "their"), "simhash")
+            found = queries.select(*lookup, "kept").distinct().join(near, "q").join(
+                stats.withColumnRenamed("sketch", "their").withColumnRenamed("kept", "their_kept"), "simhash")
             around = pairs.agreeing(found, F.bit_count(F.col("own").bitwiseXOR(F.col("simhash"))), "sketch", "their",
-                                    index.confirm, index.spec.short, texts)
+                                    index.confirm, index.spec.short, ("kept", "their_kept"))
         a = around.groupBy(*lookup).agg(F.min(F.struct("p1", "id1")).alias("a"), F.min("p2").alias("p2"))
         b = (around.join(a.select(*lookup, F.col("a.id1").alias("a_id")), lookup).where(F.col("id1") != F.col("a_id"))
              .groupBy(*lookup).agg(F.min("p1").alias("b")))

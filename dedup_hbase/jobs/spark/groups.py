@@ -287,7 +287,7 @@ def _confirmed(far, sketches, place: int, allowed: int | None, short: str | None
     right = sketches.select(F.col("at").alias("b"), F.col("sketch").alias("sb"), F.col("node").alias("nb"),
                             F.col("kept").alias("kb"))
     return (pairs.agreeing(far.join(left, "a").join(right, "b"), F.col("distance"), "sa", "sb", allowed, short,
-                           kept=("ka", "kb"))
+                           ("ka", "kb"))
             .select(F.col("na").alias("a"), F.col("nb").alias("b"),
                     via_weight(F.col("distance"), F.lit(place)).alias("weight")))
 

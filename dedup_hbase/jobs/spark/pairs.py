@@ -31,34 +31,22 @@ from __future__ import annotations
 from functools import reduce
 
 from ...index.layout import Scheme
-from ...text.shorts import SHORT_FLAG
 from .rows import block
 
 TASK_ROWS = 1 << 22  # (lead block, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
 QUERY, FOUND = 1, 2  # query_pairs: the sides a value is on, as bits
 
 
-def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, texts=None,
-             kept: tuple[str, str] | None = None):
+def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | None, kept: tuple[str, str]):
     """The rows of ``df`` whose pair at ``distance`` with the sketches in columns ``a`` and ``b``
     (signed longs) match by ``confirm.sketches_agree`` itself, run on each batch in the Python
     workers: under a confirmation of ``allowed`` bits (None: none) and the short-text rule
-    ``short`` (None: none). The short sketches' kept texts: ``kept``, the columns of ``df``
-    holding them (null where not short), or else ``texts`` (sketch, kept of the short
-    documents), joined to the rows the rule reads them for alone: both sketches short and
-    unequal."""
+    ``short`` (None: none). ``kept``: the columns of ``df`` holding each side's kept text (what
+    the rule reads of two short sketches; null where not short)."""
     from pyspark.sql import functions as F
 
-    none = F.lit(None).cast("string")
-    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.col(kept[0]) if kept else none) \
-        .withColumn("_kb", F.col(kept[1]) if kept else none)
-    if short is not None and kept is None:
-        sa, sb = F.col(a), F.col(b)
-        both = (sa.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sb.bitwiseAND(F.lit(SHORT_FLAG)) != 0) & (sa != sb)
-        read = (rows.where(both).drop("_ka", "_kb")
-                .join(texts.select(F.col("sketch").alias(a), F.col("kept").alias("_ka")), a)
-                .join(texts.select(F.col("sketch").alias(b), F.col("kept").alias("_kb")), b))
-        rows = rows.where(~both).unionByName(read)
+    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.col(kept[0])) \
+        .withColumn("_kb", F.col(kept[1]))
     return rows.mapInArrow(_agree(a, b, allowed, short), rows.schema).drop("_distance", "_ka", "_kb")
 
 
