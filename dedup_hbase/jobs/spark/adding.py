@@ -112,17 +112,19 @@ def earlier_found(good, index: Index):
         own = rows.signature_simhash(place)
         bases = docs.select("pos", "id", own.alias("simhash"), "sketch", "kept")
         group = ["simhash", "sketch"] if sketched else ["simhash"]
-        first = bases.groupBy(*group).agg(F.min(F.struct("pos", "id")).alias("f"), F.min_by("kept", "pos").alias("kept"))
-        second = (bases.join(first.drop("kept"), group).where(F.col("id") != F.col("f.id"))
+        # (with a sketch, the kept text of the first copy: one per sketch)
+        first = bases.groupBy(*group).agg(F.min(F.struct("pos", "id")).alias("f"),
+                                          *([F.min_by("kept", "pos").alias("kept")] if sketched else []))
+        second = (bases.join(first.select(*group, "f"), group).where(F.col("id") != F.col("f.id"))
                   .groupBy(*group).agg(F.min("pos").alias("p2")))
-        stats = first.select(*group, F.col("f.pos").alias("p1"), F.col("f.id").alias("id1"), "kept").join(
-            second, group, "left")
+        stats = first.select(*group, F.col("f.pos").alias("p1"), F.col("f.id").alias("id1"),
+                             *(["kept"] if sketched else [])).join(second, group, "left")
         probed = place < len(index.probes) and index.probes[place]
         queries = docs.select("pos", "id", own.alias("own"), "sketch", "kept",
                               F.explode(_queries(own, F.element_at("masks", place + 1) if probed else None)).alias("q"))
         near = pairs.query_pairs(queries.select("q").distinct(), stats.select("simhash").distinct(), scheme, index.k)
         if not sketched:
-            around = near.join(stats.drop("kept"), "simhash")
+            around = near.join(stats, "simhash")
         else:
             found = queries.select(*lookup, "kept").distinct().join(near, "q").join(
                 stats.withColumnRenamed("sketch", "their").withColumnRenamed("kept", "their_kept"), "simhash")

@@ -31,6 +31,7 @@ from __future__ import annotations
 from functools import reduce
 
 from ...index.layout import Scheme
+from ...text.shorts import SHORT_FLAG
 from .rows import block
 
 TASK_ROWS = 1 << 22  # (lead block, fingerprint) rows of one pair-search task: 4M, about 100 MB in its Python worker
@@ -43,15 +44,14 @@ def agreeing(df, distance, a: str, b: str, allowed: int | None, short: str | Non
     workers: under a confirmation of ``allowed`` bits (None: none) and the short-text rule
     ``short`` (None: none). ``kept``: the columns of ``df`` holding each side's kept text (what
     the rule reads of two short sketches; null where not short)."""
-    from pyspark.sql import functions as F
-
-    rows = df.withColumn("_distance", distance.cast("int")).withColumn("_ka", F.col(kept[0])) \
-        .withColumn("_kb", F.col(kept[1]))
-    return rows.mapInArrow(_agree(a, b, allowed, short), rows.schema).drop("_distance", "_ka", "_kb")
+    rows = df.withColumn("_distance", distance.cast("int"))
+    return rows.mapInArrow(_agree(a, b, kept, allowed, short), rows.schema).drop("_distance")
 
 
-def _agree(a: str, b: str, allowed: int | None, short: str | None):
-    """mapInArrow function: each batch's rows that ``confirm.sketches_agree`` lets match."""
+def _agree(a: str, b: str, kept: tuple[str, str], allowed: int | None, short: str | None):
+    """mapInArrow function: each batch's rows that ``confirm.sketches_agree`` lets match; the
+    kept texts read (``kept``: their columns) of the rows the rule reads them for alone: both
+    sketches short and unequal."""
 
     def run(batches):
         import numpy as np
@@ -59,14 +59,14 @@ def _agree(a: str, b: str, allowed: int | None, short: str | None):
 
         from ...index.confirm import sketches_agree
 
+        flag = np.uint64(SHORT_FLAG)
         for batch in batches:
             sa, sb = (batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64) for c in (a, b))
             texts = {}
             if short is not None:
-                for column, sketches in (("_ka", sa), ("_kb", sb)):
-                    kept = batch.column(column)
-                    texts.update((int(sketches[n]), kept[n].as_py())
-                                 for n in np.flatnonzero(kept.is_valid().to_numpy(zero_copy_only=False)))
+                read = np.flatnonzero(((sa & flag) != 0) & ((sb & flag) != 0) & (sa != sb))
+                for column, sketches in zip(kept, (sa, sb)):
+                    texts.update((int(sketches[n]), batch.column(column)[n].as_py()) for n in read)
             keep = sketches_agree(batch.column("_distance").to_numpy(zero_copy_only=False), sa, sb, allowed, short, texts)
             yield batch.filter(pa.array(keep))
     return run
