@@ -224,7 +224,8 @@ def test_the_spark_confirmation_is_sketches_agree_row_for_row(allowed, short):
     """pairs._agree (a mapInArrow function: the rows of pairs.agreeing's pairs that match) keeps
     exactly the rows that ``confirm.sketches_agree`` (its scalar form, the reference) lets
     match: random distances, long sketches near and far, short ones equal, unequal with near
-    and unrelated kept texts, signed as Spark holds them."""
+    and unrelated kept texts, signed as Spark holds them; each short sketch's kept text in the
+    row beside it, as the callers carry them."""
     import pyarrow as pa
 
     from dedup_hbase.index.arrays import as_signed
@@ -247,15 +248,15 @@ def test_the_spark_confirmation_is_sketches_agree_row_for_row(allowed, short):
         a, b = (a, b) if rnd.random() < 0.5 else (b, a)
         rows.append((rnd.randint(0, 8), a, b))
     want = [sketches_agree(d, a, b, allowed, short, texts) for d, a, b in rows]
-    both = [bool(short) and bool(a & b & 1) and a != b for _, a, b in rows]  # the rows given their texts
+    both = [bool(short) and bool(a & b & 1) and a != b for _, a, b in rows]  # the rows whose texts are read
     batch = pa.RecordBatch.from_pydict({
         "n": list(range(len(rows))), "_distance": pa.array([d for d, _, _ in rows], pa.int32()),
         "sa": as_signed(np.array([a for _, a, _ in rows], np.uint64)).tolist(),
         "sb": as_signed(np.array([b for _, _, b in rows], np.uint64)).tolist(),
-        "_ka": pa.array([texts[a] if t else None for (_, a, _), t in zip(rows, both)], pa.string()),
-        "_kb": pa.array([texts[b] if t else None for (_, _, b), t in zip(rows, both)], pa.string())})
-    kept = [n for out in pairs._agree("sa", "sb", allowed, short)(iter([batch.slice(0, 700), batch.slice(700)]))
-            for n in out.column("n").to_pylist()]
+        "ka": pa.array([texts.get(a) for _, a, _ in rows], pa.string()),
+        "kb": pa.array([texts.get(b) for _, _, b in rows], pa.string())})
+    agree = pairs._agree("sa", "sb", ("ka", "kb"), allowed, short)
+    kept = [n for out in agree(iter([batch.slice(0, 700), batch.slice(700)])) for n in out.column("n").to_pylist()]
     assert kept == [n for n, w in enumerate(want) if w]
     assert 200 < len(kept) < 1800 and (not short or sum(both) > 100)
 
