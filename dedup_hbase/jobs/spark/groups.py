@@ -7,7 +7,8 @@ Data flow (D = the driver, E = the executors)::
     D  accounting and rejects in input order, as a Spark load (records.account)
     E  documents: pos (the input order, records.position), id, simhash
     E  the nodes: the distinct fingerprints (--signatures, --confirm: the distinct tuples of
-       every signature's and the sketch) and their first positions         [persisted]
+       every signature's and the sketch), their first positions, sizes and first ids
+                                                                          [persisted]
     E  pairs: the distinct fingerprints joined on (flag, segment) (pairs.py); with several
        signatures or a confirmation each one's pairs and copies mapped onto the nodes
        (``_edges``; beyond 3 bits with a confirmation, between the first nodes of each
@@ -20,9 +21,11 @@ Data flow (D = the driver, E = the executors)::
     E  per node of a component: its group (the smallest first pos of the component), the
        group's id and size (a window over the component's nodes, not its documents) and its
        tree parent's first id (``_grouped_nodes``)
-    E  per document, from its node (the join that names its node, and the small table of
-       grouped nodes): group, size, keep = pos == group; via = the node's first copy for a
-       later copy, else the tree's parent; no shuffle of every document beyond that join
+    E  per document, from its node: a document alone in its node is its first; the others
+       take their node's first from the nodes of two or more documents, and the grouped
+       ones group, size and via from the table of grouped nodes (each broadcast when it
+       holds at most BROADCAST_NODES nodes, so that no document moves for it): keep = pos ==
+       group; via = the node's first copy for a later copy, else the tree's parent
     E  OUT/documents/: Parquet, sorted by pos (the local engine's row order)
     E  OUT/groups.jsonl: one task writes the groups of two or more in order of their first
        member, each line built by Spark SQL as Python's json.dumps writes it (rows.json_string)
@@ -59,6 +62,10 @@ from . import components, files, pairs, records
 from .harness import SparkJob, spark_job
 from .rows import json_string
 
+# the most grouped nodes (of components of two or more) whose table is broadcast to every task
+# of the documents' rows: (their columns, about 50 bytes a node) 2 million of them, 100 MB
+BROADCAST_NODES = 2_000_000
+ROWS_TASK = 1 << 21  # the documents' rows of one task of the steps after the groups: 2M, about 200 MB persisted
 STOPPED = "run the same command again (it starts over and writes its output anew)"
 
 
@@ -144,7 +151,11 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     job.unpersist(*made)
     tree = components.tree_parents(edges, found, weight="weight")
     job.clock("pairs, components, tree")
-    grouped = _grouped_nodes(found, tree, firsts)
+    # the grouped nodes are few against the documents (their count is cheap: ``found`` is
+    # checkpointed): then each document's row takes its node's from a broadcast table, and no
+    # document moves for it
+    few = found.count() <= BROADCAST_NODES
+    grouped = _grouped_nodes(found, tree, firsts, few)
     weight = F.when(F.col("pos") != F.col("first"), F.lit(0)).otherwise(F.col("weight"))
     distance, place = via_parts(weight, F.shiftright)
     # (when: Spark 4's element_at gave a name for a null place)
@@ -152,8 +163,19 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
                                                           (place + 1).cast("int"))).alias(SIGNATURE)]
                  if len(keys) > 1 else [])
     group_pos = F.coalesce("root", "first")
+    # a document alone in its node is its node's first: only the copies need their node's
+    # first position, size and first id (the nodes of two or more documents, broadcast when few)
+    shared = firsts.where(F.col("n") > 1).select(*nodes, "first", "n", "first_id")
+    shared = F.broadcast(shared) if shared.count() <= BROADCAST_NODES else shared
+    # (the rows keep the documents' partitions, those of the input's splits: as many as the
+    # task slots, or ROWS_TASK rows each, so that the steps that read the rows run no more tasks
+    # than they need)
+    placed = (docs.join(shared, nodes, "left")
+              .select("pos", "id", *nodes, F.coalesce("first", "pos").alias("first"), F.coalesce("n", F.lit(1)).alias("n"),
+                      F.coalesce("first_id", "id").alias("first_id"))
+              .coalesce(max(job.parallelism, -(-documents // ROWS_TASK))))
     rows = job.persist(
-        docs.join(firsts, nodes).join(grouped, F.col("first") == F.col("node"), "left")
+        placed.join(F.broadcast(grouped) if few else grouped, F.col("first") == F.col("node"), "left")
         .select("pos", "id", F.lower(F.lpad(F.hex("simhash"), 16, "0")).alias("simhash"),
                 F.coalesce("group", "first_id").alias("group"), F.coalesce("size", "n").alias("size"),
                 (F.col("pos") == group_pos).alias("keep"),
@@ -162,18 +184,20 @@ def group_rows(job: SparkJob, docs, keys: list[str], sketched: bool, scheme, k: 
     return rows, [edges, firsts]
 
 
-def _grouped_nodes(found, tree, firsts):
+def _grouped_nodes(found, tree, firsts, few: bool):
     """Per node of a group of two or more nodes (``found``: node -> root, the root itself
     absent; ``tree``: node -> parent, weight): its root, the group's id (its root's first id)
     and size (the documents of its nodes: ``firsts``' ``n``), the ``weight`` of its tree edge
     and its parent's first id (``parent_id``; none for the root). Nodes only, no document: a
-    document's row takes its node's, so a group costs no shuffle of every document."""
+    document's row takes its node's, so a group costs no shuffle of every document. ``few``:
+    the grouped nodes are few enough to be broadcast to the tasks of ``firsts`` (whose rows
+    then stay where they are)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     members = components.members(found)
     heads = firsts.select(F.col("first").alias("node"), "n", "first_id")
-    member = members.join(heads, "node")
+    member = heads.join(F.broadcast(members) if few else members, "node")
     group = Window.partitionBy("root")
     labeled = member.select("node", "root", F.sum("n").over(group).alias("size"),
                             F.max(F.when(F.col("node") == F.col("root"), F.col("first_id"))).over(group).alias("group"))
