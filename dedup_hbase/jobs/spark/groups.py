@@ -62,8 +62,8 @@ from . import components, files, pairs, records
 from .harness import SparkJob, spark_job
 from .rows import json_string
 
-# the most grouped nodes (of components of two or more) whose table is broadcast to every task
-# of the documents' rows: (their columns, about 50 bytes a node) 2 million of them, 100 MB
+# the most nodes a table of nodes (the grouped ones; those of two or more documents) holds to be
+# broadcast to every task of the documents' rows: about 50 bytes a node, 100 MB
 BROADCAST_NODES = 2_000_000
 ROWS_TASK = 1 << 21  # the documents' rows of one task of the steps after the groups: 2M, about 200 MB persisted
 STOPPED = "run the same command again (it starts over and writes its output anew)"
