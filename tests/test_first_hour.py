@@ -253,6 +253,30 @@ def test_a_stop_python_drops_in_a_callback_is_raised_again(raised):
     assert (proc.returncode, out, err) == (3, raised + "\n", "")
 
 
+RESENT = """
+import signal, threading
+from dedup_hbase.jobs.interrupts import _send
+calls, taken = [], threading.Event()
+def handler(signum, frame):
+    calls.append(signum)
+    if len(calls) == 3:
+        taken.set()
+signal.signal(signal.SIGUSR1, handler)
+sender = threading.Thread(target=_send, args=(threading.Lock(), signal.SIGUSR1, taken))
+sender.start()
+sender.join(timeout=30)  # the main thread runs the handler meanwhile
+print(sender.is_alive(), len(calls))
+"""
+
+
+def test_a_stop_sent_again_is_sent_until_its_handler_has_run():
+    """A signal that lands just before the main thread blocks in a read is handled without
+    waking it (the CI run of 6e27b74: the test above blocked, its stop lost): the stop is sent
+    again every RESEND_S until its handler has run. Here the handler takes the third."""
+    result = subprocess.run([sys.executable, "-c", RESENT], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "False 3\n", "")
+
+
 def test_other_exceptions_in_a_callback_are_printed_as_python_does():
     program = DROPPED.format(raised="ValueError('lost')").replace("sys.stdin.read()", "pass")
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)

@@ -9,7 +9,8 @@ them into ``Interrupted`` with that message; the command line prints it and exit
 Python drops such an exception where it can only print it: raised while a weakref callback or a
 ``__del__`` runs (an import's module lock is freed by one), it is "ignored" and the job would go
 on as if no signal had come. ``deliver_dropped_stops()`` (the command line's first step) sends
-that signal again, to the main thread, once the callback has returned.
+that signal again, to the main thread, once the callback has returned, and again until the
+main thread has taken it.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def deliver_dropped_stops() -> None:
     sys.unraisablehook = _deliver_again
 
 
+RESEND_S = 0.2  # while the main thread has not taken a stop sent again, it is sent once more this often
+
+
 def _deliver_again(unraisable) -> None:
     if not isinstance(unraisable.exc_value, STOPS):
         sys.__unraisablehook__(unraisable)
@@ -72,15 +76,34 @@ def _deliver_again(unraisable) -> None:
     number = signal_of(unraisable.exc_value)
     if number == signal.SIGTERM:
         signal.signal(signal.SIGTERM, _raise_stopped)  # the dropped one was not a first SIGTERM
+    taken = threading.Event()
+    handler = signal.getsignal(number)
+    watched = threading.current_thread() is threading.main_thread() and callable(handler)
+    if watched:  # the signal's handler, told that the stop arrived, then the stop raised as before
+        def take(signum, frame) -> None:
+            signal.signal(signum, handler)
+            taken.set()
+            handler(signum, frame)
+        signal.signal(number, take)
     hook_running = threading.Lock()
     hook_running.acquire()
-    threading.Thread(target=_send, args=(hook_running, number), name="deliver-dropped-stop", daemon=True).start()
+    threading.Thread(target=_send, args=(hook_running, number, taken if watched else None),
+                     name="deliver-dropped-stop", daemon=True).start()
     hook_running.release()  # the last call here: the signal is handled after the hook returns
 
 
-def _send(hook_running: threading.Lock, number: int) -> None:
+def _send(hook_running: threading.Lock, number: int, taken: threading.Event | None) -> None:
+    """Send signal ``number`` to the main thread once the hook has returned, and again every
+    ``RESEND_S`` until its handler has run (``taken``; None: once). A signal that arrives just
+    before the main thread blocks in a read is handled without waking it: the read blocks on.
+    (One sent while the main thread runs the handler of the one before it, a switch of threads
+    between the test of ``taken`` and the send, would raise the stop twice, as two Ctrl-Cs do.)"""
     with hook_running:
-        signal.pthread_kill(threading.main_thread().ident, number)  # wakes a main thread blocked in a read
+        pass
+    main = threading.main_thread().ident
+    signal.pthread_kill(main, number)  # wakes a main thread blocked in a read
+    while taken is not None and not taken.wait(RESEND_S):
+        signal.pthread_kill(main, number)
 
 
 @contextmanager
