@@ -271,7 +271,7 @@ print(sender.is_alive(), len(calls))
 
 def test_a_stop_sent_again_is_sent_until_its_handler_has_run():
     """A signal that lands just before the main thread blocks in a read is handled without
-    waking it (the CI run of 6e27b74: the test above blocked, its stop lost): the stop is sent
+    waking it (the CI run of 3fdc2ce: the test above blocked, its stop lost): the stop is sent
     again every RESEND_S until its handler has run. Here the handler takes the third."""
     result = subprocess.run([sys.executable, "-c", RESENT], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (0, "False 3\n", "")

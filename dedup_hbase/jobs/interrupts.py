@@ -66,7 +66,9 @@ def deliver_dropped_stops() -> None:
     sys.unraisablehook = _deliver_again
 
 
-RESEND_S = 0.2  # while the main thread has not taken a stop sent again, it is sent once more this often
+# while the main thread has not taken a stop sent again, it is sent once more this often, up to
+# this many times (10 s: a handler that some code put back in place of the wrapper never says)
+RESEND_S, RESENDS = 0.2, 50
 
 
 def _deliver_again(unraisable) -> None:
@@ -94,15 +96,18 @@ def _deliver_again(unraisable) -> None:
 
 def _send(hook_running: threading.Lock, number: int, taken: threading.Event | None) -> None:
     """Send signal ``number`` to the main thread once the hook has returned, and again every
-    ``RESEND_S`` until its handler has run (``taken``; None: once). A signal that arrives just
-    before the main thread blocks in a read is handled without waking it: the read blocks on.
-    (One sent while the main thread runs the handler of the one before it, a switch of threads
-    between the test of ``taken`` and the send, would raise the stop twice, as two Ctrl-Cs do.)"""
+    ``RESEND_S`` until its handler has run (``taken``; None: once), at most ``RESENDS`` times
+    more. A signal that arrives just before the main thread blocks in a read is handled
+    without waking it: the read blocks on. (One sent while the main thread runs the handler of
+    the one before it, a switch of threads between the test of ``taken`` and the send, would
+    raise the stop twice, as two Ctrl-Cs do.)"""
     with hook_running:
         pass
     main = threading.main_thread().ident
     signal.pthread_kill(main, number)  # wakes a main thread blocked in a read
-    while taken is not None and not taken.wait(RESEND_S):
+    for _ in range(RESENDS if taken is not None else 0):
+        if taken.wait(RESEND_S):
+            return
         signal.pthread_kill(main, number)
 
 
