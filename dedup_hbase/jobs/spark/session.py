@@ -143,6 +143,13 @@ def stop(spark, done: bool = False) -> None:
     jvm.stop(spark, done)
 
 
+# A JVM that compiles with C1 only (a short job's or a test's: C2's compiling costs more than it
+# saves there). Its code cache is then 48 MB unless set, and a session that runs many queries
+# fills it with the classes Spark generates for each: the JVM flushes and compiles again, or
+# stops compiling and interprets (a test process's session, three test modules: 280 CPU s with
+# 48 MB, 227 with 240 MB, C1 and C2's default). The space is reserved, not used, until filled.
+C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+
 # The Arrow batches between the JVM and the Python workers: at most 10,000 rows and 16 MiB
 # (runtime settings: a Connect session sets them too). The bytes bound keeps a remote file's
 # chunks (inputs.CHUNK_BYTES) a few at a time in a worker.
@@ -159,7 +166,7 @@ def connect_server_conf(master: str, jars: bool = True, c1: bool = False) -> dic
     del settings["spark.app.name"]
     if c1:
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-            settings[key] += " -XX:TieredStopAtLevel=1"
+            settings[key] += f" {C1_ONLY}"
     return settings
 
 
@@ -181,7 +188,7 @@ def _settings(master: str, conf: dict[str, str], jars: list[str] | None, small: 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: loopback, no interface scan
     java_opts = (f"-Dlog4j2.configurationFile=file:{_log_config()} "
                  "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true"
-                 + (" -XX:TieredStopAtLevel=1" if small else ""))
+                 + (f" {C1_ONLY}" if small else ""))
     settings = {
         "spark.app.name": "dedup-hbase load",
         "spark.ui.enabled": "false",
