@@ -24,7 +24,7 @@ from dedup_hbase.jobs.local.load import load as local_load
 from dedup_hbase.jobs.options import LoadOptions
 from dedup_hbase.jobs.spark import inputs
 
-from conftest import hbase_store_url, shared_corpus
+from conftest import TEST_REGIONS, hbase_store_url, shared_corpus
 
 pytestmark = [pytest.mark.spark]
 
@@ -45,7 +45,7 @@ def hbase_pair(hbase_url):
     """Two fresh HBase indexes (spark, local), dropped afterwards."""
     urls = [with_zk(hbase_store_url(hbase_url)) for _ in range(2)]
     for url in urls:
-        Index.create(open_store(url), 4, 3)
+        Index.create(open_store(url), 4, 3, regions=TEST_REGIONS)
     yield urls
     for url in urls:
         with open_store(url) as store:

@@ -30,7 +30,7 @@ from dedup_hbase.jobs.local.load import load as local_load
 from dedup_hbase.jobs.options import CheckOptions, LoadOptions
 from dedup_hbase.stores.memory import MemoryStore
 
-from conftest import hbase_store_url, shared_corpus
+from conftest import TEST_REGIONS, hbase_store_url, shared_corpus
 
 pytestmark = [pytest.mark.spark]
 
@@ -42,7 +42,7 @@ def hbase_index(hbase_url):
 
     def make(ttl=None, short=None):
         urls.append(with_zk(hbase_store_url(hbase_url)))
-        Index.create(open_store(urls[-1]), 4, 3, ttl=ttl, short=short)
+        Index.create(open_store(urls[-1]), 4, 3, regions=TEST_REGIONS, ttl=ttl, short=short)
         return urls[-1]
     yield make
     for url in urls:

@@ -23,7 +23,7 @@ from dedup_hbase.index.confirm import CONFIRMED_BEYOND
 from dedup_hbase.index.documents import parse_document
 from dedup_hbase.index.layout import Scheme
 
-from conftest import hbase_store_url
+from conftest import TEST_REGIONS, hbase_store_url
 
 pytestmark = pytest.mark.spark
 K = 6
@@ -63,7 +63,7 @@ def test_a_spark_load_writes_the_sketches_as_the_local_engine(spark, where, requ
     else:
         urls = [str(tmp_path / "spark-index"), str(tmp_path / "local-index")]
     for url in urls:
-        Index.create(open_store(url, create=True), "7/1", K, **OPTIONS)
+        Index.create(open_store(url, create=True), "7/1", K, regions=TEST_REGIONS, **OPTIONS)
     try:
         a = spark_load_to(urls[0], spark, [corpus], tmp_path / "rejects-spark.jsonl")
         b = local_load_to(urls[1], [corpus], tmp_path / "rejects-local.jsonl")
@@ -112,7 +112,7 @@ def test_a_spark_check_with_a_confirmation_is_the_brute_force(spark, hbase_url, 
                        encoding="utf-8")
     write_texts(checked, "c", copies)
     url = with_zk(hbase_store_url(hbase_url))
-    Index.create(open_store(url), "7/1", K, **OPTIONS)
+    Index.create(open_store(url), "7/1", K, regions=TEST_REGIONS, **OPTIONS)
     try:
         local_load_to(url, [indexed])
         spark_check(url, spark, [checked], tmp_path / "out")
@@ -163,7 +163,7 @@ def test_add_new_with_a_confirmation_leaves_the_index_as_load_skip_near_dups(spa
     urls = [with_zk(hbase_store_url(hbase_url)) for _ in range(3)]
     try:
         for url, options in zip(urls, (OPTIONS, OPTIONS, {**OPTIONS, "confirm": None})):
-            Index.create(open_store(url), "7/1", K, **options)
+            Index.create(open_store(url), "7/1", K, regions=TEST_REGIONS, **options)
             local_load_to(url, [base])
         local = local_load_to(urls[0], [new], skip_near_dups=True, batch_size=5000)
         unconfirmed = local_load_to(urls[2], [new], skip_near_dups=True, batch_size=5000)
@@ -196,7 +196,7 @@ def test_a_spark_check_with_a_confirmation_and_a_ttl_is_the_local_check(spark, h
     rnd = random.Random(24)
     copier = Copier("zh", edit_characters(texts, rnd))
     url = with_zk(hbase_store_url(hbase_url))
-    index = Index.create(open_store(url), "7/1", K, ttl=3600, **OPTIONS)
+    index = Index.create(open_store(url), "7/1", K, regions=TEST_REGIONS, ttl=3600, **OPTIONS)
     try:
         now = int(time.time())
         # of each text an expired copy first in id order, its sketch far from the text's (were the
