@@ -147,7 +147,7 @@ def stop(spark, done: bool = False) -> None:
 # saves there). Its code cache is then 48 MB unless set, and a session that runs many queries
 # fills it with the classes Spark generates for each: the JVM flushes and compiles again, or
 # stops compiling and interprets (a test process's session, three test modules: 280 CPU s with
-# 48 MB, 227 with 240 MB, C1 and C2's default). The space is reserved, not used, until filled.
+# 48 MB, 218 with 240 MB, C2's default). The space is reserved, not used, until filled.
 C1_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 # The Arrow batches between the JVM and the Python workers: at most 10,000 rows and 16 MiB
