@@ -272,9 +272,13 @@ print(sender.is_alive(), len(calls))
 def test_a_stop_sent_again_is_sent_until_its_handler_has_run():
     """A signal that lands just before the main thread blocks in a read is handled without
     waking it (the CI run of 3fdc2ce: the test above blocked, its stop lost): the stop is sent
-    again every RESEND_S until its handler has run. Here the handler takes the third."""
+    again every RESEND_S until its handler has run. Here the handler takes the third. (A
+    fourth may come when the main thread runs the third's handler later than RESEND_S, on a
+    busy machine; a sender that sends once calls it once, one that does not stop 51 times.)"""
     result = subprocess.run([sys.executable, "-c", RESENT], capture_output=True, text=True, timeout=60)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "False 3\n", "")
+    alive, calls = result.stdout.split() if result.returncode == 0 else (result.stdout, "0")
+    assert (result.returncode, alive, result.stderr) == (0, "False", ""), result.stdout
+    assert 3 <= int(calls) <= 4
 
 
 def test_other_exceptions_in_a_callback_are_printed_as_python_does():
