@@ -3,7 +3,9 @@ environment with (the packing itself, and the shipping, run on a cluster: test_c
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -26,6 +28,25 @@ def test_pack_env_refusals_are_one_line(tmp_path):
     assert (done.returncode, done.stderr) == (1, f"error: cannot run {tmp_path / 'nopython'}: No such file or "
                                                  "directory\n")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_missing_input_is_refused_before_the_session_starts(tmp_path):
+    """No Java on the PATH: a session's start would say so; the missing input is said first."""
+    python_only = tmp_path / "bin"
+    python_only.mkdir()
+    (python_only / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(python_only), "JAVA_HOME": ""}
+    for missing in ("missing.jsonl", f"file:{tmp_path}/missing"):
+        done = subprocess.run([sys.executable, "-m", "dedup_hbase", "groups", "--engine", "spark", "--spark-master",
+                               "local[1]", missing, "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)
+        assert (done.returncode, done.stderr) == (1, f"error: no such file or folder: {missing.removeprefix('file:')}\n")
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "dedup_hbase", "groups", "--engine", "spark", "--spark-master",
+                           "local[1]", "in.jsonl", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          cwd=tmp_path, env=env)
+    assert (done.returncode, done.stderr) == (1, "error: the Spark engine needs Java 17 or newer (java not found, "
+                                                 "JAVA_HOME not set)\n")
 
 
 def test_spark_env_settings_and_a_missing_archive(tmp_path):

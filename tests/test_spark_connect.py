@@ -269,6 +269,14 @@ def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_p
      "its own master"),
     (["load", "--store", "memory:", "--engine", "spark", "--spark-remote", "127.0.0.1:1", "x.jsonl"],
      "a Spark Connect server is sc://HOST:PORT, not '127.0.0.1:1'"),
+    # nothing listens there: at once, not after the client's retries, and the process exits (the
+    # client's exit hook would call the server again, retrying for ten minutes: the timeout below)
+    (["groups", "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1", "IN", "--out", "o"],
+     "error: the Spark Connect server at sc://127.0.0.1:1 does not answer: cannot connect to 127.0.0.1:1 "
+     "(Connection refused)"),
+    # a missing local input before the server is called (it does not answer either)
+    (["groups", "--engine", "spark", "--spark-remote", "sc://127.0.0.1:1", "x.jsonl", "--out", "o"],
+     "error: no such file or folder: x.jsonl"),
 ])
 def test_what_does_not_run_through_connect_is_refused_in_one_line(args, said, tmp_path):
     (tmp_path / "IN").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")

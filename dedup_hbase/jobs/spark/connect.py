@@ -4,7 +4,15 @@ The server's own settings are ``session.connect_server_conf``'s (scripts/connect
 
 from __future__ import annotations
 
+import socket
+import warnings
+from contextlib import suppress
+from urllib.parse import urlsplit
+
 from ...errors import DedupError
+
+DEFAULT_PORT = 15002  # Spark Connect's, where sc://HOST names none
+CONNECT_TIMEOUT = 10  # s
 
 
 def connect_session(remote: str, conf: dict[str, str]):
@@ -19,17 +27,51 @@ def connect_session(remote: str, conf: dict[str, str]):
     except ImportError as e:
         raise DedupError(f"--spark-remote needs PySpark's Spark Connect client ({e}): pip install "
                          "'pyspark[connect]' (or the dedup-hbase 'spark' extra)") from None
+    _reachable(remote)
     builder = SparkSession.builder.remote(remote)
     for key, value in conf.items():
         if key != "spark.app.name":  # a Connect session has no app name of its own
             builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
-        spark.range(1).collect()  # the server answers
-    except Exception as e:  # gRPC's errors
-        first = next((line for line in str(e).splitlines() if line.strip()), type(e).__name__)
-        raise DedupError(f"the Spark Connect server at {remote} does not answer: {first[:300]}") from None
+        with warnings.catch_warnings():  # the client's retries warn before they raise
+            warnings.simplefilter("ignore")
+            spark = builder.getOrCreate()
+            spark.range(1).collect()  # the server answers
+    except BaseException as e:  # gRPC's errors, or Ctrl-C / SIGTERM while the client retries
+        _close_client()
+        if not isinstance(e, Exception):
+            raise
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+        said = next((line.partition("=")[2].strip() for line in lines if line.startswith("details =")), lines[0])
+        raise DedupError(f"the Spark Connect server at {remote} does not answer: {said[:300]}") from None
     return spark
+
+
+def _close_client() -> None:
+    """Close the channel of this process's Connect session, if there is one, without a call to the
+    server: else the client's exit hook calls the server that failed once more as this process
+    exits, and retries for ten minutes."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        with suppress(Exception):
+            session.client.close()
+
+
+def _reachable(remote: str) -> None:
+    """Refuse in one line, at once, a server address where nothing accepts a connection (the
+    Connect client would retry for a minute before it says so)."""
+    where = urlsplit(remote)
+    try:
+        host, port = where.hostname or "localhost", where.port or DEFAULT_PORT
+    except ValueError:  # a port that is not a number: the client says what is wrong with it
+        return
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as e:
+        raise DedupError(f"the Spark Connect server at {remote} does not answer: cannot connect to "
+                         f"{host}:{port} ({e.strerror or e})") from None
 
 
 def is_connect(spark) -> bool:

@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 from ...errors import DedupError
 from ..interrupts import STOPS, Interrupted
 from ..options import SparkOptions, is_uri
-from . import files
+from . import files, inputs
 from .connect import connect_session
 from .hfiles import check_helper
 from .session import ARROW_BATCHES, helper_jars, make_session, small_job_conf
@@ -124,6 +124,8 @@ def spark_job(name: str, spark: SparkOptions, paths: list[str], *, jars: bool, s
     try:
         job = SparkJob(session)
         if own:
+            for path in paths:  # a missing local input costs no session
+                inputs.local_path(path)
             job.session = start_session(spark, name, paths, jars)
             fit_to_input(job, spark, paths)
             job.clock("spark session")

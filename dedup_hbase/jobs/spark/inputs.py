@@ -21,6 +21,7 @@ wins" needs.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
@@ -67,26 +68,35 @@ def plan(paths: list[str], fmt: str, list_remote=None) -> list[InputFile]:
         out.append(InputFile(len(out), path, source, file_fmt, doc_id))
 
     for path in paths:
-        if path == "-":
-            raise ValueError("the Spark engine reads files, not stdin: save the input to a file "
-                             "(or use the local engine)")
-        if is_uri(path):
+        local = local_path(path)
+        if local is None:
             if list_remote is None:
                 raise ValueError(f"cannot list {path}")
             for uri, relative in list_remote(path):
                 add(uri, uri, holds(Path(uri), fmt), relative)
-            continue
-        if path.startswith("file:"):
-            path = unquote(urlsplit(path).path)
-        p = Path(path)
-        if p.is_dir():
+        elif (p := Path(local)).is_dir():
             for f in sorted(x for x in p.rglob("*") if x.is_file() and not x.name.startswith(".")):
                 add(str(f), str(f), holds(f, fmt), str(f.relative_to(p)))
-        elif p.exists():
-            add(path, path, holds(p, fmt))
         else:
-            raise FileNotFoundError(f"no such file or folder: {path}")
+            add(local, local, holds(p, fmt))
     return out
+
+
+def local_path(path: str) -> str | None:
+    """The file or folder of this machine that the input ``path`` names (a ``file:`` URI's path),
+    None for a URI of another file system (listed by the session). Raises ValueError for stdin
+    (``-``) and FileNotFoundError where nothing is: a job checks its inputs with this before its
+    session starts, so a missing local input costs no session."""
+    if path == "-":
+        raise ValueError("the Spark engine reads files, not stdin: save the input to a file "
+                         "(or use the local engine)")
+    if is_uri(path):
+        return None
+    if path.startswith("file:"):
+        path = unquote(urlsplit(path).path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    return path
 
 
 def pieces(f: InputFile, parallelism: int) -> list[InputFile]:
