@@ -34,7 +34,7 @@ ORDER = {
              "options", "reports",
              "outputs", "local", "spark", "engines"],
     "jobs.local": ["components", "linked", "group_output", "kept_texts", "left_out", "load", "check", "groups", ""],
-    "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "harness", "rows", "stages", "texts", "inputs",
+    "jobs.spark": ["cds", "connect", "jvm", "session", "ship", "files", "hbase", "hfiles", "rows", "stages", "texts", "inputs", "harness",
                    "fingerprints", "records", "bulk", "pairs", "components", "groups", "adding", "signed", "check", "load", ""],
     "service": ["", "batcher", "online", "documents", "access", "metrics", "probes", "handlers", "app", "http_lane",
                 "server"],
