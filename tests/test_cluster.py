@@ -25,9 +25,9 @@ with each job (``--spark-env``). Inputs and outputs on HDFS, HFiles staged on HD
   after its timeout; ``scripts/cluster-local restart master``, and ``init`` works;
 * three ``dedup-hbase serve`` on the cluster's HBase, clients sending near-duplicate clusters
   with ``add?if_new=true``, a region server killed part way: each cluster indexed once;
-* YARN beside the cluster (``scripts/cluster-local yarn start``): ``load`` with ``--spark-master
-  yarn``, a NodeManager killed with its containers while its HFiles are written: the local
-  engine's cells.
+* YARN beside the cluster (``scripts/cluster-local yarn start``): ``load``, ``check --add-new``
+  and ``groups`` with ``--spark-master yarn``, a NodeManager killed with its containers while
+  the load's HFiles are written: the local engine's cells, records and groups.
 
 Every killed role is started again (``scripts/cluster-local restart``) in the background while
 the test goes on with its local work, and is serving again before the next test starts; after
@@ -677,19 +677,20 @@ def yarn_nodemanager_without_the_master(cluster) -> str:
     return next(n for n, port in webs.items() if port != master)
 
 
-def test_a_load_on_yarn_with_a_nodemanager_killed_equals_the_local_engine(cluster, pip_installed, work, restarts):
-    """A Spark job from the pip-installed venv with ``--spark-master yarn`` on YARN beside
+def test_the_three_jobs_on_yarn_with_a_nodemanager_killed_equal_the_local_engine(cluster, pip_installed, work,
+                                                                                restarts):
+    """The three Spark jobs from the pip-installed venv with ``--spark-master yarn`` on YARN beside
     the cluster (``scripts/cluster-local yarn start``: a ResourceManager and two NodeManagers on
     its HDFS), the packed environment on HDFS (YARN unpacks it once per node, for every job),
     the JVM helper's jars shipped into each container's working folder (``spark.yarn.dist.jars``,
     the executors' class path naming them there). ``load`` of 1,000 news texts with the
     NodeManager that runs executors only killed (-9, its containers with it: a node lost) while the
-    HFiles are written: the local engine's cells. (``check --add-new`` and ``groups`` start their
-    sessions and ship their Python as the load does; they run on the standalone cluster with
-    faults, above, and through Connect in tests/test_spark_connect.py. Each YARN job here costs
-    one to two minutes of CI for no path of its own: docs/testing.md.)"""
-    write_jsonl(work / "y-base.jsonl", news(1000, 5))
-    hdfs(cluster, "-put", "-f", str(work / "y-base.jsonl"), "/tmp/y-base.jsonl")
+    HFiles are written: the local engine's cells. ``check --add-new`` of 900 (halves and copies of
+    loaded texts, new ones): the local engine's records, and the index as ``load --skip-near-dups``
+    leaves it. ``groups`` of both sets: the local engine's files, byte for byte, and rows."""
+    import pyarrow.parquet as pq
+
+    added_inputs(cluster, work, "y", news(1600, 5), 1000, 150, 150, seed=13)
     hdfs(cluster, "-mkdir", "-p", "/tmp/yarn-env")
     hdfs(cluster, "-put", "-f", str(work / "env.tar.gz"), "/tmp/yarn-env/env.tar.gz")
     urls = [f"{cluster['DEDUP_HBASE_STORE']}&table_prefix=cl{os.getpid()}{name}" for name in ("ys", "yl")]
@@ -721,6 +722,28 @@ def test_a_load_on_yarn_with_a_nodemanager_killed_equals_the_local_engine(cluste
         run(cluster, pip_installed, work, "load", "--store", urls[1], "-q", str(work / "y-base.jsonl"))
         for table in ("index", "docs"):
             assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+
+        restarts.wait()  # the NodeManager back
+        out = f"{cluster['HDFS']}/tmp/ycheck-{os.getpid()}"
+        run(yarn, pip_installed, work, "check", "--store", urls[0], "--out", out, "--add-new", *staging, *on_yarn,
+            f"{cluster['HDFS']}/tmp/y-new.jsonl")
+        local_records = check_equals_local(yarn, pip_installed, work, out, "ycheck", urls[1], "y-new.jsonl")
+        assert sum(1 for r in local_records if r.get("matches")) >= 150  # the copies at least
+        run(cluster, pip_installed, work, "load", "--store", urls[1], "--skip-near-dups", "--batch-size", "10000", "-q",
+            str(work / "y-new.jsonl"))
+        for table in ("index", "docs"):
+            assert table_cells(urls[0], table, 16) == table_cells(urls[1], table, 16)
+
+        run(yarn, pip_installed, work, "groups", *on_yarn, "--out", f"{cluster['HDFS']}/tmp/ygroups-{os.getpid()}",
+            f"{cluster['HDFS']}/tmp/y-base.jsonl", f"{cluster['HDFS']}/tmp/y-new.jsonl")
+        run(cluster, pip_installed, work, "groups", "--out", str(work / "ylocal-groups"), str(work / "y-base.jsonl"),
+            str(work / "y-new.jsonl"))
+        hdfs(cluster, "-get", f"{cluster['HDFS']}/tmp/ygroups-{os.getpid()}", str(work / "yspark-groups"))
+        for name in ("groups.jsonl", "dropped.jsonl"):
+            assert (work / "yspark-groups" / name).read_text() == (work / "ylocal-groups" / name).read_text(), name
+        rows = lambda folder: sorted(pq.read_table(folder / "documents").to_pylist(), key=lambda r: r["id"])
+        assert rows(work / "yspark-groups") == rows(work / "ylocal-groups")
+        assert sum(r["size"] > 1 for r in rows(work / "ylocal-groups")) >= 300  # the copies and their originals
     finally:
         restarts.wait()  # the NodeManager back
         cl(cluster, "yarn", "stop")
