@@ -247,13 +247,33 @@ def test_remote_inputs_are_listed_through_connect(server, tmp_path):
     assert missing == f"file://{tmp_path}/nothing: no such file or folder"
 
 
-def test_a_connect_server_without_the_helpers_jars_is_one_line(hbase_pair, tmp_path):  # noqa: F811
+# a job's session whose server stops before the job ends: the session's stop returns at once (the
+# client's release is retried for a second, not ten minutes), and so does the process's exit
+SESSION_OUTLIVED = """
+import sys
+from dedup_hbase.jobs.spark.connect import connect_session
+from dedup_hbase.jobs.spark.session import stop
+spark = connect_session(sys.argv[1], {})
+print("connected", flush=True)
+sys.stdin.readline()  # the server stopped meanwhile
+stop(spark)
+print("stopped", flush=True)
+"""
+
+
+def test_a_connect_server_without_the_helpers_jars_is_one_line_and_a_session_outlived_stops(hbase_pair,  # noqa: F811
+                                                                                             tmp_path):
     connect_local("start", BARE_PORT, tmp_path / "bare", jars="none")
     try:
         done = dedup_hbase("load", "--store", hbase_pair[0], "--engine", "spark", "--spark-remote",
                            f"sc://127.0.0.1:{BARE_PORT}", str(corpus(tmp_path / "in")))
+        session = subprocess.Popen([sys.executable, "-c", SESSION_OUTLIVED, f"sc://127.0.0.1:{BARE_PORT}"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert session.stdout.readline() == "connected\n"
     finally:
         connect_local("stop", BARE_PORT, tmp_path / "bare")
+    out, err = session.communicate("\n", timeout=120)
+    assert (session.returncode, out) == (0, "stopped\n"), err[-2000:]
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1] == (
         f"error: the Spark session of sc://127.0.0.1:{BARE_PORT} lacks dedup-hbase's JVM helper (the data source "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import DedupError
 from . import cds, jvm
-from .connect import is_connect
+from .connect import is_connect, stop_connect
 
 JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
 _REPO = Path(__file__).resolve().parents[3]
@@ -135,10 +135,7 @@ def stop(spark, done: bool = False) -> None:
     Spark Connect client's session is released, its server runs on. Never raises (but a signal
     that arrives while a JVM exits, when no archive is written)."""
     if is_connect(spark):
-        try:
-            spark.stop()
-        except Exception:  # a server gone meanwhile
-            pass
+        stop_connect(spark)
         return
     jvm.stop(spark, done)
 
