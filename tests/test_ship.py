@@ -49,6 +49,29 @@ def test_a_missing_input_is_refused_before_the_session_starts(tmp_path):
                                                  "JAVA_HOME not set)\n")
 
 
+@pytest.mark.parametrize("setting, said", [  # settings split at commas
+    # the launcher's JVM exits before it answers: what Java said first
+    ("spark.driver.memory=zz", "Java exited: Invalid maximum heap size: -Xmxzz"),
+    # SparkContext refuses to start (a Py4JJavaError, whose text the JVM holds)
+    ("spark.eventLog.enabled=true,spark.eventLog.dir={missing}", "java.io.FileNotFoundException: File file:{missing} does not exist"),
+    # Spark SQL refuses a setting once the session runs (a CapturedException)
+    ("spark.sql.shuffle.partitions=-3", "[INVALID_CONF_VALUE.REQUIREMENT] The value '-3' in the config "
+                                        "\"spark.sql.shuffle.partitions\" is invalid. The value of "
+                                        "spark.sql.shuffle.partitions must be positive SQLSTATE: 22022"),
+])
+def test_a_session_spark_refuses_to_start_is_one_line(tmp_path, setting, said):
+    """Spark's own words, in the last line, and no traceback (before: 200 lines ending in
+    ``Py4JJavaError: <exception str() failed>``, the JVM ended before its message was read)."""
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "simhash": "00000000000000ff"}\n', encoding="utf-8")
+    missing = tmp_path / "no-events"
+    confs = [arg for conf in setting.format(missing=missing).split(",") for arg in ("--spark-conf", conf)]
+    done = run("groups", "in.jsonl", "--fingerprints", "--engine", "spark", "--spark-master", "local[1]", *confs,
+               "--out", "out", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == f"error: the Spark session did not start: {said.format(missing=missing)}"
+    assert "Traceback" not in done.stderr
+
+
 def test_spark_env_settings_and_a_missing_archive(tmp_path):
     archive = tmp_path / "env.tar.gz"
     with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
+from ...errors import DedupError
 from . import cds
 from .connect import is_connect
 
@@ -54,14 +55,37 @@ def start(builder, master: str, settings: dict[str, str], archive) -> object:
         with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
             _launch_gateway(master, settings)
             spark = builder.getOrCreate()
+            spark.conf.get("spark.master")  # Spark checks the SQL settings here: a bad one refused while the JVM runs
             _STARTED[id(spark)] = (_watch(spark), archive)
         _set_log_level(spark, "WARN")
-    except BaseException:
+    except BaseException as e:
+        said = _java_said(e)  # before the JVM ends: py4j asks the JVM for the message
         _end_started_jvm()
         if archive is not None:
             cds.finish(archive, written=False)
+        if said:
+            raise DedupError(f"the Spark session did not start: {said}") from None
         raise
     return spark
+
+
+def _java_said(error: BaseException) -> str | None:
+    """The first line of what the JVM said of ``error`` (``java.io.FileNotFoundException: File
+    file:/x does not exist`` for a missing ``spark.eventLog.dir``, Spark's refusal of a bad
+    setting), or None where the error is not the JVM's."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
+    try:
+        if isinstance(error, CapturedException):
+            text = str(error)
+        elif isinstance(error, Py4JJavaError):
+            text = str(error.java_exception.toString())
+        else:
+            return None
+    except Exception:  # the JVM gone already
+        return None
+    return next((line.strip() for line in text.splitlines() if line.strip()), None)
 
 
 def _set_log_level(spark, level: str) -> None:
@@ -90,25 +114,41 @@ JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
 def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stderr
     through this process: a thread passes on every line to this process's stderr but
-    ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. Does
-    nothing where this process has a JVM already."""
+    ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. A JVM that
+    exits before it answers (a bad ``spark.driver.memory`` ...) is a DedupError with the first
+    line it wrote. Does nothing where this process has a JVM already."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
     if SparkContext._gateway is not None:
         return
     conf = SparkConf().setMaster(master).setAll(list(settings.items()))
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    threading.Thread(target=_pass_on, args=(gateway.proc.stderr,), name="jvm-stderr", daemon=True).start()
+    read, write = os.pipe()
+    said: list[bytes] = []
+    passing = threading.Thread(target=_pass_on, args=(os.fdopen(read, "rb"), said), name="jvm-stderr", daemon=True)
+    passing.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write})
+    except Exception as e:
+        os.close(write)
+        passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
+        first = next((line.decode(errors="replace").strip().removeprefix('Exception in thread "main" ')
+                      for line in said if line.strip()), None)
+        if first is None:
+            raise
+        raise DedupError(f"the Spark session did not start: Java exited: {first}") from e
+    os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def _pass_on(stream) -> None:
+def _pass_on(stream, said: list[bytes]) -> None:
     """The lines of ``stream`` to file descriptor 2 (where the JVM would have written them), but
-    ``JVM_NOISE``."""
+    ``JVM_NOISE``; the first few of them kept in ``said``."""
     with stream:
         for line in iter(stream.readline, b""):
             if line not in JVM_NOISE:
+                if len(said) < 10:
+                    said.append(line)
                 try:
                     while line:
                         line = line[os.write(2, line):]
