@@ -52,6 +52,7 @@ def test_a_missing_input_is_refused_before_the_session_starts(tmp_path):
 @pytest.mark.parametrize("setting, said", [  # settings split at commas
     # the launcher's JVM exits before it answers: what Java said first
     ("spark.driver.memory=zz", "Java exited: Invalid maximum heap size: -Xmxzz"),
+    ("spark.driver.memory=12", "Java exited: Too small maximum heap"),  # said on Java's stdout
     # SparkContext refuses to start (a Py4JJavaError, whose text the JVM holds)
     ("spark.eventLog.enabled=true,spark.eventLog.dir={missing}", "java.io.FileNotFoundException: File file:{missing} does not exist"),
     # Spark SQL refuses a setting once the session runs (a CapturedException)

@@ -109,11 +109,13 @@ def jvm_log_level(spark, level: str) -> Iterator[None]:
 # What a JVM that PySpark starts writes on its stderr and that tells a user nothing: Spark's
 # launcher adds --add-modules=jdk.incubator.vector to every JVM, and Java warns of it at start.
 JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
+# what Java says before the reason it could not start
+JAVA_HEADERS = ("Error occurred during initialization of VM",)
 
 
 def _launch_gateway(master: str, settings: dict[str, str]) -> None:
-    """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stderr
-    through this process: a thread passes on every line to this process's stderr but
+    """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stdout and
+    stderr through this process: a thread passes on every line to this process's stderr but
     ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. A JVM that
     exits before it answers (a bad ``spark.driver.memory`` ...) is a DedupError with the first
     line it wrote. Does nothing where this process has a JVM already."""
@@ -128,14 +130,13 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     passing = threading.Thread(target=_pass_on, args=(os.fdopen(read, "rb"), said), name="jvm-stderr", daemon=True)
     passing.start()
     try:
-        gateway = launch_gateway(conf, popen_kwargs={"stderr": write})
+        # its stdout too (where Java says why it could not start): this process's stdout is its results'
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": write, "stderr": write})
     except Exception as e:
         os.close(write)
         passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
-        first = next((line.decode(errors="replace").strip().removeprefix('Exception in thread "main" ')
-                      for line in said if line.strip()), None)
-        if first is None:
-            raise
+        lines = [line.decode(errors="replace").strip().removeprefix('Exception in thread "main" ') for line in said]
+        first = next((line for line in lines if line and line not in JAVA_HEADERS), "nothing said")
         raise DedupError(f"the Spark session did not start: Java exited: {first}") from e
     os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
