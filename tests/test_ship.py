@@ -73,6 +73,25 @@ def test_a_session_spark_refuses_to_start_is_one_line(tmp_path, setting, said):
     assert "Traceback" not in done.stderr
 
 
+def test_a_master_spark_cannot_reach_is_one_line(tmp_path):
+    """A standalone master where nothing listens: said before the JVM starts (Spark tried for a
+    minute, then said "Cannot call methods on a stopped SparkContext"); YARN without its
+    configuration: Spark's own words, not the warnings logged before them."""
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "simhash": "00000000000000ff"}\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")}
+    for master, said in [("spark://127.0.0.1:1,localhost:1", "the Spark master spark://127.0.0.1:1,localhost:1 does not "
+                          "answer: cannot connect to 127.0.0.1:1 (Connection refused); cannot connect to localhost:1 "
+                          "(Connection refused)"),
+                         ("yarn", "the Spark session did not start: Java exited: org.apache.spark.SparkException: "
+                          "When running with master 'yarn' either HADOOP_CONF_DIR or YARN_CONF_DIR must be set in "
+                          "the environment.")]:
+        done = subprocess.run(["dedup-hbase", "groups", "in.jsonl", "--fingerprints", "--engine", "spark",
+                               "--spark-master", master, "--out", "out"], capture_output=True, text=True, cwd=tmp_path,
+                              env=env)
+        assert done.returncode == 1
+        assert done.stderr.splitlines()[-1] == f"error: {said}"
+
+
 def test_spark_env_settings_and_a_missing_archive(tmp_path):
     archive = tmp_path / "env.tar.gz"
     with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "

@@ -84,11 +84,19 @@ def _reachable(remote: str) -> None:
         host, port = where.hostname or "localhost", where.port or DEFAULT_PORT
     except ValueError:  # a port that is not a number: the client says what is wrong with it
         return
+    refused = cannot_connect(host, port)
+    if refused:
+        raise DedupError(f"the Spark Connect server at {remote} does not answer: {refused}")
+
+
+def cannot_connect(host: str, port: int) -> str | None:
+    """Why nothing at ``host:port`` accepts a TCP connection (``cannot connect to HOST:PORT
+    (Connection refused)``), or None where something does (which says nothing of what it is)."""
     try:
         socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
     except OSError as e:
-        raise DedupError(f"the Spark Connect server at {remote} does not answer: cannot connect to "
-                         f"{host}:{port} ({e.strerror or e})") from None
+        return f"cannot connect to {host}:{port} ({e.strerror or e})"
+    return None
 
 
 def is_connect(spark) -> bool:

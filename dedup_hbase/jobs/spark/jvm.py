@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -111,6 +112,7 @@ def jvm_log_level(spark, level: str) -> Iterator[None]:
 JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
 # what Java says before the reason it could not start
 JAVA_HEADERS = ("Error occurred during initialization of VM",)
+LOG_LINE = re.compile(r"(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
 
 
 def _launch_gateway(master: str, settings: dict[str, str]) -> None:
@@ -135,11 +137,19 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     except Exception as e:
         os.close(write)
         passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
-        lines = [line.decode(errors="replace").strip().removeprefix('Exception in thread "main" ') for line in said]
-        first = next((line for line in lines if line and line not in JAVA_HEADERS), "nothing said")
-        raise DedupError(f"the Spark session did not start: Java exited: {first}") from e
+        raise DedupError(f"the Spark session did not start: Java exited: {_reason([x.decode(errors='replace') for x in said])}") from e
     os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _reason(lines: list[str]) -> str:
+    """Why a JVM exited, in what it wrote: its main thread's exception, else its first line
+    that is neither a log line (our log4j2.properties' or Spark's default pattern) nor
+    Java's header before the reason."""
+    lines = [line.strip() for line in lines if line.strip()]
+    thrown = next((line.split('" ', 1)[1] for line in lines if line.startswith('Exception in thread "main" ')), None)
+    said = (line for line in lines if not LOG_LINE.match(line) and line not in JAVA_HEADERS)
+    return thrown or next(said, "nothing said")
 
 
 def _pass_on(stream, said: list[bytes]) -> None:

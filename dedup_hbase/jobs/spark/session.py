@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...errors import DedupError
 from . import cds, jvm
-from .connect import is_connect, stop_connect
+from .connect import cannot_connect, is_connect, stop_connect
 
 JARS_ENV = "DEDUP_HBASE_SPARK_JARS"
 _REPO = Path(__file__).resolve().parents[3]
@@ -115,6 +115,7 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
         return builder.getOrCreate()
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise DedupError("the Spark engine needs Java 17 or newer (java not found, JAVA_HOME not set)")
+    _refuse_silent_masters(master)
     settings = _settings(master, conf or {}, jars, small)
     archive = None
     if master.startswith("local") and "spark.driver.extraJavaOptions" not in (conf or {}):
@@ -127,6 +128,24 @@ def make_session(master: str = "local[*]", conf: dict[str, str] | None = None, j
     for key, value in settings.items():
         builder = builder.config(key, value)
     return jvm.start(builder, master, settings, archive)
+
+
+def _refuse_silent_masters(master: str) -> None:
+    """Refuse in one line, at once, a standalone master (``spark://HOST:PORT[,HOST:PORT...]``)
+    where none of its addresses accepts a connection: Spark would try for a minute, then say
+    only that its context stopped."""
+    if not master.startswith("spark://"):
+        return
+    refusals = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        if not port.isdigit():
+            return  # Spark says what is wrong with it
+        refused = cannot_connect(host.strip("[]") or "localhost", int(port))
+        if refused is None:
+            return
+        refusals.append(refused)
+    raise DedupError(f"the Spark master {master} does not answer: {'; '.join(refusals)}")
 
 
 def stop(spark, done: bool = False) -> None:
