@@ -15,7 +15,7 @@ import signal
 import urllib.request
 from pathlib import Path
 
-from .service import load_for, start_service
+from .service_load import load_for, start_service
 
 BODY_DOCS = 100  # queries per request of the exactness pass
 
