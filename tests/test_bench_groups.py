@@ -13,7 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from benchmarks.groups import brute_force_check, measure, write_fingerprints  # noqa: E402
+from benchmarks.groups import brute_force_check, write_fingerprints  # noqa: E402
+from benchmarks.measured import measure  # noqa: E402
 
 # a - b - c a chain (a and c 4 bits apart, each 2 from b), d 4 bits from a (apart), e a copy of d
 A = 0x0123456789ABCDEF

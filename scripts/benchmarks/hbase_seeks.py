@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 
 from .common import ROOT
-from .groups import measure
 from .hbase import cpu_seconds
 from .hbase_bytes import drop_tables, shell
+from .measured import measure
 from .scale import K, data_files, plant
 from .scale_hbase import COMPACTION_WAIT, compacted_bytes, hfiles, pids, table_dirs
 

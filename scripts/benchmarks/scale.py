@@ -8,7 +8,7 @@ other one of the 4- and 5-split: ``init`` (not timed), ``load`` (wall, CPU of th
 rows/s, peak RSS, bytes per fingerprint on disk as the load leaves it and once compacted),
 ``check`` of the queries (lookups/s), single lookups through ``serve`` under wrk (scale_serve.py:
 requests/s, p50, p99; ``--scale-serve 0``: none) and ``groups`` on the local engine (wall, CPU, peak RSS). Each
-command runs in its own process tree under a child subreaper (``groups.measure``): CPU and peak
+command runs in its own process tree under a child subreaper (``measured.measure``): CPU and peak
 RSS are the rusage of every descendant. Exactness: sampled check answers against numpy brute force
 over all N, and the groups against the union of the planted structure (a wrong answer fails the run).
 ``--scale-hbase URL``: load and check against an HBase too (scale_hbase.py). The cluster is not
@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from .common import Report, flip_bits, fmt_n, progress
-from .groups import cli, measure
+from .groups import cli
+from .measured import measure
 from .scale_truth import brute_force, candidates_per_lookup, check_answers
 
 K = 3

@@ -18,8 +18,8 @@ import uuid
 from pathlib import Path
 
 from .common import ROOT, progress
-from .groups import measure
 from .hbase import cpu_seconds
+from .measured import measure
 
 COMPACTION_WAIT = 1800  # s: the longest the bench waits for a major compaction to end
 
