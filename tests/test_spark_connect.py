@@ -304,3 +304,26 @@ def test_what_does_not_run_through_connect_is_refused_in_one_line(args, said, tm
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 1, done.stderr
     assert said in done.stderr.strip().splitlines()[-1]
+
+
+def test_a_port_that_is_no_connect_server_is_one_line_at_once(tmp_path):
+    """An HTTP server where a Connect server was expected accepts the connection and answers no
+    gRPC: said after the first call's short retries (about a second), with the settings given;
+    before, the client retried that call for about ten minutes (the timeout below)."""
+    import http.server
+    import threading
+
+    (tmp_path / "IN").write_text('{"id": "a", "text": "x"}\n', encoding="utf-8")
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    remote = f"sc://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        done = subprocess.run([str(Path(sys.executable).parent / "dedup-hbase"), "groups", "--engine", "spark",
+                               "--spark-remote", remote, "--spark-conf", "spark.sql.shuffle.partitions=3", "IN",
+                               "--out", "o"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    finally:
+        httpd.shutdown()
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: the Spark Connect server at {remote} does not answer: "), last
+    assert "Failed parsing HTTP/2" in last

@@ -27,16 +27,24 @@ def connect_session(remote: str, conf: dict[str, str]):
     except ImportError as e:
         raise DedupError(f"--spark-remote needs PySpark's Spark Connect client ({e}): pip install "
                          "'pyspark[connect]' (or the dedup-hbase 'spark' extra)") from None
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
     _reachable(remote)
-    builder = SparkSession.builder.remote(remote)
-    for key, value in conf.items():
-        if key != "spark.app.name":  # a Connect session has no app name of its own
-            builder = builder.config(key, value)
+    settings = {key: value for key, value in conf.items() if key != "spark.app.name"}  # no app name of its own
     try:
         with warnings.catch_warnings():  # the client's retries warn before they raise
             warnings.simplefilter("ignore")
-            spark = builder.getOrCreate()
+            spark = SparkSession.builder.remote(remote).getOrCreate()  # no call yet: no settings given
+            # the first calls tried for about a second, not the client's ten minutes: something that
+            # accepts connections and is no Connect server (another service's port) is said at once
+            policies = spark.client.get_retry_policies()
+            spark.client.set_retry_policies([DefaultPolicy(max_retries=3)])  # 50, 200, 800 ms apart
+            builder = SparkSession.builder.remote(remote)
+            for key, value in settings.items():
+                builder = builder.config(key, value)
+            builder.getOrCreate()  # the settings, applied to that session (the first call)
             spark.range(1).collect()  # the server answers
+            spark.client.set_retry_policies(policies)  # a job rides out a server's restart
     except BaseException as e:  # gRPC's errors, or Ctrl-C / SIGTERM while the client retries
         _close_client()
         if not isinstance(e, Exception):
