@@ -119,8 +119,8 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stdout and
     stderr through this process: a thread passes on every line to this process's stderr but
     ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. A JVM that
-    exits before it answers (a bad ``spark.driver.memory`` ...) is a DedupError with the first
-    line it wrote. Does nothing where this process has a JVM already."""
+    exits before it answers (a bad ``spark.driver.memory`` ...) is a DedupError with the reason
+    it wrote (``_reason``). Does nothing where this process has a JVM already."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -137,7 +137,8 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     except Exception as e:
         os.close(write)
         passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
-        raise DedupError(f"the Spark session did not start: Java exited: {_reason([x.decode(errors='replace') for x in said])}") from e
+        reason = _reason([line.decode(errors="replace") for line in said])
+        raise DedupError(f"the Spark session did not start: Java exited: {reason}") from e
     os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
 
