@@ -33,6 +33,7 @@ from .scale_truth import brute_force, check_answers
 from .service_load import load_for, start_service
 
 K = 3
+NEW_SINGLES, NEW_BATCHES = 200_000, 2_000  # the bodies of the adds: more than 20 s of either takes
 
 
 def main() -> int:
@@ -59,8 +60,8 @@ def main() -> int:
     rng = random.Random(args.seed)
     tag = f"{rng.getrandbits(32):08x}"
     new = [json.dumps({"id": f"new-{tag}-{i}", "simhash": f"{rng.getrandbits(64):016x}"})
-           for i in range(200_000 * (1 + args.batch // 100))]
-    singles, batched = new[:200_000], new[200_000:]
+           for i in range(NEW_SINGLES + NEW_BATCHES * args.batch)]
+    singles, batched = new[:NEW_SINGLES], new[NEW_SINGLES:]
     legs = [("check", "/v1/check", [f"[{line}]".encode() for line in lines], 1),
             ("add?if_new=true", "/v1/add?if_new=true", [f"[{d}]".encode() for d in singles], 1),
             ("add?if_new=true", "/v1/add?if_new=true",

@@ -27,8 +27,6 @@ def connect_session(remote: str, conf: dict[str, str]):
     except ImportError as e:
         raise DedupError(f"--spark-remote needs PySpark's Spark Connect client ({e}): pip install "
                          "'pyspark[connect]' (or the dedup-hbase 'spark' extra)") from None
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
     _reachable(remote)
     settings = {key: value for key, value in conf.items() if key != "spark.app.name"}  # no app name of its own
     try:
@@ -37,8 +35,7 @@ def connect_session(remote: str, conf: dict[str, str]):
             spark = SparkSession.builder.remote(remote).getOrCreate()  # no call yet: no settings given
             # the first calls tried for about a second, not the client's ten minutes: something that
             # accepts connections and is no Connect server (another service's port) is said at once
-            policies = spark.client.get_retry_policies()
-            spark.client.set_retry_policies([DefaultPolicy(max_retries=3)])  # 50, 200, 800 ms apart
+            policies = _retry_briefly(spark)
             builder = SparkSession.builder.remote(remote)
             for key, value in settings.items():
                 builder = builder.config(key, value)
@@ -59,10 +56,8 @@ def stop_connect(spark) -> None:
     """Release a Connect session on its server and close the client's channel. The release is
     tried for about a second, not for the client's ten minutes: a job whose server died meanwhile
     ends at once (a session not released expires on a server that lives on)."""
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
     with suppress(Exception):
-        spark.client.set_retry_policies([DefaultPolicy(max_retries=3)])  # 50, 200, 800 ms apart
+        _retry_briefly(spark)
     try:
         spark.stop()  # a release that fails is logged by PySpark's Connect logger, off by default
     except Exception:  # a server gone meanwhile
@@ -70,6 +65,16 @@ def stop_connect(spark) -> None:
     finally:
         with suppress(Exception):
             spark.client.close()
+
+
+def _retry_briefly(spark) -> list:
+    """Make the client of ``spark`` retry a failed call for about a second (3 tries, 50, 200 and
+    800 ms apart), not for its default ten minutes; returns the policies it had."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    policies = spark.client.get_retry_policies()
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=3)])
+    return policies
 
 
 def _close_client() -> None:

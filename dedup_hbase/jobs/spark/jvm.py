@@ -137,20 +137,20 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     except Exception as e:
         os.close(write)
         passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
-        reason = _reason([line.decode(errors="replace") for line in said])
+        reason = _reason([line.decode(errors="replace") for line in said]) or str(e)  # else PySpark's words
         raise DedupError(f"the Spark session did not start: Java exited: {reason}") from e
     os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def _reason(lines: list[str]) -> str:
+def _reason(lines: list[str]) -> str | None:
     """Why a JVM exited, in what it wrote: its main thread's exception, else its first line
     that is neither a log line (our log4j2.properties' or Spark's default pattern) nor
-    Java's header before the reason."""
+    Java's header before the reason; None where it wrote nothing else."""
     lines = [line.strip() for line in lines if line.strip()]
     thrown = next((line.split('" ', 1)[1] for line in lines if line.startswith('Exception in thread "main" ')), None)
     said = (line for line in lines if not LOG_LINE.match(line) and line not in JAVA_HEADERS)
-    return thrown or next(said, "nothing said")
+    return thrown or next(said, None)
 
 
 def _pass_on(stream, said: list[bytes]) -> None:
