@@ -92,6 +92,27 @@ def test_a_master_spark_cannot_reach_is_one_line(tmp_path):
         assert done.stderr.splitlines()[-1] == f"error: {said}"
 
 
+def test_the_reason_spark_gives_when_it_ends_the_application():
+    """What a driver JVM wrote when a standalone master accepted the connection and never
+    answered (a Python socket that accepts and holds, as run once by hand: Spark's three
+    registrations of 20 s, a minute not spent here): its reason is what the start says, not the
+    stopped context it leaves; Spark's other lines leave it None."""
+    from dedup_hbase.jobs.spark.jvm import _Output
+
+    output = _Output()
+    for line in ["21:49:29 WARN  Utils: Set SPARK_LOCAL_IP if you need to bind to another address",
+                 "21:50:31 WARN  StandaloneSchedulerBackend: Application ID is not initialized yet.",
+                 "21:50:31 ERROR StandaloneSchedulerBackend: Application has been killed. Reason: All masters are "
+                 "unresponsive! Giving up.",
+                 "21:50:32 ERROR TransportResponseHandler: Still have 3 requests outstanding when connection from "
+                 "127.0.0.1/127.0.0.1:7177 is closed"]:
+        output.add(f"{line}\n".encode())
+    assert (output.ended, len(output.first)) == ("All masters are unresponsive! Giving up.", 4)
+    quiet = _Output()
+    quiet.add(b"21:49:29 WARN  Utils: Your hostname, vm, resolves to a loopback address\n")
+    assert quiet.ended is None
+
+
 def test_spark_env_settings_and_a_missing_archive(tmp_path):
     archive = tmp_path / "env.tar.gz"
     with pytest.raises(DedupError, match=r"^spark_env=.*env.tar.gz: no such file \(make it with: dedup-hbase "

@@ -52,9 +52,10 @@ def start(builder, master: str, settings: dict[str, str], archive) -> object:
     _PY4J.quiet = False
     if _PY4J not in logging.getLogger().filters:
         logging.getLogger().addFilter(_PY4J)
+    output = _Output()
     try:
         with _signals_deferred():  # PySpark holds the new JVM's only handle while it starts
-            _launch_gateway(master, settings)
+            _launch_gateway(master, settings, output)
             spark = builder.getOrCreate()
             spark.conf.get("spark.master")  # Spark checks the SQL settings here: a bad one refused while the JVM runs
             _STARTED[id(spark)] = (_watch(spark), archive)
@@ -64,6 +65,9 @@ def start(builder, master: str, settings: dict[str, str], archive) -> object:
         _end_started_jvm()
         if archive is not None:
             cds.finish(archive, written=False)
+        if output.ended:  # Spark ended the application itself: its reason, not the stopped context it left
+            raise DedupError(f"the Spark session did not start: Spark ended it: {output.ended} (master {master})") \
+                from None
         if said:
             raise DedupError(f"the Spark session did not start: {said}") from None
         raise
@@ -113,14 +117,34 @@ JVM_NOISE = (b"WARNING: Using incubator modules: jdk.incubator.vector\n",)
 # what Java says before the reason it could not start
 JAVA_HEADERS = ("Error occurred during initialization of VM",)
 LOG_LINE = re.compile(r"(\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
+# what Spark's scheduler backend logs when it gives up on the application (a standalone master
+# that accepts the connection and never answers: "All masters are unresponsive! Giving up.")
+ENDED = re.compile(r"Application has been killed\. Reason: (.+)$")
 
 
-def _launch_gateway(master: str, settings: dict[str, str]) -> None:
+class _Output:
+    """What the JVM a session starts wrote that says why it failed: its first lines (``first``),
+    and the reason Spark gave when it ended the application itself (``ended``), else None."""
+
+    def __init__(self) -> None:
+        self.first: list[bytes] = []
+        self.ended: str | None = None
+
+    def add(self, line: bytes) -> None:
+        if len(self.first) < 10:
+            self.first.append(line)
+        if self.ended is None and b"Application has been killed" in line:
+            found = ENDED.search(line.decode(errors="replace").strip())
+            self.ended = found[1] if found else None
+
+
+def _launch_gateway(master: str, settings: dict[str, str], output: _Output) -> None:
     """PySpark's JVM (the gateway the session's ``getOrCreate`` then finds), with its stdout and
     stderr through this process: a thread passes on every line to this process's stderr but
-    ``JVM_NOISE``, until the JVM and the Python workers it starts have closed it. A JVM that
-    exits before it answers (a bad ``spark.driver.memory`` ...) is a DedupError with the reason
-    it wrote (``_reason``). Does nothing where this process has a JVM already."""
+    ``JVM_NOISE`` (and tells ``output``), until the JVM and the Python workers it starts have
+    closed it. A JVM that exits before it answers (a bad ``spark.driver.memory`` ...) is a
+    DedupError with the reason it wrote (``_reason``). Does nothing where this process has a
+    JVM already."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -128,8 +152,7 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
         return
     conf = SparkConf().setMaster(master).setAll(list(settings.items()))
     read, write = os.pipe()
-    said: list[bytes] = []
-    passing = threading.Thread(target=_pass_on, args=(os.fdopen(read, "rb"), said), name="jvm-stderr", daemon=True)
+    passing = threading.Thread(target=_pass_on, args=(os.fdopen(read, "rb"), output), name="jvm-stderr", daemon=True)
     passing.start()
     try:
         # its stdout too (where Java says why it could not start): this process's stdout is its results'
@@ -137,7 +160,7 @@ def _launch_gateway(master: str, settings: dict[str, str]) -> None:
     except Exception as e:
         os.close(write)
         passing.join(timeout=5)  # the JVM exited: its last lines, then the end of the pipe
-        reason = _reason([line.decode(errors="replace") for line in said]) or str(e)  # else PySpark's words
+        reason = _reason([line.decode(errors="replace") for line in output.first]) or str(e)  # else PySpark's
         raise DedupError(f"the Spark session did not start: Java exited: {reason}") from e
     os.close(write)
     SparkContext._ensure_initialized(gateway=gateway)
@@ -153,14 +176,13 @@ def _reason(lines: list[str]) -> str | None:
     return thrown or next(said, None)
 
 
-def _pass_on(stream, said: list[bytes]) -> None:
+def _pass_on(stream, output: _Output) -> None:
     """The lines of ``stream`` to file descriptor 2 (where the JVM would have written them), but
-    ``JVM_NOISE``; the first few of them kept in ``said``."""
+    ``JVM_NOISE``; each told to ``output``."""
     with stream:
         for line in iter(stream.readline, b""):
             if line not in JVM_NOISE:
-                if len(said) < 10:
-                    said.append(line)
+                output.add(line)
                 try:
                     while line:
                         line = line[os.write(2, line):]
