@@ -83,3 +83,19 @@ def test_init_docs_takes_the_cheapest_scheme_at_n(tmp_path, docs, scheme):
 def test_init_scheme_given_wins_over_docs(tmp_path):
     done = CliRunner().invoke(app, ["init", "--store", str(tmp_path / "i"), "--docs", "1e10", "--scheme", "4", "--json"])
     assert done.exit_code == 0 and json.loads(done.stdout)["scheme"] == "4"
+
+
+def test_checks_beyond_the_fit_are_shown_beside_the_model_not_fitted():
+    """The runs measured at larger sizes stay out of the fit (its figures are those of the fitted
+    runs alone) and ``plan`` prints each beside what the model says there: at 10^8 on one HBase
+    the 5-split's 990 µs a lookup against the model's 232 (the index beyond the caches)."""
+    hbase = MEASURED["hbase"]
+    alone = fitted("hbase", hbase.runs, hbase.basis)
+    assert (hbase.fixed, hbase.per_scan, hbase.per_candidate) == (alone.fixed, alone.per_scan, alone.per_candidate)
+    assert [(b.scheme, b.docs) for b in hbase.beyond] == [("4", 10**7), ("5", 10**7), ("4", 10**8), ("5", 10**8)]
+    shown = plan.table(10**8, 3, 16, plan.plans(10**8)).splitlines()
+    beyond = [line for line in shown if line.startswith("    measured beyond the fit")]
+    assert len(beyond) == 2  # the embedded store's, HBase's
+    assert beyond[1].endswith("4-split at 10^7 1,252 (1,293), 5-split at 10^7 509 (196), 4-split at 10^8 13,514 "
+                              "(11,952), 5-split at 10^8 990 (232)")
+    assert shown[shown.index(beyond[1]) + 1].startswith("    (the scale bench's fingerprints")

@@ -98,6 +98,11 @@ def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Sig
         lines += [f"  {c.store}: {c.fixed:,.0f} + {c.per_scan:,.1f}/scan + {c.per_candidate:,.3f}/candidate µs, from "
                   + ", ".join(f"{r.scheme}-split at {_power(r.docs)} {r.lookups_per_s:,.0f}/s ({r.candidates:,.0f})"
                               for r in c.runs), f"    ({c.basis})"]
+        if c.beyond:
+            lines += ["    measured beyond the fit, not in it: µs a lookup (the model's): " + ", ".join(
+                f"{b.scheme}-split at {_power(b.docs)} {1e6 / b.lookups_per_s:,.0f} "
+                f"({c.lookup_us(len(s.flags), plan(s, b.docs).candidates):,.0f})"
+                for b in c.beyond for s in [Scheme.parse(b.scheme)]), f"    ({c.beyond_basis})"]
     return "\n".join(lines)
 
 
