@@ -135,7 +135,8 @@ class _Output:
             self.first.append(line)
         if self.ended is None and b"Application has been killed" in line:
             found = ENDED.search(line.decode(errors="replace").strip())
-            self.ended = found[1] if found else None
+            if found:
+                self.ended = found[1]
 
 
 def _launch_gateway(master: str, settings: dict[str, str], output: _Output) -> None:
