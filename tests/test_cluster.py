@@ -665,26 +665,25 @@ def test_with_the_master_down_the_index_answers_and_init_says_so_in_one_line(clu
             store.drop()
 
 
+def yarn_rest(cluster, path: str) -> dict:
+    """GET ``/ws/v1/cluster/PATH`` of YARN's ResourceManager (its REST API), as JSON."""
+    with urllib.request.urlopen(f"{cluster['YARN_RESOURCEMANAGER_WEB']}/ws/v1/cluster/{path}", timeout=10) as answer:
+        return json.load(answer)
+
+
 def yarn_nodes_lost(cluster, count: int, timeout: float = 60) -> None:
-    """Wait until YARN's ResourceManager has ``count`` NodeManagers as LOST (its REST API; a
-    silent one is lost after 10 s, yarn-site.xml), so that no container goes to a dead node."""
+    """Wait until YARN's ResourceManager has ``count`` NodeManagers as LOST (a silent one is lost
+    after 10 s, yarn-site.xml), so that no container goes to a dead node."""
     deadline = time.monotonic() + timeout
-    while True:
-        with urllib.request.urlopen(f"{cluster['YARN_RESOURCEMANAGER_WEB']}/ws/v1/cluster/nodes?states=LOST",
-                                    timeout=10) as answer:
-            nodes = (json.load(answer)["nodes"] or {}).get("node", [])
-        if len(nodes) == count:
-            return
+    while len(nodes := (yarn_rest(cluster, "nodes?states=LOST")["nodes"] or {}).get("node", [])) != count:
         assert time.monotonic() < deadline, nodes
         time.sleep(0.5)
 
 
 def yarn_nodemanager_without_the_master(cluster) -> str:
     """The number (1 or 2) of the NodeManager that runs none of the running application's
-    master (YARN's REST API): its executors only."""
-    with urllib.request.urlopen(f"{cluster['YARN_RESOURCEMANAGER_WEB']}/ws/v1/cluster/apps?states=RUNNING",
-                                timeout=10) as answer:
-        apps = json.load(answer)["apps"]["app"]
+    master: its executors only."""
+    apps = yarn_rest(cluster, "apps?states=RUNNING")["apps"]["app"]
     assert len(apps) == 1, apps
     master = apps[0]["amHostHttpAddress"].rsplit(":", 1)[1]
     webs = {n: cluster[f"YARN_NODEMANAGER{n}_WEB"].rsplit(":", 1)[1] for n in ("1", "2")}

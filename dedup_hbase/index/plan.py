@@ -99,11 +99,17 @@ def table(docs: int, k: int, id_bytes: int, rows: list[PlanRow], signatures: Sig
                   + ", ".join(f"{r.scheme}-split at {_power(r.docs)} {r.lookups_per_s:,.0f}/s ({r.candidates:,.0f})"
                               for r in c.runs), f"    ({c.basis})"]
         if c.beyond:
-            lines += ["    measured beyond the fit, not in it: µs a lookup (the model's): " + ", ".join(
-                f"{b.scheme}-split at {_power(b.docs)} {1e6 / b.lookups_per_s:,.0f} "
-                f"({c.lookup_us(len(s.flags), plan(s, b.docs).candidates):,.0f})"
-                for b in c.beyond for s in [Scheme.parse(b.scheme)]), f"    ({c.beyond_basis})"]
+            lines += ["    measured beyond the fit, not in it: µs a lookup (the model's): "
+                      + ", ".join(f"{b.scheme}-split at {_power(b.docs)} {1e6 / b.lookups_per_s:,.0f} "
+                                  f"({modelled_us(c, Scheme.parse(b.scheme), b.docs):,.0f})" for b in c.beyond),
+                      f"    ({c.beyond_basis})"]
     return "\n".join(lines)
+
+
+def modelled_us(costs, scheme: Scheme, docs: int) -> float:
+    """The µs of a lookup (one signature, no probes) that ``costs`` (a store's) model for
+    ``scheme`` at ``docs`` uniform documents."""
+    return costs.lookup_us(len(scheme.flags), plan(scheme, docs).candidates)
 
 
 def _power(n: int) -> str:
@@ -145,7 +151,7 @@ def best_scheme(k: int, docs: int = 10**9, store: str = "embedded") -> Scheme:
     if not options:
         raise InvalidInput(f"no scheme on a 13-byte row key guarantees k={k}")
     costs = MEASURED[store]
-    return min(options, key=lambda s: (round(costs.lookup_us(len(s.flags), plan(s, docs).candidates), 1), len(s.flags)))
+    return min(options, key=lambda s: (round(modelled_us(costs, s, docs), 1), len(s.flags)))
 
 
 def choose_scheme(k: int, scheme: Scheme | str | int | None = None) -> Scheme:
