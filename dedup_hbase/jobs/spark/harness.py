@@ -126,7 +126,7 @@ def spark_job(name: str, spark: SparkOptions, paths: list[str], *, jars: bool, s
         if own:
             for path in paths:  # a missing local input costs no session
                 inputs.local_path(path)
-            job.session = start_session(spark, name, paths, jars)
+            job.session, job._parallelism = start_session(spark, name, paths, jars)
             fit_to_input(job, spark, paths)
             job.clock("spark session")
         done = False
@@ -156,7 +156,8 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     is stopped and a one-line DedupError raised). With ``spark.remote``: a session of that
     Spark Connect server, which has the jars (checked); ``spark.env`` shipped as the session's
     artifact (ship.ship_to_connect), and the executors proved as above when it is given or the
-    server's master is not local."""
+    server's master is not local. Returns the session and its task slots when the proof
+    counted them (else None: found when a step asks, ``SparkJob.parallelism``)."""
     if spark.remote:
         session = connect_session(spark.remote, {"spark.app.name": name, **ARROW_BATCHES, **spark.conf})
         try:
@@ -164,12 +165,13 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
                 check_helper(session, spark.remote)
             if spark.env:
                 ship_to_connect(session, spark.env)
+            slots = None
             if spark.env or not session.conf.get("spark.master", "local").startswith("local"):
-                log_executor_pythons(session)
+                slots = log_executor_pythons(session)
         except BaseException:
             stop_session(session)
             raise
-        return session
+        return session, slots
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     conf = {"spark.app.name": name}
     shipping = bool(spark.env) and not submitted and not spark.master.startswith("local")
@@ -179,19 +181,23 @@ def start_session(spark: SparkOptions, name: str, paths: list[str], jars: bool):
     session = make_session(spark.master, {**conf, **spark.conf},
                            helper_jars() if jars and not submitted else None,
                            small=input_bytes(paths) < SMALL_INPUT, make_archive=True)
+    slots = None
     if not session.conf.get("spark.master", "").startswith("local"):
         try:
-            log_executor_pythons(session)
+            slots = log_executor_pythons(session)
         except BaseException:
             stop_session(session)
             raise
-    return session
+    return session, slots
 
 
-def log_executor_pythons(session) -> None:
-    """``executor_pythons`` of the session, one --verbose line each (or its one-line refusal)."""
-    for found in executor_pythons(session, range_partitions(session)):
+def log_executor_pythons(session) -> int:
+    """``executor_pythons`` of the session, one --verbose line each (or its one-line refusal);
+    the session's task slots, which the probe counted (``default_parallelism``)."""
+    slots = default_parallelism(session)
+    for found in executor_pythons(session, slots):
         logger.info("executors' Python: %s", json.dumps(found))
+    return slots
 
 
 def fit_to_input(job: SparkJob, spark: SparkOptions, paths: list[str]) -> None:
