@@ -132,12 +132,40 @@ def test_left_out_of_the_pack():
                  "pandas/tests/frame/test_api.py", "numpy/tests/test_x.py", "numpy/linalg/tests/test_linalg.py",
                  "pyarrow/include/arrow/api.h", "pyspark/examples/src/main/python/pi.py", "pyspark/data/mllib/als/test.data",
                  "pyspark/licenses/LICENSE-py4j.txt", "pyspark/bin/spark-submit", "pyspark/sbin/start-master.sh",
-                 "numpy/__init__.pyi", "pyspark/sql/functions/builtin.pyi"]:
+                 "numpy/__init__.pyi", "pyspark/sql/functions/builtin.pyi", "typer/main.py",
+                 "typer-0.29.3.dist-info/RECORD", "pygments/lexers/python.py", "markdown_it/main.py",
+                 "markdown_it_py-4.3.0.dist-info/METADATA", "mdurl/__init__.py", "shellingham/posix/ps.py"]:
         assert left_out(path), path
     for path in ["pyspark/__init__.py", "pyspark/sql/functions/builtin.py", "dedup_hbase/jobs/spark/ship.py",
                  "pipx/__init__.py", "numpy/linalg/_linalg.py", "dedup_hbase_core/__init__.py", "pyarrow/lib.so",
-                 "pyspark/sql/pandas/types.py", "pyspark/pandas/frame.py", "pyspark/python/pyspark/shell.py"]:
+                 "pyspark/sql/pandas/types.py", "pyspark/pandas/frame.py", "pyspark/python/pyspark/shell.py",
+                 "rich/console.py", "rich-15.0.0.dist-info/RECORD", "typing_extensions.py"]:
         assert not left_out(path), path
+
+
+def test_what_executors_import_needs_nothing_left_out_as_the_command_lines():
+    """Every module of the package but the command line's (dedup_hbase.cli, __main__) imports in
+    a Python that cannot import ``ship.CLI_ONLY``: the packed environment, which leaves them out,
+    runs whatever an executor imports."""
+    program = f"""
+import importlib, pkgutil, sys
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {ship.CLI_ONLY!r}:
+            raise ImportError("left out of the pack: " + name)
+sys.meta_path.insert(0, Refuse())
+import dedup_hbase
+failed = []
+for module in pkgutil.walk_packages(dedup_hbase.__path__, "dedup_hbase."):
+    if not module.name.startswith(("dedup_hbase.cli", "dedup_hbase.__main__")):
+        try:
+            importlib.import_module(module.name)
+        except ImportError as e:
+            failed.append(module.name + ": " + str(e))
+print(*failed, sep="\\n", end="")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stdout.splitlines(), done.stderr) == (0, [], "")
 
 
 def test_the_reason_of_a_failed_probe():

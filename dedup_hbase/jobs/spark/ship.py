@@ -8,8 +8,9 @@ The packed environment is a virtualenv made with a Python every node has at the 
 default /usr/bin/python3.11; the archive keeps the venv's link to it, as venv-pack does, so it
 runs only where that Python is) holding a copy of the packages this process runs with: the
 project as installed (or imported), its compiled core, its dependencies, PySpark's Python code.
-Not copied: pip, setuptools, an editable install's hooks, and PySpark's jars (the executors run
-their own Spark's; keep the PySpark of the packing environment at the cluster's Spark version).
+Not copied: pip, setuptools, an editable install's hooks, the packages only the command line
+imports (``CLI_ONLY``), and PySpark's jars (the executors run their own Spark's; keep the
+PySpark of the packing environment at the cluster's Spark version).
 The packages are binary ones for this Python's minor version: the given Python must be the same
 minor version (it is checked).
 """
@@ -36,10 +37,13 @@ SHIPPED_PYTHON = f"./{ENV_NAME}/bin/python"
 DEFAULT_PYTHON = "/usr/bin/python3.11"
 # not packed: installers, an editable install's path hooks, PySpark's jars (the cluster has its
 # own), the JVM helper's (a job gives them to its executors: spark.jars), PySpark's examples,
-# sample data, licenses and launch scripts, type stubs, test suites, C headers: no executor
-# reads them, and each file costs a node as it unpacks the archive (a YARN NodeManager without
-# Hadoop's native library starts `chmod` once per file: docs/testing.md)
+# sample data, licenses and launch scripts, type stubs, test suites, C headers, and what only
+# the command line imports (CLI_ONLY): no executor reads them, and each file costs a node as it
+# unpacks the archive (a YARN NodeManager without Hadoop's native library starts `chmod` once
+# per file: docs/testing.md)
+CLI_ONLY = ("typer", "shellingham", "pygments", "markdown_it", "mdurl")  # Typer, and rich's syntax and Markdown
 LEFT_OUT = re.compile(r"(pip|setuptools|wheel|_distutils_hack)(-[^/]*\.dist-info)?(/.*)?|__editable__.*|"
+                      rf"({'|'.join(CLI_ONLY)}|markdown_it_py)(-[^/]*\.dist-info)?(/.*)?|"
                       r"distutils-precedence\.pth|(pyspark|dedup_hbase/jobs/spark)/jars(/.*)?|"
                       r"pyspark/(examples|data|licenses|bin|sbin)(/.*)?|.*\.pyi|"
                       r"(pandas|pyarrow|numpy(/[^/]+)?)/tests/.*|pyarrow/include/.*|.*/__pycache__/.*\.opt-[12]\.pyc")
